@@ -1,0 +1,323 @@
+/*
+ * weft.h - the weft tracing API. This header is the manual: the stable, everyday part first,
+ * then tracks and async work, then control of the runtime, then the rarely needed.
+ *
+ *   #include <weft.h>
+ *   void step(int n) {
+ *       WEFT_FUNC();                          // slice named "step", ends at scope exit
+ *       WEFT_SCOPE("inner", WEFT_I("n", n));  // slice with a typed argument
+ *       WEFT_COUNTER("queue depth", n);       // a point on the counter track "queue depth"
+ *   }
+ *
+ * Run the program: events stream into ./weft.data/ (WEFT_OPTIONS="output=DIR" to change), and
+ * `weft convert weft.data -o trace.pftrace` makes a file for ui.perfetto.dev.
+ *
+ * Cost model. An event reads the clock once and appends 16 bytes (24 for counters and async
+ * events) to a buffer owned by the calling thread: no lock, no system call, no allocation,
+ * errno untouched. The first event of a call site and of a thread, and one event in ~64K when a
+ * buffer chunk fills, take a slow path out of line. A call site whose category is disabled or
+ * whose name is filtered out costs one load and a predicted branch. `-DWEFT_DISABLE` compiles
+ * every macro to nothing (arguments are not evaluated).
+ *
+ * Threads and signals. Every macro and weft_* event call is thread-safe. Events may be emitted
+ * from signal handlers only on threads that have already emitted an event outside the handler
+ * (the first event of a thread allocates); an event interrupted by a handler on the same thread
+ * that also emits may lose one of the two records (it is never torn).
+ *
+ * Errors. Functions that can fail return 0 or a negative errno-style code; weft_strerror()
+ * describes it. The library never prints except through the log callback (weft_set_log), whose
+ * default writes warnings, one line each, to stderr.
+ */
+#ifndef WEFT_H
+#define WEFT_H
+
+#include <stdint.h>
+#include <stddef.h>
+#include "weft_fastpath.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define WEFT_VERSION_MAJOR 0
+#define WEFT_VERSION_MINOR 1
+
+/* ============================================================================================
+ * 1. Slices, instants, counters (the everyday part)
+ * ========================================================================================== */
+
+/* WEFT_SCOPE("name", args...) - a slice on the calling thread from here to the end of the
+ * enclosing scope. Up to 8 typed arguments: WEFT_I (int64), WEFT_U (uint64), WEFT_D (double),
+ * WEFT_B (bool), WEFT_S (string, copied, at most 1 KiB), WEFT_P (pointer). Keys and names must
+ * be string literals or otherwise live for the whole run.
+ * WEFT_SCOPE_C("category", "name", args...) - the same in a category (see categories=). */
+#define WEFT_SCOPE(name, ...) WEFT_SCOPE_C("", name, ##__VA_ARGS__)
+#define WEFT_SCOPE_C(cat, name, ...) WEFT__SCOPE(0, cat, name, ##__VA_ARGS__)
+/* WEFT_FUNC() - WEFT_SCOPE with the enclosing function's name. */
+#define WEFT_FUNC() WEFT_SCOPE_C("", __func__)
+
+/* Explicit begin and end, for slices that do not follow a lexical scope. An end closes the
+ * innermost open slice of the same name on the same thread and track; an end whose begin was
+ * never recorded (dropped, filtered) is ignored by the converters. */
+#define WEFT_BEGIN(name, ...) WEFT__BEGIN(0, "", name, ##__VA_ARGS__)
+#define WEFT_END(name) WEFT__END(0, "", name)
+#define WEFT_BEGIN_C(cat, name, ...) WEFT__BEGIN(0, cat, name, ##__VA_ARGS__)
+#define WEFT_END_C(cat, name) WEFT__END(0, cat, name)
+
+/* WEFT_COMPLETE("name", start_ns, end_ns) - a slice with given times from weft_now_ns(). */
+#define WEFT_COMPLETE(name, start_ns, end_ns) WEFT__COMPLETE("", name, start_ns, end_ns)
+
+/* WEFT_INSTANT("name", args...) - a zero-duration event on the calling thread. */
+#define WEFT_INSTANT(name, ...) WEFT__INSTANT(0, "", name, ##__VA_ARGS__)
+#define WEFT_INSTANT_C(cat, name, ...) WEFT__INSTANT(0, cat, name, ##__VA_ARGS__)
+
+/* WEFT_COUNTER("name", v) - a point on the process-wide counter track "name" (int64).
+ * WEFT_COUNTER_F("name", v) - the same for double values.
+ * WEFT_COUNTER_UNIT("name", "unit", v) / WEFT_COUNTER_F_UNIT - with a unit ("bytes", "ns", ...;
+ * "bytes" and "ns" and "count" are understood by Perfetto, others are shown as given). */
+#define WEFT_COUNTER(name, v) WEFT__COUNTER(name, NULL, 0, WEFT_R_COUNTER_I64, weft__i2w(v))
+#define WEFT_COUNTER_F(name, v) WEFT__COUNTER(name, NULL, 1, WEFT_R_COUNTER_F64, weft__d2w(v))
+#define WEFT_COUNTER_UNIT(name, unit, v) \
+	WEFT__COUNTER(name, unit, 0, WEFT_R_COUNTER_I64, weft__i2w(v))
+#define WEFT_COUNTER_F_UNIT(name, unit, v) \
+	WEFT__COUNTER(name, unit, 1, WEFT_R_COUNTER_F64, weft__d2w(v))
+
+/* WEFT_RATE("name", n) - adds n to a running count and, at most every 100 ms, emits the rate
+ * since the previous point (n per second, double) on the counter track "name" with unit "/s".
+ * Thread-safe: all threads calling the same WEFT_RATE site add to one count. */
+#define WEFT_RATE(name, n) \
+	do { \
+		static struct weft_rate weft__r_ = {{0, WEFT_KIND_COUNTER, 1, 0, 0, name, "", "/s", 0}, 0, 0}; \
+		weft_rate_add(&weft__r_, (uint64_t)(n)); \
+	} while (0)
+
+/* Process and thread names, shown on their tracks. Copied; may be called any time. */
+WEFT_API void weft_process_name(const char *name);
+WEFT_API void weft_thread_name(const char *name);
+
+/* Nanoseconds on CLOCK_BOOTTIME, the trace's time base (for WEFT_COMPLETE). */
+WEFT_API uint64_t weft_now_ns(void);
+
+/* ============================================================================================
+ * 2. Named tracks, async slices and flows
+ * ========================================================================================== */
+
+/* weft_track("stream 3") - a named track of this process (returns 1..65535; 0 if the table is
+ * full, and then events go to the thread's own track). The same name gives the same track.
+ * Slices emitted on a track from several threads land on one lane per (track, thread) under
+ * it, so a stream whose modules hop between threads still nests correctly on every lane. */
+WEFT_API unsigned weft_track(const char *name);
+#define WEFT_SCOPE_ON(track, name, ...) WEFT__SCOPE(track, "", name, ##__VA_ARGS__)
+#define WEFT_BEGIN_ON(track, name, ...) WEFT__BEGIN(track, "", name, ##__VA_ARGS__)
+#define WEFT_END_ON(track, name) WEFT__END(track, "", name)
+#define WEFT_INSTANT_ON(track, name, ...) WEFT__INSTANT(track, "", name, ##__VA_ARGS__)
+
+/* Async slices: begun on one thread, ended on any thread, matched by (name, id); each open
+ * async slice gets its own lane under the process. */
+#define WEFT_ASYNC_BEGIN(name, id) WEFT__ASYNC(WEFT_R_ASYNC_BEGIN, name, id)
+#define WEFT_ASYNC_END(name, id) WEFT__ASYNC(WEFT_R_ASYNC_END, name, id)
+
+/* Flows (arrows between slices, across threads). Call right after the begin (or instant) the
+ * arrow leaves from / arrives at: weft_flow_out attaches to the most recent event of the
+ * calling thread, weft_flow_in likewise ends the arrow there. The id is any 64-bit value the
+ * two sides agree on. */
+WEFT_API void weft_flow_out(uint64_t id);
+WEFT_API void weft_flow_in(uint64_t id);
+
+/* ============================================================================================
+ * 3. Controlling the runtime
+ * ========================================================================================== */
+
+/* Options, one syntax everywhere: "key=value:key=value", from the WEFT_OPTIONS environment
+ * variable (read at the first event or at weft_start) or from weft_configure(). Keys:
+ *   enable=1|0            record at all (default 1)
+ *   output=DIR            trace directory (default weft.data); {name} {host} {pid} expand
+ *   name=NAME             component name, becomes the process name
+ *   categories=GLOBS      comma list of globs; a leading '-' disables; default "*"
+ *   filter=GLOBS          record only slices/instants whose name matches one glob
+ *   buffer_size=BYTES     memory for all buffers of the process (default 64M; k/M/G suffix)
+ *   chunk_size=BYTES      unit of hand-off to writers (default 1M; 4K..buffer_size/2)
+ *   writers=N             writer threads (default 1, 1..16)
+ *   writer_cpus=LIST      pin writer threads, e.g. 1 or 0-1
+ *   compression=LEVEL     zstd level, 0 = none, negative = faster (default 1)
+ *   overflow=drop|block   when all buffers are full: drop and count (default) or wait
+ * An unknown key or bad value is reported through the log (one line naming the valid keys or
+ * values), ignored, and tracing goes on with the default. weft_configure returns the number of
+ * rejected settings (0 = all accepted) or a negative error. Settings after the trace started
+ * only take effect for categories= and filter=. */
+WEFT_API int weft_configure(const char *options);
+WEFT_API int weft_option_set(const char *key, const char *value);
+
+/* Start explicitly (otherwise the first event starts tracing). Returns 0, or -errno when the
+ * trace directory cannot be created (then events are discarded and counted). */
+WEFT_API int weft_start(void);
+/* Hand the calling thread's buffered events to the writers now. */
+WEFT_API void weft_flush(void);
+/* Flush every thread, stop the writers, finish the trace. Called at exit automatically. Events
+ * emitted after it are not recorded (counted in weft_stats.after_stop). */
+WEFT_API int weft_stop(void);
+
+struct weft_stats {
+	size_t sz;              /* set to sizeof(struct weft_stats) by the caller */
+	uint64_t events;        /* events accepted into buffers */
+	uint64_t dropped;       /* events dropped because no buffer was free */
+	uint64_t after_stop;    /* events emitted after weft_stop */
+	uint64_t bytes_raw;     /* event bytes handed to writers */
+	uint64_t bytes_written; /* bytes written to disk after compression */
+	uint64_t chunks;        /* chunks written */
+};
+WEFT_API int weft_stats_get(struct weft_stats *st);
+
+/* The directory this process writes to (NULL before start). */
+WEFT_API const char *weft_output_dir(void);
+
+enum weft_log_level { WEFT_LOG_ERROR = 0, WEFT_LOG_WARN = 1, WEFT_LOG_INFO = 2 };
+typedef void (*weft_log_fn)(int level, const char *msg, void *ud);
+/* Replace the log callback (NULL silences the library). */
+WEFT_API void weft_set_log(weft_log_fn fn, void *ud);
+
+WEFT_API const char *weft_strerror(int err);
+
+/* ============================================================================================
+ * 4. Less common: events built by hand
+ * ========================================================================================== */
+
+/* A typed argument, built by WEFT_I/WEFT_U/WEFT_D/WEFT_B/WEFT_S/WEFT_P. */
+struct weft_arg {
+	struct weft_site *key;
+	unsigned type; /* WEFT_R_ARG_* */
+	union {
+		int64_t i;
+		uint64_t u;
+		double d;
+		const void *p;
+		const char *s;
+	} v;
+};
+/* Begin (type WEFT_R_BEGIN) or instant (WEFT_R_INSTANT) with arguments, as one atomic event. */
+WEFT_API void weft_event_args(struct weft_site *s, unsigned type, unsigned track,
+		     const struct weft_arg *args, unsigned nargs);
+
+struct weft_rate {
+	struct weft_site site;
+	uint64_t count; /* atomically added by weft_rate_add */
+	uint64_t last;  /* ticks of the last point; CAS by the thread that emits it */
+};
+WEFT_API void weft_rate_add(struct weft_rate *r, uint64_t n);
+
+/* ============================================================================================
+ * Implementation of the macros (not API)
+ * ========================================================================================== */
+static inline uint64_t weft__i2w(int64_t v) { return (uint64_t)v; }
+static inline uint64_t weft__d2w(double v) { union { double d; uint64_t u; } x; x.d = v; return x.u; }
+
+#define WEFT__CAT2(a, b) a##b
+#define WEFT__CAT(a, b) WEFT__CAT2(a, b)
+#define WEFT__U(x) WEFT__CAT(x, __LINE__)
+#define WEFT__SITE_INIT(kind, cat, name) {0, kind, 0, 0, 0, name, cat, 0, 0}
+#define WEFT__NARGS(...) (sizeof((struct weft_arg[]){__VA_ARGS__}) / sizeof(struct weft_arg))
+
+#ifndef WEFT_DISABLE
+
+#define WEFT__KEY(k) ({ static struct weft_site weft__k_ = WEFT__SITE_INIT(WEFT_KIND_ARG, "", k); &weft__k_; })
+#define WEFT_I(k, x) {WEFT__KEY(k), WEFT_R_ARG_I64, {.i = (int64_t)(x)}}
+#define WEFT_U(k, x) {WEFT__KEY(k), WEFT_R_ARG_U64, {.u = (uint64_t)(x)}}
+#define WEFT_D(k, x) {WEFT__KEY(k), WEFT_R_ARG_F64, {.d = (double)(x)}}
+#define WEFT_B(k, x) {WEFT__KEY(k), WEFT_R_ARG_BOOL, {.u = (x) ? 1u : 0u}}
+#define WEFT_S(k, x) {WEFT__KEY(k), WEFT_R_ARG_STR, {.s = (x)}}
+#define WEFT_P(k, x) {WEFT__KEY(k), WEFT_R_ARG_PTR, {.p = (const void *)(x)}}
+
+struct weft__scope {
+	struct weft_site *site;
+	unsigned track;
+};
+static inline void weft__scope_end(struct weft__scope *sc)
+{
+	if (sc->site)
+		weft__rec2(weft__hdr(sc->site->id, WEFT_R_END, 0, sc->track));
+}
+static inline struct weft_site *weft__begin(struct weft_site *s, unsigned track,
+					    const struct weft_arg *a, unsigned n)
+{
+	if (!weft__on(s))
+		return 0;
+	if (n)
+		weft_event_args(s, WEFT_R_BEGIN, track, a, n);
+	else
+		weft__rec2(weft__hdr(s->id, WEFT_R_BEGIN, 0, track));
+	return s;
+}
+#define WEFT__ARGV(...) ((const struct weft_arg[]){__VA_ARGS__ __VA_OPT__(,) {0, 0, {0}}})
+#define WEFT__ARGN(...) (WEFT__NARGS(__VA_ARGS__ __VA_OPT__(,) {0, 0, {0}}) - 1)
+
+#define WEFT__SCOPE(track, cat, name, ...) \
+	static struct weft_site WEFT__U(weft__s_) = WEFT__SITE_INIT(WEFT_KIND_EVENT, cat, name); \
+	struct weft__scope WEFT__U(weft__sc_) __attribute__((cleanup(weft__scope_end), unused)) = { \
+		weft__begin(&WEFT__U(weft__s_), (track), WEFT__ARGV(__VA_ARGS__), WEFT__ARGN(__VA_ARGS__)), \
+		(track)}
+#define WEFT__BEGIN(track, cat, name, ...) \
+	do { \
+		static struct weft_site weft__s_ = WEFT__SITE_INIT(WEFT_KIND_EVENT, cat, name); \
+		weft__begin(&weft__s_, (track), WEFT__ARGV(__VA_ARGS__), WEFT__ARGN(__VA_ARGS__)); \
+	} while (0)
+#define WEFT__END(track, cat, name) \
+	do { \
+		static struct weft_site weft__s_ = WEFT__SITE_INIT(WEFT_KIND_EVENT, cat, name); \
+		if (weft__on(&weft__s_)) \
+			weft__rec2(weft__hdr(weft__s_.id, WEFT_R_END, 0, (track))); \
+	} while (0)
+#define WEFT__INSTANT(track, cat, name, ...) \
+	do { \
+		static struct weft_site weft__s_ = WEFT__SITE_INIT(WEFT_KIND_EVENT, cat, name); \
+		if (weft__on(&weft__s_)) { \
+			if (WEFT__ARGN(__VA_ARGS__)) \
+				weft_event_args(&weft__s_, WEFT_R_INSTANT, (track), \
+						WEFT__ARGV(__VA_ARGS__), WEFT__ARGN(__VA_ARGS__)); \
+			else \
+				weft__rec2(weft__hdr(weft__s_.id, WEFT_R_INSTANT, 0, (track))); \
+		} \
+	} while (0)
+#define WEFT__COMPLETE(cat, name, t0, t1) \
+	do { \
+		static struct weft_site weft__s_ = WEFT__SITE_INIT(WEFT_KIND_EVENT, cat, name); \
+		if (weft__on(&weft__s_)) { \
+			uint64_t *weft__p_ = weft__reserve(24); \
+			if (weft__p_) { \
+				weft__p_[0] = (uint64_t)(t0); \
+				weft__p_[1] = weft__hdr(weft__s_.id, WEFT_R_COMPLETE, 1, 0); \
+				weft__p_[2] = (uint64_t)(t1); \
+				weft__commit(weft__p_ + 3); \
+			} \
+		} \
+	} while (0)
+#define WEFT__COUNTER(name, unit_, dbl, type, word) \
+	do { \
+		static struct weft_site weft__s_ = {0, WEFT_KIND_COUNTER, dbl, 0, 0, name, "", unit_, 0}; \
+		if (weft__on(&weft__s_)) \
+			weft__rec3(weft__hdr(weft__s_.id, type, 1, 0), (word)); \
+	} while (0)
+#define WEFT__ASYNC(type, name, aid) \
+	do { \
+		static struct weft_site weft__s_ = WEFT__SITE_INIT(WEFT_KIND_EVENT, "", name); \
+		if (weft__on(&weft__s_)) \
+			weft__rec3(weft__hdr(weft__s_.id, type, 1, 0), (uint64_t)(aid)); \
+	} while (0)
+
+#else /* WEFT_DISABLE: everything compiles out, arguments are not evaluated */
+
+#define WEFT__SCOPE(track, cat, name, ...) do { } while (0)
+#define WEFT__BEGIN(track, cat, name, ...) do { } while (0)
+#define WEFT__END(track, cat, name) do { } while (0)
+#define WEFT__INSTANT(track, cat, name, ...) do { } while (0)
+#define WEFT__COMPLETE(cat, name, t0, t1) do { } while (0)
+#define WEFT__COUNTER(name, unit_, dbl, type, word) do { } while (0)
+#define WEFT__ASYNC(type, name, aid) do { } while (0)
+#undef WEFT_RATE
+#define WEFT_RATE(name, n) do { } while (0)
+
+#endif /* WEFT_DISABLE */
+
+#ifdef __cplusplus
+}
+#endif
+#endif

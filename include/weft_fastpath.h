@@ -1,0 +1,141 @@
+/*
+ * weft_fastpath.h - the only hot code in weft. Included by weft.h; not an API of its own.
+ *
+ * Every event is a record of 8-byte words appended to the calling thread's current chunk:
+ *   word0  timestamp in clock ticks (or a value, for records that attach to an event)
+ *   word1  header: id (bits 0-31) | type (32-39) | extra words (40-47) | track (48-63)
+ *   word2.. extra words (counter value, async id, end time, string bytes)
+ * A call site owns a static `struct weft_site`; its `state` byte is the one predicated load that
+ * decides whether anything happens (WEFT__SITE_ON) or the slow path must look (unregistered,
+ * disabled, filtered). Reserving space is a compare against the chunk end; when the chunk is full
+ * (or the thread has none yet) weft__reserve_slow() hands it to the writers and returns a fresh
+ * one, or NULL when the event is dropped (counted there). Committing is one release store of the
+ * new position: a plain store on x86-64, stlr on aarch64, so a flusher on another thread that
+ * acquires `pos` sees every byte before it.
+ */
+#ifndef WEFT_FASTPATH_H
+#define WEFT_FASTPATH_H
+
+#include <stddef.h>
+#include <stdint.h>
+#if defined(__x86_64__) || defined(__i386__)
+#include <x86intrin.h>
+#endif
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define WEFT_API __attribute__((visibility("default")))
+
+/* Record types (word1 bits 32-39). The on-disk meaning is specified in docs/format.md. */
+enum weft_rec_type {
+	WEFT_R_BEGIN = 1, WEFT_R_END = 2, WEFT_R_INSTANT = 3,
+	WEFT_R_COUNTER_I64 = 4, WEFT_R_COUNTER_F64 = 5,
+	WEFT_R_ASYNC_BEGIN = 6, WEFT_R_ASYNC_END = 7, WEFT_R_COMPLETE = 8,
+	WEFT_R_ARG_I64 = 9, WEFT_R_ARG_U64 = 10, WEFT_R_ARG_F64 = 11, WEFT_R_ARG_BOOL = 12,
+	WEFT_R_ARG_PTR = 13, WEFT_R_ARG_STR = 14,
+	WEFT_R_FLOW_OUT = 15, WEFT_R_FLOW_IN = 16, WEFT_R_DROPPED = 17,
+	WEFT_R_ASYNC_INSTANT = 18,
+};
+
+enum weft_site_state { WEFT__SITE_NEW = 0, WEFT__SITE_ON = 1, WEFT__SITE_OFF = 2 };
+enum weft_site_kind {
+	WEFT_KIND_EVENT = 0, WEFT_KIND_COUNTER = 1, WEFT_KIND_ARG = 2, WEFT_KIND_TRACK = 3,
+};
+
+/* One per call site (static storage). `state` and `id` are written by the registry (slow path,
+ * under its lock, and again whenever categories or filters change); read racily by the hot path,
+ * which is harmless: a stale state only delays a change by one event. */
+struct weft_site {
+	uint8_t state;
+	uint8_t kind;
+	uint8_t counter_is_double;
+	uint8_t pad_;
+	uint32_t id;
+	const char *name;
+	const char *category;
+	const char *unit; /* counters only */
+	struct weft_site *next; /* registry list */
+};
+
+/* The calling thread's write window. Written only by its own thread, except `pos` is read
+ * (acquire) by the flusher at exit. Initial-exec TLS: one %fs-relative access, no call. */
+struct weft__tls {
+	char *pos;
+	char *end;
+};
+extern WEFT_API __thread struct weft__tls weft__tls __attribute__((tls_model("initial-exec")));
+
+WEFT_API int weft__site_check(struct weft_site *s);
+WEFT_API void *weft__reserve_slow(size_t bytes);
+WEFT_API uint64_t weft__ticks_fallback(void);
+
+static inline uint64_t weft__ticks(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+	return __rdtsc();
+#elif defined(__aarch64__)
+	uint64_t v;
+	__asm__ __volatile__("mrs %0, cntvct_el0" : "=r"(v));
+	return v;
+#else
+	return weft__ticks_fallback();
+#endif
+}
+
+static inline uint64_t weft__hdr(uint32_t id, unsigned type, unsigned extra, unsigned track)
+{
+	return (uint64_t)id | ((uint64_t)type << 32) | ((uint64_t)extra << 40) |
+	       ((uint64_t)track << 48);
+}
+
+static inline int weft__on(struct weft_site *s)
+{
+	/* Acquire pairs with the registry's release store of state after id: a plain load on
+	 * x86-64, ldarb on aarch64, so a site seen ON always has its id. */
+	if (__builtin_expect(__atomic_load_n(&s->state, __ATOMIC_ACQUIRE) == WEFT__SITE_ON, 1))
+		return 1;
+	return weft__site_check(s);
+}
+
+static inline uint64_t *weft__reserve(size_t bytes)
+{
+	char *p = weft__tls.pos;
+	if (__builtin_expect((size_t)(weft__tls.end - p) < bytes, 0))
+		p = (char *)weft__reserve_slow(bytes);
+	return (uint64_t *)p;
+}
+
+static inline void weft__commit(uint64_t *end)
+{
+	__atomic_store_n(&weft__tls.pos, (char *)end, __ATOMIC_RELEASE);
+}
+
+/* Two-word record with the current time: begin, end, instant. */
+static inline void weft__rec2(uint64_t hdr)
+{
+	uint64_t *p = weft__reserve(16);
+	if (__builtin_expect(p == NULL, 0))
+		return;
+	p[0] = weft__ticks();
+	p[1] = hdr;
+	weft__commit(p + 2);
+}
+
+/* Three-word record with the current time: counters, async begin/end. */
+static inline void weft__rec3(uint64_t hdr, uint64_t extra)
+{
+	uint64_t *p = weft__reserve(24);
+	if (__builtin_expect(p == NULL, 0))
+		return;
+	p[0] = weft__ticks();
+	p[1] = hdr;
+	p[2] = extra;
+	weft__commit(p + 3);
+}
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,58 @@
+/*
+ * model.h - the meaning of a thread's records, shared by every converter and report: walks
+ * the records in order, converts ticks to ns, attaches argument and flow records to the event
+ * before them, and balances slices per (thread, track): an end that matches an outer open
+ * slice first closes the inner ones (flagged UNWOUND: longjmp, exceptions, a dropped end), an
+ * end with no open begin is skipped and counted, and slices still open at the end of the
+ * trace are closed there (flagged UNTERMINATED). Converters therefore never see an unbalanced
+ * stream.
+ */
+#ifndef WEFT_MODEL_H
+#define WEFT_MODEL_H
+
+#include "format/reader.h"
+
+enum weft_ev_kind {
+	WEFT_EV_BEGIN, WEFT_EV_END, WEFT_EV_INSTANT, WEFT_EV_COUNTER, WEFT_EV_ASYNC_BEGIN,
+	WEFT_EV_ASYNC_END, WEFT_EV_ASYNC_INSTANT, WEFT_EV_COMPLETE, WEFT_EV_DROPPED,
+};
+#define WEFT_EVF_UNTERMINATED 1u
+#define WEFT_EVF_UNWOUND 2u
+
+#define WEFT_EV_MAX_ARGS 16
+#define WEFT_EV_MAX_FLOWS 8
+
+struct weft_ev_arg {
+	uint32_t key;
+	unsigned type; /* WEFT_R_ARG_* */
+	uint64_t v;
+	const char *s; /* WEFT_R_ARG_STR: not \0-terminated, slen bytes */
+	size_t slen;
+};
+
+struct weft_ev {
+	unsigned kind, flags;
+	uint64_t ts, end_ts; /* ns; end_ts for COMPLETE */
+	uint32_t id;         /* site id (0: none) */
+	unsigned track;      /* named track id, 0 = the thread's own */
+	uint64_t value;      /* counter bits, async id, dropped count */
+	int is_double;
+	unsigned nargs, nout, nin;
+	struct weft_ev_arg args[WEFT_EV_MAX_ARGS];
+	uint64_t flows_out[WEFT_EV_MAX_FLOWS], flows_in[WEFT_EV_MAX_FLOWS];
+};
+
+struct weft_walk_stats {
+	uint64_t events, unmatched_end, unterminated, unwound;
+};
+
+typedef void (*weft_ev_fn)(void *ud, const struct weft_ev *e);
+
+/* Walk one thread; trace_end_ns closes what is left open. */
+void weft_walk_thread(const struct weft_proc *p, const struct weft_thread_data *th,
+		      uint64_t trace_end_ns, weft_ev_fn fn, void *ud, struct weft_walk_stats *st);
+
+/* Run fn(i, ud) for i in [0, n) on up to `jobs` threads (the calling one included). */
+void weft_parallel_for(size_t n, int jobs, void (*fn)(size_t i, void *ud), void *ud);
+
+#endif

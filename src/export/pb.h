@@ -1,0 +1,103 @@
+/*
+ * pb.h - the few protobuf primitives the Perfetto writer needs: varints, tags, fixed64,
+ * doubles, strings, and nested messages whose length is back-patched into a 4-byte redundant
+ * varint (valid protobuf, as Perfetto's own protozero writes it), so a message is written once,
+ * front to back, without sizing passes.
+ */
+#ifndef WEFT_PB_H
+#define WEFT_PB_H
+
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct pb {
+	uint8_t *p;
+	size_t n, cap;
+};
+
+static inline void pb_reserve(struct pb *b, size_t more)
+{
+	if (b->n + more <= b->cap)
+		return;
+	size_t cap = b->cap ? b->cap * 2 : 4096;
+	while (cap < b->n + more)
+		cap *= 2;
+	b->p = realloc(b->p, cap);
+	if (!b->p)
+		abort();
+	b->cap = cap;
+}
+
+static inline void pb_varint_raw(struct pb *b, uint64_t v)
+{
+	pb_reserve(b, 10);
+	uint8_t *o = b->p + b->n;
+	while (v >= 0x80) {
+		*o++ = (uint8_t)(v | 0x80);
+		v >>= 7;
+	}
+	*o++ = (uint8_t)v;
+	b->n = (size_t)(o - b->p);
+}
+
+static inline void pb_tag(struct pb *b, unsigned field, unsigned wire)
+{
+	pb_varint_raw(b, ((uint64_t)field << 3) | wire);
+}
+
+static inline void pb_varint(struct pb *b, unsigned field, uint64_t v)
+{
+	pb_tag(b, field, 0);
+	pb_varint_raw(b, v);
+}
+
+static inline void pb_fixed64(struct pb *b, unsigned field, uint64_t v)
+{
+	pb_tag(b, field, 1);
+	pb_reserve(b, 8);
+	memcpy(b->p + b->n, &v, 8); /* little-endian hosts only (x86-64, aarch64) */
+	b->n += 8;
+}
+
+static inline void pb_double(struct pb *b, unsigned field, double d)
+{
+	uint64_t v;
+	memcpy(&v, &d, 8);
+	pb_fixed64(b, field, v);
+}
+
+static inline void pb_bytes(struct pb *b, unsigned field, const void *s, size_t n)
+{
+	pb_tag(b, field, 2);
+	pb_varint_raw(b, n);
+	pb_reserve(b, n);
+	memcpy(b->p + b->n, s, n);
+	b->n += n;
+}
+
+static inline void pb_string(struct pb *b, unsigned field, const char *s)
+{
+	pb_bytes(b, field, s, strlen(s));
+}
+
+/* Begin a nested message; returns the position to hand to pb_end. */
+static inline size_t pb_begin(struct pb *b, unsigned field)
+{
+	pb_tag(b, field, 2);
+	pb_reserve(b, 4);
+	size_t at = b->n;
+	b->n += 4;
+	return at;
+}
+
+static inline void pb_end(struct pb *b, size_t at)
+{
+	size_t len = b->n - at - 4;
+	b->p[at] = (uint8_t)(0x80 | (len & 0x7f));
+	b->p[at + 1] = (uint8_t)(0x80 | ((len >> 7) & 0x7f));
+	b->p[at + 2] = (uint8_t)(0x80 | ((len >> 14) & 0x7f));
+	b->p[at + 3] = (uint8_t)((len >> 21) & 0x7f);
+}
+
+#endif

@@ -1,0 +1,479 @@
+/*
+ * pftrace.c - trace -> Perfetto protobuf (.pftrace). Layout of the output:
+ *   sequence 1: a ClockSnapshot (BOOTTIME primary, REALTIME for wall time), then a
+ *               TrackDescriptor per process, named track and counter track;
+ *   one sequence per thread: its thread TrackDescriptor first (SEQ_INCREMENTAL_STATE_CLEARED),
+ *               then its events with names, categories and argument keys interned per
+ *               sequence (iid = the process's site id), lane and async track descriptors
+ *               emitted just before their first use.
+ * Named tracks: track -> one lane per (track, thread) under it, each lane named after its
+ * thread. Async slices: one track per (name, id) under the process. Flows: flow_ids and
+ * terminating_flow_ids, one tag per element (Perfetto ignores the packed form). Threads are
+ * encoded in parallel, then concatenated.
+ */
+#include "export/export.h"
+#include "export/pb.h"
+#include "format/format.h"
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+enum {
+	TRACE_PACKET = 1,
+	TP_CLOCK_SNAPSHOT = 6, TP_TIMESTAMP = 8, TP_SEQ_ID = 10, TP_TRACK_EVENT = 11,
+	TP_INTERNED = 12, TP_SEQ_FLAGS = 13, TP_TRACK_DESCRIPTOR = 60, TP_FIRST_ON_SEQ = 87,
+	TD_UUID = 1, TD_NAME = 2, TD_PROCESS = 3, TD_THREAD = 4, TD_PARENT = 5, TD_COUNTER = 8,
+	TD_SIBLING_MERGE = 15,
+	PD_PID = 1, PD_CMDLINE = 2, PD_NAME = 6,
+	THD_PID = 1, THD_TID = 2, THD_NAME = 5,
+	CD_UNIT = 3, CD_UNIT_NAME = 6,
+	TE_CATEGORY_IIDS = 3, TE_DEBUG = 4, TE_TYPE = 9, TE_NAME_IID = 10, TE_TRACK_UUID = 11,
+	TE_NAME = 23, TE_COUNTER = 30, TE_DCOUNTER = 44, TE_FLOW_IDS = 47, TE_TERM_FLOW_IDS = 48,
+	ID_CATEGORIES = 1, ID_EVENT_NAMES = 2, ID_DEBUG_NAMES = 3,
+	DA_NAME_IID = 1, DA_BOOL = 2, DA_UINT = 3, DA_INT = 4, DA_DOUBLE = 5, DA_STRING = 6,
+	DA_POINTER = 7, DA_NAME = 10,
+	TYPE_BEGIN = 1, TYPE_END = 2, TYPE_INSTANT = 3, TYPE_COUNTER = 4,
+	SEQ_CLEARED = 1, SEQ_NEEDS = 2,
+};
+
+static uint64_t mix(uint64_t a, uint64_t b)
+{
+	uint64_t z = a * 0x9e3779b97f4a7c15ull ^ (b + 0x632be59bd9b4e019ull);
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+	return (z ^ (z >> 31)) | 1;
+}
+static uint64_t proc_uuid(int pid) { return mix(1, (uint64_t)(uint32_t)pid); }
+static uint64_t thread_uuid(int pid, uint32_t tid) { return mix(2, ((uint64_t)(uint32_t)pid << 32) | tid); }
+static uint64_t track_uuid(int pid, unsigned tr) { return mix(3, ((uint64_t)(uint32_t)pid << 32) | tr); }
+static uint64_t lane_uuid(int pid, unsigned tr, uint32_t tid) { return mix(mix(4, ((uint64_t)(uint32_t)pid << 32) | tr), tid); }
+static uint64_t counter_uuid(int pid, uint32_t id) { return mix(5, ((uint64_t)(uint32_t)pid << 32) | id); }
+static uint64_t async_uuid(int pid, uint32_t id, uint64_t aid) { return mix(mix(6, ((uint64_t)(uint32_t)pid << 32) | id), aid); }
+
+/* Per-process category interning: site id -> category iid (0 = none). */
+struct proc_cats {
+	uint32_t *iid;
+	char **names; /* by iid */
+	size_t n;
+};
+
+struct seq_enc {
+	struct pb out;
+	const struct weft_proc *p;
+	const struct weft_thread_data *th;
+	const struct proc_cats *cats;
+	uint32_t seq;
+	uint64_t tuuid;
+	uint8_t *named, *keyed, *catted; /* interned on this sequence, by id */
+	uint64_t *lanes_seen;            /* lane/async uuids already described here */
+	size_t nlanes, lanes_cap;
+	struct weft_walk_stats st;
+};
+
+static int seen(struct seq_enc *e, uint64_t uuid)
+{
+	for (size_t i = 0; i < e->nlanes; i++) /* few per thread; linear is fine */
+		if (e->lanes_seen[i] == uuid)
+			return 1;
+	if (e->nlanes == e->lanes_cap) {
+		e->lanes_cap = e->lanes_cap ? e->lanes_cap * 2 : 16;
+		e->lanes_seen = realloc(e->lanes_seen, e->lanes_cap * sizeof(uint64_t));
+		if (!e->lanes_seen)
+			abort();
+	}
+	e->lanes_seen[e->nlanes++] = uuid;
+	return 0;
+}
+
+static void describe(struct pb *b, uint32_t seq, uint64_t uuid, uint64_t parent, const char *name,
+		     int no_merge)
+{
+	size_t pk = pb_begin(b, TRACE_PACKET);
+	pb_varint(b, TP_SEQ_ID, seq);
+	size_t td = pb_begin(b, TP_TRACK_DESCRIPTOR);
+	pb_varint(b, TD_UUID, uuid);
+	if (parent)
+		pb_varint(b, TD_PARENT, parent);
+	pb_string(b, TD_NAME, name);
+	if (no_merge)
+		pb_varint(b, TD_SIBLING_MERGE, 2);
+	pb_end(b, td);
+	pb_end(b, pk);
+}
+
+static const char *name_or(const struct weft_proc *p, uint32_t id, char *buf, size_t n)
+{
+	const char *s = weft_site_name(p, id);
+	if (s)
+		return s;
+	snprintf(buf, n, id ? "site#%u" : "(flow)", id);
+	return buf;
+}
+
+static uint64_t track_for(struct seq_enc *e, const struct weft_ev *ev)
+{
+	const struct weft_proc *p = e->p;
+	char buf[300];
+	switch (ev->kind) {
+	case WEFT_EV_COUNTER:
+		return counter_uuid(p->pid, ev->id);
+	case WEFT_EV_ASYNC_BEGIN: case WEFT_EV_ASYNC_END: case WEFT_EV_ASYNC_INSTANT: {
+		uint64_t u = async_uuid(p->pid, ev->id, ev->value);
+		if (!seen(e, u))
+			describe(&e->out, e->seq, u, proc_uuid(p->pid), name_or(p, ev->id, buf, sizeof(buf)), 0);
+		return u;
+	}
+	default:
+		break;
+	}
+	if (!ev->track)
+		return e->tuuid;
+	uint64_t u = lane_uuid(p->pid, ev->track, e->th->tid);
+	if (!seen(e, u)) {
+		snprintf(buf, sizeof(buf), "%s (%u)", e->th->name, e->th->tid);
+		describe(&e->out, e->seq, u, track_uuid(p->pid, ev->track), buf, 1);
+	}
+	return u;
+}
+
+static void intern(struct seq_enc *e, const struct weft_ev *ev)
+{
+	const struct weft_proc *p = e->p;
+	struct pb *b = &e->out;
+	size_t at = 0;
+	int open = 0;
+#define OPEN() do { if (!open) { at = pb_begin(b, TP_INTERNED); open = 1; } } while (0)
+	uint32_t id = ev->id;
+	if (id && id < p->nsites && p->sites[id].defined && !e->named[id] && ev->kind != WEFT_EV_END &&
+	    ev->kind != WEFT_EV_COUNTER) {
+		e->named[id] = 1;
+		OPEN();
+		size_t m = pb_begin(b, ID_EVENT_NAMES);
+		pb_varint(b, 1, id);
+		pb_string(b, 2, p->sites[id].name);
+		pb_end(b, m);
+	}
+	uint32_t ci = (id && id < p->nsites) ? e->cats->iid[id] : 0;
+	if (ci && !e->catted[ci] && ev->kind != WEFT_EV_END && ev->kind != WEFT_EV_COUNTER) {
+		e->catted[ci] = 1;
+		OPEN();
+		size_t m = pb_begin(b, ID_CATEGORIES);
+		pb_varint(b, 1, ci);
+		pb_string(b, 2, e->cats->names[ci]);
+		pb_end(b, m);
+	}
+	for (unsigned i = 0; i < ev->nargs; i++) {
+		uint32_t k = ev->args[i].key;
+		if (k && k < p->nsites && p->sites[k].defined && !e->keyed[k]) {
+			e->keyed[k] = 1;
+			OPEN();
+			size_t m = pb_begin(b, ID_DEBUG_NAMES);
+			pb_varint(b, 1, k);
+			pb_string(b, 2, p->sites[k].name);
+			pb_end(b, m);
+		}
+	}
+	if (open)
+		pb_end(b, at);
+#undef OPEN
+}
+
+static void annotation_flag(struct pb *b, const char *name)
+{
+	size_t m = pb_begin(b, TE_DEBUG);
+	pb_string(b, DA_NAME, name);
+	pb_varint(b, DA_BOOL, 1);
+	pb_end(b, m);
+}
+
+static void args(struct seq_enc *e, const struct weft_ev *ev)
+{
+	struct pb *b = &e->out;
+	for (unsigned i = 0; i < ev->nargs; i++) {
+		const struct weft_ev_arg *a = &ev->args[i];
+		size_t m = pb_begin(b, TE_DEBUG);
+		if (a->key && a->key < e->p->nsites && e->p->sites[a->key].defined)
+			pb_varint(b, DA_NAME_IID, a->key);
+		else
+			pb_string(b, DA_NAME, "?");
+		switch (a->type) {
+		case WEFT_R_ARG_I64: pb_varint(b, DA_INT, a->v); break;
+		case WEFT_R_ARG_U64: pb_varint(b, DA_UINT, a->v); break;
+		case WEFT_R_ARG_BOOL: pb_varint(b, DA_BOOL, a->v ? 1 : 0); break;
+		case WEFT_R_ARG_PTR: pb_varint(b, DA_POINTER, a->v); break;
+		case WEFT_R_ARG_F64: { double d; memcpy(&d, &a->v, 8); pb_double(b, DA_DOUBLE, d); break; }
+		case WEFT_R_ARG_STR: pb_bytes(b, DA_STRING, a->s, strnlen(a->s, a->slen)); break;
+		default: break;
+		}
+		pb_end(b, m);
+	}
+}
+
+static void packet(struct seq_enc *e, const struct weft_ev *ev, uint64_t ts, unsigned type, uint64_t track)
+{
+	struct pb *b = &e->out;
+	size_t pk = pb_begin(b, TRACE_PACKET);
+	pb_varint(b, TP_TIMESTAMP, ts);
+	pb_varint(b, TP_SEQ_ID, e->seq);
+	if (type != TYPE_END)
+		intern(e, ev);
+	pb_varint(b, TP_SEQ_FLAGS, SEQ_NEEDS);
+	size_t te = pb_begin(b, TP_TRACK_EVENT);
+	pb_varint(b, TE_TYPE, type);
+	pb_varint(b, TE_TRACK_UUID, track);
+	const struct weft_proc *p = e->p;
+	if (type == TYPE_COUNTER) {
+		if (ev->is_double) {
+			double d;
+			memcpy(&d, &ev->value, 8);
+			pb_double(b, TE_DCOUNTER, d);
+		} else {
+			pb_varint(b, TE_COUNTER, ev->value);
+		}
+	} else if (type != TYPE_END) {
+		uint32_t id = ev->id;
+		if (id && id < p->nsites && p->sites[id].defined)
+			pb_varint(b, TE_NAME_IID, id);
+		else if (ev->kind == WEFT_EV_DROPPED)
+			pb_string(b, TE_NAME, "weft: events dropped");
+		else {
+			char buf[32];
+			pb_string(b, TE_NAME, name_or(p, id, buf, sizeof(buf)));
+		}
+		uint32_t ci = (id && id < p->nsites) ? e->cats->iid[id] : 0;
+		if (ci)
+			pb_varint(b, TE_CATEGORY_IIDS, ci);
+		args(e, ev);
+		if (ev->kind == WEFT_EV_DROPPED) {
+			size_t m = pb_begin(b, TE_DEBUG);
+			pb_string(b, DA_NAME, "dropped_events");
+			pb_varint(b, DA_UINT, ev->value);
+			pb_end(b, m);
+		}
+		for (unsigned i = 0; i < ev->nout; i++)
+			pb_fixed64(b, TE_FLOW_IDS, ev->flows_out[i]);
+		for (unsigned i = 0; i < ev->nin; i++)
+			pb_fixed64(b, TE_TERM_FLOW_IDS, ev->flows_in[i]);
+	} else {
+		if (ev->flags & WEFT_EVF_UNTERMINATED)
+			annotation_flag(b, "weft_unterminated");
+		if (ev->flags & WEFT_EVF_UNWOUND)
+			annotation_flag(b, "weft_unwound");
+	}
+	pb_end(b, te);
+	pb_end(b, pk);
+}
+
+static void on_event(void *ud, const struct weft_ev *ev)
+{
+	struct seq_enc *e = ud;
+	uint64_t track = track_for(e, ev);
+	switch (ev->kind) {
+	case WEFT_EV_BEGIN: case WEFT_EV_ASYNC_BEGIN:
+		packet(e, ev, ev->ts, TYPE_BEGIN, track);
+		break;
+	case WEFT_EV_END: case WEFT_EV_ASYNC_END:
+		packet(e, ev, ev->ts, TYPE_END, track);
+		break;
+	case WEFT_EV_INSTANT: case WEFT_EV_ASYNC_INSTANT: case WEFT_EV_DROPPED:
+		packet(e, ev, ev->ts, TYPE_INSTANT, track);
+		break;
+	case WEFT_EV_COUNTER:
+		packet(e, ev, ev->ts, TYPE_COUNTER, track);
+		break;
+	case WEFT_EV_COMPLETE: {
+		packet(e, ev, ev->ts, TYPE_BEGIN, track);
+		struct weft_ev end = *ev;
+		end.kind = WEFT_EV_END;
+		end.nargs = end.nout = end.nin = 0;
+		end.flags = 0;
+		packet(e, &end, ev->end_ts, TYPE_END, track);
+		break;
+	}
+	default:
+		break;
+	}
+}
+
+struct job {
+	const struct weft_trace *t;
+	struct seq_enc *encs;
+};
+
+static void encode_thread(size_t i, void *ud)
+{
+	struct job *j = ud;
+	struct seq_enc *e = &j->encs[i];
+	const struct weft_proc *p = e->p;
+	e->named = calloc(p->nsites + 1, 1);
+	e->keyed = calloc(p->nsites + 1, 1);
+	e->catted = calloc(e->cats->n + 1, 1);
+	if (!e->named || !e->keyed || !e->catted)
+		abort();
+	struct pb *b = &e->out;
+	size_t pk = pb_begin(b, TRACE_PACKET);
+	pb_varint(b, TP_SEQ_ID, e->seq);
+	pb_varint(b, TP_SEQ_FLAGS, SEQ_CLEARED);
+	pb_varint(b, TP_FIRST_ON_SEQ, 1);
+	size_t td = pb_begin(b, TP_TRACK_DESCRIPTOR);
+	pb_varint(b, TD_UUID, e->tuuid);
+	size_t thd = pb_begin(b, TD_THREAD);
+	pb_varint(b, THD_PID, (uint64_t)(uint32_t)p->pid);
+	pb_varint(b, THD_TID, e->th->tid);
+	pb_string(b, THD_NAME, e->th->name);
+	pb_end(b, thd);
+	pb_end(b, td);
+	pb_end(b, pk);
+	weft_walk_thread(p, e->th, j->t->last_ns, on_event, e, &e->st);
+	free(e->named);
+	free(e->keyed);
+	free(e->catted);
+	free(e->lanes_seen);
+}
+
+static void build_cats(const struct weft_proc *p, struct proc_cats *c)
+{
+	c->iid = calloc(p->nsites + 1, sizeof(uint32_t));
+	c->names = calloc(p->nsites + 2, sizeof(char *));
+	if (!c->iid || !c->names)
+		abort();
+	c->n = 0;
+	for (size_t id = 0; id < p->nsites; id++) {
+		const struct weft_site_def *s = &p->sites[id];
+		if (!s->defined || !s->cat || !*s->cat)
+			continue;
+		size_t k;
+		for (k = 1; k <= c->n; k++)
+			if (!strcmp(c->names[k], s->cat))
+				break;
+		if (k > c->n)
+			c->names[++c->n] = s->cat;
+		c->iid[id] = (uint32_t)k;
+	}
+}
+
+static void header(const struct weft_trace *t, struct pb *b)
+{
+	/* Clock snapshot: BOOTTIME is the trace clock; REALTIME lets the UI show wall time. */
+	uint64_t boot = t->first_ns, real = 0;
+	for (size_t i = 0; i < t->nprocs && !real; i++)
+		if (t->procs[i].nclock)
+			real = t->procs[i].clock[0].real_ns + (boot - t->procs[i].clock[0].boot_ns);
+	size_t pk = pb_begin(b, TRACE_PACKET);
+	pb_varint(b, TP_TIMESTAMP, boot);
+	pb_varint(b, TP_SEQ_ID, 1);
+	size_t cs = pb_begin(b, TP_CLOCK_SNAPSHOT);
+	size_t c1 = pb_begin(b, 1);
+	pb_varint(b, 1, 6);
+	pb_varint(b, 2, boot);
+	pb_end(b, c1);
+	if (real) {
+		size_t c2 = pb_begin(b, 1);
+		pb_varint(b, 1, 1);
+		pb_varint(b, 2, real);
+		pb_end(b, c2);
+	}
+	pb_varint(b, 2, 6);
+	pb_end(b, cs);
+	pb_end(b, pk);
+
+	for (size_t i = 0; i < t->nprocs; i++) {
+		const struct weft_proc *p = &t->procs[i];
+		pk = pb_begin(b, TRACE_PACKET);
+		pb_varint(b, TP_SEQ_ID, 1);
+		size_t td = pb_begin(b, TP_TRACK_DESCRIPTOR);
+		pb_varint(b, TD_UUID, proc_uuid(p->pid));
+		size_t pd = pb_begin(b, TD_PROCESS);
+		pb_varint(b, PD_PID, (uint64_t)(uint32_t)p->pid);
+		for (int a = 0; a < p->argc; a++)
+			pb_string(b, PD_CMDLINE, p->argv[a]);
+		pb_string(b, PD_NAME, p->name);
+		pb_end(b, pd);
+		pb_end(b, td);
+		pb_end(b, pk);
+		for (size_t tr = 1; tr < p->ntracks; tr++)
+			if (p->tracks[tr])
+				describe(b, 1, track_uuid(p->pid, (unsigned)tr), proc_uuid(p->pid), p->tracks[tr], 0);
+		for (size_t id = 0; id < p->nsites; id++) {
+			const struct weft_site_def *s = &p->sites[id];
+			if (!s->defined || s->kind != WEFT_KIND_COUNTER)
+				continue;
+			pk = pb_begin(b, TRACE_PACKET);
+			pb_varint(b, TP_SEQ_ID, 1);
+			td = pb_begin(b, TP_TRACK_DESCRIPTOR);
+			pb_varint(b, TD_UUID, counter_uuid(p->pid, (uint32_t)id));
+			pb_varint(b, TD_PARENT, proc_uuid(p->pid));
+			pb_string(b, TD_NAME, s->name);
+			size_t cd = pb_begin(b, TD_COUNTER);
+			const char *u = s->unit ? s->unit : "";
+			if (!strcmp(u, "ns"))
+				pb_varint(b, CD_UNIT, 1);
+			else if (!strcmp(u, "count"))
+				pb_varint(b, CD_UNIT, 2);
+			else if (!strcmp(u, "bytes"))
+				pb_varint(b, CD_UNIT, 3);
+			else if (*u)
+				pb_string(b, CD_UNIT_NAME, u);
+			pb_end(b, cd);
+			pb_end(b, td);
+			pb_end(b, pk);
+		}
+	}
+}
+
+int weft_export_pftrace(const struct weft_trace *t, FILE *out, int jobs,
+			struct weft_export_summary *sum, char *err, size_t errlen)
+{
+	memset(sum, 0, sizeof(*sum));
+	size_t n = 0;
+	for (size_t i = 0; i < t->nprocs; i++)
+		n += t->procs[i].nthreads;
+	struct seq_enc *encs = calloc(n + 1, sizeof(*encs));
+	struct proc_cats *cats = calloc(t->nprocs + 1, sizeof(*cats));
+	if (!encs || !cats)
+		abort();
+	size_t k = 0;
+	for (size_t i = 0; i < t->nprocs; i++) {
+		const struct weft_proc *p = &t->procs[i];
+		build_cats(p, &cats[i]);
+		for (size_t h = 0; h < p->nthreads; h++, k++) {
+			encs[k].p = p;
+			encs[k].th = &p->threads[h];
+			encs[k].cats = &cats[i];
+			encs[k].seq = (uint32_t)(k + 2);
+			encs[k].tuuid = thread_uuid(p->pid, p->threads[h].tid);
+			sum->dropped += p->threads[h].dropped;
+		}
+	}
+	struct job j = {t, encs};
+	weft_parallel_for(n, jobs, encode_thread, &j);
+	struct pb hb = {0};
+	header(t, &hb);
+	int rc = 0;
+	if (fwrite(hb.p, 1, hb.n, out) != hb.n)
+		rc = -errno;
+	sum->bytes = hb.n;
+	for (size_t i = 0; i < n; i++) {
+		struct seq_enc *e = &encs[i];
+		if (!rc && e->out.n && fwrite(e->out.p, 1, e->out.n, out) != e->out.n)
+			rc = -errno;
+		sum->bytes += e->out.n;
+		sum->events += e->st.events;
+		sum->unmatched_end += e->st.unmatched_end;
+		sum->unterminated += e->st.unterminated;
+		sum->unwound += e->st.unwound;
+		free(e->out.p);
+	}
+	free(hb.p);
+	for (size_t i = 0; i < t->nprocs; i++) {
+		free(cats[i].iid);
+		free(cats[i].names);
+	}
+	free(cats);
+	free(encs);
+	if (!rc && fflush(out))
+		rc = -errno;
+	if (rc)
+		snprintf(err, errlen, "writing the trace failed: %s", strerror(-rc));
+	return rc;
+}

@@ -1,0 +1,89 @@
+/*
+ * format.h - the trace directory format, shared by the runtime (writer side), the reader, the
+ * converters and the fuzzers. docs/format.md is the prose specification of the same layout.
+ *
+ * A trace directory holds, per traced process P:
+ *   P.wmeta        metadata: a file header, then records {u16 type, u16 0, u32 len, payload}
+ *   P-K.wevents    events from writer thread K: a file header, then chunk frames
+ * All integers little-endian. A reader accepts any minor version of its major and skips
+ * metadata record types it does not know; a newer major version is rejected.
+ */
+#ifndef WEFT_FORMAT_H
+#define WEFT_FORMAT_H
+
+#include <stdint.h>
+#include "weft_fastpath.h" /* record types and site kinds */
+
+#define WEFT_FMT_MAJOR 1
+#define WEFT_FMT_MINOR 0
+#define WEFT_META_MAGIC "WEFTMETA"
+#define WEFT_EVENTS_MAGIC "WEFTEVTS"
+#define WEFT_CHUNK_MAGIC 0x4b4e4843u /* "CHNK" */
+
+/* Feature bits in the file header. */
+#define WEFT_FEAT_ZSTD 0x1u    /* chunks may be zstd-compressed */
+#define WEFT_FEAT_TSC 0x2u     /* timestamps are TSC/counter ticks, calibrated by CLOCK records */
+
+struct weft_file_header { /* 32 bytes */
+	char magic[8];
+	uint16_t major, minor;
+	uint32_t features;
+	uint32_t pid;
+	uint32_t writer; /* writer index for events files, 0 for meta */
+	uint64_t reserved;
+};
+
+#define WEFT_CHUNK_ZSTD 0x1u
+struct weft_chunk_header { /* 40 bytes */
+	uint32_t magic;
+	uint32_t flags;
+	uint32_t tid;
+	uint32_t raw_size;    /* bytes of records after decompression (multiple of 8) */
+	uint32_t stored_size; /* bytes that follow this header */
+	uint32_t checksum;    /* FNV-1a 32 of the stored bytes */
+	uint64_t seq;         /* per-thread sequence number of this chunk, from 0 */
+	uint32_t events;      /* events in the chunk (args and flows are part of their event) */
+	uint32_t reserved;
+};
+
+/* Metadata record types. */
+enum weft_meta_type {
+	WEFT_M_PROCESS = 1, /* u32 pid, u32 ppid, u64 start_ns, then strings: host, cmdline (\0-sep, \0\0 end) */
+	WEFT_M_OPTIONS = 2, /* the options string as given */
+	WEFT_M_CLOCK = 3,   /* u64 ticks, u64 boottime_ns, u64 realtime_ns */
+	WEFT_M_SITE = 4,    /* u32 id, u8 kind, u8 flags(bit0 double counter), u16 0, then name\0 category\0 unit\0 */
+	WEFT_M_TRACK = 5,   /* u32 id, then name\0 */
+	WEFT_M_THREAD = 6,  /* u32 tid, then name\0 (also used to rename) */
+	WEFT_M_THREAD_END = 7, /* u32 tid, u32 0, u64 events, u64 dropped, u64 chunks */
+	WEFT_M_PROCESS_NAME = 8, /* name\0 */
+	WEFT_M_FINISH = 9,  /* u64 events, dropped, after_stop, bytes_raw, bytes_written, chunks, end_ns */
+	WEFT_M_CLOCK_SOURCE = 10, /* u32 kind (0 ns, 1 x86 tsc, 2 arm64 cntvct), u32 0, u64 nominal_hz */
+};
+
+struct weft_meta_rec_header {
+	uint16_t type;
+	uint16_t zero;
+	uint32_t len;
+};
+
+/* Record header word (word1) fields; see include/weft_fastpath.h. */
+static inline uint32_t weft_rec_id(uint64_t h) { return (uint32_t)h; }
+static inline unsigned weft_rec_type(uint64_t h) { return (unsigned)(h >> 32) & 0xff; }
+static inline unsigned weft_rec_extra(uint64_t h) { return (unsigned)(h >> 40) & 0xff; }
+static inline unsigned weft_rec_track(uint64_t h) { return (unsigned)(h >> 48); }
+
+static inline uint32_t weft_fnv1a(const void *data, uint64_t n)
+{
+	const unsigned char *p = (const unsigned char *)data;
+	uint32_t h = 2166136261u;
+	for (uint64_t i = 0; i < n; i++) {
+		h ^= p[i];
+		h *= 16777619u;
+	}
+	return h;
+}
+
+/* Largest chunk a reader accepts (guards allocations against corrupt headers). */
+#define WEFT_MAX_CHUNK (64u << 20)
+
+#endif

@@ -1,0 +1,725 @@
+/*
+ * reader.c - trace directory -> struct weft_trace. Files are read whole; metadata is parsed
+ * record by record; events files frame by frame, each frame checked (magic, sizes, checksum)
+ * before its chunk is accepted. A bad frame makes the reader look for the next plausible frame
+ * (salvage after corruption); a short file keeps its complete frames. Chunks are decompressed
+ * and delta-decoded by two threads, since this is the bulk of converting a large trace.
+ */
+#include "reader.h"
+#include "format.h"
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <zstd.h>
+
+static pthread_mutex_t warn_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static void warn(struct weft_trace *t, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void warn(struct weft_trace *t, const char *fmt, ...)
+{
+	char buf[512];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(buf, sizeof(buf), fmt, ap);
+	va_end(ap);
+	pthread_mutex_lock(&warn_lock);
+	if (t->nwarnings < 1000) {
+		char **w = realloc(t->warnings, (t->nwarnings + 1) * sizeof(*w));
+		if (w) {
+			t->warnings = w;
+			t->warnings[t->nwarnings++] = strdup(buf);
+		}
+	}
+	pthread_mutex_unlock(&warn_lock);
+}
+
+static void *xcalloc(size_t n, size_t s)
+{
+	void *p = calloc(n ? n : 1, s ? s : 1);
+	if (!p)
+		abort(); /* the reader is used by the CLI only; out of memory is fatal there */
+	return p;
+}
+
+static void *xrealloc(void *p, size_t n)
+{
+	p = realloc(p, n ? n : 1);
+	if (!p)
+		abort();
+	return p;
+}
+
+static char *xstrndup(const char *s, size_t n)
+{
+	char *r = xcalloc(1, n + 1);
+	memcpy(r, s, n);
+	return r;
+}
+
+static struct weft_proc *proc_get(struct weft_trace *t, int pid)
+{
+	for (size_t i = 0; i < t->nprocs; i++)
+		if (t->procs[i].pid == pid)
+			return &t->procs[i];
+	t->procs = xrealloc(t->procs, (t->nprocs + 1) * sizeof(*t->procs));
+	struct weft_proc *p = &t->procs[t->nprocs++];
+	memset(p, 0, sizeof(*p));
+	p->pid = pid;
+	return p;
+}
+
+static struct weft_thread_data *thread_get(struct weft_proc *p, uint32_t tid)
+{
+	for (size_t i = 0; i < p->nthreads; i++)
+		if (p->threads[i].tid == tid)
+			return &p->threads[i];
+	p->threads = xrealloc(p->threads, (p->nthreads + 1) * sizeof(*p->threads));
+	struct weft_thread_data *th = &p->threads[p->nthreads++];
+	memset(th, 0, sizeof(*th));
+	th->tid = tid;
+	return th;
+}
+
+static struct weft_site_def *site_slot(struct weft_proc *p, uint32_t id)
+{
+	if (id > 10000000)
+		return NULL;
+	if (id >= p->nsites) {
+		size_t n = id + 64;
+		p->sites = xrealloc(p->sites, n * sizeof(*p->sites));
+		memset(p->sites + p->nsites, 0, (n - p->nsites) * sizeof(*p->sites));
+		p->nsites = n;
+	}
+	return &p->sites[id];
+}
+
+const char *weft_site_name(const struct weft_proc *p, uint32_t id)
+{
+	if (id < p->nsites && p->sites[id].defined)
+		return p->sites[id].name;
+	return NULL;
+}
+
+const char *weft_track_name(const struct weft_proc *p, unsigned id)
+{
+	if (id < p->ntracks && p->tracks[id])
+		return p->tracks[id];
+	return NULL;
+}
+
+/* Returns the length of the \0-terminated string at s within n bytes, or n if unterminated. */
+static size_t bounded_len(const char *s, size_t n)
+{
+	const char *z = memchr(s, 0, n);
+	return z ? (size_t)(z - s) : n;
+}
+
+static int check_header(struct weft_trace *t, const char *name, const unsigned char *d, size_t n,
+			const char *magic, char *err, size_t errlen)
+{
+	struct weft_file_header h;
+	if (n < sizeof(h)) {
+		warn(t, "%s: shorter than its header (%zu bytes); skipped", name, n);
+		return 1;
+	}
+	memcpy(&h, d, sizeof(h));
+	if (memcmp(h.magic, magic, 8)) {
+		warn(t, "%s: not a weft file (bad magic); skipped", name);
+		return 1;
+	}
+	if (h.major > WEFT_FMT_MAJOR) {
+		snprintf(err, errlen, "%s: trace format %u.%u is newer than this weft reads (%u.x); "
+			 "use a newer weft", name, h.major, h.minor, WEFT_FMT_MAJOR);
+		return -1;
+	}
+	return 0;
+}
+
+static void parse_meta(struct weft_trace *t, const char *name, const unsigned char *d, size_t n,
+		       int pid)
+{
+	struct weft_proc *p = proc_get(t, pid);
+	p->has_meta = 1;
+	size_t off = sizeof(struct weft_file_header);
+	while (off < n) {
+		struct weft_meta_rec_header h;
+		if (n - off < sizeof(h)) {
+			warn(t, "%s: truncated metadata record at offset %zu; the rest is ignored", name, off);
+			break;
+		}
+		memcpy(&h, d + off, sizeof(h));
+		off += sizeof(h);
+		if (h.len > n - off) {
+			warn(t, "%s: truncated metadata record at offset %zu; the rest is ignored", name,
+			     off - sizeof(h));
+			break;
+		}
+		const unsigned char *r = d + off;
+		size_t len = h.len;
+		off += len;
+		switch (h.type) {
+		case WEFT_M_PROCESS: {
+			if (len < 16)
+				break;
+			uint32_t ids[2];
+			memcpy(ids, r, 8);
+			memcpy(&p->start_ns, r + 8, 8);
+			p->ppid = (int)ids[1];
+			const char *s = (const char *)r + 16;
+			size_t rem = len - 16, l = bounded_len(s, rem);
+			free(p->host);
+			p->host = xstrndup(s, l);
+			s += l + (l < rem);
+			rem -= l + (l < rem);
+			for (int i = 0; i < p->argc; i++)
+				free(p->argv[i]);
+			p->argc = 0;
+			while (rem > 0 && *s) {
+				l = bounded_len(s, rem);
+				p->argv = xrealloc(p->argv, (size_t)(p->argc + 1) * sizeof(char *));
+				p->argv[p->argc++] = xstrndup(s, l);
+				s += l + (l < rem);
+				rem -= l + (l < rem);
+			}
+			break;
+		}
+		case WEFT_M_OPTIONS:
+			free(p->options);
+			p->options = xstrndup((const char *)r, bounded_len((const char *)r, len));
+			break;
+		case WEFT_M_CLOCK:
+			if (len >= 24) {
+				p->clock = xrealloc(p->clock, (p->nclock + 1) * sizeof(*p->clock));
+				memcpy(&p->clock[p->nclock++], r, 24);
+			}
+			break;
+		case WEFT_M_CLOCK_SOURCE:
+			if (len >= 16) {
+				uint32_t k;
+				memcpy(&k, r, 4);
+				p->clock_kind = (int)k;
+				memcpy(&p->nominal_hz, r + 8, 8);
+			}
+			break;
+		case WEFT_M_SITE: {
+			if (len < 8)
+				break;
+			uint32_t id;
+			memcpy(&id, r, 4);
+			struct weft_site_def *s = site_slot(p, id);
+			if (!s)
+				break;
+			const char *str = (const char *)r + 8;
+			size_t rem = len - 8, l1 = bounded_len(str, rem);
+			size_t r2 = rem - l1 - (l1 < rem), l2 = bounded_len(str + l1 + 1, r2 > 0 ? r2 : 0);
+			size_t r3 = r2 - l2 - (l2 < r2);
+			free(s->name);
+			free(s->cat);
+			free(s->unit);
+			s->name = xstrndup(str, l1);
+			s->cat = r2 ? xstrndup(str + l1 + 1, l2) : xstrndup("", 0);
+			s->unit = r3 ? xstrndup(str + l1 + 1 + l2 + 1, bounded_len(str + l1 + l2 + 2, r3)) : xstrndup("", 0);
+			s->id = id;
+			s->kind = r[4];
+			s->is_double = r[5] & 1;
+			s->defined = 1;
+			break;
+		}
+		case WEFT_M_TRACK: {
+			if (len < 4)
+				break;
+			uint32_t id;
+			memcpy(&id, r, 4);
+			if (id == 0 || id > 65535)
+				break;
+			if (id >= p->ntracks) {
+				p->tracks = xrealloc(p->tracks, (id + 1) * sizeof(char *));
+				memset(p->tracks + p->ntracks, 0, (id + 1 - p->ntracks) * sizeof(char *));
+				p->ntracks = id + 1;
+			}
+			free(p->tracks[id]);
+			p->tracks[id] = xstrndup((const char *)r + 4, bounded_len((const char *)r + 4, len - 4));
+			break;
+		}
+		case WEFT_M_THREAD: {
+			if (len < 4)
+				break;
+			uint32_t tid;
+			memcpy(&tid, r, 4);
+			struct weft_thread_data *th = thread_get(p, tid);
+			free(th->name);
+			th->name = xstrndup((const char *)r + 4, bounded_len((const char *)r + 4, len - 4));
+			break;
+		}
+		case WEFT_M_THREAD_END: {
+			if (len < 32)
+				break;
+			uint64_t v[4];
+			memcpy(v, r, 32);
+			struct weft_thread_data *th = thread_get(p, (uint32_t)v[0]);
+			th->ended = 1;
+			if (v[2] > th->dropped)
+				th->dropped = v[2];
+			break;
+		}
+		case WEFT_M_PROCESS_NAME:
+			free(p->name);
+			p->name = xstrndup((const char *)r, bounded_len((const char *)r, len));
+			break;
+		case WEFT_M_FINISH:
+			if (len >= sizeof(p->fin)) {
+				memcpy(p->fin, r, sizeof(p->fin));
+				p->finished = 1;
+			}
+			break;
+		default:
+			break; /* a newer minor version's record: skip */
+		}
+	}
+}
+
+static void add_chunk(struct weft_proc *p, const struct weft_chunk_header *h, const unsigned char *payload)
+{
+	struct weft_thread_data *th = thread_get(p, h->tid);
+	if (th->nchunks == th->cap) {
+		th->cap = th->cap ? th->cap * 2 : 16;
+		th->chunks = xrealloc(th->chunks, th->cap * sizeof(*th->chunks));
+	}
+	struct weft_chunk_view *c = &th->chunks[th->nchunks++];
+	memset(c, 0, sizeof(*c));
+	c->seq = h->seq;
+	c->stored = payload;
+	c->stored_size = h->stored_size;
+	c->raw_size = h->raw_size;
+	c->flags = h->flags;
+	p->bytes_stored += h->stored_size + sizeof(*h);
+	p->nchunks_read++;
+}
+
+static int frame_ok(const unsigned char *d, size_t n, size_t off, struct weft_chunk_header *h)
+{
+	if (n - off < sizeof(*h))
+		return 0;
+	memcpy(h, d + off, sizeof(*h));
+	if (h->magic != WEFT_CHUNK_MAGIC || h->raw_size > WEFT_MAX_CHUNK || h->raw_size % 8 ||
+	    h->stored_size > WEFT_MAX_CHUNK || h->stored_size > n - off - sizeof(*h))
+		return 0;
+	if (!(h->flags & WEFT_CHUNK_ZSTD) && h->stored_size != h->raw_size)
+		return 0;
+	return weft_fnv1a(d + off + sizeof(*h), h->stored_size) == h->checksum;
+}
+
+static void parse_events(struct weft_trace *t, const char *name, const unsigned char *d, size_t n,
+			 int pid)
+{
+	struct weft_proc *p = proc_get(t, pid);
+	size_t off = sizeof(struct weft_file_header);
+	while (off < n) {
+		struct weft_chunk_header h;
+		if (frame_ok(d, n, off, &h)) {
+			add_chunk(p, &h, d + off + sizeof(h));
+			off += sizeof(h) + h.stored_size;
+			continue;
+		}
+		/* Cut short (the last frame incomplete) or corrupt: look for the next good frame. */
+		size_t bad = off, next = off + 1;
+		int found = 0;
+		for (; next + sizeof(h) <= n; next++) {
+			uint32_t m;
+			memcpy(&m, d + next, 4);
+			if (m == WEFT_CHUNK_MAGIC && frame_ok(d, n, next, &h)) {
+				found = 1;
+				break;
+			}
+		}
+		if (!found) {
+			struct weft_chunk_header partial;
+			memcpy(&partial, d + bad, n - bad < sizeof(partial) ? 0 : sizeof(partial));
+			warn(t, "%s: truncated or damaged after offset %zu (%zu bytes unreadable); "
+			     "kept everything before it", name, bad, n - bad);
+			break;
+		}
+		warn(t, "%s: damaged bytes %zu-%zu skipped", name, bad, next);
+		p->bad_chunks++;
+		off = next;
+	}
+}
+
+/* Decompress and delta-decode one chunk; returns 0 or a reason. */
+static const char *decode_chunk(struct weft_chunk_view *c)
+{
+	uint64_t *w = malloc(c->raw_size ? c->raw_size : 8);
+	if (!w)
+		return "out of memory";
+	if (c->flags & WEFT_CHUNK_ZSTD) {
+		size_t r = ZSTD_decompress(w, c->raw_size, c->stored, c->stored_size);
+		if (ZSTD_isError(r) || r != c->raw_size) {
+			free(w);
+			return ZSTD_isError(r) ? ZSTD_getErrorName(r) : "size mismatch";
+		}
+	} else {
+		memcpy(w, c->stored, c->raw_size);
+	}
+	size_t n = c->raw_size / 8, i = 0;
+	uint64_t prev = 0;
+	uint32_t events = 0;
+	while (i + 2 <= n) {
+		uint64_t h = w[i + 1];
+		unsigned type = weft_rec_type(h), extra = weft_rec_extra(h);
+		if (i + 2 + extra > n)
+			break;
+		switch (type) {
+		case WEFT_R_BEGIN: case WEFT_R_END: case WEFT_R_INSTANT: case WEFT_R_COUNTER_I64:
+		case WEFT_R_COUNTER_F64: case WEFT_R_ASYNC_BEGIN: case WEFT_R_ASYNC_END:
+		case WEFT_R_ASYNC_INSTANT:
+			events++;
+			/* fallthrough */
+		case WEFT_R_DROPPED:
+			prev += w[i];
+			w[i] = prev;
+			break;
+		case WEFT_R_COMPLETE:
+			events++;
+			break;
+		default:
+			break;
+		}
+		i += 2 + extra;
+	}
+	c->words = w;
+	c->nwords = i;
+	c->events = events;
+	return NULL;
+}
+
+struct decode_job {
+	struct weft_trace *t;
+	struct weft_chunk_view **all;
+	const char **owner;
+	size_t n;
+	_Atomic size_t next;
+};
+
+static void *decode_worker(void *arg)
+{
+	struct decode_job *j = arg;
+	for (;;) {
+		size_t i = atomic_fetch_add(&j->next, 1);
+		if (i >= j->n)
+			break;
+		const char *why = decode_chunk(j->all[i]);
+		if (why) {
+			warn(j->t, "%s: chunk %llu cannot be decoded (%s); skipped", j->owner[i],
+			     (unsigned long long)j->all[i]->seq, why);
+			j->all[i]->words = NULL;
+			j->all[i]->nwords = 0;
+		}
+	}
+	return NULL;
+}
+
+static int cmp_chunk(const void *a, const void *b)
+{
+	const struct weft_chunk_view *x = a, *y = b;
+	return x->seq < y->seq ? -1 : x->seq > y->seq;
+}
+
+static void setup_clock(struct weft_trace *t, struct weft_proc *p)
+{
+	p->mult = (unsigned __int128)1 << 32;
+	p->base_ticks = p->base_ns = 0;
+	if (p->clock_kind == 0 && p->has_meta)
+		return;
+	if (p->nclock >= 2) {
+		struct weft_clock_pt *a = &p->clock[0], *b = &p->clock[p->nclock - 1];
+		for (size_t i = 0; i < p->nclock; i++) {
+			if (p->clock[i].ticks < a->ticks)
+				a = &p->clock[i];
+			if (p->clock[i].ticks > b->ticks)
+				b = &p->clock[i];
+		}
+		if (b->ticks > a->ticks && b->boot_ns > a->boot_ns) {
+			p->base_ticks = a->ticks;
+			p->base_ns = a->boot_ns;
+			p->mult = ((unsigned __int128)(b->boot_ns - a->boot_ns) << 32) / (b->ticks - a->ticks);
+			return;
+		}
+	}
+	if (p->nclock >= 1) {
+		p->base_ticks = p->clock[0].ticks;
+		p->base_ns = p->clock[0].boot_ns;
+		if (p->nominal_hz) {
+			p->mult = ((unsigned __int128)1000000000u << 32) / p->nominal_hz;
+			warn(t, "process %d: one clock calibration point; using the nominal %llu Hz", p->pid,
+			     (unsigned long long)p->nominal_hz);
+			return;
+		}
+	}
+	warn(t, "process %d: no usable clock calibration; timestamps are raw ticks", p->pid);
+}
+
+static void finish(struct weft_trace *t)
+{
+	size_t total = 0;
+	for (size_t i = 0; i < t->nprocs; i++)
+		for (size_t k = 0; k < t->procs[i].nthreads; k++)
+			total += t->procs[i].threads[k].nchunks;
+	struct decode_job j = {.t = t, .n = total};
+	j.all = xcalloc(total, sizeof(*j.all));
+	j.owner = xcalloc(total, sizeof(*j.owner));
+	size_t n = 0;
+	for (size_t i = 0; i < t->nprocs; i++) {
+		struct weft_proc *p = &t->procs[i];
+		for (size_t k = 0; k < p->nthreads; k++) {
+			struct weft_thread_data *th = &p->threads[k];
+			qsort(th->chunks, th->nchunks, sizeof(*th->chunks), cmp_chunk);
+			size_t o = 0;
+			for (size_t c = 0; c < th->nchunks; c++) {
+				if (o && th->chunks[o - 1].seq == th->chunks[c].seq) {
+					warn(t, "process %d thread %u: chunk %llu appears twice; kept the first",
+					     p->pid, th->tid, (unsigned long long)th->chunks[c].seq);
+					continue;
+				}
+				th->chunks[o++] = th->chunks[c];
+			}
+			th->nchunks = o;
+		}
+		for (size_t k = 0; k < p->nthreads; k++)
+			for (size_t c = 0; c < p->threads[k].nchunks; c++) {
+				j.owner[n] = "events";
+				j.all[n++] = &p->threads[k].chunks[c];
+			}
+	}
+	j.n = n;
+	pthread_t th2;
+	int two = n > 8 && pthread_create(&th2, NULL, decode_worker, &j) == 0;
+	decode_worker(&j);
+	if (two)
+		pthread_join(th2, NULL);
+	free(j.all);
+	free(j.owner);
+
+	t->first_ns = UINT64_MAX;
+	t->last_ns = 0;
+	for (size_t i = 0; i < t->nprocs; i++) {
+		struct weft_proc *p = &t->procs[i];
+		if (!p->has_meta)
+			warn(t, "process %d: no metadata file; names are unknown", p->pid);
+		setup_clock(t, p);
+		for (size_t k = 0; k < p->nthreads; k++) {
+			struct weft_thread_data *th = &p->threads[k];
+			uint64_t drops = 0;
+			for (size_t c = 0; c < th->nchunks; c++) {
+				struct weft_chunk_view *cv = &th->chunks[c];
+				th->events += cv->events;
+				p->bytes_raw += cv->raw_size;
+				for (size_t w = 0; w + 2 <= cv->nwords; w += 2 + weft_rec_extra(cv->words[w + 1])) {
+					unsigned type = weft_rec_type(cv->words[w + 1]);
+					uint64_t ns;
+					if (type == WEFT_R_DROPPED && w + 2 < cv->nwords)
+						drops += cv->words[w + 2];
+					if (type == WEFT_R_COMPLETE)
+						ns = cv->words[w];
+					else if (type >= WEFT_R_ARG_I64 && type <= WEFT_R_FLOW_IN)
+						continue;
+					else
+						ns = weft_proc_ns(p, cv->words[w]);
+					if (ns < t->first_ns)
+						t->first_ns = ns;
+					if (ns > t->last_ns)
+						t->last_ns = ns;
+					if (type == WEFT_R_COMPLETE && w + 2 < cv->nwords && cv->words[w + 2] > t->last_ns)
+						t->last_ns = cv->words[w + 2];
+				}
+			}
+			if (drops > th->dropped)
+				th->dropped = drops;
+			if (!th->name) {
+				char buf[32];
+				snprintf(buf, sizeof(buf), "thread %u", th->tid);
+				th->name = strdup(buf);
+			}
+		}
+		if (!p->name) {
+			if (p->argc > 0) {
+				const char *b = strrchr(p->argv[0], '/');
+				p->name = strdup(b ? b + 1 : p->argv[0]);
+			} else {
+				char buf[32];
+				snprintf(buf, sizeof(buf), "process %d", p->pid);
+				p->name = strdup(buf);
+			}
+		}
+	}
+	if (t->first_ns == UINT64_MAX)
+		t->first_ns = t->last_ns = 0;
+}
+
+static int pid_of(const char *name)
+{
+	return atoi(name);
+}
+
+static int load(struct weft_trace *t, const char *const *names, const unsigned char *const *data,
+		const size_t *sizes, size_t n, char *err, size_t errlen)
+{
+	size_t used = 0;
+	for (int pass = 0; pass < 2; pass++) /* metadata first, so events see their process */
+		for (size_t i = 0; i < n; i++) {
+			const char *dot = strrchr(names[i], '.');
+			if (!dot)
+				continue;
+			int is_meta = !strcmp(dot, ".wmeta"), is_ev = !strcmp(dot, ".wevents");
+			if ((pass == 0 && !is_meta) || (pass == 1 && !is_ev))
+				continue;
+			int rc = check_header(t, names[i], data[i], sizes[i],
+					      is_meta ? WEFT_META_MAGIC : WEFT_EVENTS_MAGIC, err, errlen);
+			if (rc < 0)
+				return -EPROTO;
+			if (rc > 0)
+				continue;
+			struct weft_file_header h;
+			memcpy(&h, data[i], sizeof(h));
+			int pid = h.pid ? (int)h.pid : pid_of(names[i]);
+			if (is_meta)
+				parse_meta(t, names[i], data[i], sizes[i], pid);
+			else
+				parse_events(t, names[i], data[i], sizes[i], pid);
+			used++;
+		}
+	if (!used) {
+		snprintf(err, errlen, "%s: no weft trace files (*.wmeta, *.wevents) found", t->dir);
+		return -ENOENT;
+	}
+	finish(t);
+	return 0;
+}
+
+int weft_trace_from_buffers(const char *const *names, const unsigned char *const *data,
+			    const size_t *sizes, size_t n, struct weft_trace **out, char *err, size_t errlen)
+{
+	struct weft_trace *t = xcalloc(1, sizeof(*t));
+	t->dir = strdup("(memory)");
+	int rc = load(t, names, data, sizes, n, err, errlen);
+	if (rc) {
+		weft_trace_free(t);
+		return rc;
+	}
+	*out = t;
+	return 0;
+}
+
+static int cmp_str(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+int weft_trace_open(const char *dir, struct weft_trace **out, char *err, size_t errlen)
+{
+	DIR *d = opendir(dir);
+	if (!d) {
+		int e = errno;
+		snprintf(err, errlen, "%s: %s", dir, strerror(e));
+		return -e;
+	}
+	char **names = NULL;
+	size_t n = 0;
+	struct dirent *e;
+	while ((e = readdir(d))) {
+		const char *dot = strrchr(e->d_name, '.');
+		if (dot && (!strcmp(dot, ".wmeta") || !strcmp(dot, ".wevents"))) {
+			names = xrealloc(names, (n + 1) * sizeof(*names));
+			names[n++] = strdup(e->d_name);
+		}
+	}
+	closedir(d);
+	qsort(names, n, sizeof(*names), cmp_str);
+	struct weft_trace *t = xcalloc(1, sizeof(*t));
+	t->dir = strdup(dir);
+	unsigned char **data = xcalloc(n, sizeof(*data));
+	size_t *sizes = xcalloc(n, sizeof(*sizes));
+	for (size_t i = 0; i < n; i++) {
+		char path[4096];
+		snprintf(path, sizeof(path), "%s/%s", dir, names[i]);
+		int fd = open(path, O_RDONLY | O_CLOEXEC);
+		struct stat st;
+		if (fd < 0 || fstat(fd, &st)) {
+			warn(t, "%s: %s; skipped", names[i], strerror(errno));
+			if (fd >= 0)
+				close(fd);
+			continue;
+		}
+		data[i] = xcalloc(1, (size_t)st.st_size + 1);
+		size_t got = 0;
+		while (got < (size_t)st.st_size) {
+			ssize_t r = read(fd, data[i] + got, (size_t)st.st_size - got);
+			if (r <= 0)
+				break;
+			got += (size_t)r;
+		}
+		sizes[i] = got;
+		close(fd);
+	}
+	t->blobs = (void **)data;
+	t->nblobs = n;
+	int rc = load(t, (const char *const *)names, (const unsigned char *const *)data, sizes, n, err, errlen);
+	for (size_t i = 0; i < n; i++)
+		free(names[i]);
+	free(names);
+	free(sizes);
+	if (rc) {
+		weft_trace_free(t);
+		return rc;
+	}
+	*out = t;
+	return 0;
+}
+
+void weft_trace_free(struct weft_trace *t)
+{
+	if (!t)
+		return;
+	for (size_t i = 0; i < t->nprocs; i++) {
+		struct weft_proc *p = &t->procs[i];
+		for (size_t k = 0; k < p->nthreads; k++) {
+			for (size_t c = 0; c < p->threads[k].nchunks; c++)
+				free(p->threads[k].chunks[c].words);
+			free(p->threads[k].chunks);
+			free(p->threads[k].name);
+		}
+		free(p->threads);
+		for (size_t s = 0; s < p->nsites; s++) {
+			free(p->sites[s].name);
+			free(p->sites[s].cat);
+			free(p->sites[s].unit);
+		}
+		free(p->sites);
+		for (size_t s = 0; s < p->ntracks; s++)
+			free(p->tracks[s]);
+		free(p->tracks);
+		for (int a = 0; a < p->argc; a++)
+			free(p->argv[a]);
+		free(p->argv);
+		free(p->clock);
+		free(p->name);
+		free(p->host);
+		free(p->options);
+	}
+	free(t->procs);
+	for (size_t i = 0; i < t->nwarnings; i++)
+		free(t->warnings[i]);
+	free(t->warnings);
+	for (size_t i = 0; i < t->nblobs; i++)
+		free(t->blobs[i]);
+	free(t->blobs);
+	free(t->dir);
+	free(t);
+}

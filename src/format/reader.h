@@ -1,0 +1,97 @@
+/*
+ * reader.h - loads a trace directory into memory: every process's metadata (call sites,
+ * tracks, threads, clock calibration, totals) and every thread's decompressed records in
+ * chunk order, with timestamps still in ticks (weft_proc_ns converts). Damage is salvaged,
+ * never fatal: a truncated or corrupt frame ends or skips that part of a file with a warning
+ * in `warnings`, and everything readable is kept. Only an unusable directory (missing, no
+ * weft files, a newer major version) is an error.
+ */
+#ifndef WEFT_READER_H
+#define WEFT_READER_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct weft_site_def {
+	uint32_t id;
+	uint8_t kind, is_double, defined;
+	char *name, *cat, *unit;
+};
+
+struct weft_chunk_view {
+	uint64_t seq;
+	uint64_t *words; /* records, timestamps absolute (delta decoding undone) */
+	size_t nwords;
+	uint32_t events;
+	const unsigned char *stored; /* undecoded payload, for lazy decompression */
+	uint32_t stored_size, raw_size, flags;
+};
+
+struct weft_thread_data {
+	uint32_t tid;
+	char *name;
+	struct weft_chunk_view *chunks;
+	size_t nchunks, cap;
+	uint64_t events;  /* events in the records */
+	uint64_t dropped; /* sum of DROPPED records, or THREAD_END if larger */
+	int ended;        /* THREAD_END seen */
+};
+
+struct weft_clock_pt { uint64_t ticks, boot_ns, real_ns; };
+
+struct weft_proc {
+	int pid, ppid;
+	char *name, *host, *options;
+	char **argv;
+	int argc;
+	uint64_t start_ns;
+	int clock_kind; /* 0 ns, 1 tsc, 2 cntvct */
+	uint64_t nominal_hz;
+	struct weft_clock_pt *clock;
+	size_t nclock;
+	/* tick -> ns: ns = base_ns + ((ticks - base_ticks) * mult) >> 32 */
+	uint64_t base_ticks, base_ns;
+	unsigned __int128 mult;
+	struct weft_site_def *sites; /* indexed by id */
+	size_t nsites;
+	char **tracks; /* indexed by track id */
+	size_t ntracks;
+	struct weft_thread_data *threads;
+	size_t nthreads;
+	int has_meta, finished;
+	uint64_t fin[7]; /* events, dropped, after_stop, bytes_raw, bytes_written, chunks, end_ns */
+	uint64_t bytes_stored, bytes_raw, nchunks_read, bad_chunks;
+};
+
+struct weft_trace {
+	char *dir;
+	struct weft_proc *procs;
+	size_t nprocs;
+	char **warnings;
+	size_t nwarnings;
+	void **blobs; /* file contents owned by the trace */
+	size_t nblobs;
+	uint64_t first_ns, last_ns; /* span of all events */
+};
+
+/* Open DIR. Returns 0, or -errno with a one-line reason in err. */
+int weft_trace_open(const char *dir, struct weft_trace **out, char *err, size_t errlen);
+/* Load from in-memory file images (used by the fuzzers): names[i] is the file name. */
+int weft_trace_from_buffers(const char *const *names, const unsigned char *const *data,
+			    const size_t *sizes, size_t n, struct weft_trace **out, char *err,
+			    size_t errlen);
+void weft_trace_free(struct weft_trace *t);
+
+static inline uint64_t weft_proc_ns(const struct weft_proc *p, uint64_t ticks)
+{
+	int64_t d = (int64_t)(ticks - p->base_ticks);
+	if (d >= 0)
+		return p->base_ns + (uint64_t)(((unsigned __int128)(uint64_t)d * p->mult) >> 32);
+	uint64_t back = (uint64_t)(((unsigned __int128)(uint64_t)(-d) * p->mult) >> 32);
+	return back > p->base_ns ? 0 : p->base_ns - back;
+}
+
+const char *weft_site_name(const struct weft_proc *p, uint32_t id);
+const char *weft_track_name(const struct weft_proc *p, unsigned id);
+
+#endif

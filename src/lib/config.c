@@ -1,0 +1,271 @@
+/*
+ * config.c - the one table of WEFT_* options. Every key is parsed here, whether it comes from
+ * the WEFT_OPTIONS environment variable ("key=value:key=value") or from weft_option_set(). A
+ * bad key or value is logged once, in one line that names what is valid, and the default
+ * stays: tracing never stops because of a typo.
+ */
+#include "internal.h"
+#include <ctype.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+struct weft_config weft_cfg;
+
+void weft_config_defaults(struct weft_config *c)
+{
+	memset(c, 0, sizeof(*c));
+	c->enable = 1;
+	snprintf(c->output, sizeof(c->output), "weft.data");
+	snprintf(c->categories, sizeof(c->categories), "*");
+	c->buffer_size = 64u << 20;
+	c->chunk_size = 1u << 20;
+	c->writers = 1;
+	c->compression = 1;
+	c->overflow = WEFT_OVERFLOW_DROP;
+}
+
+int weft_parse_size(const char *s, uint64_t *out)
+{
+	char *end;
+	errno = 0;
+	unsigned long long v = strtoull(s, &end, 10);
+	if (end == s || errno || *s == '-')
+		return -EINVAL;
+	uint64_t mul = 1;
+	switch (tolower((unsigned char)*end)) {
+	case 'k': mul = 1ull << 10; end++; break;
+	case 'm': mul = 1ull << 20; end++; break;
+	case 'g': mul = 1ull << 30; end++; break;
+	default: break;
+	}
+	if (tolower((unsigned char)*end) == 'b' || tolower((unsigned char)*end) == 'i')
+		end++;
+	if (*end || v > UINT64_MAX / mul)
+		return -EINVAL;
+	*out = v * mul;
+	return 0;
+}
+
+int weft_parse_cpulist(const char *s, uint64_t *mask)
+{
+	uint64_t m = 0;
+	while (*s) {
+		char *end;
+		long a = strtol(s, &end, 10), b;
+		if (end == s || a < 0 || a > 63)
+			return -EINVAL;
+		b = a;
+		if (*end == '-') {
+			s = end + 1;
+			b = strtol(s, &end, 10);
+			if (end == s || b < a || b > 63)
+				return -EINVAL;
+		}
+		for (long i = a; i <= b; i++)
+			m |= 1ull << i;
+		s = end;
+		if (*s == ',')
+			s++;
+		else if (*s)
+			return -EINVAL;
+	}
+	if (!m)
+		return -EINVAL;
+	*mask = m;
+	return 0;
+}
+
+static int parse_int(const char *v, long lo, long hi, int *out)
+{
+	char *end;
+	errno = 0;
+	long x = strtol(v, &end, 10);
+	if (end == v || *end || errno || x < lo || x > hi)
+		return -EINVAL;
+	*out = (int)x;
+	return 0;
+}
+
+static int set_str(char *dst, size_t n, const char *v)
+{
+	if (strlen(v) >= n)
+		return -ENAMETOOLONG;
+	memcpy(dst, v, strlen(v) + 1);
+	return 0;
+}
+
+typedef int (*setter_fn)(struct weft_config *c, const char *v);
+#define SETTER(fn) static int fn(struct weft_config *c, const char *v)
+
+SETTER(set_enable) { return parse_int(v, 0, 1, &c->enable); }
+SETTER(set_output) { return *v ? set_str(c->output, sizeof(c->output), v) : -EINVAL; }
+SETTER(set_name) { return set_str(c->name, sizeof(c->name), v); }
+SETTER(set_categories) { return set_str(c->categories, sizeof(c->categories), v); }
+SETTER(set_filter) { return set_str(c->filter, sizeof(c->filter), v); }
+SETTER(set_writers) { return parse_int(v, 1, 16, &c->writers); }
+SETTER(set_compression) { return parse_int(v, -100, 19, &c->compression); }
+SETTER(set_buffer_size)
+{
+	uint64_t x;
+	if (weft_parse_size(v, &x) || x < (8u << 10) || x > (64ull << 30))
+		return -EINVAL;
+	c->buffer_size = x;
+	return 0;
+}
+SETTER(set_chunk_size)
+{
+	uint64_t x;
+	if (weft_parse_size(v, &x) || x < (4u << 10) || x > WEFT_MAX_CHUNK)
+		return -EINVAL;
+	c->chunk_size = x;
+	return 0;
+}
+SETTER(set_writer_cpus)
+{
+	uint64_t m;
+	if (weft_parse_cpulist(v, &m))
+		return -EINVAL;
+	return set_str(c->writer_cpus, sizeof(c->writer_cpus), v);
+}
+SETTER(set_overflow)
+{
+	if (!strcmp(v, "drop"))
+		c->overflow = WEFT_OVERFLOW_DROP;
+	else if (!strcmp(v, "block"))
+		c->overflow = WEFT_OVERFLOW_BLOCK;
+	else
+		return -EINVAL;
+	return 0;
+}
+
+static const struct {
+	const char *key;
+	setter_fn set;
+	const char *valid;
+} options[] = {
+	{"enable", set_enable, "0 or 1"},
+	{"output", set_output, "a directory path ({name} {host} {pid} expand)"},
+	{"name", set_name, "a component name"},
+	{"categories", set_categories, "comma-separated globs, '-' prefix disables"},
+	{"filter", set_filter, "comma-separated globs of event names"},
+	{"buffer_size", set_buffer_size, "a size from 8K to 64G (k/M/G suffix)"},
+	{"chunk_size", set_chunk_size, "a size from 4K to 64M"},
+	{"writers", set_writers, "1 to 16"},
+	{"writer_cpus", set_writer_cpus, "a CPU list such as 1 or 0-3,6"},
+	{"compression", set_compression, "a zstd level from -100 to 19, 0 = none"},
+	{"overflow", set_overflow, "drop or block"},
+};
+
+int weft_config_set(struct weft_config *c, const char *key, const char *val, int log_errors)
+{
+	for (size_t i = 0; i < sizeof(options) / sizeof(options[0]); i++) {
+		if (strcmp(key, options[i].key))
+			continue;
+		int rc = options[i].set(c, val);
+		if (rc && log_errors)
+			weft_log(WEFT_LOG_WARN, "bad value '%s' for option %s: expected %s; using the default",
+				 val, key, options[i].valid);
+		return rc ? -EINVAL : 0;
+	}
+	if (log_errors) {
+		char keys[512] = "";
+		for (size_t i = 0; i < sizeof(options) / sizeof(options[0]); i++) {
+			strncat(keys, i ? ", " : "", sizeof(keys) - strlen(keys) - 1);
+			strncat(keys, options[i].key, sizeof(keys) - strlen(keys) - 1);
+		}
+		weft_log(WEFT_LOG_WARN, "unknown option '%s' ignored; valid keys: %s", key, keys);
+	}
+	return -ENOENT;
+}
+
+int weft_config_apply(struct weft_config *c, const char *opts, int log_errors)
+{
+	if (!opts)
+		return 0;
+	size_t n = strlen(opts);
+	char *buf = malloc(n + 1);
+	if (!buf)
+		return -ENOMEM;
+	memcpy(buf, opts, n + 1);
+	int bad = 0;
+	char *save = NULL;
+	for (char *tok = strtok_r(buf, ":", &save); tok; tok = strtok_r(NULL, ":", &save)) {
+		char *eq = strchr(tok, '=');
+		if (!eq) {
+			if (log_errors)
+				weft_log(WEFT_LOG_WARN, "option '%s' ignored: expected key=value", tok);
+			bad++;
+			continue;
+		}
+		*eq = 0;
+		if (weft_config_set(c, tok, eq + 1, log_errors))
+			bad++;
+	}
+	free(buf);
+	size_t g = strlen(c->given);
+	if (g + n + 2 < sizeof(c->given))
+		snprintf(c->given + g, sizeof(c->given) - g, "%s%s", g ? ":" : "", opts);
+	return bad;
+}
+
+/* Expand {name} {host} {pid} in the output pattern. */
+int weft_expand_output(const char *pat, const char *name, char *out, size_t n)
+{
+	char host[256] = "localhost";
+	gethostname(host, sizeof(host) - 1);
+	size_t o = 0;
+	for (const char *p = pat; *p; p++) {
+		char tmp[300];
+		const char *ins = NULL;
+		if (!strncmp(p, "{name}", 6)) {
+			ins = (name && *name) ? name : "weft";
+			p += 5;
+		} else if (!strncmp(p, "{host}", 6)) {
+			ins = host;
+			p += 5;
+		} else if (!strncmp(p, "{pid}", 5)) {
+			snprintf(tmp, sizeof(tmp), "%d", (int)getpid());
+			ins = tmp;
+			p += 4;
+		}
+		if (ins) {
+			size_t l = strlen(ins);
+			if (o + l >= n)
+				return -ENAMETOOLONG;
+			memcpy(out + o, ins, l);
+			o += l;
+		} else {
+			if (o + 1 >= n)
+				return -ENAMETOOLONG;
+			out[o++] = *p;
+		}
+	}
+	out[o] = 0;
+	return 0;
+}
+
+int weft_option_set(const char *key, const char *value)
+{
+	if (!key || !value)
+		return -EINVAL;
+	pthread_mutex_lock(&weft_g.lock);
+	int rc = weft_config_set(&weft_cfg, key, value, 1);
+	pthread_mutex_unlock(&weft_g.lock);
+	if (!rc && (!strcmp(key, "categories") || !strcmp(key, "filter")))
+		weft_registry_reevaluate();
+	return rc;
+}
+
+int weft_configure(const char *opts)
+{
+	if (!opts)
+		return -EINVAL;
+	pthread_mutex_lock(&weft_g.lock);
+	int rc = weft_config_apply(&weft_cfg, opts, 1);
+	pthread_mutex_unlock(&weft_g.lock);
+	weft_registry_reevaluate();
+	return rc;
+}

@@ -1,0 +1,117 @@
+/*
+ * internal.h - what the runtime's files share. Nothing here is API.
+ *
+ * The runtime has five parts: config.c (the one table of options), clock.c (tick source and
+ * calibration), registry.c (call sites, tracks, categories and filters), thread.c (per-thread
+ * buffers, chunk pool, drops, exit and fork) and writer.c (writer threads, files, zstd), with
+ * meta.c serialising the metadata file and session.c tying start/stop together.
+ */
+#ifndef WEFT_INTERNAL_H
+#define WEFT_INTERNAL_H
+
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stddef.h>
+#include "weft.h"
+#include "../format/format.h"
+
+#define WEFT_HIDDEN __attribute__((visibility("hidden")))
+
+/* ---- config.c ---- */
+enum weft_overflow { WEFT_OVERFLOW_DROP = 0, WEFT_OVERFLOW_BLOCK = 1 };
+struct weft_config {
+	int enable;
+	char output[1024];
+	char name[256];
+	char categories[1024];
+	char filter[1024];
+	uint64_t buffer_size;
+	uint64_t chunk_size;
+	int writers;
+	char writer_cpus[128];
+	int compression;
+	int overflow;
+	char given[2048]; /* the options as given, for the trace metadata */
+};
+/* Written by config functions under weft_g.lock before start, read-only after start (except
+ * categories/filter, which the registry re-reads under its lock). */
+WEFT_HIDDEN extern struct weft_config weft_cfg;
+WEFT_HIDDEN void weft_config_defaults(struct weft_config *c);
+WEFT_HIDDEN int weft_config_apply(struct weft_config *c, const char *opts, int log_errors);
+WEFT_HIDDEN int weft_config_set(struct weft_config *c, const char *key, const char *val, int log_errors);
+WEFT_HIDDEN int weft_parse_size(const char *s, uint64_t *out);
+WEFT_HIDDEN int weft_parse_cpulist(const char *s, uint64_t *mask);
+WEFT_HIDDEN int weft_expand_output(const char *pattern, const char *name, char *out, size_t n);
+
+/* ---- log ---- */
+WEFT_HIDDEN void weft_log(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* ---- clock.c ---- */
+struct weft_clock_point { uint64_t ticks, boot_ns, real_ns; };
+WEFT_HIDDEN int weft_clock_kind(void); /* 0 ns, 1 tsc, 2 cntvct */
+WEFT_HIDDEN uint64_t weft_clock_nominal_hz(void);
+WEFT_HIDDEN void weft_clock_sample(struct weft_clock_point *p);
+WEFT_HIDDEN uint64_t weft_boottime_ns(void);
+WEFT_HIDDEN double weft_ticks_per_ns(void); /* best current estimate */
+
+/* ---- glob ---- */
+WEFT_HIDDEN int weft_glob_match(const char *pat, const char *s);
+WEFT_HIDDEN int weft_glob_list_match(const char *list, const char *s, int empty_means);
+
+/* ---- registry.c ---- */
+WEFT_HIDDEN void weft_registry_reevaluate(void);
+WEFT_HIDDEN void weft_registry_write_all(void); /* re-emit every site/track (fork child) */
+WEFT_HIDDEN void weft_registry_atfork_prepare(void);
+WEFT_HIDDEN void weft_registry_atfork_parent(void);
+WEFT_HIDDEN void weft_registry_atfork_child(void);
+
+/* ---- meta.c ---- */
+WEFT_HIDDEN int weft_meta_open(const char *dir, int pid);
+WEFT_HIDDEN void weft_meta_close(void);
+WEFT_HIDDEN void weft_meta_write(unsigned type, const void *a, size_t alen, const void *b, size_t blen);
+WEFT_HIDDEN void weft_meta_clock(void);
+WEFT_HIDDEN void weft_meta_process(void);
+WEFT_HIDDEN void weft_meta_atfork_prepare(void);
+WEFT_HIDDEN void weft_meta_atfork_parent(void);
+WEFT_HIDDEN void weft_meta_atfork_child(void);
+
+/* ---- chunk pool and queue (thread.c) ---- */
+struct weft_chunk {
+	struct weft_chunk *next;
+	uint32_t tid;
+	uint32_t events;
+	uint64_t seq;
+	size_t used;
+	int recycle; /* 0 at shutdown: the owner thread may still write past `used` */
+	char *data;
+};
+WEFT_HIDDEN struct weft_chunk *weft_queue_pop_wait(int *stopping); /* writers */
+WEFT_HIDDEN void weft_pool_release(struct weft_chunk *c);           /* writers */
+WEFT_HIDDEN void weft_threads_flush_all(void);                      /* stop */
+WEFT_HIDDEN void weft_threads_atfork_prepare(void);
+WEFT_HIDDEN void weft_threads_atfork_parent(void);
+WEFT_HIDDEN void weft_threads_atfork_child(void);
+WEFT_HIDDEN void weft_pool_init(void);
+WEFT_HIDDEN void weft_pool_wake_all(void);
+WEFT_HIDDEN void weft_threads_after_fork(void);
+
+/* ---- writer.c ---- */
+WEFT_HIDDEN int weft_writers_start(const char *dir, int pid);
+WEFT_HIDDEN void weft_writers_stop(void);
+WEFT_HIDDEN void weft_writers_atfork_child(void);
+
+/* ---- session.c: global state ---- */
+enum weft_run_state { WEFT_RUN_NEW = 0, WEFT_RUN_ON = 1, WEFT_RUN_FAILED = 2, WEFT_RUN_STOPPED = 3 };
+struct weft_global {
+	pthread_mutex_t lock;      /* guards start/stop and config */
+	_Atomic int run;           /* enum weft_run_state */
+	int pid;
+	char dir[1024];
+	_Atomic uint64_t events, dropped, after_stop, bytes_raw, bytes_written, chunks;
+};
+WEFT_HIDDEN extern struct weft_global weft_g;
+WEFT_HIDDEN int weft_ensure_started(void);
+
+#endif

@@ -1,0 +1,131 @@
+/*
+ * meta.c - the per-process metadata file (P.wmeta): a file header, then length-prefixed
+ * records appended with one writev each, under a lock. Records are rare (a call site's first
+ * event, a thread's start and end, a clock point every 100 ms) so a system call each is fine,
+ * and a record is on disk as soon as the event that needed it can be: a trace cut short by
+ * SIGKILL still has the definitions of every id its chunks use.
+ */
+#include "internal.h"
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+static pthread_mutex_t meta_lock = PTHREAD_MUTEX_INITIALIZER;
+static int meta_fd = -1; /* guarded by meta_lock */
+
+int weft_meta_open(const char *dir, int pid)
+{
+	char path[PATH_MAX];
+	snprintf(path, sizeof(path), "%s/%d.wmeta", dir, pid);
+	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0644);
+	if (fd < 0)
+		return -errno;
+	struct weft_file_header h;
+	memset(&h, 0, sizeof(h));
+	memcpy(h.magic, WEFT_META_MAGIC, 8);
+	h.major = WEFT_FMT_MAJOR;
+	h.minor = WEFT_FMT_MINOR;
+	h.features = WEFT_FEAT_ZSTD | (weft_clock_kind() ? WEFT_FEAT_TSC : 0);
+	h.pid = (uint32_t)pid;
+	if (write(fd, &h, sizeof(h)) != (ssize_t)sizeof(h)) {
+		int e = errno ? -errno : -EIO;
+		close(fd);
+		return e;
+	}
+	pthread_mutex_lock(&meta_lock);
+	meta_fd = fd;
+	pthread_mutex_unlock(&meta_lock);
+	return 0;
+}
+
+void weft_meta_close(void)
+{
+	pthread_mutex_lock(&meta_lock);
+	if (meta_fd >= 0)
+		close(meta_fd);
+	meta_fd = -1;
+	pthread_mutex_unlock(&meta_lock);
+}
+
+void weft_meta_write(unsigned type, const void *a, size_t alen, const void *b, size_t blen)
+{
+	struct weft_meta_rec_header h = {(uint16_t)type, 0, (uint32_t)(alen + blen)};
+	struct iovec iov[3] = {{&h, sizeof(h)}, {(void *)a, alen}, {(void *)b, blen}};
+	int saved = errno;
+	pthread_mutex_lock(&meta_lock);
+	if (meta_fd >= 0) {
+		ssize_t want = (ssize_t)(sizeof(h) + alen + blen);
+		if (writev(meta_fd, iov, 3) != want)
+			weft_log(WEFT_LOG_ERROR, "metadata write failed: %s", strerror(errno));
+	}
+	pthread_mutex_unlock(&meta_lock);
+	errno = saved;
+}
+
+void weft_meta_clock(void)
+{
+	struct weft_clock_point p;
+	weft_clock_sample(&p);
+	uint64_t w[3] = {p.ticks, p.boot_ns, p.real_ns};
+	weft_meta_write(WEFT_M_CLOCK, w, sizeof(w), NULL, 0);
+}
+
+/* Process record: pid, ppid, start time, host, command line from /proc/self/cmdline. */
+void weft_meta_process(void)
+{
+	char buf[8192];
+	size_t n = 0;
+	uint32_t ids[2] = {(uint32_t)getpid(), (uint32_t)getppid()};
+	uint64_t start = weft_boottime_ns();
+	memcpy(buf, ids, 8);
+	memcpy(buf + 8, &start, 8);
+	n = 16;
+	char host[256] = "";
+	gethostname(host, sizeof(host) - 1);
+	size_t hl = strlen(host) + 1;
+	memcpy(buf + n, host, hl);
+	n += hl;
+	int fd = open("/proc/self/cmdline", O_RDONLY | O_CLOEXEC);
+	if (fd >= 0) {
+		ssize_t r = read(fd, buf + n, sizeof(buf) - n - 2);
+		if (r > 0)
+			n += (size_t)r;
+		close(fd);
+	}
+	buf[n++] = 0;
+	buf[n++] = 0;
+	weft_meta_write(WEFT_M_PROCESS, buf, n, NULL, 0);
+	uint32_t ck[2] = {(uint32_t)weft_clock_kind(), 0};
+	uint64_t hz = weft_clock_nominal_hz();
+	char cs[16];
+	memcpy(cs, ck, 8);
+	memcpy(cs + 8, &hz, 8);
+	weft_meta_write(WEFT_M_CLOCK_SOURCE, cs, 16, NULL, 0);
+	if (weft_cfg.given[0])
+		weft_meta_write(WEFT_M_OPTIONS, weft_cfg.given, strlen(weft_cfg.given) + 1, NULL, 0);
+	if (weft_cfg.name[0])
+		weft_meta_write(WEFT_M_PROCESS_NAME, weft_cfg.name, strlen(weft_cfg.name) + 1, NULL, 0);
+	weft_meta_clock();
+}
+
+void weft_process_name(const char *name)
+{
+	if (!name || weft_ensure_started())
+		return;
+	weft_meta_write(WEFT_M_PROCESS_NAME, name, strlen(name) + 1, NULL, 0);
+}
+
+void weft_meta_atfork_prepare(void) { pthread_mutex_lock(&meta_lock); }
+void weft_meta_atfork_parent(void) { pthread_mutex_unlock(&meta_lock); }
+void weft_meta_atfork_child(void)
+{
+	pthread_mutex_init(&meta_lock, NULL);
+	if (meta_fd >= 0)
+		close(meta_fd);
+	meta_fd = -1;
+}

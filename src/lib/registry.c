@@ -1,0 +1,164 @@
+/*
+ * registry.c - call sites and named tracks. The first event at a call site lands here
+ * (weft__site_check): the site gets an id, shared by every site with the same kind, category
+ * and name, its definition goes into the metadata, and its `state` byte is set from the
+ * categories= and filter= options. Later changes of those options walk every registered site
+ * and rewrite the byte. Sites live in the program's static storage; a library holding weft
+ * call sites must therefore stay loaded while tracing runs (dlclose of such a library while
+ * categories are changed afterwards is not supported).
+ */
+#include "internal.h"
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct intern {
+	struct intern *next;
+	uint32_t id;
+	uint8_t kind;
+	char *name, *cat;
+};
+
+/* All below guarded by reg_lock. */
+static pthread_mutex_t reg_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct weft_site *sites;         /* every registered site, linked by ->next */
+static struct intern *table[1024];      /* (kind, cat, name) -> id */
+static uint32_t next_id = 1;
+static char *tracks[65536];             /* track id -> name, 1..65535 */
+static unsigned ntracks;
+
+static unsigned hash_str(const char *a, const char *b, unsigned kind)
+{
+	uint32_t h = 2166136261u ^ kind;
+	for (; *a; a++)
+		h = (h ^ (unsigned char)*a) * 16777619u;
+	h = (h ^ 0xff) * 16777619u;
+	for (; *b; b++)
+		h = (h ^ (unsigned char)*b) * 16777619u;
+	return h & 1023;
+}
+
+static void write_site(uint32_t id, const struct weft_site *s)
+{
+	unsigned char head[8] = {0};
+	memcpy(head, &id, 4);
+	head[4] = s->kind;
+	head[5] = s->counter_is_double ? 1 : 0;
+	const char *n = s->name ? s->name : "", *c = s->category ? s->category : "";
+	const char *u = s->unit ? s->unit : "";
+	size_t ln = strlen(n) + 1, lc = strlen(c) + 1, lu = strlen(u) + 1;
+	char *body = malloc(ln + lc + lu);
+	if (!body)
+		return;
+	memcpy(body, n, ln);
+	memcpy(body + ln, c, lc);
+	memcpy(body + ln + lc, u, lu);
+	weft_meta_write(WEFT_M_SITE, head, sizeof(head), body, ln + lc + lu);
+	free(body);
+}
+
+static uint32_t intern(const struct weft_site *s)
+{
+	const char *n = s->name ? s->name : "", *c = s->category ? s->category : "";
+	unsigned h = hash_str(n, c, s->kind);
+	for (struct intern *e = table[h]; e; e = e->next)
+		if (e->kind == s->kind && !strcmp(e->name, n) && !strcmp(e->cat, c))
+			return e->id;
+	struct intern *e = calloc(1, sizeof(*e));
+	if (!e)
+		return 0;
+	e->name = strdup(n);
+	e->cat = strdup(c);
+	e->kind = s->kind;
+	e->id = next_id++;
+	e->next = table[h];
+	table[h] = e;
+	write_site(e->id, s);
+	return e->id;
+}
+
+static uint8_t evaluate(const struct weft_site *s)
+{
+	if (!weft_cfg.enable || atomic_load(&weft_g.run) != WEFT_RUN_ON)
+		return WEFT__SITE_OFF;
+	if (s->kind == WEFT_KIND_ARG || s->kind == WEFT_KIND_TRACK)
+		return WEFT__SITE_ON;
+	const char *cat = (s->category && *s->category) ? s->category : "default";
+	if (!weft_glob_list_match(weft_cfg.categories, cat, 1))
+		return WEFT__SITE_OFF;
+	if (s->kind == WEFT_KIND_EVENT && !weft_glob_list_match(weft_cfg.filter, s->name, 1))
+		return WEFT__SITE_OFF;
+	return WEFT__SITE_ON;
+}
+
+int weft__site_check(struct weft_site *s)
+{
+	uint8_t st = __atomic_load_n(&s->state, __ATOMIC_ACQUIRE);
+	if (st != WEFT__SITE_NEW)
+		return st == WEFT__SITE_ON;
+	weft_ensure_started();
+	pthread_mutex_lock(&reg_lock);
+	if (s->state == WEFT__SITE_NEW) {
+		s->id = intern(s);
+		s->next = sites;
+		sites = s;
+		__atomic_store_n(&s->state, s->id ? evaluate(s) : WEFT__SITE_OFF, __ATOMIC_RELEASE);
+	}
+	st = s->state;
+	pthread_mutex_unlock(&reg_lock);
+	return st == WEFT__SITE_ON;
+}
+
+void weft_registry_reevaluate(void)
+{
+	pthread_mutex_lock(&reg_lock);
+	for (struct weft_site *s = sites; s; s = s->next)
+		__atomic_store_n(&s->state, evaluate(s), __ATOMIC_RELEASE);
+	pthread_mutex_unlock(&reg_lock);
+}
+
+unsigned weft_track(const char *name)
+{
+	if (!name)
+		return 0;
+	weft_ensure_started();
+	pthread_mutex_lock(&reg_lock);
+	unsigned id = 0;
+	for (unsigned i = 1; i <= ntracks; i++)
+		if (!strcmp(tracks[i], name)) {
+			id = i;
+			break;
+		}
+	if (!id && ntracks < 65535 && (tracks[ntracks + 1] = strdup(name))) {
+		id = ++ntracks;
+		uint32_t id32 = id;
+		weft_meta_write(WEFT_M_TRACK, &id32, 4, name, strlen(name) + 1);
+	}
+	pthread_mutex_unlock(&reg_lock);
+	return id;
+}
+
+/* Fork child: its new metadata file must define everything the parent had defined. */
+void weft_registry_write_all(void)
+{
+	pthread_mutex_lock(&reg_lock);
+	for (unsigned h = 0; h < 1024; h++)
+		for (struct intern *e = table[h]; e; e = e->next) {
+			struct weft_site tmp = {0, e->kind, 0, 0, e->id, e->name, e->cat, "", 0};
+			for (struct weft_site *s = sites; s; s = s->next)
+				if (s->id == e->id) {
+					tmp = *s;
+					break;
+				}
+			write_site(e->id, &tmp);
+		}
+	for (unsigned i = 1; i <= ntracks; i++) {
+		uint32_t id32 = i;
+		weft_meta_write(WEFT_M_TRACK, &id32, 4, tracks[i], strlen(tracks[i]) + 1);
+	}
+	pthread_mutex_unlock(&reg_lock);
+}
+
+void weft_registry_atfork_prepare(void) { pthread_mutex_lock(&reg_lock); }
+void weft_registry_atfork_parent(void) { pthread_mutex_unlock(&reg_lock); }
+void weft_registry_atfork_child(void) { pthread_mutex_init(&reg_lock, NULL); }

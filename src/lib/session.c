@@ -1,0 +1,284 @@
+/*
+ * session.c - the life of a trace in one process: options are read once (WEFT_OPTIONS, then
+ * weft_configure), the first event or weft_start() creates the trace directory, the metadata
+ * file and the writer threads, and weft_stop() - run at exit - flushes every thread, drains
+ * the writers and writes the totals. fork() gives the child a fresh trace under its own pid in
+ * the same directory: its buffers start empty (what the parent had buffered is the parent's),
+ * every call-site id stays valid, and the writers are restarted in the child.
+ */
+#include "internal.h"
+#include <errno.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <dirent.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+struct weft_global weft_g = {.lock = PTHREAD_MUTEX_INITIALIZER};
+
+static void default_log(int level, const char *msg, void *ud)
+{
+	(void)ud;
+	if (level > WEFT_LOG_WARN)
+		return;
+	char line[1200];
+	int n = snprintf(line, sizeof(line), "weft: %s\n", msg);
+	if (n > 0) {
+		ssize_t r = write(2, line, (size_t)n < sizeof(line) ? (size_t)n : sizeof(line) - 1);
+		(void)r;
+	}
+}
+
+static weft_log_fn log_fn = default_log; /* set by weft_set_log, any time */
+static void *log_ud;
+
+void weft_set_log(weft_log_fn fn, void *ud)
+{
+	log_ud = ud;
+	log_fn = fn;
+}
+
+void weft_log(int level, const char *fmt, ...)
+{
+	weft_log_fn fn = log_fn;
+	if (!fn)
+		return;
+	char msg[1024];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	fn(level, msg, log_ud);
+}
+
+const char *weft_strerror(int err)
+{
+	if (err < 0)
+		err = -err;
+	return strerror(err);
+}
+
+static pthread_once_t config_once = PTHREAD_ONCE_INIT;
+static void config_init(void)
+{
+	weft_config_defaults(&weft_cfg);
+	weft_config_apply(&weft_cfg, getenv("WEFT_OPTIONS"), 1);
+}
+
+/* Config must be initialised before any setter runs: every entry point calls this. */
+__attribute__((constructor)) static void weft_ctor(void)
+{
+	pthread_once(&config_once, config_init);
+}
+
+static int mkdir_p(const char *dir)
+{
+	char tmp[PATH_MAX];
+	snprintf(tmp, sizeof(tmp), "%s", dir);
+	for (char *p = tmp + 1; *p; p++) {
+		if (*p != '/')
+			continue;
+		*p = 0;
+		if (mkdir(tmp, 0755) && errno != EEXIST)
+			return -errno;
+		*p = '/';
+	}
+	if (mkdir(tmp, 0755) && errno != EEXIST)
+		return -errno;
+	struct stat st;
+	if (stat(tmp, &st) || !S_ISDIR(st.st_mode))
+		return -ENOTDIR;
+	if (access(tmp, W_OK))
+		return -errno;
+	return 0;
+}
+
+/* A directory left by an earlier run is moved aside to DIR.old (like perf.data.old), after
+ * removing the weft files of an older DIR.old. Processes of one session (weft record sets
+ * WEFT_SESSION=DIR for everything it runs) share the directory instead. */
+static void move_old(const char *dir)
+{
+	const char *sess = getenv("WEFT_SESSION");
+	if (sess && !strcmp(sess, dir))
+		return;
+	struct stat st;
+	if (stat(dir, &st) || !S_ISDIR(st.st_mode))
+		return;
+	char old[PATH_MAX];
+	snprintf(old, sizeof(old), "%s.old", dir);
+	DIR *d = opendir(old);
+	if (d) {
+		struct dirent *e;
+		while ((e = readdir(d))) {
+			const char *dot = strrchr(e->d_name, '.');
+			if (dot && (!strcmp(dot, ".wmeta") || !strcmp(dot, ".wevents"))) {
+				char p[PATH_MAX + 256];
+				snprintf(p, sizeof(p), "%s/%s", old, e->d_name);
+				unlink(p);
+			}
+		}
+		closedir(d);
+		rmdir(old);
+	}
+	if (rename(dir, old))
+		weft_log(WEFT_LOG_WARN, "cannot move the old %s aside to %s (%s); writing into it",
+			 dir, old, strerror(errno));
+}
+
+static void start_locked(void)
+{
+	weft_pool_init();
+	char dir[1024];
+	int rc = weft_expand_output(weft_cfg.output, weft_cfg.name, dir, sizeof(dir));
+	if (!rc) {
+		move_old(dir);
+		rc = mkdir_p(dir);
+	}
+	int pid = (int)getpid();
+	if (!rc)
+		rc = weft_meta_open(dir, pid);
+	if (!rc) {
+		snprintf(weft_g.dir, sizeof(weft_g.dir), "%s", dir);
+		weft_g.pid = pid;
+		weft_meta_process();
+		rc = weft_writers_start(dir, pid);
+	}
+	if (rc) {
+		weft_log(WEFT_LOG_ERROR, "cannot write the trace to '%s': %s; tracing is off", dir,
+			 weft_strerror(rc));
+		weft_meta_close();
+		atomic_store(&weft_g.run, WEFT_RUN_FAILED);
+		return;
+	}
+	atomic_store(&weft_g.run, WEFT_RUN_ON);
+}
+
+static void at_exit(void)
+{
+	weft_stop();
+}
+
+static void fork_prepare(void)
+{
+	pthread_mutex_lock(&weft_g.lock);
+	weft_registry_atfork_prepare();
+	weft_threads_atfork_prepare();
+	weft_meta_atfork_prepare();
+}
+
+static void fork_parent(void)
+{
+	weft_meta_atfork_parent();
+	weft_threads_atfork_parent();
+	weft_registry_atfork_parent();
+	pthread_mutex_unlock(&weft_g.lock);
+}
+
+static void fork_child(void)
+{
+	weft_meta_atfork_child();
+	weft_threads_atfork_child();
+	weft_registry_atfork_child();
+	weft_writers_atfork_child();
+	pthread_mutex_init(&weft_g.lock, NULL);
+	atomic_store(&weft_g.events, 0);
+	atomic_store(&weft_g.dropped, 0);
+	atomic_store(&weft_g.after_stop, 0);
+	atomic_store(&weft_g.bytes_raw, 0);
+	atomic_store(&weft_g.bytes_written, 0);
+	atomic_store(&weft_g.chunks, 0);
+	if (atomic_load(&weft_g.run) != WEFT_RUN_ON)
+		return;
+	int pid = (int)getpid();
+	weft_pool_init();
+	if (weft_meta_open(weft_g.dir, pid) == 0) {
+		weft_g.pid = pid;
+		weft_meta_process();
+		weft_registry_write_all();
+		weft_threads_after_fork();
+		if (weft_writers_start(weft_g.dir, pid) == 0)
+			return;
+	}
+	atomic_store(&weft_g.run, WEFT_RUN_FAILED);
+}
+
+int weft_ensure_started(void)
+{
+	int run = atomic_load(&weft_g.run);
+	if (run == WEFT_RUN_ON)
+		return 0;
+	if (run != WEFT_RUN_NEW)
+		return -ECANCELED;
+	pthread_once(&config_once, config_init);
+	pthread_mutex_lock(&weft_g.lock);
+	if (atomic_load(&weft_g.run) == WEFT_RUN_NEW) {
+		if (!weft_cfg.enable) {
+			atomic_store(&weft_g.run, WEFT_RUN_STOPPED);
+		} else {
+			start_locked();
+			static int hooks;
+			if (!hooks) {
+				hooks = 1;
+				atexit(at_exit);
+				pthread_atfork(fork_prepare, fork_parent, fork_child);
+			}
+		}
+	}
+	run = atomic_load(&weft_g.run);
+	pthread_mutex_unlock(&weft_g.lock);
+	return run == WEFT_RUN_ON ? 0 : -ECANCELED;
+}
+
+int weft_start(void)
+{
+	int rc = weft_ensure_started();
+	if (rc && !weft_cfg.enable)
+		return -ECANCELED;
+	return rc;
+}
+
+int weft_stop(void)
+{
+	pthread_mutex_lock(&weft_g.lock);
+	if (atomic_load(&weft_g.run) != WEFT_RUN_ON) {
+		pthread_mutex_unlock(&weft_g.lock);
+		return 0;
+	}
+	atomic_store(&weft_g.run, WEFT_RUN_STOPPED);
+	weft_registry_reevaluate(); /* every site OFF: later events cost one load */
+	weft_threads_flush_all();
+	weft_writers_stop();
+	weft_meta_clock();
+	uint64_t fin[7] = {atomic_load(&weft_g.events), atomic_load(&weft_g.dropped),
+			   atomic_load(&weft_g.after_stop), atomic_load(&weft_g.bytes_raw),
+			   atomic_load(&weft_g.bytes_written), atomic_load(&weft_g.chunks),
+			   weft_boottime_ns()};
+	weft_meta_write(WEFT_M_FINISH, fin, sizeof(fin), NULL, 0);
+	weft_meta_close();
+	pthread_mutex_unlock(&weft_g.lock);
+	return 0;
+}
+
+int weft_stats_get(struct weft_stats *st)
+{
+	if (!st || st->sz < sizeof(size_t))
+		return -EINVAL;
+	struct weft_stats s = {.sz = st->sz};
+	s.events = atomic_load(&weft_g.events);
+	s.dropped = atomic_load(&weft_g.dropped);
+	s.after_stop = atomic_load(&weft_g.after_stop);
+	s.bytes_raw = atomic_load(&weft_g.bytes_raw);
+	s.bytes_written = atomic_load(&weft_g.bytes_written);
+	s.chunks = atomic_load(&weft_g.chunks);
+	size_t n = st->sz < sizeof(s) ? st->sz : sizeof(s);
+	memcpy(st, &s, n);
+	return 0;
+}
+
+const char *weft_output_dir(void)
+{
+	return atomic_load(&weft_g.run) == WEFT_RUN_NEW ? NULL : weft_g.dir;
+}

@@ -1,0 +1,405 @@
+/*
+ * thread.c - per-thread buffers and the chunk pool: the slow half of the hot path.
+ *
+ * A thread writes into one chunk at a time through its TLS window (weft__tls.pos/end). When a
+ * reservation does not fit, weft__reserve_slow() hands the chunk to the writer queue and takes
+ * a free one from the pool. The pool holds at most buffer_size/chunk_size chunks, allocated on
+ * demand; when none is free the event is dropped and counted (overflow=drop), or the thread
+ * waits for a writer to release one (overflow=block). The first chunk a thread gets after
+ * dropping begins with a DROPPED record carrying the count, so a converter shows where and how
+ * many events were lost; the per-thread total also goes into the THREAD_END metadata.
+ *
+ * Locks: pool_lock guards the free list, the writer queue and the allocation count; each
+ * thread's `lock` orders its own hand-offs against weft_stop's flush of every thread;
+ * threads_lock guards the list of threads. None is taken on the hot path.
+ */
+#include "internal.h"
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <stdio.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+__thread struct weft__tls weft__tls __attribute__((tls_model("initial-exec")));
+
+struct weft_thread {
+	struct weft_thread *next; /* threads list, under threads_lock */
+	pthread_mutex_t lock;     /* orders hand-off (owner) against flush_all (stopper) */
+	struct weft__tls *tls;    /* the owner's window; pos read with acquire by flush_all */
+	struct weft_chunk *chunk; /* current chunk, under lock */
+	uint32_t tid;
+	uint64_t seq;             /* next chunk sequence number */
+	uint64_t dropped;         /* total dropped, written by owner under lock */
+	uint64_t drops_pending;   /* dropped since the last DROPPED record */
+	int alive;
+};
+
+/* The calling thread's state; written only by that thread. */
+static __thread struct weft_thread *self __attribute__((tls_model("initial-exec")));
+
+static pthread_mutex_t threads_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct weft_thread *threads; /* under threads_lock */
+static pthread_key_t exit_key;
+static pthread_once_t key_once = PTHREAD_ONCE_INIT;
+
+/* Pool and queue, under pool_lock. */
+static pthread_mutex_t pool_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t queue_cond = PTHREAD_COND_INITIALIZER; /* writers wait for chunks */
+static pthread_cond_t free_cond = PTHREAD_COND_INITIALIZER;  /* overflow=block waits */
+static struct weft_chunk *free_list, *q_head, *q_tail;
+static size_t allocated, max_chunks, chunk_bytes;
+static _Atomic size_t free_count; /* readable without the lock: drop mode's quick check */
+static int stopping;               /* writers drain and exit */
+
+void weft_pool_init(void)
+{
+	pthread_mutex_lock(&pool_lock);
+	chunk_bytes = weft_cfg.chunk_size;
+	if (chunk_bytes > weft_cfg.buffer_size / 2)
+		chunk_bytes = weft_cfg.buffer_size / 2;
+	chunk_bytes &= ~(size_t)4095;
+	if (chunk_bytes < 4096)
+		chunk_bytes = 4096;
+	max_chunks = weft_cfg.buffer_size / chunk_bytes;
+	if (max_chunks < 2)
+		max_chunks = 2;
+	stopping = 0;
+	pthread_mutex_unlock(&pool_lock);
+}
+
+static struct weft_chunk *chunk_new(void)
+{
+	struct weft_chunk *c = calloc(1, sizeof(*c));
+	if (!c)
+		return NULL;
+	if (posix_memalign((void **)&c->data, 64, chunk_bytes)) {
+		free(c);
+		return NULL;
+	}
+	return c;
+}
+
+static struct weft_chunk *pool_get(void)
+{
+	if (weft_cfg.overflow == WEFT_OVERFLOW_DROP &&
+	    atomic_load_explicit(&free_count, memory_order_relaxed) == 0 &&
+	    __atomic_load_n(&allocated, __ATOMIC_RELAXED) >= max_chunks)
+		return NULL;
+	struct weft_chunk *c = NULL;
+	pthread_mutex_lock(&pool_lock);
+	for (;;) {
+		if (free_list) {
+			c = free_list;
+			free_list = c->next;
+			atomic_fetch_sub(&free_count, 1);
+			break;
+		}
+		if (allocated < max_chunks) {
+			__atomic_store_n(&allocated, allocated + 1, __ATOMIC_RELAXED);
+			pthread_mutex_unlock(&pool_lock);
+			c = chunk_new();
+			if (!c) {
+				pthread_mutex_lock(&pool_lock);
+				__atomic_store_n(&allocated, allocated - 1, __ATOMIC_RELAXED);
+				pthread_mutex_unlock(&pool_lock);
+			}
+			return c;
+		}
+		if (weft_cfg.overflow != WEFT_OVERFLOW_BLOCK || stopping ||
+		    atomic_load(&weft_g.run) != WEFT_RUN_ON)
+			break;
+		pthread_cond_wait(&free_cond, &pool_lock);
+	}
+	pthread_mutex_unlock(&pool_lock);
+	if (c) {
+		c->next = NULL;
+		c->used = 0;
+		c->recycle = 1;
+	}
+	return c;
+}
+
+void weft_pool_release(struct weft_chunk *c)
+{
+	if (!c->recycle)
+		return; /* its owner may still be writing into it (flushed at stop) */
+	pthread_mutex_lock(&pool_lock);
+	c->next = free_list;
+	free_list = c;
+	atomic_fetch_add(&free_count, 1);
+	pthread_cond_signal(&free_cond);
+	pthread_mutex_unlock(&pool_lock);
+}
+
+void weft_pool_wake_all(void)
+{
+	pthread_mutex_lock(&pool_lock);
+	stopping = 1;
+	pthread_cond_broadcast(&free_cond);
+	pthread_cond_broadcast(&queue_cond);
+	pthread_mutex_unlock(&pool_lock);
+}
+
+static void enqueue(struct weft_chunk *c)
+{
+	pthread_mutex_lock(&pool_lock);
+	c->next = NULL;
+	if (q_tail)
+		q_tail->next = c;
+	else
+		q_head = c;
+	q_tail = c;
+	pthread_cond_signal(&queue_cond);
+	pthread_mutex_unlock(&pool_lock);
+}
+
+/* Writers: the next full chunk, or NULL after ~100 ms with nothing to do (so the writer can
+ * take a clock point), or NULL with *done set once stopping and the queue is empty. */
+struct weft_chunk *weft_queue_pop_wait(int *done)
+{
+	struct weft_chunk *c = NULL;
+	*done = 0;
+	pthread_mutex_lock(&pool_lock);
+	if (!q_head && !stopping) {
+		struct timespec ts;
+		clock_gettime(CLOCK_REALTIME, &ts);
+		ts.tv_nsec += 100 * 1000000L;
+		if (ts.tv_nsec >= 1000000000L) {
+			ts.tv_sec++;
+			ts.tv_nsec -= 1000000000L;
+		}
+		pthread_cond_timedwait(&queue_cond, &pool_lock, &ts);
+	}
+	if (q_head) {
+		c = q_head;
+		q_head = c->next;
+		if (!q_head)
+			q_tail = NULL;
+	} else if (stopping) {
+		*done = 1;
+	}
+	pthread_mutex_unlock(&pool_lock);
+	return c;
+}
+
+/* Hand the thread's chunk to the writers, up to `end` (under t->lock). */
+static void handoff(struct weft_thread *t, char *end, int recycle)
+{
+	struct weft_chunk *c = t->chunk;
+	t->chunk = NULL;
+	if (end < c->data || end > c->data + chunk_bytes)
+		end = c->data;
+	c->used = (size_t)(end - c->data);
+	c->recycle = recycle;
+	if (c->used == 0 && recycle) {
+		weft_pool_release(c);
+		t->seq--; /* the sequence number was not used */
+		return;
+	}
+	enqueue(c);
+}
+
+static void thread_exit(void *arg)
+{
+	struct weft_thread *t = arg;
+	pthread_mutex_lock(&t->lock);
+	if (t->chunk)
+		handoff(t, t->tls->pos, 1);
+	t->tls->pos = t->tls->end = NULL;
+	t->alive = 0;
+	uint64_t rec[4] = {t->tid, 0, t->dropped, t->seq};
+	pthread_mutex_unlock(&t->lock);
+	weft_meta_write(WEFT_M_THREAD_END, rec, sizeof(rec), NULL, 0);
+	self = NULL;
+}
+
+static void make_key(void)
+{
+	pthread_key_create(&exit_key, thread_exit);
+}
+
+static uint32_t gettid_(void)
+{
+	return (uint32_t)syscall(SYS_gettid);
+}
+
+static void write_thread_name(uint32_t tid, const char *name)
+{
+	weft_meta_write(WEFT_M_THREAD, &tid, 4, name, strlen(name) + 1);
+}
+
+static struct weft_thread *thread_init(void)
+{
+	if (weft_ensure_started())
+		return NULL;
+	struct weft_thread *t = calloc(1, sizeof(*t));
+	if (!t)
+		return NULL;
+	pthread_mutex_init(&t->lock, NULL);
+	t->tls = &weft__tls;
+	t->tid = gettid_();
+	t->alive = 1;
+	pthread_once(&key_once, make_key);
+	pthread_setspecific(exit_key, t);
+	pthread_mutex_lock(&threads_lock);
+	t->next = threads;
+	threads = t;
+	pthread_mutex_unlock(&threads_lock);
+	char name[64] = "";
+	if (pthread_getname_np(pthread_self(), name, sizeof(name)) || !name[0])
+		snprintf(name, sizeof(name), "thread %u", t->tid);
+	write_thread_name(t->tid, name);
+	self = t;
+	return t;
+}
+
+void weft_thread_name(const char *name)
+{
+	if (!name)
+		return;
+	struct weft_thread *t = self ? self : thread_init();
+	if (t)
+		write_thread_name(t->tid, name);
+}
+
+static void count_lost(void)
+{
+	atomic_fetch_add_explicit(&weft_g.after_stop, 1, memory_order_relaxed);
+}
+
+void *weft__reserve_slow(size_t bytes)
+{
+	int saved = errno;
+	struct weft_thread *t = self;
+	char *p = NULL;
+	if (!t && !(t = thread_init())) {
+		count_lost();
+		goto out;
+	}
+	pthread_mutex_lock(&t->lock);
+	if (atomic_load(&weft_g.run) != WEFT_RUN_ON) {
+		count_lost();
+		t->tls->pos = t->tls->end = NULL;
+		goto unlock;
+	}
+	if (t->chunk)
+		handoff(t, t->tls->pos, 1);
+	struct weft_chunk *c = bytes + 24 <= chunk_bytes ? pool_get() : NULL;
+	if (!c) {
+		t->dropped++;
+		t->drops_pending++;
+		atomic_fetch_add_explicit(&weft_g.dropped, 1, memory_order_relaxed);
+		t->tls->pos = t->tls->end = NULL;
+		goto unlock;
+	}
+	c->tid = t->tid;
+	c->seq = t->seq++;
+	t->chunk = c;
+	p = c->data;
+	if (t->drops_pending) {
+		uint64_t *w = (uint64_t *)p;
+		w[0] = weft__ticks();
+		w[1] = weft__hdr(0, WEFT_R_DROPPED, 1, 0);
+		w[2] = t->drops_pending;
+		t->drops_pending = 0;
+		p += 24;
+	}
+	t->tls->end = c->data + chunk_bytes;
+	t->tls->pos = p;
+unlock:
+	pthread_mutex_unlock(&t->lock);
+out:
+	errno = saved;
+	return p;
+}
+
+void weft_flush(void)
+{
+	struct weft_thread *t = self;
+	if (!t)
+		return;
+	pthread_mutex_lock(&t->lock);
+	if (t->chunk)
+		handoff(t, t->tls->pos, 1);
+	t->tls->pos = t->tls->end = NULL;
+	pthread_mutex_unlock(&t->lock);
+}
+
+/* At stop: hand every thread's partial chunk to the writers. Another thread's chunk is not
+ * recycled, because its owner may be between reserve and commit: what it commits after the
+ * snapshot of `pos` is not written (and costs nothing). Its next slow path finds the run
+ * stopped and counts its events as after_stop. */
+void weft_threads_flush_all(void)
+{
+	pthread_mutex_lock(&threads_lock);
+	for (struct weft_thread *t = threads; t; t = t->next) {
+		pthread_mutex_lock(&t->lock);
+		if (t->alive && t->chunk) {
+			char *pos = __atomic_load_n(&t->tls->pos, __ATOMIC_ACQUIRE);
+			handoff(t, pos, t == self);
+			if (t == self)
+				t->tls->pos = t->tls->end = NULL;
+		}
+		if (t->alive) {
+			uint64_t rec[4] = {t->tid, 0, t->dropped, t->seq};
+			weft_meta_write(WEFT_M_THREAD_END, rec, sizeof(rec), NULL, 0);
+		}
+		pthread_mutex_unlock(&t->lock);
+	}
+	pthread_mutex_unlock(&threads_lock);
+}
+
+void weft_threads_atfork_prepare(void)
+{
+	pthread_mutex_lock(&threads_lock);
+	pthread_mutex_lock(&pool_lock);
+}
+
+void weft_threads_atfork_parent(void)
+{
+	pthread_mutex_unlock(&pool_lock);
+	pthread_mutex_unlock(&threads_lock);
+}
+
+/* Fork child: only the forking thread exists. The chunks buffered so far belong to the parent,
+ * which writes them; the child starts over with empty buffers under its own pid. */
+void weft_threads_atfork_child(void)
+{
+	pthread_mutex_init(&pool_lock, NULL);
+	pthread_mutex_init(&threads_lock, NULL);
+	pthread_cond_init(&queue_cond, NULL);
+	pthread_cond_init(&free_cond, NULL);
+	free_list = q_head = q_tail = NULL;
+	atomic_store(&free_count, 0);
+	allocated = 0;
+	stopping = 0;
+	threads = NULL;
+	struct weft_thread *t = self;
+	if (!t)
+		return;
+	pthread_mutex_init(&t->lock, NULL);
+	t->tid = gettid_();
+	t->seq = 0;
+	t->dropped = t->drops_pending = 0;
+	t->next = NULL;
+	threads = t;
+	if (t->chunk) {
+		allocated = 1;
+		t->tls->pos = t->chunk->data;
+		t->chunk->seq = t->seq++;
+		t->chunk->tid = t->tid;
+	}
+}
+
+/* After the child reopened its files: define its thread. */
+void weft_threads_after_fork(void)
+{
+	if (self) {
+		char name[64] = "";
+		if (pthread_getname_np(pthread_self(), name, sizeof(name)) || !name[0])
+			snprintf(name, sizeof(name), "thread %u", self->tid);
+		write_thread_name(self->tid, name);
+	}
+}

@@ -1,0 +1,247 @@
+/*
+ * writer.c - writer threads: they take full chunks from the queue, delta-encode timestamps,
+ * compress with zstd, and append each chunk as one frame to their own events file
+ * (P-K.wevents), so writers never contend on a file. Writer 0 also records a clock
+ * calibration point every 100 ms. Options: writers=N, writer_cpus=LIST (pinning, like
+ * `perf record --threads`), compression=LEVEL. A failed write (disk full) is logged once;
+ * the events of the chunk are counted as dropped and the file keeps its last complete frame.
+ */
+#include "internal.h"
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/uio.h>
+#include <time.h>
+#include <unistd.h>
+#include <zstd.h>
+
+struct writer {
+	pthread_t th;
+	int idx, fd;
+	ZSTD_CCtx *cctx;
+	void *zbuf;
+	size_t zcap;
+	int failed;
+};
+
+static struct writer writers[16]; /* set up by weft_writers_start before the threads run */
+static int nwriters;
+
+/* Count events and replace each timestamp by its difference to the previous one: chunks of
+ * a busy thread then hold small, repetitive numbers that zstd packs to a few bytes/event. */
+static uint32_t delta_encode(uint64_t *w, size_t nwords)
+{
+	uint64_t prev = 0;
+	uint32_t events = 0;
+	size_t i = 0;
+	while (i + 2 <= nwords) {
+		uint64_t h = w[i + 1];
+		unsigned type = weft_rec_type(h), extra = weft_rec_extra(h);
+		if (i + 2 + extra > nwords)
+			break;
+		switch (type) {
+		case WEFT_R_BEGIN: case WEFT_R_END: case WEFT_R_INSTANT: case WEFT_R_COUNTER_I64:
+		case WEFT_R_COUNTER_F64: case WEFT_R_ASYNC_BEGIN: case WEFT_R_ASYNC_END:
+		case WEFT_R_ASYNC_INSTANT:
+			events++;
+			/* fallthrough */
+		case WEFT_R_DROPPED: {
+			uint64_t t = w[i];
+			w[i] = t - prev;
+			prev = t;
+			break;
+		}
+		case WEFT_R_COMPLETE:
+			events++;
+			break;
+		default:
+			break;
+		}
+		i += 2 + extra;
+	}
+	return events;
+}
+
+static int write_all(int fd, struct iovec *iov, int n)
+{
+	while (n > 0) {
+		ssize_t r = writev(fd, iov, n);
+		if (r < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		while (n > 0 && (size_t)r >= iov->iov_len) {
+			r -= (ssize_t)iov->iov_len;
+			iov++;
+			n--;
+		}
+		if (n > 0) {
+			iov->iov_base = (char *)iov->iov_base + r;
+			iov->iov_len -= (size_t)r;
+		}
+	}
+	return 0;
+}
+
+static void write_chunk(struct writer *w, struct weft_chunk *c)
+{
+	size_t used = c->used & ~(size_t)7;
+	uint32_t events = delta_encode((uint64_t *)c->data, used / 8);
+	struct weft_chunk_header h;
+	memset(&h, 0, sizeof(h));
+	h.magic = WEFT_CHUNK_MAGIC;
+	h.tid = c->tid;
+	h.seq = c->seq;
+	h.raw_size = (uint32_t)used;
+	h.events = events;
+	const void *payload = c->data;
+	size_t stored = used;
+	if (weft_cfg.compression != 0 && w->cctx) {
+		size_t need = ZSTD_compressBound(used);
+		if (need > w->zcap) {
+			free(w->zbuf);
+			w->zbuf = malloc(need);
+			w->zcap = w->zbuf ? need : 0;
+		}
+		if (w->zbuf) {
+			size_t z = ZSTD_compressCCtx(w->cctx, w->zbuf, w->zcap, c->data, used,
+						     weft_cfg.compression);
+			if (!ZSTD_isError(z) && z < used) {
+				payload = w->zbuf;
+				stored = z;
+				h.flags |= WEFT_CHUNK_ZSTD;
+			}
+		}
+	}
+	h.stored_size = (uint32_t)stored;
+	h.checksum = weft_fnv1a(payload, stored);
+	struct iovec iov[2] = {{&h, sizeof(h)}, {(void *)payload, stored}};
+	int rc = w->failed ? -EIO : write_all(w->fd, iov, 2);
+	if (rc) {
+		if (!w->failed)
+			weft_log(WEFT_LOG_ERROR, "writing the trace failed (%s): later events are dropped",
+				 strerror(-rc));
+		w->failed = 1;
+		atomic_fetch_add(&weft_g.dropped, events);
+		return;
+	}
+	atomic_fetch_add(&weft_g.events, events);
+	atomic_fetch_add(&weft_g.bytes_raw, used);
+	atomic_fetch_add(&weft_g.bytes_written, stored + sizeof(h));
+	atomic_fetch_add(&weft_g.chunks, 1);
+}
+
+static void *writer_main(void *arg)
+{
+	struct writer *w = arg;
+	char name[16];
+	snprintf(name, sizeof(name), "weft-writer-%d", w->idx);
+	pthread_setname_np(pthread_self(), name);
+	uint64_t mask;
+	if (weft_cfg.writer_cpus[0] && !weft_parse_cpulist(weft_cfg.writer_cpus, &mask)) {
+		cpu_set_t set;
+		CPU_ZERO(&set);
+		for (int i = 0; i < 64; i++)
+			if (mask & (1ull << i))
+				CPU_SET(i, &set);
+		if (pthread_setaffinity_np(pthread_self(), sizeof(set), &set))
+			weft_log(WEFT_LOG_WARN, "writer_cpus=%s: cannot pin writer %d", weft_cfg.writer_cpus, w->idx);
+	}
+	uint64_t last_clock = weft_boottime_ns();
+	for (;;) {
+		int done;
+		struct weft_chunk *c = weft_queue_pop_wait(&done);
+		if (c) {
+			write_chunk(w, c);
+			weft_pool_release(c);
+		}
+		if (done)
+			break;
+		if (w->idx == 0 && weft_boottime_ns() - last_clock >= 100000000ull) {
+			weft_meta_clock();
+			last_clock = weft_boottime_ns();
+		}
+	}
+	return NULL;
+}
+
+static int open_events(const char *dir, int pid, int idx)
+{
+	char path[PATH_MAX];
+	snprintf(path, sizeof(path), "%s/%d-%d.wevents", dir, pid, idx);
+	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	if (fd < 0)
+		return -errno;
+	struct weft_file_header h;
+	memset(&h, 0, sizeof(h));
+	memcpy(h.magic, WEFT_EVENTS_MAGIC, 8);
+	h.major = WEFT_FMT_MAJOR;
+	h.minor = WEFT_FMT_MINOR;
+	h.features = WEFT_FEAT_ZSTD | (weft_clock_kind() ? WEFT_FEAT_TSC : 0);
+	h.pid = (uint32_t)pid;
+	h.writer = (uint32_t)idx;
+	if (write(fd, &h, sizeof(h)) != (ssize_t)sizeof(h)) {
+		int e = errno ? -errno : -EIO;
+		close(fd);
+		return e;
+	}
+	return fd;
+}
+
+int weft_writers_start(const char *dir, int pid)
+{
+	nwriters = 0;
+	for (int i = 0; i < weft_cfg.writers; i++) {
+		struct writer *w = &writers[i];
+		memset(w, 0, sizeof(*w));
+		w->idx = i;
+		w->fd = open_events(dir, pid, i);
+		if (w->fd < 0) {
+			int e = w->fd;
+			weft_writers_stop();
+			return e;
+		}
+		w->cctx = ZSTD_createCCtx();
+		/* Signals stay with the application's threads. */
+		sigset_t all, old;
+		sigfillset(&all);
+		pthread_sigmask(SIG_SETMASK, &all, &old);
+		int rc = pthread_create(&w->th, NULL, writer_main, w);
+		pthread_sigmask(SIG_SETMASK, &old, NULL);
+		if (rc) {
+			close(w->fd);
+			ZSTD_freeCCtx(w->cctx);
+			weft_writers_stop();
+			return -rc;
+		}
+		nwriters++;
+	}
+	return 0;
+}
+
+void weft_writers_stop(void)
+{
+	weft_pool_wake_all();
+	for (int i = 0; i < nwriters; i++) {
+		struct writer *w = &writers[i];
+		pthread_join(w->th, NULL);
+		close(w->fd);
+		ZSTD_freeCCtx(w->cctx);
+		free(w->zbuf);
+	}
+	nwriters = 0;
+}
+
+/* Fork child: the writer threads do not exist there; their files belong to the parent. */
+void weft_writers_atfork_child(void)
+{
+	for (int i = 0; i < nwriters; i++)
+		close(writers[i].fd);
+	nwriters = 0;
+}

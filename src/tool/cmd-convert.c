@@ -1,0 +1,130 @@
+/*
+ * cmd-convert.c - `weft convert DIR -o FILE`: the trace directory to a Perfetto .pftrace or
+ * a Chrome .json (chosen by the extension or --format). Damage in the input is reported as
+ * warnings and everything readable is converted; the summary line says what was written.
+ */
+#include "tool/cmd.h"
+#include "export/export.h"
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static void help(FILE *f)
+{
+	fprintf(f,
+		"usage: weft convert [OPTIONS] DIR -o FILE\n"
+		"Convert the trace directory DIR (as written by libweft) to FILE.\n\n"
+		"  -o, --output FILE        output file (required); .json selects Chrome JSON,\n"
+		"                           anything else Perfetto protobuf (.pftrace)\n"
+		"  -f, --format FMT         pftrace or json, overriding the extension\n"
+		"      --json-style STYLE   be (B/E event pairs, default) or x (complete X events)\n"
+		"  -j, --jobs N             threads to use (default 2)\n"
+		"  -q, --quiet              no summary line\n"
+		"  -h, --help               this text\n\n"
+		"Open a .pftrace by dragging it onto https://ui.perfetto.dev.\n"
+		"Exit status: 0 converted (warnings may say what was damaged), 1 failed, 2 usage.\n");
+}
+
+int cmd_convert(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{"output", required_argument, 0, 'o'}, {"format", required_argument, 0, 'f'},
+		{"json-style", required_argument, 0, 's'}, {"jobs", required_argument, 0, 'j'},
+		{"quiet", no_argument, 0, 'q'}, {"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
+	const char *outp = NULL, *fmt = NULL;
+	int style = WEFT_JSON_BE, jobs = 2, quiet = 0, c;
+	optind = 1;
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, "o:f:j:qh", opts, NULL)) != -1) {
+		switch (c) {
+		case 'o': outp = optarg; break;
+		case 'f':
+			if (strcmp(optarg, "pftrace") && strcmp(optarg, "json")) {
+				weft_cli_error("convert", "unknown format '%s' (valid: pftrace, json)", optarg);
+				return WEFT_EXIT_USAGE;
+			}
+			fmt = optarg;
+			break;
+		case 's':
+			if (!strcmp(optarg, "be"))
+				style = WEFT_JSON_BE;
+			else if (!strcmp(optarg, "x"))
+				style = WEFT_JSON_X;
+			else {
+				weft_cli_error("convert", "unknown --json-style '%s' (valid: be, x)", optarg);
+				return WEFT_EXIT_USAGE;
+			}
+			break;
+		case 'j':
+			jobs = atoi(optarg);
+			if (jobs < 1 || jobs > 16) {
+				weft_cli_error("convert", "--jobs takes 1 to 16, not '%s'", optarg);
+				return WEFT_EXIT_USAGE;
+			}
+			break;
+		case 'q': quiet = 1; break;
+		case 'h': help(stdout); return WEFT_EXIT_OK;
+		default:
+			weft_cli_error("convert", "unknown option '%s' (see 'weft convert --help')", argv[optind - 1]);
+			return WEFT_EXIT_USAGE;
+		}
+	}
+	if (optind != argc - 1) {
+		weft_cli_error("convert", optind >= argc ? "missing trace directory (usage: weft convert DIR -o FILE)"
+						      : "one trace directory expected (usage: weft convert DIR -o FILE)");
+		return WEFT_EXIT_USAGE;
+	}
+	if (!outp) {
+		weft_cli_error("convert", "missing -o FILE (.pftrace or .json)");
+		return WEFT_EXIT_USAGE;
+	}
+	const char *dir = argv[optind];
+	if (!fmt) {
+		const char *dot = strrchr(outp, '.');
+		fmt = dot && !strcmp(dot, ".json") ? "json" : "pftrace";
+	}
+	struct weft_trace *t;
+	char err[512];
+	int rc = weft_trace_open(dir, &t, err, sizeof(err));
+	if (rc) {
+		weft_cli_error("convert", "%s", err);
+		return WEFT_EXIT_FAIL;
+	}
+	for (size_t i = 0; i < t->nwarnings; i++)
+		weft_cli_error("convert", "warning: %s", t->warnings[i]);
+	FILE *f = fopen(outp, "wb");
+	if (!f) {
+		weft_cli_error("convert", "cannot write %s: %s", outp, strerror(errno));
+		weft_trace_free(t);
+		return WEFT_EXIT_FAIL;
+	}
+	static char obuf[1 << 20];
+	setvbuf(f, obuf, _IOFBF, sizeof(obuf));
+	struct weft_export_summary s;
+	if (!strcmp(fmt, "json"))
+		rc = weft_export_json(t, f, style, jobs, &s, err, sizeof(err));
+	else
+		rc = weft_export_pftrace(t, f, jobs, &s, err, sizeof(err));
+	if (fclose(f) && !rc) {
+		rc = -errno;
+		snprintf(err, sizeof(err), "writing %s failed: %s", outp, strerror(errno));
+	}
+	weft_trace_free(t);
+	if (rc) {
+		weft_cli_error("convert", "%s", err);
+		return WEFT_EXIT_FAIL;
+	}
+	if (!quiet) {
+		fprintf(stderr, "weft: convert: wrote %s: %llu events, %llu dropped", outp,
+			(unsigned long long)s.events, (unsigned long long)s.dropped);
+		if (s.unterminated)
+			fprintf(stderr, ", %llu slices unterminated (closed at trace end)",
+				(unsigned long long)s.unterminated);
+		if (s.unmatched_end)
+			fprintf(stderr, ", %llu ends without a begin skipped", (unsigned long long)s.unmatched_end);
+		fprintf(stderr, "\n");
+	}
+	return WEFT_EXIT_OK;
+}

@@ -1,0 +1,105 @@
+/*
+ * cmd-info.c - `weft info DIR`: what a trace holds, without converting it: processes and
+ * their threads, events and drops per thread, the time span, bytes raw and on disk, the
+ * options the run used, and every warning about damage.
+ */
+#include "tool/cmd.h"
+#include "format/reader.h"
+#include <getopt.h>
+#include <stdio.h>
+#include <string.h>
+
+static void help(FILE *f)
+{
+	fprintf(f, "usage: weft info [OPTIONS] DIR\n"
+		   "Describe the trace directory DIR.\n\n"
+		   "  -h, --help   this text\n\n"
+		   "Exit status: 0 described, 1 unreadable, 2 usage.\n");
+}
+
+static void per_event(uint64_t bytes, uint64_t events)
+{
+	if (events)
+		printf(" (%.2f B/event)", (double)bytes / (double)events);
+}
+
+int cmd_info(int argc, char **argv)
+{
+	static const struct option opts[] = {{"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
+	int c;
+	optind = 1;
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+		if (c == 'h') {
+			help(stdout);
+			return WEFT_EXIT_OK;
+		}
+		weft_cli_error("info", "unknown option '%s' (see 'weft info --help')", argv[optind - 1]);
+		return WEFT_EXIT_USAGE;
+	}
+	if (optind != argc - 1) {
+		weft_cli_error("info", "expected one trace directory (usage: weft info DIR)");
+		return WEFT_EXIT_USAGE;
+	}
+	struct weft_trace *t;
+	char err[512];
+	if (weft_trace_open(argv[optind], &t, err, sizeof(err))) {
+		weft_cli_error("info", "%s", err);
+		return WEFT_EXIT_FAIL;
+	}
+	uint64_t events = 0, dropped = 0, raw = 0, stored = 0, threads = 0;
+	for (size_t i = 0; i < t->nprocs; i++) {
+		const struct weft_proc *p = &t->procs[i];
+		raw += p->bytes_raw;
+		stored += p->bytes_stored;
+		for (size_t k = 0; k < p->nthreads; k++, threads++) {
+			events += p->threads[k].events;
+			dropped += p->threads[k].dropped;
+		}
+	}
+	printf("trace:      %s\n", t->dir);
+	printf("span:       %.6f s (%.3f ms)\n", (double)(t->last_ns - t->first_ns) / 1e9,
+	       (double)(t->last_ns - t->first_ns) / 1e6);
+	printf("processes:  %zu\n", t->nprocs);
+	printf("threads:    %llu\n", (unsigned long long)threads);
+	printf("events:     %llu\n", (unsigned long long)events);
+	printf("dropped:    %llu\n", (unsigned long long)dropped);
+	printf("bytes raw:  %llu", (unsigned long long)raw);
+	per_event(raw, events);
+	printf("\nbytes disk: %llu", (unsigned long long)stored);
+	per_event(stored, events);
+	printf("\n");
+	for (size_t i = 0; i < t->nprocs; i++) {
+		const struct weft_proc *p = &t->procs[i];
+		printf("\nprocess %d \"%s\" (parent %d)%s\n", p->pid, p->name, p->ppid,
+		       p->finished ? "" : " [not finished: killed or still running]");
+		if (p->argc) {
+			printf("  command:  ");
+			for (int a = 0; a < p->argc; a++)
+				printf("%s%s", a ? " " : "", p->argv[a]);
+			printf("\n");
+		}
+		if (p->host)
+			printf("  host:     %s\n", p->host);
+		if (p->options && *p->options)
+			printf("  options:  %s\n", p->options);
+		printf("  clock:    %s, %zu calibration points\n",
+		       p->clock_kind == 1 ? "tsc" : p->clock_kind == 2 ? "cntvct" : "boottime ns", p->nclock);
+		if (p->finished)
+			printf("  recorded: %llu events, %llu dropped, %llu after stop, %llu chunks\n",
+			       (unsigned long long)p->fin[0], (unsigned long long)p->fin[1],
+			       (unsigned long long)p->fin[2], (unsigned long long)p->fin[5]);
+		for (size_t k = 0; k < p->nthreads; k++) {
+			const struct weft_thread_data *th = &p->threads[k];
+			printf("  thread %u \"%s\": %llu events, %llu dropped, %zu chunks\n", th->tid, th->name,
+			       (unsigned long long)th->events, (unsigned long long)th->dropped, th->nchunks);
+		}
+	}
+	if (t->nwarnings) {
+		printf("\nwarnings:\n");
+		for (size_t i = 0; i < t->nwarnings; i++)
+			printf("  %s\n", t->warnings[i]);
+	}
+	weft_trace_free(t);
+	return WEFT_EXIT_OK;
+}

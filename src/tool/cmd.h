@@ -1,0 +1,16 @@
+/* cmd.h - the weft CLI's subcommands: one file each, a table in main.c. */
+#ifndef WEFT_CMD_H
+#define WEFT_CMD_H
+
+/* Exit codes shared by every subcommand. */
+#define WEFT_EXIT_OK 0
+#define WEFT_EXIT_FAIL 1  /* input unreadable, output unwritable */
+#define WEFT_EXIT_USAGE 2 /* bad command line */
+
+int cmd_convert(int argc, char **argv);
+int cmd_info(int argc, char **argv);
+
+/* Prints "weft: CMD: message" on stderr. */
+void weft_cli_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+#endif

@@ -1,0 +1,56 @@
+/*
+ * main.c - the `weft` command: a table of subcommands, each in its own cmd-<name>.c with its
+ * own options and --help (the model is perf's builtin commands).
+ */
+#include "tool/cmd.h"
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+static const struct {
+	const char *name;
+	int (*fn)(int, char **);
+	const char *summary;
+} commands[] = {
+	{"convert", cmd_convert, "convert a trace directory to .pftrace (Perfetto) or Chrome .json"},
+	{"info", cmd_info, "show processes, threads, events, drops, time span and sizes of a trace"},
+};
+
+void weft_cli_error(const char *cmd, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	fprintf(stderr, "weft: %s: ", cmd);
+	vfprintf(stderr, fmt, ap);
+	fputc('\n', stderr);
+	va_end(ap);
+}
+
+static void usage(FILE *f)
+{
+	fprintf(f, "usage: weft COMMAND [OPTIONS] [ARGS]\n\ncommands:\n");
+	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
+		fprintf(f, "  %-10s %s\n", commands[i].name, commands[i].summary);
+	fprintf(f, "\n'weft COMMAND --help' describes a command.\n");
+}
+
+int main(int argc, char **argv)
+{
+	if (argc < 2) {
+		usage(stderr);
+		return WEFT_EXIT_USAGE;
+	}
+	if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help")) {
+		usage(stdout);
+		return WEFT_EXIT_OK;
+	}
+	if (!strcmp(argv[1], "--version")) {
+		printf("weft 0.1\n");
+		return WEFT_EXIT_OK;
+	}
+	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
+		if (!strcmp(argv[1], commands[i].name))
+			return commands[i].fn(argc - 1, argv + 1);
+	fprintf(stderr, "weft: unknown command '%s' (try 'weft --help')\n", argv[1]);
+	return WEFT_EXIT_USAGE;
+}
