@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# deps.sh [build|test|bench] - makes sure the Debian packages weft needs are installed.
+# As root it installs what is missing (apt-get); otherwise it prints the exact command and
+# fails. `build` is what compiling needs, `test` adds the independent trace readers and the
+# test framework, `bench` adds the peers measured side by side.
+set -euo pipefail
+what=${1:-build}
+pkgs=()
+need() { # need PACKAGE CHECK-COMMAND...
+  local p=$1; shift
+  "$@" >/dev/null 2>&1 || pkgs+=("$p")
+}
+have_pc() { pkg-config --exists "$1"; }
+need build-essential command -v cc
+need cmake command -v cmake
+need make command -v make
+need pkg-config command -v pkg-config
+need libzstd-dev have_pc libzstd
+if [ "$what" = test ] || [ "$what" = bench ]; then
+  need libcmocka-dev have_pc cmocka
+  need protobuf-compiler command -v protoc
+  need python3 command -v python3
+  need nodejs command -v node
+  need npm command -v npm
+fi
+if [ "$what" = bench ]; then
+  need uftrace command -v uftrace
+  need lttng-tools command -v lttng
+  need liblttng-ust-dev have_pc lttng-ust
+fi
+[ ${#pkgs[@]} -eq 0 ] && exit 0
+if [ "$(id -u)" = 0 ]; then
+  echo "deps.sh: installing ${pkgs[*]}" >&2
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq >/dev/null
+  apt-get install -y -qq "${pkgs[@]}" >/dev/null
+else
+  echo "deps.sh: missing packages; run: sudo apt-get install -y ${pkgs[*]}" >&2
+  exit 1
+fi

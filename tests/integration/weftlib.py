@@ -1,0 +1,87 @@
+"""Helpers for the integration tests: run a traced program, convert its trace, and check the
+result with independent readers - protoc against Perfetto's own schema, Perfetto's
+trace_processor (wasm, under Node) queried with SQL, and Python's json module."""
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import unittest
+
+BUILD = os.path.abspath(os.environ.get("WEFT_BUILD", os.path.join(os.path.dirname(__file__), "..", "..", "build")))
+SRC = os.path.abspath(os.environ.get("WEFT_SRC", os.path.join(os.path.dirname(__file__), "..", "..")))
+WEFT = os.path.join(BUILD, "weft")
+PROTO = os.path.abspath(os.path.join(SRC, "..", "shared", "perfetto", "perfetto_trace.proto"))
+TP = os.path.join(SRC, "tests", "tp", "tp_query.mjs")
+UNKNOWN_FIELD = re.compile(r"^\s*\d+: ", re.M)
+
+
+def run(cmd, env=None, cwd=None, check=True, timeout=240):
+    e = dict(os.environ)
+    e.update(env or {})
+    p = subprocess.run(cmd, env=e, cwd=cwd, capture_output=True, text=True, timeout=timeout)
+    if check and p.returncode != 0:
+        raise AssertionError(f"{cmd} exited {p.returncode}\nstdout:{p.stdout}\nstderr:{p.stderr}")
+    return p
+
+
+class TraceTest(unittest.TestCase):
+    """Gives each test a scratch directory and the converters/readers as methods."""
+
+    def setUp(self):
+        self.tmp = tempfile.mkdtemp(prefix="weft-test-")
+
+    def tearDown(self):
+        shutil.rmtree(self.tmp, ignore_errors=True)
+
+    def record(self, prog, args=(), options="", env=None):
+        out = os.path.join(self.tmp, "trace.data")
+        opts = f"output={out}" + (":" + options if options else "")
+        e = {"WEFT_OPTIONS": opts}
+        e.update(env or {})
+        p = run([os.path.join(BUILD, prog), *map(str, args)], env=e, cwd=self.tmp)
+        return out, p
+
+    def convert(self, data, name, *extra, check=True):
+        out = os.path.join(self.tmp, name)
+        p = run([WEFT, "convert", data, "-o", out, *extra], check=check)
+        return out, p
+
+    def protoc_decode(self, pftrace):
+        """Decodes with Perfetto's schema; fails on any field the schema does not know."""
+        if not os.path.exists(PROTO):
+            self.skipTest(f"{PROTO} absent: protoc check skipped")
+        with open(pftrace, "rb") as f:
+            p = subprocess.run(["protoc", "--decode=perfetto.protos.Trace", "-I", os.path.dirname(PROTO),
+                                PROTO], stdin=f, capture_output=True, text=True)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        unknown = UNKNOWN_FIELD.findall(p.stdout)
+        self.assertEqual(unknown, [], "fields unknown to the Perfetto schema")
+        return p.stdout
+
+    def tp(self, pftrace, *queries):
+        """Runs SQL in Perfetto's trace_processor; returns a list of row lists."""
+        p = run(["node", TP, pftrace, *queries], timeout=300)
+        res = json.loads(p.stdout)
+        for r in res:
+            self.assertNotIn("error", r, r.get("sql"))
+        return [r["rows"] for r in res]
+
+    def tp_no_errors(self, pftrace):
+        rows, = self.tp(pftrace, "select name, idx, severity, value from stats where value > 0 "
+                                 "and severity in ('error', 'data_loss')")
+        self.assertEqual(rows, [], "trace_processor reported errors or data loss")
+
+    def load_json(self, path):
+        with open(path) as f:
+            doc = json.load(f)
+        ev = doc["traceEvents"]
+        ts = [e["ts"] for e in ev if e["ph"] != "M"]
+        self.assertEqual(ts, sorted(ts), "JSON events are not sorted by ts")
+        return doc
+
+
+def main():
+    unittest.main(verbosity=2)
