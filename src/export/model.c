@@ -133,6 +133,8 @@ void weft_walk_thread(const struct weft_proc *p, const struct weft_thread_data *
 		for (size_t i = 0; i + 2 <= n; i += 2 + weft_rec_extra(r[i + 1])) {
 			uint64_t h = r[i + 1];
 			unsigned type = weft_rec_type(h), extra = weft_rec_extra(h);
+			if (i + 2 + extra > n)
+				break; /* a record cut by the end of its chunk */
 			uint32_t id = weft_rec_id(h);
 			unsigned track = weft_rec_track(h);
 			uint64_t x = extra ? r[i + 2] : 0;
@@ -183,8 +185,10 @@ void weft_walk_thread(const struct weft_proc *p, const struct weft_thread_data *
 				break;
 			case WEFT_R_FLOW_OUT:
 			case WEFT_R_FLOW_IN:
-				if (!attachable(&w)) /* no event to hang it on: a marker instant */
-					start(&w, WEFT_EV_INSTANT, w.last_ts, 0, 0);
+				if (!attachable(&w)) { /* its event was filtered or dropped: so is the arrow */
+					st->orphan_flows++;
+					break;
+				}
 				if (type == WEFT_R_FLOW_OUT && w.ev.nout < WEFT_EV_MAX_FLOWS)
 					w.ev.flows_out[w.ev.nout++] = r[i];
 				if (type == WEFT_R_FLOW_IN && w.ev.nin < WEFT_EV_MAX_FLOWS)

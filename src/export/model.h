@@ -4,7 +4,8 @@
  * before them, and balances slices per (thread, track): an end that matches an outer open
  * slice first closes the inner ones (flagged UNWOUND: longjmp, exceptions, a dropped end), an
  * end with no open begin is skipped and counted, and slices still open at the end of the
- * trace are closed there (flagged UNTERMINATED). Converters therefore never see an unbalanced
+ * trace are closed there (flagged UNTERMINATED). A flow record that does not follow an event
+ * it can attach to (that event was filtered out or dropped) is skipped and counted. Converters therefore never see an unbalanced
  * stream.
  */
 #ifndef WEFT_MODEL_H
@@ -43,7 +44,7 @@ struct weft_ev {
 };
 
 struct weft_walk_stats {
-	uint64_t events, unmatched_end, unterminated, unwound;
+	uint64_t events, unmatched_end, unterminated, unwound, orphan_flows;
 };
 
 typedef void (*weft_ev_fn)(void *ud, const struct weft_ev *e);

@@ -41,7 +41,9 @@ int weft_parse_size(const char *s, uint64_t *out)
 	case 'g': mul = 1ull << 30; end++; break;
 	default: break;
 	}
-	if (tolower((unsigned char)*end) == 'b' || tolower((unsigned char)*end) == 'i')
+	if (mul > 1 && tolower((unsigned char)*end) == 'i')
+		end++;
+	if (tolower((unsigned char)*end) == 'b')
 		end++;
 	if (*end || v > UINT64_MAX / mul)
 		return -EINVAL;
@@ -67,7 +69,7 @@ int weft_parse_cpulist(const char *s, uint64_t *mask)
 		for (long i = a; i <= b; i++)
 			m |= 1ull << i;
 		s = end;
-		if (*s == ',')
+		if (*s == ',' && s[1])
 			s++;
 		else if (*s)
 			return -EINVAL;

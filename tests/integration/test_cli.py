@@ -1,0 +1,52 @@
+"""The weft CLI: exact messages and exit codes for bad command lines."""
+import os
+from weftlib import TraceTest, main, run, WEFT
+
+CASES = [
+    ([], 2, None, "usage: weft COMMAND"),
+    (["bogus"], 2, None, "weft: unknown command 'bogus' (try 'weft --help')\n"),
+    (["convert"], 2, None, "weft: convert: missing trace directory (usage: weft convert DIR -o FILE)\n"),
+    (["convert", "d"], 2, None, "weft: convert: missing -o FILE (.pftrace or .json)\n"),
+    (["convert", "d", "e", "-o", "x"], 2, None,
+     "weft: convert: one trace directory expected (usage: weft convert DIR -o FILE)\n"),
+    (["convert", "--frobnicate", "d"], 2, None,
+     "weft: convert: unknown option '--frobnicate' (see 'weft convert --help')\n"),
+    (["convert", "--json-style=zz", "d", "-o", "x.json"], 2, None,
+     "weft: convert: unknown --json-style 'zz' (valid: be, x)\n"),
+    (["convert", "-f", "svg", "d", "-o", "x"], 2, None,
+     "weft: convert: unknown format 'svg' (valid: pftrace, json)\n"),
+    (["convert", "/nonexistent", "-o", "x.pftrace"], 1, None,
+     "weft: convert: /nonexistent: No such file or directory\n"),
+    (["info"], 2, None, "weft: info: expected one trace directory (usage: weft info DIR)\n"),
+    (["info", "-z", "d"], 2, None, "weft: info: unknown option '-z' (see 'weft info --help')\n"),
+    (["--help"], 0, "convert", ""),
+    (["convert", "--help"], 0, "usage: weft convert [OPTIONS] DIR -o FILE", ""),
+    (["info", "--help"], 0, "usage: weft info [OPTIONS] DIR", ""),
+]
+
+
+class Cli(TraceTest):
+    def test_cases(self):
+        for args, code, out, err in CASES:
+            with self.subTest(args=args):
+                p = run([WEFT, *args], check=False, cwd=self.tmp)
+                self.assertEqual(p.returncode, code)
+                if out:
+                    self.assertIn(out, p.stdout)
+                if code != 0 and err.endswith("\n"):
+                    self.assertEqual(p.stderr, err)
+                elif err:
+                    self.assertIn(err, p.stderr)
+
+    def test_unwritable_output(self):
+        data, _ = self.record("pipeline", [1, 2, 1])
+        p = run([WEFT, "convert", data, "-o", "/nonexistent/dir/x.pftrace"], check=False)
+        self.assertEqual(p.returncode, 1)
+        self.assertEqual(p.stderr, "weft: convert: cannot write /nonexistent/dir/x.pftrace: "
+                                   "No such file or directory\n")
+        p = run([WEFT, "convert", data, "-o", os.path.join(self.tmp, "ok.pftrace")])
+        self.assertRegex(p.stderr, r"^weft: convert: wrote .*ok.pftrace: \d+ events, 0 dropped\n$")
+
+
+if __name__ == "__main__":
+    main()

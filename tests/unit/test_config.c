@@ -1,0 +1,125 @@
+/* Options: sizes, CPU lists, the key table, error lines, globs, output patterns. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <cmocka.h>
+#include <errno.h>
+#include <string.h>
+#include <stdio.h>
+#include <unistd.h>
+#include "lib/internal.h"
+
+static char logged[4096];
+static int nlogged;
+static void capture(int level, const char *msg, void *ud)
+{
+	(void)level;
+	(void)ud;
+	nlogged++;
+	snprintf(logged, sizeof(logged), "%s", msg);
+}
+
+static void sizes(void **s)
+{
+	(void)s;
+	uint64_t v;
+	assert_int_equal(weft_parse_size("4096", &v), 0);
+	assert_int_equal(v, 4096);
+	assert_int_equal(weft_parse_size("64k", &v), 0);
+	assert_int_equal(v, 65536);
+	assert_int_equal(weft_parse_size("2M", &v), 0);
+	assert_int_equal(v, 2u << 20);
+	assert_int_equal(weft_parse_size("1GiB", &v), 0);
+	assert_int_equal(v, 1ull << 30);
+	assert_int_equal(weft_parse_size("-1", &v), -EINVAL);
+	assert_int_equal(weft_parse_size("12q", &v), -EINVAL);
+	assert_int_equal(weft_parse_size("", &v), -EINVAL);
+	assert_int_equal(weft_parse_size("99999999999999999999", &v), -EINVAL);
+}
+
+static void cpulists(void **s)
+{
+	(void)s;
+	uint64_t m;
+	assert_int_equal(weft_parse_cpulist("1", &m), 0);
+	assert_int_equal(m, 2);
+	assert_int_equal(weft_parse_cpulist("0-2,5", &m), 0);
+	assert_int_equal(m, 0x27);
+	assert_int_equal(weft_parse_cpulist("3-1", &m), -EINVAL);
+	assert_int_equal(weft_parse_cpulist("64", &m), -EINVAL);
+	assert_int_equal(weft_parse_cpulist("a", &m), -EINVAL);
+	assert_int_equal(weft_parse_cpulist("1,", &m), -EINVAL);
+}
+
+static void table(void **s)
+{
+	(void)s;
+	struct weft_config c;
+	weft_config_defaults(&c);
+	weft_set_log(capture, NULL);
+	nlogged = 0;
+	int bad = weft_config_apply(&c, "buffer_size=1M:writers=3:overflow=block:compression=-5:"
+				       "categories=a*,-b:output=x/{pid}", 1);
+	assert_int_equal(bad, 0);
+	assert_int_equal(nlogged, 0);
+	assert_int_equal(c.buffer_size, 1u << 20);
+	assert_int_equal(c.writers, 3);
+	assert_int_equal(c.overflow, WEFT_OVERFLOW_BLOCK);
+	assert_int_equal(c.compression, -5);
+	assert_string_equal(c.categories, "a*,-b");
+
+	bad = weft_config_apply(&c, "bogus=1", 1);
+	assert_int_equal(bad, 1);
+	assert_int_equal(nlogged, 1);
+	assert_non_null(strstr(logged, "unknown option 'bogus'"));
+	assert_non_null(strstr(logged, "valid keys: enable, output, name, categories, filter, buffer_size"));
+
+	bad = weft_config_apply(&c, "writers=99:overflow=maybe:novalue", 1);
+	assert_int_equal(bad, 3);
+	assert_int_equal(c.writers, 3); /* a bad value keeps what was there */
+	assert_int_equal(nlogged, 4);
+	assert_non_null(strstr(logged, "expected key=value"));
+	nlogged = 0;
+	bad = weft_config_apply(&c, "overflow=maybe", 1);
+	assert_non_null(strstr(logged, "bad value 'maybe' for option overflow: expected drop or block"));
+	assert_int_equal(weft_config_set(&c, "chunk_size", "1k", 0), -EINVAL);
+	assert_int_equal(weft_config_set(&c, "nope", "1", 0), -ENOENT);
+	weft_set_log(NULL, NULL);
+}
+
+static void globs(void **s)
+{
+	(void)s;
+	assert_true(weft_glob_list_match("*", "anything", 0));
+	assert_true(weft_glob_list_match("", "x", 1));
+	assert_false(weft_glob_list_match("", "x", 0));
+	assert_true(weft_glob_list_match("gpu*,io", "gpu.copy", 0));
+	assert_true(weft_glob_list_match("gpu*,io", "io", 0));
+	assert_false(weft_glob_list_match("gpu*,io", "iox", 0));
+	assert_false(weft_glob_list_match("-debug", "debug", 1));
+	assert_true(weft_glob_list_match("-debug", "render", 1));
+	assert_false(weft_glob_list_match("*,-d?bug", "debug", 1));
+	assert_true(weft_glob_list_match("[ab]x", "bx", 0));
+}
+
+static void patterns(void **s)
+{
+	(void)s;
+	char out[256], want[256], host[256] = "localhost";
+	gethostname(host, sizeof(host) - 1);
+	assert_int_equal(weft_expand_output("t/{name}-{host}-{pid}", "app", out, sizeof(out)), 0);
+	snprintf(want, sizeof(want), "t/app-%s-%d", host, (int)getpid());
+	assert_string_equal(out, want);
+	assert_int_equal(weft_expand_output("{name}", "", out, sizeof(out)), 0);
+	assert_string_equal(out, "weft");
+	assert_int_equal(weft_expand_output("{name}{name}", "abcdef", out, 8), -ENAMETOOLONG);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(sizes), cmocka_unit_test(cpulists), cmocka_unit_test(table),
+		cmocka_unit_test(globs), cmocka_unit_test(patterns),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

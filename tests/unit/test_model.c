@@ -1,0 +1,109 @@
+/* The walker: nesting, unwinding, unterminated slices, orphan ends, attached args and flows. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <cmocka.h>
+#include <stdio.h>
+#include "export/model.h"
+#include "trace_builder.h"
+
+static char log_[2048];
+
+static void collect(void *ud, const struct weft_ev *e)
+{
+	(void)ud;
+	static const char *k[] = {"B", "E", "I", "C", "AB", "AE", "AI", "X", "D"};
+	char one[64];
+	snprintf(one, sizeof(one), "%s%u@%llu%s%s", k[e->kind], e->id, (unsigned long long)e->ts,
+		 e->flags & WEFT_EVF_UNWOUND ? "u" : "", e->flags & WEFT_EVF_UNTERMINATED ? "t" : "");
+	strcat(log_, one);
+	for (unsigned i = 0; i < e->nargs; i++) {
+		snprintf(one, sizeof(one), "[a%u=%lld]", e->args[i].key, (long long)e->args[i].v);
+		strcat(log_, one);
+	}
+	for (unsigned i = 0; i < e->nout; i++) {
+		snprintf(one, sizeof(one), "[>%llu]", (unsigned long long)e->flows_out[i]);
+		strcat(log_, one);
+	}
+	for (unsigned i = 0; i < e->nin; i++) {
+		snprintf(one, sizeof(one), "[<%llu]", (unsigned long long)e->flows_in[i]);
+		strcat(log_, one);
+	}
+	strcat(log_, " ");
+}
+
+static struct weft_walk_stats walk(uint64_t *w, size_t n)
+{
+	struct weft_site_def sites[8];
+	memset(sites, 0, sizeof(sites));
+	struct weft_proc p;
+	memset(&p, 0, sizeof(p));
+	p.mult = (unsigned __int128)1 << 32; /* ticks are ns */
+	p.sites = sites;
+	p.nsites = 8;
+	struct weft_chunk_view c = {.seq = 0, .words = w, .nwords = n};
+	struct weft_thread_data th = {.tid = 1, .chunks = &c, .nchunks = 1};
+	struct weft_walk_stats st = {0};
+	log_[0] = 0;
+	weft_walk_thread(&p, &th, 999, collect, NULL, &st);
+	return st;
+}
+
+static void nesting_and_repair(void **s)
+{
+	(void)s;
+	uint64_t w[] = {
+		10, HDR(1, WEFT_R_BEGIN, 0, 0), 5, HDR(4, WEFT_R_ARG_I64, 0, 0), 77, HDR(0, WEFT_R_FLOW_OUT, 0, 0),
+		20, HDR(2, WEFT_R_BEGIN, 0, 0),
+		25, HDR(3, WEFT_R_END, 0, 0),           /* orphan: 3 never began */
+		30, HDR(2, WEFT_R_BEGIN, 0, 0),          /* recursion */
+		40, HDR(1, WEFT_R_END, 0, 0),           /* skips both 2s: unwound */
+		50, HDR(3, WEFT_R_BEGIN, 0, 0),          /* never ends */
+		60, HDR(5, WEFT_R_INSTANT, 0, 0), 88, HDR(0, WEFT_R_FLOW_IN, 0, 0),
+		70, HDR(0, WEFT_R_DROPPED, 1, 0), 12,
+		71, HDR(0, WEFT_R_FLOW_OUT, 0, 0),       /* nothing to attach to */
+	};
+	struct weft_walk_stats st = walk(w, sizeof(w) / 8);
+	assert_string_equal(log_, "B1@10[a4=5][>77] B2@20 B2@30 E2@40u E2@40u E1@40 B3@50 I5@60[<88] "
+				  "D0@70 E3@999t ");
+	assert_int_equal(st.unmatched_end, 1);
+	assert_int_equal(st.unwound, 2);
+	assert_int_equal(st.unterminated, 1);
+	assert_int_equal(st.orphan_flows, 1);
+	assert_int_equal(st.events, 6); /* B1 B2 B2 E1 B3 I5 */
+}
+
+static void tracks_are_separate(void **s)
+{
+	(void)s;
+	uint64_t w[] = {
+		10, HDR(1, WEFT_R_BEGIN, 0, 0),
+		20, HDR(1, WEFT_R_BEGIN, 0, 7),  /* same name on track 7 */
+		30, HDR(1, WEFT_R_END, 0, 0),    /* closes the thread's one, not track 7's */
+		40, HDR(1, WEFT_R_END, 0, 7),
+		45, HDR(2, WEFT_R_COMPLETE, 1, 0), 48,
+		50, HDR(3, WEFT_R_ASYNC_BEGIN, 1, 0), 9,
+		55, HDR(6, WEFT_R_COUNTER_F64, 1, 0), 0x3ff0000000000000ull,
+	};
+	struct weft_walk_stats st = walk(w, sizeof(w) / 8);
+	assert_string_equal(log_, "B1@10 B1@20 E1@30 E1@40 X2@45 AB3@50 C6@55 ");
+	assert_int_equal(st.unwound + st.unterminated + st.unmatched_end, 0);
+}
+
+static void truncated_record_stops(void **s)
+{
+	(void)s;
+	/* a string argument claiming more words than the chunk has ends the walk there */
+	uint64_t w[] = {10, HDR(1, WEFT_R_INSTANT, 0, 0), 5, HDR(4, WEFT_R_ARG_STR, 9, 0), 0};
+	walk(w, sizeof(w) / 8);
+	assert_string_equal(log_, "I1@10 ");
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(nesting_and_repair), cmocka_unit_test(tracks_are_separate),
+		cmocka_unit_test(truncated_record_stops),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
