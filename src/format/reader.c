@@ -641,7 +641,8 @@ int weft_trace_open(const char *dir, struct weft_trace **out, char *err, size_t 
 		}
 	}
 	closedir(d);
-	qsort(names, n, sizeof(*names), cmp_str);
+	if (n)
+		qsort(names, n, sizeof(*names), cmp_str);
 	struct weft_trace *t = xcalloc(1, sizeof(*t));
 	t->dir = strdup(dir);
 	unsigned char **data = xcalloc(n, sizeof(*data));

@@ -100,6 +100,8 @@ WEFT_HIDDEN void weft_threads_after_fork(void);
 /* ---- writer.c ---- */
 WEFT_HIDDEN int weft_writers_start(const char *dir, int pid);
 WEFT_HIDDEN void weft_writers_stop(void);
+WEFT_HIDDEN void weft_writers_atfork_prepare(void);
+WEFT_HIDDEN void weft_writers_atfork_parent(void);
 WEFT_HIDDEN void weft_writers_atfork_child(void);
 
 /* ---- session.c: global state ---- */

@@ -165,6 +165,7 @@ static void fork_prepare(void)
 {
 	pthread_mutex_lock(&weft_g.lock);
 	weft_registry_atfork_prepare();
+	weft_writers_atfork_prepare();
 	weft_threads_atfork_prepare();
 	weft_meta_atfork_prepare();
 }
@@ -173,6 +174,7 @@ static void fork_parent(void)
 {
 	weft_meta_atfork_parent();
 	weft_threads_atfork_parent();
+	weft_writers_atfork_parent();
 	weft_registry_atfork_parent();
 	pthread_mutex_unlock(&weft_g.lock);
 }

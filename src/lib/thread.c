@@ -371,6 +371,26 @@ void weft_threads_atfork_child(void)
 	pthread_mutex_init(&threads_lock, NULL);
 	pthread_cond_init(&queue_cond, NULL);
 	pthread_cond_init(&free_cond, NULL);
+	for (struct weft_chunk *c = free_list, *n; c; c = n) {
+		n = c->next;
+		free(c->data);
+		free(c);
+	}
+	for (struct weft_chunk *c = q_head, *n; c; c = n) { /* the parent writes these */
+		n = c->next;
+		free(c->data);
+		free(c);
+	}
+	for (struct weft_thread *t = threads, *n; t; t = n) {
+		n = t->next;
+		if (t == self)
+			continue;
+		if (t->chunk) {
+			free(t->chunk->data);
+			free(t->chunk);
+		}
+		free(t);
+	}
 	free_list = q_head = q_tail = NULL;
 	atomic_store(&free_count, 0);
 	allocated = 0;

@@ -22,6 +22,7 @@
 
 struct writer {
 	pthread_t th;
+	pthread_mutex_t work; /* held while the writer works, so fork never splits a malloc */
 	int idx, fd;
 	ZSTD_CCtx *cctx;
 	void *zbuf;
@@ -154,19 +155,25 @@ static void *writer_main(void *arg)
 			weft_log(WEFT_LOG_WARN, "writer_cpus=%s: cannot pin writer %d", weft_cfg.writer_cpus, w->idx);
 	}
 	uint64_t last_clock = weft_boottime_ns();
+	unsigned clocks = 0;
 	for (;;) {
 		int done;
 		struct weft_chunk *c = weft_queue_pop_wait(&done);
+		pthread_mutex_lock(&w->work);
 		if (c) {
 			write_chunk(w, c);
 			weft_pool_release(c);
 		}
+		/* calibration points: at 10 ms (short runs need two), then every 100 ms */
+		uint64_t now = weft_boottime_ns();
+		if (w->idx == 0 && !done && now - last_clock >= (clocks ? 100000000ull : 10000000ull)) {
+			weft_meta_clock();
+			last_clock = now;
+			clocks++;
+		}
+		pthread_mutex_unlock(&w->work);
 		if (done)
 			break;
-		if (w->idx == 0 && weft_boottime_ns() - last_clock >= 100000000ull) {
-			weft_meta_clock();
-			last_clock = weft_boottime_ns();
-		}
 	}
 	return NULL;
 }
@@ -201,6 +208,7 @@ int weft_writers_start(const char *dir, int pid)
 		struct writer *w = &writers[i];
 		memset(w, 0, sizeof(*w));
 		w->idx = i;
+		pthread_mutex_init(&w->work, NULL);
 		w->fd = open_events(dir, pid, i);
 		if (w->fd < 0) {
 			int e = w->fd;
@@ -238,10 +246,27 @@ void weft_writers_stop(void)
 	nwriters = 0;
 }
 
-/* Fork child: the writer threads do not exist there; their files belong to the parent. */
-void weft_writers_atfork_child(void)
+/* Fork: every writer is between chunks while the process forks (prepare takes their work
+ * locks), so the child inherits no half-done allocation. In the child the writer threads do
+ * not exist; their files belong to the parent; what they owned is freed. */
+void weft_writers_atfork_prepare(void)
 {
 	for (int i = 0; i < nwriters; i++)
+		pthread_mutex_lock(&writers[i].work);
+}
+
+void weft_writers_atfork_parent(void)
+{
+	for (int i = 0; i < nwriters; i++)
+		pthread_mutex_unlock(&writers[i].work);
+}
+
+void weft_writers_atfork_child(void)
+{
+	for (int i = 0; i < nwriters; i++) {
 		close(writers[i].fd);
+		ZSTD_freeCCtx(writers[i].cctx);
+		free(writers[i].zbuf);
+	}
 	nwriters = 0;
 }

@@ -105,7 +105,7 @@ static void globs(void **s)
 static void patterns(void **s)
 {
 	(void)s;
-	char out[256], want[256], host[256] = "localhost";
+	char out[600], want[600], host[256] = "localhost";
 	gethostname(host, sizeof(host) - 1);
 	assert_int_equal(weft_expand_output("t/{name}-{host}-{pid}", "app", out, sizeof(out)), 0);
 	snprintf(want, sizeof(want), "t/app-%s-%d", host, (int)getpid());
