@@ -94,8 +94,11 @@ static inline int weft__on(struct weft_site *s)
 {
 	/* Acquire pairs with the registry's release store of state after id: a plain load on
 	 * x86-64, ldarb on aarch64, so a site seen ON always has its id. */
-	if (__builtin_expect(__atomic_load_n(&s->state, __ATOMIC_ACQUIRE) == WEFT__SITE_ON, 1))
+	uint8_t st = __atomic_load_n(&s->state, __ATOMIC_ACQUIRE);
+	if (__builtin_expect(st == WEFT__SITE_ON, 1))
 		return 1;
+	if (__builtin_expect(st == WEFT__SITE_OFF, 1))
+		return 0; /* disabled: stays inline, one load and two predicted branches */
 	return weft__site_check(s);
 }
 

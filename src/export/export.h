@@ -10,7 +10,7 @@
 #include "export/model.h"
 
 struct weft_export_summary {
-	uint64_t events, dropped, unmatched_end, unterminated, unwound, bytes;
+	uint64_t events, dropped, unmatched_end, unterminated, unwound, bad_chunks, bytes;
 };
 
 int weft_export_pftrace(const struct weft_trace *t, FILE *out, int jobs,

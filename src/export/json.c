@@ -4,9 +4,14 @@
  * naming processes and threads. --json-style=be writes B/E pairs, x writes complete "X"
  * events. Slices still open at the end of the trace are closed there with
  * args.weft_unterminated = true. Named-track lanes become pseudo-threads (tid 0x40000000 +
- * track<<12 + thread index) named "track / thread". Each thread is formatted in parallel into
- * its own text buffer with an index of (ts, offset) entries; the entries are then merged
- * across threads by timestamp.
+ * track<<12 + thread index) named "track / thread".
+ *
+ * Two passes, memory bounded by a chunk per thread. Pass 1 (threads in parallel) walks each
+ * thread to learn what the streaming pass cannot know in time: the duration of every slice
+ * (for X events, written at their begin), the lanes used (their names come first), and the
+ * complete slices, whose times lie in the past of the stream - those are formatted right away
+ * into a side list. Pass 2 formats each thread one chunk at a time and merges the threads
+ * (and side lists) by timestamp through a heap.
  */
 #include "export/export.h"
 #include "export/pb.h"
@@ -32,22 +37,34 @@ struct jstack {
 	size_t n, cap;
 };
 
+struct jlist { /* formatted entries and their text */
+	struct pb text;
+	struct jent *ents;
+	size_t nents, cap, pos;
+	int unsorted;
+};
+
 struct jthread {
 	const struct weft_proc *p;
 	const struct weft_thread_data *th;
 	size_t thread_index;
-	int style;
+	int style, pass;
 	uint64_t end_ns; /* closes slices left open */
-	struct pb text;
-	struct jent *ents;
-	size_t nents, cap;
-	int unsorted;
+	struct jlist out;  /* pass 2: the current chunk's entries */
+	struct jlist side; /* pass 1: complete slices */
 	struct jstack *stacks;
 	size_t nstacks;
+	uint64_t *durs; /* pass 1: per begin, in order: duration | JD_UNTERM */
+	size_t ndurs, dcap, dnext;
 	unsigned *lanes; /* named tracks used by this thread */
 	size_t nlanes;
+	struct weft_walker walker;
+	uint64_t *buf;
+	size_t bufcap, chunk;
+	int finished;
 	struct weft_walk_stats st;
 };
+#define JD_UNTERM (1ull << 63)
 
 static void put(struct pb *b, const char *s, size_t n)
 {
@@ -142,23 +159,28 @@ static void put_cstr(struct pb *b, const char *s)
 	put_str(b, s, strlen(s));
 }
 
-static struct jent *add(struct jthread *j, uint64_t ts, uint64_t off, unsigned flags)
+static struct jent *add(struct jlist *L, uint64_t ts, unsigned flags)
 {
-	if (j->nents == j->cap) {
-		j->cap = j->cap ? j->cap * 2 : 1024;
-		j->ents = realloc(j->ents, j->cap * sizeof(*j->ents));
-		if (!j->ents)
+	if (L->nents == L->cap) {
+		L->cap = L->cap ? L->cap * 2 : 1024;
+		L->ents = realloc(L->ents, L->cap * sizeof(*L->ents));
+		if (!L->ents)
 			abort();
 	}
-	if (j->nents && ts < j->ents[j->nents - 1].ts)
-		j->unsorted = 1;
-	struct jent *e = &j->ents[j->nents++];
+	if (L->nents && ts < L->ents[L->nents - 1].ts)
+		L->unsorted = 1;
+	struct jent *e = &L->ents[L->nents++];
 	e->ts = ts;
-	e->off = off;
+	e->off = L->text.n;
 	e->len = 0;
 	e->flags = flags;
 	e->dur = 0;
 	return e;
+}
+
+static void close_entry(struct jlist *L, struct jent *e)
+{
+	e->len = (uint32_t)(L->text.n - e->off);
 }
 
 static struct jstack *stack_for(struct jthread *j, unsigned track)
@@ -191,9 +213,8 @@ static void note_lane(struct jthread *j, unsigned track)
 	j->lanes[j->nlanes++] = track;
 }
 
-static void head(struct jthread *j, const char *ph, uint64_t ts, unsigned track, int with_tid)
+static void head(struct jthread *j, struct pb *b, const char *ph, uint64_t ts, unsigned track, int with_tid)
 {
-	struct pb *b = &j->text;
 	PUTS(b, "{\"ph\":\"");
 	put(b, ph, strlen(ph));
 	PUTS(b, "\",\"pid\":");
@@ -206,9 +227,13 @@ static void head(struct jthread *j, const char *ph, uint64_t ts, unsigned track,
 	put_us(b, ts);
 }
 
-static void name_cat(struct jthread *j, const struct weft_ev *ev)
+static int has_cat(const struct weft_proc *p, uint32_t id)
 {
-	struct pb *b = &j->text;
+	return id < p->nsites && p->sites[id].defined && p->sites[id].cat[0];
+}
+
+static void name_cat(struct jthread *j, struct pb *b, const struct weft_ev *ev)
+{
 	const struct weft_proc *p = j->p;
 	PUTS(b, ",\"name\":");
 	if (ev->kind == WEFT_EV_DROPPED)
@@ -216,22 +241,21 @@ static void name_cat(struct jthread *j, const struct weft_ev *ev)
 	else if (ev->id < p->nsites && p->sites[ev->id].defined)
 		put_cstr(b, p->sites[ev->id].name);
 	else {
-		char buf[32];
-		snprintf(buf, sizeof(buf), ev->id ? "site#%u" : "(flow)", ev->id);
-		put_cstr(b, buf);
+		char name[32];
+		snprintf(name, sizeof(name), "site#%u", ev->id);
+		put_cstr(b, name);
 	}
-	if (ev->id < p->nsites && p->sites[ev->id].defined && p->sites[ev->id].cat[0]) {
+	if (has_cat(p, ev->id)) {
 		PUTS(b, ",\"cat\":");
 		put_cstr(b, p->sites[ev->id].cat);
 	}
 }
 
 /* Writes "key":value pairs; returns how many. */
-static unsigned arg_pairs(struct jthread *j, const struct weft_ev *ev, unsigned already)
+static unsigned arg_pairs(struct jthread *j, struct pb *b, const struct weft_ev *ev)
 {
-	struct pb *b = &j->text;
 	const struct weft_proc *p = j->p;
-	unsigned n = already;
+	unsigned n = 0;
 	for (unsigned i = 0; i < ev->nargs; i++) {
 		const struct weft_ev_arg *a = &ev->args[i];
 		if (n++)
@@ -262,122 +286,136 @@ static unsigned arg_pairs(struct jthread *j, const struct weft_ev *ev, unsigned 
 	return n;
 }
 
-static void close_entry(struct jthread *j, struct jent *e)
+static void flows(struct jthread *j, struct jlist *L, const struct weft_ev *ev)
 {
-	e->len = (uint32_t)(j->text.n - e->off);
-}
-
-static void flows(struct jthread *j, const struct weft_ev *ev)
-{
-	struct pb *b = &j->text;
+	struct pb *b = &L->text;
 	for (unsigned k = 0; k < ev->nout + ev->nin; k++) {
 		int out = k < ev->nout;
 		uint64_t id = out ? ev->flows_out[k] : ev->flows_in[k - ev->nout];
-		struct jent *e = add(j, ev->ts, b->n, 0);
-		head(j, out ? "s" : "f", ev->ts, ev->track, 1);
+		struct jent *e = add(L, ev->ts, 0);
+		head(j, b, out ? "s" : "f", ev->ts, ev->track, 1);
 		PUTS(b, ",\"name\":\"flow\",\"cat\":\"flow\",\"id\":");
 		put_u64(b, id);
 		if (!out)
 			PUTS(b, ",\"bp\":\"e\"");
 		PUTS(b, "}");
-		close_entry(j, e);
+		close_entry(L, e);
 	}
 }
 
-static void simple(struct jthread *j, const struct weft_ev *ev, const char *ph, uint64_t ts, int args)
+static void simple(struct jthread *j, struct jlist *L, const struct weft_ev *ev, const char *ph, uint64_t ts)
 {
-	struct pb *b = &j->text;
-	struct jent *e = add(j, ts, b->n, 0);
-	head(j, ph, ts, ev->track, 1);
-	name_cat(j, ev);
-	if (!strcmp(ph, "i"))
+	struct pb *b = &L->text;
+	struct jent *e = add(L, ts, 0);
+	head(j, b, ph, ts, ev->track, 1);
+	name_cat(j, b, ev);
+	if (ph[0] == 'i')
 		PUTS(b, ",\"s\":\"t\"");
-	if (args && (ev->nargs || ev->kind == WEFT_EV_DROPPED)) {
+	if (ev->nargs || ev->kind == WEFT_EV_DROPPED) {
 		PUTS(b, ",\"args\":{");
-		arg_pairs(j, ev, 0);
+		arg_pairs(j, b, ev);
 		PUTS(b, "}");
 	}
 	PUTS(b, "}");
-	close_entry(j, e);
+	close_entry(L, e);
 }
 
-static void on_event(void *ud, const struct weft_ev *ev)
+/* An X event up to its open args object; dur and the closing come when it is written out. */
+static void x_event(struct jthread *j, struct jlist *L, const struct weft_ev *ev, uint64_t dur)
+{
+	struct pb *b = &L->text;
+	struct jent *e = add(L, ev->ts, JF_X);
+	head(j, b, "X", ev->ts, ev->track, 1);
+	name_cat(j, b, ev);
+	PUTS(b, ",\"args\":{");
+	if (arg_pairs(j, b, ev))
+		e->flags |= JF_ARGS;
+	close_entry(L, e);
+	e->dur = dur & ~JD_UNTERM;
+	if (dur & JD_UNTERM)
+		e->flags |= JF_UNTERM;
+}
+
+/* Pass 1: durations of slices (X style), lanes, and complete slices into the side list. */
+static void pass1_event(void *ud, const struct weft_ev *ev)
 {
 	struct jthread *j = ud;
-	struct pb *b = &j->text;
 	if (ev->track)
 		note_lane(j, ev->track);
+	if (ev->kind == WEFT_EV_COMPLETE) {
+		if (j->style == WEFT_JSON_X) {
+			x_event(j, &j->side, ev, ev->end_ts - ev->ts);
+		} else {
+			simple(j, &j->side, ev, "B", ev->ts);
+			struct jent *e = add(&j->side, ev->end_ts, 0);
+			head(j, &j->side.text, "E", ev->end_ts, ev->track, 1);
+			PUTS(&j->side.text, "}");
+			close_entry(&j->side, e);
+		}
+		flows(j, &j->side, ev);
+		return;
+	}
+	if (j->style != WEFT_JSON_X || (ev->kind != WEFT_EV_BEGIN && ev->kind != WEFT_EV_END))
+		return;
+	struct jstack *s = stack_for(j, ev->track);
+	if (ev->kind == WEFT_EV_BEGIN) {
+		if (j->ndurs == j->dcap) {
+			j->dcap = j->dcap ? j->dcap * 2 : 1024;
+			j->durs = realloc(j->durs, j->dcap * sizeof(uint64_t));
+			if (!j->durs)
+				abort();
+		}
+		j->durs[j->ndurs] = ev->ts; /* start, until the end comes */
+		if (s->n == s->cap) {
+			s->cap = s->cap ? s->cap * 2 : 64;
+			s->idx = realloc(s->idx, s->cap * sizeof(size_t));
+			if (!s->idx)
+				abort();
+		}
+		s->idx[s->n++] = j->ndurs++;
+	} else if (s->n) { /* the walker balances: an end always has its begin */
+		size_t i = s->idx[--s->n];
+		j->durs[i] = (ev->ts - j->durs[i]) | ((ev->flags & WEFT_EVF_UNTERMINATED) ? JD_UNTERM : 0);
+	}
+}
+
+/* Pass 2: everything but complete slices, one chunk at a time. */
+static void pass2_event(void *ud, const struct weft_ev *ev)
+{
+	struct jthread *j = ud;
+	struct jlist *L = &j->out;
+	struct pb *b = &L->text;
 	switch (ev->kind) {
 	case WEFT_EV_BEGIN:
-		if (j->style == WEFT_JSON_X) {
-			struct jent *e = add(j, ev->ts, b->n, JF_X);
-			head(j, "X", ev->ts, ev->track, 1);
-			name_cat(j, ev);
-			PUTS(b, ",\"args\":{");
-			if (arg_pairs(j, ev, 0))
-				e->flags |= JF_ARGS;
-			close_entry(j, e);
-			struct jstack *s = stack_for(j, ev->track);
-			if (s->n == s->cap) {
-				s->cap = s->cap ? s->cap * 2 : 64;
-				s->idx = realloc(s->idx, s->cap * sizeof(size_t));
-				if (!s->idx)
-					abort();
-			}
-			s->idx[s->n++] = j->nents - 1;
-		} else {
-			simple(j, ev, "B", ev->ts, 1);
-		}
-		flows(j, ev);
+		if (j->style == WEFT_JSON_X)
+			x_event(j, L, ev, j->dnext < j->ndurs ? j->durs[j->dnext++] : 0);
+		else
+			simple(j, L, ev, "B", ev->ts);
+		flows(j, L, ev);
 		break;
 	case WEFT_EV_END:
-		if (j->style == WEFT_JSON_X) {
-			struct jstack *s = stack_for(j, ev->track);
-			if (!s->n)
-				break; /* cannot happen: the walker balances */
-			struct jent *e = &j->ents[s->idx[--s->n]];
-			e->dur = ev->ts - e->ts;
-			if (ev->flags & WEFT_EVF_UNTERMINATED)
-				e->flags |= JF_UNTERM;
-		} else {
-			struct jent *e = add(j, ev->ts, b->n, 0);
-			head(j, "E", ev->ts, ev->track, 1);
+		if (j->style == WEFT_JSON_X)
+			break;
+		{
+			struct jent *e = add(L, ev->ts, 0);
+			head(j, b, "E", ev->ts, ev->track, 1);
 			if (ev->flags & WEFT_EVF_UNTERMINATED)
 				PUTS(b, ",\"args\":{\"weft_unterminated\":true}");
 			else if (ev->flags & WEFT_EVF_UNWOUND)
 				PUTS(b, ",\"args\":{\"weft_unwound\":true}");
 			PUTS(b, "}");
-			close_entry(j, e);
+			close_entry(L, e);
 		}
-		break;
-	case WEFT_EV_COMPLETE:
-		if (j->style == WEFT_JSON_X) {
-			struct jent *e = add(j, ev->ts, b->n, JF_X);
-			head(j, "X", ev->ts, ev->track, 1);
-			name_cat(j, ev);
-			PUTS(b, ",\"args\":{");
-			if (arg_pairs(j, ev, 0))
-				e->flags |= JF_ARGS;
-			close_entry(j, e);
-			e->dur = ev->end_ts - ev->ts;
-		} else {
-			simple(j, ev, "B", ev->ts, 1);
-			struct jent *e = add(j, ev->end_ts, b->n, 0);
-			head(j, "E", ev->end_ts, ev->track, 1);
-			PUTS(b, "}");
-			close_entry(j, e);
-		}
-		flows(j, ev);
 		break;
 	case WEFT_EV_INSTANT:
 	case WEFT_EV_DROPPED:
-		simple(j, ev, "i", ev->ts, 1);
-		flows(j, ev);
+		simple(j, L, ev, "i", ev->ts);
+		flows(j, L, ev);
 		break;
 	case WEFT_EV_COUNTER: {
-		struct jent *e = add(j, ev->ts, b->n, 0);
-		head(j, "C", ev->ts, 0, 0);
-		name_cat(j, ev);
+		struct jent *e = add(L, ev->ts, 0);
+		head(j, b, "C", ev->ts, 0, 0);
+		name_cat(j, b, ev);
 		PUTS(b, ",\"args\":{\"value\":");
 		if (ev->is_double) {
 			double d;
@@ -387,31 +425,31 @@ static void on_event(void *ud, const struct weft_ev *ev)
 			put_i64(b, (int64_t)ev->value);
 		}
 		PUTS(b, "}}");
-		close_entry(j, e);
+		close_entry(L, e);
 		break;
 	}
 	case WEFT_EV_ASYNC_BEGIN:
 	case WEFT_EV_ASYNC_END:
 	case WEFT_EV_ASYNC_INSTANT: {
 		const char *ph = ev->kind == WEFT_EV_ASYNC_BEGIN ? "b" : ev->kind == WEFT_EV_ASYNC_END ? "e" : "n";
-		struct jent *e = add(j, ev->ts, b->n, 0);
-		head(j, ph, ev->ts, 0, 1);
-		name_cat(j, ev);
-		if (!(ev->id < j->p->nsites && j->p->sites[ev->id].defined && j->p->sites[ev->id].cat[0]))
+		struct jent *e = add(L, ev->ts, 0);
+		head(j, b, ph, ev->ts, 0, 1);
+		name_cat(j, b, ev);
+		if (!has_cat(j->p, ev->id))
 			PUTS(b, ",\"cat\":\"async\"");
 		char tmp[40];
 		int k = snprintf(tmp, sizeof(tmp), ",\"id\":\"0x%llx\"", (unsigned long long)ev->value);
 		put(b, tmp, (size_t)k);
 		if (ev->nargs) {
 			PUTS(b, ",\"args\":{");
-			arg_pairs(j, ev, 0);
+			arg_pairs(j, b, ev);
 			PUTS(b, "}");
 		}
 		PUTS(b, "}");
-		close_entry(j, e);
+		close_entry(L, e);
 		break;
 	}
-	default:
+	default: /* complete slices: the side list of pass 1 */
 		break;
 	}
 }
@@ -424,16 +462,43 @@ static int cmp_ent(const void *a, const void *b)
 	return x->off < y->off ? -1 : x->off > y->off;
 }
 
-static void format_thread(size_t i, void *ud)
+static void pass1(size_t i, void *ud)
 {
 	struct jthread *j = &((struct jthread *)ud)[i];
-	weft_walk_thread(j->p, j->th, j->end_ns, on_event, j, &j->st);
+	weft_walk_thread(j->p, j->th, j->end_ns, pass1_event, j, &j->st, &j->buf, &j->bufcap);
+	if (j->side.unsorted)
+		qsort(j->side.ents, j->side.nents, sizeof(struct jent), cmp_ent);
+	free(j->stacks);
+	j->stacks = NULL;
+	j->nstacks = 0;
+}
+
+/* Pass 2: format the thread's next chunk; 0 when the thread has nothing more. */
+static int refill(struct jthread *j)
+{
+	struct jlist *L = &j->out;
+	L->text.n = L->nents = L->pos = 0;
+	L->unsorted = 0;
+	while (!L->nents && !j->finished) {
+		if (j->chunk < j->th->nchunks) {
+			size_t n;
+			const char *why;
+			if (!weft_chunk_decode(&j->th->chunks[j->chunk++], &j->buf, &j->bufcap, &n, &why))
+				weft_walker_feed(&j->walker, j->buf, n);
+		} else {
+			weft_walker_finish(&j->walker, j->end_ns);
+			j->finished = 1;
+		}
+	}
+	if (L->unsorted)
+		qsort(L->ents, L->nents, sizeof(struct jent), cmp_ent);
+	return L->nents > 0;
 }
 
 struct ctx {
 	FILE *out;
 	struct pb buf;
-	int err;
+	int err, first;
 };
 
 static void out_flush(struct ctx *c, int force)
@@ -445,13 +510,13 @@ static void out_flush(struct ctx *c, int force)
 	}
 }
 
-static void emit_ent(struct ctx *c, const struct jthread *j, const struct jent *e, int *first)
+static void emit_ent(struct ctx *c, const struct jlist *L, const struct jent *e)
 {
 	struct pb *b = &c->buf;
-	if (!*first)
+	if (!c->first)
 		PUTS(b, ",\n");
-	*first = 0;
-	put(b, (const char *)j->text.p + e->off, e->len);
+	c->first = 0;
+	put(b, (const char *)L->text.p + e->off, e->len);
 	if (e->flags & JF_X) {
 		if (e->flags & JF_UNTERM)
 			put(b, (e->flags & JF_ARGS) ? ",\"weft_unterminated\":true" : "\"weft_unterminated\":true",
@@ -463,12 +528,12 @@ static void emit_ent(struct ctx *c, const struct jthread *j, const struct jent *
 	out_flush(c, 0);
 }
 
-static void meta_event(struct ctx *c, int pid, uint64_t tid, const char *what, const char *name, int *first)
+static void meta_event(struct ctx *c, int pid, uint64_t tid, const char *what, const char *name)
 {
 	struct pb *b = &c->buf;
-	if (!*first)
+	if (!c->first)
 		PUTS(b, ",\n");
-	*first = 0;
+	c->first = 0;
 	PUTS(b, "{\"ph\":\"M\",\"pid\":");
 	put_u64(b, (uint64_t)(uint32_t)pid);
 	if (tid != UINT64_MAX) {
@@ -480,6 +545,20 @@ static void meta_event(struct ctx *c, int pid, uint64_t tid, const char *what, c
 	PUTS(b, ",\"args\":{\"name\":");
 	put_cstr(b, name);
 	PUTS(b, "}}");
+}
+
+/* Merge streams: 2 per thread, s = 2i (its chunks) and 2i+1 (its side list). */
+static struct jlist *stream_list(struct jthread *js, size_t s)
+{
+	return s & 1 ? &js[s / 2].side : &js[s / 2].out;
+}
+
+static int stream_next(struct jthread *js, size_t s)
+{
+	struct jlist *L = stream_list(js, s);
+	if (++L->pos < L->nents)
+		return 1;
+	return (s & 1) ? 0 : refill(&js[s / 2]);
 }
 
 int weft_export_json(const struct weft_trace *t, FILE *out, int style, int jobs,
@@ -501,79 +580,86 @@ int weft_export_json(const struct weft_trace *t, FILE *out, int style, int jobs,
 			js[k].style = style;
 			js[k].end_ns = t->last_ns;
 		}
-	weft_parallel_for(n, jobs, format_thread, js);
+	weft_parallel_for(n, jobs, pass1, js);
 
-	struct ctx c = {.out = out};
+	struct ctx c = {.out = out, .first = 1};
 	PUTS(&c.buf, "{\"displayTimeUnit\":\"ns\",\"traceEvents\":[\n");
-	int first = 1;
 	k = 0;
 	for (size_t i = 0; i < t->nprocs; i++) {
 		const struct weft_proc *p = &t->procs[i];
-		meta_event(&c, p->pid, UINT64_MAX, "process_name", p->name, &first);
+		meta_event(&c, p->pid, UINT64_MAX, "process_name", p->name);
 		for (size_t h = 0; h < p->nthreads; h++, k++) {
 			struct jthread *j = &js[k];
-			meta_event(&c, p->pid, j->th->tid, "thread_name", j->th->name, &first);
+			meta_event(&c, p->pid, j->th->tid, "thread_name", j->th->name);
 			for (size_t l = 0; l < j->nlanes; l++) {
 				char name[600];
 				const char *tn = weft_track_name(p, j->lanes[l]);
 				snprintf(name, sizeof(name), "%s / %s (%u)", tn ? tn : "track", j->th->name, j->th->tid);
-				meta_event(&c, p->pid, lane_tid(j, j->lanes[l]), "thread_name", name, &first);
+				meta_event(&c, p->pid, lane_tid(j, j->lanes[l]), "thread_name", name);
 			}
 		}
 	}
-	/* k-way merge of the per-thread entry lists by timestamp */
-	size_t *pos = calloc(n + 1, sizeof(size_t)), *heap = calloc(n + 1, sizeof(size_t)), hn = 0;
-	if (!pos || !heap)
+	uint64_t pass1_events = 0;
+	for (size_t i = 0; i < n; i++) {
+		struct jthread *j = &js[i];
+		pass1_events += j->st.events;
+		memset(&j->st, 0, sizeof(j->st));
+		weft_walker_init(&j->walker, j->p, pass2_event, j, &j->st);
+	}
+	/* the heap of streams, keyed by the timestamp of each stream's current entry */
+	size_t *heap = calloc(2 * n + 1, sizeof(size_t)), hn = 0;
+	if (!heap)
 		abort();
-#define KEY(x) (js[x].ents[pos[x]].ts)
-	for (size_t i = 0; i < n; i++) {
-		if (js[i].unsorted)
-			qsort(js[i].ents, js[i].nents, sizeof(struct jent), cmp_ent);
-		if (!js[i].nents)
-			continue;
-		size_t at = hn++;
-		heap[at] = i;
-		while (at && KEY(heap[(at - 1) / 2]) > KEY(heap[at])) {
-			size_t p = (at - 1) / 2, tmp = heap[p];
-			heap[p] = heap[at];
-			heap[at] = tmp;
-			at = p;
-		}
+#define KEY(s) (stream_list(js, s)->ents[stream_list(js, s)->pos].ts)
+#define SIFT_DOWN(at0)                                                                   \
+	do {                                                                             \
+		size_t at_ = (at0);                                                      \
+		for (;;) {                                                               \
+			size_t l_ = 2 * at_ + 1, r_ = l_ + 1, m_ = at_;                  \
+			if (l_ < hn && KEY(heap[l_]) < KEY(heap[m_]))                    \
+				m_ = l_;                                                 \
+			if (r_ < hn && KEY(heap[r_]) < KEY(heap[m_]))                    \
+				m_ = r_;                                                 \
+			if (m_ == at_)                                                   \
+				break;                                                   \
+			size_t tmp_ = heap[m_];                                          \
+			heap[m_] = heap[at_];                                            \
+			heap[at_] = tmp_;                                                \
+			at_ = m_;                                                        \
+		}                                                                        \
+	} while (0)
+	for (size_t s = 0; s < 2 * n; s++) {
+		int has = (s & 1) ? js[s / 2].side.nents > 0 : refill(&js[s / 2]);
+		if (has)
+			heap[hn++] = s;
 	}
+	for (size_t i = hn / 2 + 1; i-- > 0;)
+		SIFT_DOWN(i);
 	while (hn) {
-		size_t top = heap[0];
-		emit_ent(&c, &js[top], &js[top].ents[pos[top]], &first);
-		if (++pos[top] == js[top].nents)
+		size_t s = heap[0];
+		struct jlist *L = stream_list(js, s);
+		emit_ent(&c, L, &L->ents[L->pos]);
+		if (!stream_next(js, s))
 			heap[0] = heap[--hn];
-		size_t at = 0;
-		for (;;) {
-			size_t l = 2 * at + 1, r = l + 1, m = at;
-			if (l < hn && KEY(heap[l]) < KEY(heap[m]))
-				m = l;
-			if (r < hn && KEY(heap[r]) < KEY(heap[m]))
-				m = r;
-			if (m == at)
-				break;
-			size_t tmp = heap[m];
-			heap[m] = heap[at];
-			heap[at] = tmp;
-			at = m;
-		}
+		SIFT_DOWN(0);
 	}
+#undef SIFT_DOWN
 #undef KEY
-	uint64_t dropped = 0, events = 0;
+	uint64_t dropped = 0;
 	for (size_t i = 0; i < n; i++) {
-		dropped += js[i].th->dropped;
-		events += js[i].st.events;
-		sum->unmatched_end += js[i].st.unmatched_end;
-		sum->unterminated += js[i].st.unterminated;
-		sum->unwound += js[i].st.unwound;
-		free(js[i].text.p);
-		free(js[i].ents);
-		for (size_t s = 0; s < js[i].nstacks; s++)
-			free(js[i].stacks[s].idx);
-		free(js[i].stacks);
-		free(js[i].lanes);
+		struct jthread *j = &js[i];
+		dropped += j->th->dropped;
+		sum->unmatched_end += j->st.unmatched_end;
+		sum->unterminated += j->st.unterminated;
+		sum->unwound += j->st.unwound;
+		sum->bad_chunks += j->st.bad_chunks;
+		free(j->out.text.p);
+		free(j->out.ents);
+		free(j->side.text.p);
+		free(j->side.ents);
+		free(j->durs);
+		free(j->lanes);
+		free(j->buf);
 	}
 	PUTS(&c.buf, "\n],\"metadata\":{\"weft-dropped-events\":");
 	put_u64(&c.buf, dropped);
@@ -582,10 +668,9 @@ int weft_export_json(const struct weft_trace *t, FILE *out, int style, int jobs,
 	PUTS(&c.buf, "}}\n");
 	out_flush(&c, 1);
 	free(c.buf.p);
-	free(pos);
 	free(heap);
 	free(js);
-	sum->events = events;
+	sum->events = pass1_events;
 	sum->dropped = dropped;
 	if (!c.err && fflush(out))
 		c.err = errno;

@@ -8,30 +8,18 @@
 #include <stdlib.h>
 #include <string.h>
 
-struct stack {
+struct weft_walk_stack {
 	unsigned track;
 	uint32_t *ids;
 	size_t n, cap;
 };
 
-struct walker {
-	const struct weft_proc *p;
-	weft_ev_fn fn;
-	void *ud;
-	struct weft_walk_stats *st;
-	struct stack *stacks;
-	size_t nstacks;
-	struct weft_ev ev; /* pending event (args and flows still attaching) */
-	int pending;
-	uint64_t last_ts;
-};
-
-static struct stack *stack_for(struct walker *w, unsigned track)
+static struct weft_walk_stack *stack_for(struct weft_walker *w, unsigned track)
 {
 	for (size_t i = 0; i < w->nstacks; i++)
 		if (w->stacks[i].track == track)
 			return &w->stacks[i];
-	struct stack *s = realloc(w->stacks, (w->nstacks + 1) * sizeof(*s));
+	struct weft_walk_stack *s = realloc(w->stacks, (w->nstacks + 1) * sizeof(*s));
 	if (!s)
 		abort();
 	w->stacks = s;
@@ -41,7 +29,7 @@ static struct stack *stack_for(struct walker *w, unsigned track)
 	return s;
 }
 
-static void push(struct stack *s, uint32_t id)
+static void push(struct weft_walk_stack *s, uint32_t id)
 {
 	if (s->n == s->cap) {
 		s->cap = s->cap ? s->cap * 2 : 64;
@@ -52,7 +40,7 @@ static void push(struct stack *s, uint32_t id)
 	s->ids[s->n++] = id;
 }
 
-static void flush(struct walker *w)
+static void flush(struct weft_walker *w)
 {
 	if (!w->pending)
 		return;
@@ -61,7 +49,7 @@ static void flush(struct walker *w)
 	w->fn(w->ud, &w->ev);
 }
 
-static void emit_end(struct walker *w, uint64_t ts, uint32_t id, unsigned track, unsigned flags)
+static void emit_end(struct weft_walker *w, uint64_t ts, uint32_t id, unsigned track, unsigned flags)
 {
 	struct weft_ev e;
 	e.kind = WEFT_EV_END;
@@ -76,7 +64,7 @@ static void emit_end(struct walker *w, uint64_t ts, uint32_t id, unsigned track,
 	w->fn(w->ud, &e);
 }
 
-static void start(struct walker *w, unsigned kind, uint64_t ts, uint32_t id, unsigned track)
+static void start(struct weft_walker *w, unsigned kind, uint64_t ts, uint32_t id, unsigned track)
 {
 	flush(w);
 	struct weft_ev *e = &w->ev;
@@ -93,7 +81,7 @@ static void start(struct walker *w, unsigned kind, uint64_t ts, uint32_t id, uns
 	w->last_ts = ts;
 }
 
-static int attachable(const struct walker *w)
+static int attachable(const struct weft_walker *w)
 {
 	if (!w->pending)
 		return 0;
@@ -102,11 +90,11 @@ static int attachable(const struct walker *w)
 	       k == WEFT_EV_ASYNC_BEGIN || k == WEFT_EV_ASYNC_INSTANT;
 }
 
-static void on_end(struct walker *w, uint64_t ts, uint32_t id, unsigned track)
+static void on_end(struct weft_walker *w, uint64_t ts, uint32_t id, unsigned track)
 {
 	flush(w);
 	w->last_ts = ts;
-	struct stack *s = stack_for(w, track);
+	struct weft_walk_stack *s = stack_for(w, track);
 	size_t i = s->n;
 	while (i > 0 && s->ids[i - 1] != id)
 		i--;
@@ -123,92 +111,125 @@ static void on_end(struct walker *w, uint64_t ts, uint32_t id, unsigned track)
 	emit_end(w, ts, id, track, 0);
 }
 
-void weft_walk_thread(const struct weft_proc *p, const struct weft_thread_data *th,
-		      uint64_t trace_end_ns, weft_ev_fn fn, void *ud, struct weft_walk_stats *st)
+void weft_walker_init(struct weft_walker *w, const struct weft_proc *p, weft_ev_fn fn, void *ud,
+		      struct weft_walk_stats *st)
 {
-	struct walker w = {.p = p, .fn = fn, .ud = ud, .st = st};
-	for (size_t c = 0; c < th->nchunks; c++) {
-		const uint64_t *r = th->chunks[c].words;
-		size_t n = th->chunks[c].nwords;
-		for (size_t i = 0; i + 2 <= n; i += 2 + weft_rec_extra(r[i + 1])) {
-			uint64_t h = r[i + 1];
-			unsigned type = weft_rec_type(h), extra = weft_rec_extra(h);
-			if (i + 2 + extra > n)
-				break; /* a record cut by the end of its chunk */
-			uint32_t id = weft_rec_id(h);
-			unsigned track = weft_rec_track(h);
-			uint64_t x = extra ? r[i + 2] : 0;
-			switch (type) {
-			case WEFT_R_BEGIN:
-				start(&w, WEFT_EV_BEGIN, weft_proc_ns(p, r[i]), id, track);
-				push(stack_for(&w, track), id);
-				break;
-			case WEFT_R_END:
-				on_end(&w, weft_proc_ns(p, r[i]), id, track);
-				break;
-			case WEFT_R_INSTANT:
-				start(&w, WEFT_EV_INSTANT, weft_proc_ns(p, r[i]), id, track);
-				break;
-			case WEFT_R_COUNTER_I64:
-			case WEFT_R_COUNTER_F64:
-				start(&w, WEFT_EV_COUNTER, weft_proc_ns(p, r[i]), id, 0);
-				w.ev.value = x;
-				w.ev.is_double = type == WEFT_R_COUNTER_F64;
-				break;
-			case WEFT_R_ASYNC_BEGIN:
-			case WEFT_R_ASYNC_END:
-			case WEFT_R_ASYNC_INSTANT:
-				start(&w, type == WEFT_R_ASYNC_BEGIN ? WEFT_EV_ASYNC_BEGIN :
-					  type == WEFT_R_ASYNC_END ? WEFT_EV_ASYNC_END : WEFT_EV_ASYNC_INSTANT,
-				      weft_proc_ns(p, r[i]), id, 0);
-				w.ev.value = x;
-				break;
-			case WEFT_R_COMPLETE:
-				start(&w, WEFT_EV_COMPLETE, r[i], id, track);
-				w.ev.end_ts = x < r[i] ? r[i] : x;
-				break;
-			case WEFT_R_DROPPED:
-				start(&w, WEFT_EV_DROPPED, weft_proc_ns(p, r[i]), 0, 0);
-				w.ev.value = x;
-				st->events--; /* not an event of the program's */
-				break;
-			case WEFT_R_ARG_I64: case WEFT_R_ARG_U64: case WEFT_R_ARG_F64:
-			case WEFT_R_ARG_BOOL: case WEFT_R_ARG_PTR: case WEFT_R_ARG_STR:
-				if (attachable(&w) && w.ev.nargs < WEFT_EV_MAX_ARGS) {
-					struct weft_ev_arg *a = &w.ev.args[w.ev.nargs++];
-					a->key = id;
-					a->type = type;
-					a->v = r[i];
-					a->s = type == WEFT_R_ARG_STR ? (const char *)(r + i + 2) : NULL;
-					a->slen = type == WEFT_R_ARG_STR ? (r[i] < (uint64_t)extra * 8 ? r[i] : (uint64_t)extra * 8) : 0;
-				}
-				break;
-			case WEFT_R_FLOW_OUT:
-			case WEFT_R_FLOW_IN:
-				if (!attachable(&w)) { /* its event was filtered or dropped: so is the arrow */
-					st->orphan_flows++;
-					break;
-				}
-				if (type == WEFT_R_FLOW_OUT && w.ev.nout < WEFT_EV_MAX_FLOWS)
-					w.ev.flows_out[w.ev.nout++] = r[i];
-				if (type == WEFT_R_FLOW_IN && w.ev.nin < WEFT_EV_MAX_FLOWS)
-					w.ev.flows_in[w.ev.nin++] = r[i];
-				break;
-			default:
-				break; /* unknown record type of a newer minor version: skipped */
+	memset(w, 0, sizeof(*w));
+	w->p = p;
+	w->fn = fn;
+	w->ud = ud;
+	w->st = st;
+}
+
+void weft_walker_feed(struct weft_walker *wk, const uint64_t *r, size_t n)
+{
+	const struct weft_proc *p = wk->p;
+	struct weft_walk_stats *st = wk->st;
+	for (size_t i = 0; i + 2 <= n; i += 2 + weft_rec_extra(r[i + 1])) {
+		uint64_t h = r[i + 1];
+		unsigned type = weft_rec_type(h), extra = weft_rec_extra(h);
+		if (i + 2 + extra > n)
+			break; /* a record cut by the end of its chunk */
+		uint32_t id = weft_rec_id(h);
+		unsigned track = weft_rec_track(h);
+		uint64_t x = extra ? r[i + 2] : 0;
+		switch (type) {
+		case WEFT_R_BEGIN:
+			start(wk, WEFT_EV_BEGIN, weft_proc_ns(p, r[i]), id, track);
+			push(stack_for(wk, track), id);
+			break;
+		case WEFT_R_END:
+			on_end(wk, weft_proc_ns(p, r[i]), id, track);
+			break;
+		case WEFT_R_INSTANT:
+			start(wk, WEFT_EV_INSTANT, weft_proc_ns(p, r[i]), id, track);
+			break;
+		case WEFT_R_COUNTER_I64:
+		case WEFT_R_COUNTER_F64:
+			start(wk, WEFT_EV_COUNTER, weft_proc_ns(p, r[i]), id, 0);
+			wk->ev.value = x;
+			wk->ev.is_double = type == WEFT_R_COUNTER_F64;
+			break;
+		case WEFT_R_ASYNC_BEGIN:
+		case WEFT_R_ASYNC_END:
+		case WEFT_R_ASYNC_INSTANT:
+			start(wk, type == WEFT_R_ASYNC_BEGIN ? WEFT_EV_ASYNC_BEGIN :
+				  type == WEFT_R_ASYNC_END ? WEFT_EV_ASYNC_END : WEFT_EV_ASYNC_INSTANT,
+			      weft_proc_ns(p, r[i]), id, 0);
+			wk->ev.value = x;
+			break;
+		case WEFT_R_COMPLETE:
+			start(wk, WEFT_EV_COMPLETE, r[i], id, track);
+			wk->ev.end_ts = x < r[i] ? r[i] : x;
+			break;
+		case WEFT_R_DROPPED:
+			start(wk, WEFT_EV_DROPPED, weft_proc_ns(p, r[i]), 0, 0);
+			wk->ev.value = x;
+			st->events--; /* not an event of the program's */
+			break;
+		case WEFT_R_ARG_I64: case WEFT_R_ARG_U64: case WEFT_R_ARG_F64:
+		case WEFT_R_ARG_BOOL: case WEFT_R_ARG_PTR: case WEFT_R_ARG_STR:
+			if (attachable(wk) && wk->ev.nargs < WEFT_EV_MAX_ARGS) {
+				struct weft_ev_arg *a = &wk->ev.args[wk->ev.nargs++];
+				a->key = id;
+				a->type = type;
+				a->v = r[i];
+				a->s = type == WEFT_R_ARG_STR ? (const char *)(r + i + 2) : NULL;
+				a->slen = type == WEFT_R_ARG_STR ? (r[i] < (uint64_t)extra * 8 ? r[i] : (uint64_t)extra * 8) : 0;
 			}
+			break;
+		case WEFT_R_FLOW_OUT:
+		case WEFT_R_FLOW_IN:
+			if (!attachable(wk)) { /* its event was filtered or dropped: so is the arrow */
+				st->orphan_flows++;
+				break;
+			}
+			if (type == WEFT_R_FLOW_OUT && wk->ev.nout < WEFT_EV_MAX_FLOWS)
+				wk->ev.flows_out[wk->ev.nout++] = r[i];
+			if (type == WEFT_R_FLOW_IN && wk->ev.nin < WEFT_EV_MAX_FLOWS)
+				wk->ev.flows_in[wk->ev.nin++] = r[i];
+			break;
+		default:
+			break; /* unknown record type of a newer minor version: skipped */
 		}
 	}
-	flush(&w);
-	for (size_t s = 0; s < w.nstacks; s++) {
-		struct stack *k = &w.stacks[s];
+	/* arguments never cross a chunk: what is pending is complete, and must go before the
+	 * chunk's memory is reused */
+	flush(wk);
+}
+
+void weft_walker_finish(struct weft_walker *w, uint64_t end_ns)
+{
+	flush(w);
+	for (size_t s = 0; s < w->nstacks; s++) {
+		struct weft_walk_stack *k = &w->stacks[s];
 		while (k->n > 0) {
-			st->unterminated++;
-			emit_end(&w, trace_end_ns, k->ids[--k->n], k->track, WEFT_EVF_UNTERMINATED);
+			w->st->unterminated++;
+			emit_end(w, end_ns, k->ids[--k->n], k->track, WEFT_EVF_UNTERMINATED);
 		}
 		free(k->ids);
 	}
-	free(w.stacks);
+	free(w->stacks);
+	w->stacks = NULL;
+	w->nstacks = 0;
+}
+
+void weft_walk_thread(const struct weft_proc *p, const struct weft_thread_data *th,
+		      uint64_t trace_end_ns, weft_ev_fn fn, void *ud, struct weft_walk_stats *st,
+		      uint64_t **buf, size_t *cap)
+{
+	struct weft_walker w;
+	weft_walker_init(&w, p, fn, ud, st);
+	for (size_t c = 0; c < th->nchunks; c++) {
+		size_t n;
+		const char *why;
+		if (weft_chunk_decode(&th->chunks[c], buf, cap, &n, &why)) {
+			st->bad_chunks++;
+			continue;
+		}
+		weft_walker_feed(&w, *buf, n);
+	}
+	weft_walker_finish(&w, trace_end_ns);
 }
 
 struct pf {

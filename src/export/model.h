@@ -44,14 +44,35 @@ struct weft_ev {
 };
 
 struct weft_walk_stats {
-	uint64_t events, unmatched_end, unterminated, unwound, orphan_flows;
+	uint64_t events, unmatched_end, unterminated, unwound, orphan_flows, bad_chunks;
 };
 
 typedef void (*weft_ev_fn)(void *ud, const struct weft_ev *e);
 
-/* Walk one thread; trace_end_ns closes what is left open. */
+/* A walker is fed one thread's chunks in order, then finished. Events handed to fn point into
+ * the chunk being fed: they are valid during the callback only. */
+struct weft_walk_stack;
+struct weft_walker {
+	const struct weft_proc *p;
+	weft_ev_fn fn;
+	void *ud;
+	struct weft_walk_stats *st;
+	struct weft_walk_stack *stacks;
+	size_t nstacks;
+	struct weft_ev ev; /* pending: its args and flows may still follow */
+	int pending;
+	uint64_t last_ts;
+};
+void weft_walker_init(struct weft_walker *w, const struct weft_proc *p, weft_ev_fn fn, void *ud,
+		      struct weft_walk_stats *st);
+void weft_walker_feed(struct weft_walker *w, const uint64_t *records, size_t nwords);
+/* Closes what is still open at end_ns and frees the walker's memory. */
+void weft_walker_finish(struct weft_walker *w, uint64_t end_ns);
+
+/* All of one thread: decode each chunk into *buf (reused; free it after), feed, finish. */
 void weft_walk_thread(const struct weft_proc *p, const struct weft_thread_data *th,
-		      uint64_t trace_end_ns, weft_ev_fn fn, void *ud, struct weft_walk_stats *st);
+		      uint64_t trace_end_ns, weft_ev_fn fn, void *ud, struct weft_walk_stats *st,
+		      uint64_t **buf, size_t *cap);
 
 /* Run fn(i, ud) for i in [0, n) on up to `jobs` threads (the calling one included). */
 void weft_parallel_for(size_t n, int jobs, void (*fn)(size_t i, void *ud), void *ud);

@@ -9,12 +9,13 @@
  * Named tracks: track -> one lane per (track, thread) under it, each lane named after its
  * thread. Async slices: one track per (name, id) under the process. Flows: flow_ids and
  * terminating_flow_ids, one tag per element (Perfetto ignores the packed form). Threads are
- * encoded in parallel, then concatenated.
+ * encoded in parallel, each streaming whole packets to the file in ~1 MiB batches.
  */
 #include "export/export.h"
 #include "export/pb.h"
 #include "format/format.h"
 #include <errno.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -57,8 +58,18 @@ struct proc_cats {
 	size_t n;
 };
 
+struct out_file {
+	FILE *f;
+	pthread_mutex_t lock;
+	int err;
+	uint64_t bytes;
+};
+
 struct seq_enc {
 	struct pb out;
+	struct out_file *file;
+	uint64_t *buf; /* decoded chunk, reused */
+	size_t cap;
 	const struct weft_proc *p;
 	const struct weft_thread_data *th;
 	const struct proc_cats *cats;
@@ -264,9 +275,25 @@ static void packet(struct seq_enc *e, const struct weft_ev *ev, uint64_t ts, uns
 	pb_end(b, pk);
 }
 
+/* Whole packets go to the file in batches of about 1 MiB, so memory stays bounded whatever
+ * the trace size; packets of different sequences may interleave freely. */
+static void drain(struct seq_enc *e, size_t threshold)
+{
+	if (e->out.n < threshold || !e->out.n)
+		return;
+	struct out_file *o = e->file;
+	pthread_mutex_lock(&o->lock);
+	if (!o->err && fwrite(e->out.p, 1, e->out.n, o->f) != e->out.n)
+		o->err = errno ? errno : EIO;
+	o->bytes += e->out.n;
+	pthread_mutex_unlock(&o->lock);
+	e->out.n = 0;
+}
+
 static void on_event(void *ud, const struct weft_ev *ev)
 {
 	struct seq_enc *e = ud;
+	drain(e, 1u << 20);
 	uint64_t track = track_for(e, ev);
 	switch (ev->kind) {
 	case WEFT_EV_BEGIN: case WEFT_EV_ASYNC_BEGIN:
@@ -324,7 +351,10 @@ static void encode_thread(size_t i, void *ud)
 	pb_end(b, thd);
 	pb_end(b, td);
 	pb_end(b, pk);
-	weft_walk_thread(p, e->th, j->t->last_ns, on_event, e, &e->st);
+	weft_walk_thread(p, e->th, j->t->last_ns, on_event, e, &e->st, &e->buf, &e->cap);
+	drain(e, 1);
+	free(e->out.p);
+	free(e->buf);
 	free(e->named);
 	free(e->keyed);
 	free(e->catted);
@@ -432,6 +462,7 @@ int weft_export_pftrace(const struct weft_trace *t, FILE *out, int jobs,
 	struct proc_cats *cats = calloc(t->nprocs + 1, sizeof(*cats));
 	if (!encs || !cats)
 		abort();
+	struct out_file file = {.f = out, .lock = PTHREAD_MUTEX_INITIALIZER};
 	size_t k = 0;
 	for (size_t i = 0; i < t->nprocs; i++) {
 		const struct weft_proc *p = &t->procs[i];
@@ -440,37 +471,35 @@ int weft_export_pftrace(const struct weft_trace *t, FILE *out, int jobs,
 			encs[k].p = p;
 			encs[k].th = &p->threads[h];
 			encs[k].cats = &cats[i];
+			encs[k].file = &file;
 			encs[k].seq = (uint32_t)(k + 2);
 			encs[k].tuuid = thread_uuid(p->pid, p->threads[h].tid);
 			sum->dropped += p->threads[h].dropped;
 		}
 	}
+	/* descriptors of processes, named tracks and counters first, then the threads */
+	struct seq_enc head = {.file = &file};
+	header(t, &head.out);
+	drain(&head, 1);
+	free(head.out.p);
 	struct job j = {t, encs};
 	weft_parallel_for(n, jobs, encode_thread, &j);
-	struct pb hb = {0};
-	header(t, &hb);
-	int rc = 0;
-	if (fwrite(hb.p, 1, hb.n, out) != hb.n)
-		rc = -errno;
-	sum->bytes = hb.n;
 	for (size_t i = 0; i < n; i++) {
 		struct seq_enc *e = &encs[i];
-		if (!rc && e->out.n && fwrite(e->out.p, 1, e->out.n, out) != e->out.n)
-			rc = -errno;
-		sum->bytes += e->out.n;
 		sum->events += e->st.events;
 		sum->unmatched_end += e->st.unmatched_end;
 		sum->unterminated += e->st.unterminated;
 		sum->unwound += e->st.unwound;
-		free(e->out.p);
+		sum->bad_chunks += e->st.bad_chunks;
 	}
-	free(hb.p);
+	sum->bytes = file.bytes;
 	for (size_t i = 0; i < t->nprocs; i++) {
 		free(cats[i].iid);
 		free(cats[i].names);
 	}
 	free(cats);
 	free(encs);
+	int rc = file.err ? -file.err : 0;
 	if (!rc && fflush(out))
 		rc = -errno;
 	if (rc)

@@ -43,7 +43,7 @@ struct weft_chunk_header { /* 40 bytes */
 	uint32_t checksum;    /* FNV-1a 32 of the stored bytes */
 	uint64_t seq;         /* per-thread sequence number of this chunk, from 0 */
 	uint32_t events;      /* events in the chunk (args and flows are part of their event) */
-	uint32_t reserved;
+	uint32_t dropped;     /* events dropped just before the chunk (its DROPPED record) */
 };
 
 /* Metadata record types. */

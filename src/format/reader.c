@@ -12,7 +12,6 @@
 #include <fcntl.h>
 #include <pthread.h>
 #include <stdarg.h>
-#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -296,6 +295,8 @@ static void add_chunk(struct weft_proc *p, const struct weft_chunk_header *h, co
 	struct weft_chunk_view *c = &th->chunks[th->nchunks++];
 	memset(c, 0, sizeof(*c));
 	c->seq = h->seq;
+	c->events = h->events;
+	c->dropped = h->dropped;
 	c->stored = payload;
 	c->stored_size = h->stored_size;
 	c->raw_size = h->raw_size;
@@ -353,24 +354,31 @@ static void parse_events(struct weft_trace *t, const char *name, const unsigned 
 	}
 }
 
-/* Decompress and delta-decode one chunk; returns 0 or a reason. */
-static const char *decode_chunk(struct weft_chunk_view *c)
+int weft_chunk_decode(const struct weft_chunk_view *c, uint64_t **buf, size_t *cap, size_t *nwords,
+		      const char **why)
 {
-	uint64_t *w = malloc(c->raw_size ? c->raw_size : 8);
-	if (!w)
-		return "out of memory";
+	*nwords = 0;
+	if (c->raw_size > *cap) {
+		uint64_t *b = realloc(*buf, c->raw_size);
+		if (!b) {
+			*why = "out of memory";
+			return -1;
+		}
+		*buf = b;
+		*cap = c->raw_size;
+	}
+	uint64_t *w = *buf;
 	if (c->flags & WEFT_CHUNK_ZSTD) {
 		size_t r = ZSTD_decompress(w, c->raw_size, c->stored, c->stored_size);
 		if (ZSTD_isError(r) || r != c->raw_size) {
-			free(w);
-			return ZSTD_isError(r) ? ZSTD_getErrorName(r) : "size mismatch";
+			*why = ZSTD_isError(r) ? ZSTD_getErrorName(r) : "size mismatch";
+			return -1;
 		}
-	} else {
+	} else if (c->raw_size) {
 		memcpy(w, c->stored, c->raw_size);
 	}
 	size_t n = c->raw_size / 8, i = 0;
 	uint64_t prev = 0;
-	uint32_t events = 0;
 	while (i + 2 <= n) {
 		uint64_t h = w[i + 1];
 		unsigned type = weft_rec_type(h), extra = weft_rec_extra(h);
@@ -379,51 +387,17 @@ static const char *decode_chunk(struct weft_chunk_view *c)
 		switch (type) {
 		case WEFT_R_BEGIN: case WEFT_R_END: case WEFT_R_INSTANT: case WEFT_R_COUNTER_I64:
 		case WEFT_R_COUNTER_F64: case WEFT_R_ASYNC_BEGIN: case WEFT_R_ASYNC_END:
-		case WEFT_R_ASYNC_INSTANT:
-			events++;
-			/* fallthrough */
-		case WEFT_R_DROPPED:
+		case WEFT_R_ASYNC_INSTANT: case WEFT_R_DROPPED:
 			prev += w[i];
 			w[i] = prev;
-			break;
-		case WEFT_R_COMPLETE:
-			events++;
 			break;
 		default:
 			break;
 		}
 		i += 2 + extra;
 	}
-	c->words = w;
-	c->nwords = i;
-	c->events = events;
-	return NULL;
-}
-
-struct decode_job {
-	struct weft_trace *t;
-	struct weft_chunk_view **all;
-	const char **owner;
-	size_t n;
-	_Atomic size_t next;
-};
-
-static void *decode_worker(void *arg)
-{
-	struct decode_job *j = arg;
-	for (;;) {
-		size_t i = atomic_fetch_add(&j->next, 1);
-		if (i >= j->n)
-			break;
-		const char *why = decode_chunk(j->all[i]);
-		if (why) {
-			warn(j->t, "%s: chunk %llu cannot be decoded (%s); skipped", j->owner[i],
-			     (unsigned long long)j->all[i]->seq, why);
-			j->all[i]->words = NULL;
-			j->all[i]->nwords = 0;
-		}
-	}
-	return NULL;
+	*nwords = i;
+	return 0;
 }
 
 static int cmp_chunk(const void *a, const void *b)
@@ -466,47 +440,36 @@ static void setup_clock(struct weft_trace *t, struct weft_proc *p)
 	warn(t, "process %d: no usable clock calibration; timestamps are raw ticks", p->pid);
 }
 
+/* Widen [first, last] by the times in one chunk. */
+static void span_of(struct weft_trace *t, const struct weft_proc *p, const struct weft_chunk_view *c,
+		    uint64_t **buf, size_t *cap)
+{
+	size_t n;
+	const char *why;
+	if (weft_chunk_decode(c, buf, cap, &n, &why)) {
+		warn(t, "process %d: chunk %llu cannot be decoded (%s)", p->pid, (unsigned long long)c->seq, why);
+		return;
+	}
+	const uint64_t *w = *buf;
+	for (size_t i = 0; i + 2 <= n; i += 2 + weft_rec_extra(w[i + 1])) {
+		unsigned type = weft_rec_type(w[i + 1]);
+		uint64_t ns, end;
+		if (type >= WEFT_R_ARG_I64 && type <= WEFT_R_FLOW_IN)
+			continue;
+		ns = end = type == WEFT_R_COMPLETE ? w[i] : weft_proc_ns(p, w[i]);
+		if (type == WEFT_R_COMPLETE && weft_rec_extra(w[i + 1]) && w[i + 2] > end)
+			end = w[i + 2];
+		if (ns < t->first_ns)
+			t->first_ns = ns;
+		if (end > t->last_ns)
+			t->last_ns = end;
+	}
+}
+
 static void finish(struct weft_trace *t)
 {
-	size_t total = 0;
-	for (size_t i = 0; i < t->nprocs; i++)
-		for (size_t k = 0; k < t->procs[i].nthreads; k++)
-			total += t->procs[i].threads[k].nchunks;
-	struct decode_job j = {.t = t, .n = total};
-	j.all = xcalloc(total, sizeof(*j.all));
-	j.owner = xcalloc(total, sizeof(*j.owner));
-	size_t n = 0;
-	for (size_t i = 0; i < t->nprocs; i++) {
-		struct weft_proc *p = &t->procs[i];
-		for (size_t k = 0; k < p->nthreads; k++) {
-			struct weft_thread_data *th = &p->threads[k];
-			qsort(th->chunks, th->nchunks, sizeof(*th->chunks), cmp_chunk);
-			size_t o = 0;
-			for (size_t c = 0; c < th->nchunks; c++) {
-				if (o && th->chunks[o - 1].seq == th->chunks[c].seq) {
-					warn(t, "process %d thread %u: chunk %llu appears twice; kept the first",
-					     p->pid, th->tid, (unsigned long long)th->chunks[c].seq);
-					continue;
-				}
-				th->chunks[o++] = th->chunks[c];
-			}
-			th->nchunks = o;
-		}
-		for (size_t k = 0; k < p->nthreads; k++)
-			for (size_t c = 0; c < p->threads[k].nchunks; c++) {
-				j.owner[n] = "events";
-				j.all[n++] = &p->threads[k].chunks[c];
-			}
-	}
-	j.n = n;
-	pthread_t th2;
-	int two = n > 8 && pthread_create(&th2, NULL, decode_worker, &j) == 0;
-	decode_worker(&j);
-	if (two)
-		pthread_join(th2, NULL);
-	free(j.all);
-	free(j.owner);
-
+	uint64_t *buf = NULL;
+	size_t cap = 0;
 	t->first_ns = UINT64_MAX;
 	t->last_ns = 0;
 	for (size_t i = 0; i < t->nprocs; i++) {
@@ -516,36 +479,33 @@ static void finish(struct weft_trace *t)
 		setup_clock(t, p);
 		for (size_t k = 0; k < p->nthreads; k++) {
 			struct weft_thread_data *th = &p->threads[k];
+			qsort(th->chunks, th->nchunks, sizeof(*th->chunks), cmp_chunk);
+			size_t o = 0;
 			uint64_t drops = 0;
 			for (size_t c = 0; c < th->nchunks; c++) {
-				struct weft_chunk_view *cv = &th->chunks[c];
-				th->events += cv->events;
-				p->bytes_raw += cv->raw_size;
-				for (size_t w = 0; w + 2 <= cv->nwords; w += 2 + weft_rec_extra(cv->words[w + 1])) {
-					unsigned type = weft_rec_type(cv->words[w + 1]);
-					uint64_t ns;
-					if (type == WEFT_R_DROPPED && w + 2 < cv->nwords)
-						drops += cv->words[w + 2];
-					if (type == WEFT_R_COMPLETE)
-						ns = cv->words[w];
-					else if (type >= WEFT_R_ARG_I64 && type <= WEFT_R_FLOW_IN)
-						continue;
-					else
-						ns = weft_proc_ns(p, cv->words[w]);
-					if (ns < t->first_ns)
-						t->first_ns = ns;
-					if (ns > t->last_ns)
-						t->last_ns = ns;
-					if (type == WEFT_R_COMPLETE && w + 2 < cv->nwords && cv->words[w + 2] > t->last_ns)
-						t->last_ns = cv->words[w + 2];
+				if (o && th->chunks[o - 1].seq == th->chunks[c].seq) {
+					warn(t, "process %d thread %u: chunk %llu appears twice; kept the first",
+					     p->pid, th->tid, (unsigned long long)th->chunks[c].seq);
+					continue;
 				}
+				th->chunks[o++] = th->chunks[c];
+				th->events += th->chunks[c].events;
+				drops += th->chunks[c].dropped;
+				p->bytes_raw += th->chunks[c].raw_size;
 			}
+			th->nchunks = o;
 			if (drops > th->dropped)
 				th->dropped = drops;
+			/* a thread's records are in time order: its first and last chunk bound it
+			 * (complete slices, whose times the program gives, may reach further) */
+			if (o)
+				span_of(t, p, &th->chunks[0], &buf, &cap);
+			if (o > 1)
+				span_of(t, p, &th->chunks[o - 1], &buf, &cap);
 			if (!th->name) {
-				char buf[32];
-				snprintf(buf, sizeof(buf), "thread %u", th->tid);
-				th->name = strdup(buf);
+				char name[32];
+				snprintf(name, sizeof(name), "thread %u", th->tid);
+				th->name = strdup(name);
 			}
 		}
 		if (!p->name) {
@@ -553,12 +513,13 @@ static void finish(struct weft_trace *t)
 				const char *b = strrchr(p->argv[0], '/');
 				p->name = strdup(b ? b + 1 : p->argv[0]);
 			} else {
-				char buf[32];
-				snprintf(buf, sizeof(buf), "process %d", p->pid);
-				p->name = strdup(buf);
+				char name[32];
+				snprintf(name, sizeof(name), "process %d", p->pid);
+				p->name = strdup(name);
 			}
 		}
 	}
+	free(buf);
 	if (t->first_ns == UINT64_MAX)
 		t->first_ns = t->last_ns = 0;
 }
@@ -691,8 +652,6 @@ void weft_trace_free(struct weft_trace *t)
 	for (size_t i = 0; i < t->nprocs; i++) {
 		struct weft_proc *p = &t->procs[i];
 		for (size_t k = 0; k < p->nthreads; k++) {
-			for (size_t c = 0; c < p->threads[k].nchunks; c++)
-				free(p->threads[k].chunks[c].words);
 			free(p->threads[k].chunks);
 			free(p->threads[k].name);
 		}

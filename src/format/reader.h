@@ -18,12 +18,11 @@ struct weft_site_def {
 	char *name, *cat, *unit;
 };
 
+/* A chunk as stored; weft_chunk_decode gives its records. */
 struct weft_chunk_view {
 	uint64_t seq;
-	uint64_t *words; /* records, timestamps absolute (delta decoding undone) */
-	size_t nwords;
-	uint32_t events;
-	const unsigned char *stored; /* undecoded payload, for lazy decompression */
+	uint32_t events, dropped; /* from the frame header */
+	const unsigned char *stored;
 	uint32_t stored_size, raw_size, flags;
 };
 
@@ -32,7 +31,7 @@ struct weft_thread_data {
 	char *name;
 	struct weft_chunk_view *chunks;
 	size_t nchunks, cap;
-	uint64_t events;  /* events in the records */
+	uint64_t events;  /* events in its chunks (frame headers) */
 	uint64_t dropped; /* sum of DROPPED records, or THREAD_END if larger */
 	int ended;        /* THREAD_END seen */
 };
@@ -73,6 +72,11 @@ struct weft_trace {
 	size_t nblobs;
 	uint64_t first_ns, last_ns; /* span of all events */
 };
+
+/* Decompress a chunk into *buf (grown as needed; reuse it across calls) and undo the delta
+ * coding of timestamps. *nwords covers complete records only. Returns 0, or -1 with a reason. */
+int weft_chunk_decode(const struct weft_chunk_view *c, uint64_t **buf, size_t *cap, size_t *nwords,
+		      const char **why);
 
 /* Open DIR. Returns 0, or -errno with a one-line reason in err. */
 int weft_trace_open(const char *dir, struct weft_trace **out, char *err, size_t errlen);

@@ -35,7 +35,7 @@ static int nwriters;
 
 /* Count events and replace each timestamp by its difference to the previous one: chunks of
  * a busy thread then hold small, repetitive numbers that zstd packs to a few bytes/event. */
-static uint32_t delta_encode(uint64_t *w, size_t nwords)
+static uint32_t delta_encode(uint64_t *w, size_t nwords, uint32_t *dropped)
 {
 	uint64_t prev = 0;
 	uint32_t events = 0;
@@ -52,6 +52,8 @@ static uint32_t delta_encode(uint64_t *w, size_t nwords)
 			events++;
 			/* fallthrough */
 		case WEFT_R_DROPPED: {
+			if (type == WEFT_R_DROPPED && extra)
+				*dropped += (uint32_t)w[i + 2];
 			uint64_t t = w[i];
 			w[i] = t - prev;
 			prev = t;
@@ -93,7 +95,8 @@ static int write_all(int fd, struct iovec *iov, int n)
 static void write_chunk(struct writer *w, struct weft_chunk *c)
 {
 	size_t used = c->used & ~(size_t)7;
-	uint32_t events = delta_encode((uint64_t *)c->data, used / 8);
+	uint32_t dropped = 0;
+	uint32_t events = delta_encode((uint64_t *)c->data, used / 8, &dropped);
 	struct weft_chunk_header h;
 	memset(&h, 0, sizeof(h));
 	h.magic = WEFT_CHUNK_MAGIC;
@@ -101,6 +104,7 @@ static void write_chunk(struct writer *w, struct weft_chunk *c)
 	h.seq = c->seq;
 	h.raw_size = (uint32_t)used;
 	h.events = events;
+	h.dropped = dropped;
 	const void *payload = c->data;
 	size_t stored = used;
 	if (weft_cfg.compression != 0 && w->cctx) {

@@ -64,7 +64,15 @@ static void reads_everything(void **s)
 		assert_int_equal(p->threads[0].chunks[0].seq, 0);
 		assert_int_equal(p->threads[0].events, 3);
 		/* absolute ticks restored, then 2 ticks/ns from the calibration */
-		assert_int_equal(p->threads[0].chunks[1].words[0], 3000);
+		uint64_t *buf = NULL;
+		size_t cap = 0, nw;
+		const char *why;
+		assert_int_equal(weft_chunk_decode(&p->threads[0].chunks[1], &buf, &cap, &nw, &why), 0);
+		assert_int_equal(nw, 5);
+		assert_int_equal(buf[0], 3000);
+		assert_int_equal(buf[2], 3100);
+		free(buf);
+		assert_int_equal(p->threads[0].chunks[1].events, 2);
 		assert_int_equal(weft_proc_ns(p, 1000), 5000000);
 		assert_int_equal(weft_proc_ns(p, 3000), 5001000);
 		assert_int_equal(weft_proc_ns(p, 0), 4999500);

@@ -41,11 +41,16 @@ static struct weft_walk_stats walk(uint64_t *w, size_t n)
 	p.mult = (unsigned __int128)1 << 32; /* ticks are ns */
 	p.sites = sites;
 	p.nsites = 8;
-	struct weft_chunk_view c = {.seq = 0, .words = w, .nwords = n};
-	struct weft_thread_data th = {.tid = 1, .chunks = &c, .nchunks = 1};
 	struct weft_walk_stats st = {0};
+	struct weft_walker wk;
 	log_[0] = 0;
-	weft_walk_thread(&p, &th, 999, collect, NULL, &st);
+	weft_walker_init(&wk, &p, collect, NULL, &st);
+	size_t half = 0; /* split at the record boundary nearest the middle: two chunks */
+	while (half < n / 2)
+		half += 2 + weft_rec_extra(w[half + 1]);
+	weft_walker_feed(&wk, w, half); /* state (open slices) carries across chunks */
+	weft_walker_feed(&wk, w + half, n - half);
+	weft_walker_finish(&wk, 999);
 	return st;
 }
 

@@ -63,8 +63,13 @@ static inline void tb_chunk(struct tb *b, uint32_t tid, uint64_t seq, const uint
 	uint64_t *d = malloc(nwords * 8 + 8);
 	memcpy(d, w, nwords * 8);
 	uint64_t prev = 0;
+	uint32_t events = 0, dropped = 0;
 	for (size_t i = 0; i + 2 <= nwords; i += 2 + weft_rec_extra(d[i + 1])) {
 		unsigned t = weft_rec_type(d[i + 1]);
+		if (t <= WEFT_R_COMPLETE || t == WEFT_R_ASYNC_INSTANT)
+			events++;
+		if (t == WEFT_R_DROPPED)
+			dropped += (uint32_t)d[i + 2];
 		if ((t >= WEFT_R_BEGIN && t <= WEFT_R_ASYNC_END && t != WEFT_R_COMPLETE) ||
 		    t == WEFT_R_DROPPED || t == WEFT_R_ASYNC_INSTANT) {
 			uint64_t ts = d[i];
@@ -78,6 +83,8 @@ static inline void tb_chunk(struct tb *b, uint32_t tid, uint64_t seq, const uint
 	h.tid = tid;
 	h.seq = seq;
 	h.raw_size = (uint32_t)(nwords * 8);
+	h.events = events;
+	h.dropped = dropped;
 	void *payload = d;
 	size_t stored = nwords * 8;
 	void *z = NULL;
