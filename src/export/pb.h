@@ -1,8 +1,9 @@
 /*
  * pb.h - the few protobuf primitives the Perfetto writer needs: varints, tags, fixed64,
- * doubles, strings, and nested messages whose length is back-patched into a 4-byte redundant
- * varint (valid protobuf, as Perfetto's own protozero writes it), so a message is written once,
- * front to back, without sizing passes.
+ * doubles, strings, and nested messages written once, front to back, without sizing passes:
+ * one byte is reserved for the length; a body of 128 bytes or more (rare: long strings,
+ * interning) is moved up to make room for a 4-byte redundant varint (valid protobuf, as
+ * Perfetto's own protozero writes it).
  */
 #ifndef WEFT_PB_H
 #define WEFT_PB_H
@@ -85,15 +86,20 @@ static inline void pb_string(struct pb *b, unsigned field, const char *s)
 static inline size_t pb_begin(struct pb *b, unsigned field)
 {
 	pb_tag(b, field, 2);
-	pb_reserve(b, 4);
-	size_t at = b->n;
-	b->n += 4;
-	return at;
+	pb_reserve(b, 1);
+	return b->n++;
 }
 
 static inline void pb_end(struct pb *b, size_t at)
 {
-	size_t len = b->n - at - 4;
+	size_t len = b->n - at - 1;
+	if (len < 128) { /* most messages: the 1-byte length reserved */
+		b->p[at] = (uint8_t)len;
+		return;
+	}
+	pb_reserve(b, 3); /* longer: move the body up to make room for 4 bytes */
+	memmove(b->p + at + 4, b->p + at + 1, len);
+	b->n += 3;
 	b->p[at] = (uint8_t)(0x80 | (len & 0x7f));
 	b->p[at + 1] = (uint8_t)(0x80 | ((len >> 7) & 0x7f));
 	b->p[at + 2] = (uint8_t)(0x80 | ((len >> 14) & 0x7f));

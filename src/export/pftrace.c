@@ -2,7 +2,8 @@
  * pftrace.c - trace -> Perfetto protobuf (.pftrace). Layout of the output:
  *   sequence 1: a ClockSnapshot (BOOTTIME primary, REALTIME for wall time), then a
  *               TrackDescriptor per process, named track and counter track;
- *   one sequence per thread: its thread TrackDescriptor first (SEQ_INCREMENTAL_STATE_CLEARED),
+ *   one sequence per thread: its thread TrackDescriptor first (SEQ_INCREMENTAL_STATE_CLEARED,
+ *               and TracePacketDefaults making the thread's track the default for its events),
  *               then its events with names, categories and argument keys interned per
  *               sequence (iid = the process's site id), lane and async track descriptors
  *               emitted just before their first use.
@@ -24,7 +25,7 @@ enum {
 	TP_CLOCK_SNAPSHOT = 6, TP_TIMESTAMP = 8, TP_SEQ_ID = 10, TP_TRACK_EVENT = 11,
 	TP_INTERNED = 12, TP_SEQ_FLAGS = 13, TP_TRACK_DESCRIPTOR = 60, TP_FIRST_ON_SEQ = 87,
 	TD_UUID = 1, TD_NAME = 2, TD_PROCESS = 3, TD_THREAD = 4, TD_PARENT = 5, TD_COUNTER = 8,
-	TD_SIBLING_MERGE = 15,
+	TD_SIBLING_MERGE = 15, TP_DEFAULTS = 59, TPD_TRACK_EVENT = 11, TED_TRACK_UUID = 11,
 	PD_PID = 1, PD_CMDLINE = 2, PD_NAME = 6,
 	THD_PID = 1, THD_TID = 2, THD_NAME = 5,
 	CD_UNIT = 3, CD_UNIT_NAME = 6,
@@ -231,7 +232,8 @@ static void packet(struct seq_enc *e, const struct weft_ev *ev, uint64_t ts, uns
 	pb_varint(b, TP_SEQ_FLAGS, SEQ_NEEDS);
 	size_t te = pb_begin(b, TP_TRACK_EVENT);
 	pb_varint(b, TE_TYPE, type);
-	pb_varint(b, TE_TRACK_UUID, track);
+	if (track != e->tuuid) /* the thread's own track is the sequence default */
+		pb_varint(b, TE_TRACK_UUID, track);
 	const struct weft_proc *p = e->p;
 	if (type == TYPE_COUNTER) {
 		if (ev->is_double) {
@@ -342,6 +344,11 @@ static void encode_thread(size_t i, void *ud)
 	pb_varint(b, TP_SEQ_ID, e->seq);
 	pb_varint(b, TP_SEQ_FLAGS, SEQ_CLEARED);
 	pb_varint(b, TP_FIRST_ON_SEQ, 1);
+	size_t defs = pb_begin(b, TP_DEFAULTS);
+	size_t ted = pb_begin(b, TPD_TRACK_EVENT);
+	pb_varint(b, TED_TRACK_UUID, e->tuuid);
+	pb_end(b, ted);
+	pb_end(b, defs);
 	size_t td = pb_begin(b, TP_TRACK_DESCRIPTOR);
 	pb_varint(b, TD_UUID, e->tuuid);
 	size_t thd = pb_begin(b, TD_THREAD);

@@ -47,11 +47,26 @@ static void nested_lengths(void **s)
 	free(b.p);
 }
 
+static void short_nested_is_minimal(void **s)
+{
+	(void)s;
+	struct pb b = {0};
+	size_t outer = pb_begin(&b, 1);
+	size_t inner = pb_begin(&b, 11);
+	pb_varint(&b, 9, 1);
+	pb_end(&b, inner);
+	pb_end(&b, outer);
+	const uint8_t want[] = {0x0a, 0x04, 0x5a, 0x02, 0x48, 0x01};
+	assert_int_equal(b.n, sizeof(want));
+	assert_memory_equal(b.p, want, sizeof(want));
+	free(b.p);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(varints), cmocka_unit_test(fixed_and_strings),
-		cmocka_unit_test(nested_lengths),
+		cmocka_unit_test(nested_lengths), cmocka_unit_test(short_nested_is_minimal),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
