@@ -115,12 +115,18 @@ static inline void weft__commit(uint64_t *end)
 	__atomic_store_n(&weft__tls.pos, (char *)end, __ATOMIC_RELEASE);
 }
 
-/* Two-word record with the current time: begin, end, instant. */
+WEFT_API void weft__rec2_slow(uint64_t hdr);
+WEFT_API void weft__rec3_slow(uint64_t hdr, uint64_t extra);
+
+/* Two-word record with the current time: begin, end, instant. The window check is the only
+ * branch; a full (or absent) chunk goes out of line, which writes the record itself. */
 static inline void weft__rec2(uint64_t hdr)
 {
-	uint64_t *p = weft__reserve(16);
-	if (__builtin_expect(p == NULL, 0))
+	uint64_t *p = (uint64_t *)weft__tls.pos;
+	if (__builtin_expect((size_t)(weft__tls.end - (char *)p) < 16, 0)) {
+		weft__rec2_slow(hdr);
 		return;
+	}
 	p[0] = weft__ticks();
 	p[1] = hdr;
 	weft__commit(p + 2);
@@ -129,9 +135,11 @@ static inline void weft__rec2(uint64_t hdr)
 /* Three-word record with the current time: counters, async begin/end. */
 static inline void weft__rec3(uint64_t hdr, uint64_t extra)
 {
-	uint64_t *p = weft__reserve(24);
-	if (__builtin_expect(p == NULL, 0))
+	uint64_t *p = (uint64_t *)weft__tls.pos;
+	if (__builtin_expect((size_t)(weft__tls.end - (char *)p) < 24, 0)) {
+		weft__rec3_slow(hdr, extra);
 		return;
+	}
 	p[0] = weft__ticks();
 	p[1] = hdr;
 	p[2] = extra;

@@ -221,8 +221,69 @@ static void args(struct seq_enc *e, const struct weft_ev *ev)
 	}
 }
 
+static inline uint8_t *put_varint(uint8_t *o, uint64_t v)
+{
+	while (v >= 0x80) {
+		*o++ = (uint8_t)(v | 0x80);
+		v >>= 7;
+	}
+	*o++ = (uint8_t)v;
+	return o;
+}
+
+/* The common case - a begin, end or instant on the thread's own track, its name already
+ * interned, no arguments or flows - written straight, without per-field checks. Returns 0
+ * when the event needs the general path. */
+static int packet_fast(struct seq_enc *e, const struct weft_ev *ev, uint64_t ts, unsigned type,
+		       uint64_t track)
+{
+	const struct weft_proc *p = e->p;
+	if (track != e->tuuid || ev->nargs || ev->nout || ev->nin || ev->flags ||
+	    ev->kind == WEFT_EV_DROPPED || type == TYPE_COUNTER)
+		return 0;
+	uint32_t id = ev->id, ci = 0;
+	if (type != TYPE_END) {
+		if (!id || id >= p->nsites || !e->named[id])
+			return 0;
+		ci = e->cats->iid[id];
+		if (ci && !e->catted[ci])
+			return 0;
+	}
+	uint8_t te[32], *t = te;
+	*t++ = TE_TYPE << 3;
+	*t++ = (uint8_t)type;
+	if (type != TYPE_END) {
+		*t++ = TE_NAME_IID << 3;
+		t = put_varint(t, id);
+		if (ci) {
+			*t++ = TE_CATEGORY_IIDS << 3;
+			t = put_varint(t, ci);
+		}
+	}
+	struct pb *b = &e->out;
+	pb_reserve(b, 64);
+	uint8_t *o = b->p + b->n, *len = o + 1;
+	o[0] = (TRACE_PACKET << 3) | 2;
+	o += 2;
+	*o++ = TP_TIMESTAMP << 3;
+	o = put_varint(o, ts);
+	*o++ = TP_SEQ_ID << 3;
+	o = put_varint(o, e->seq);
+	*o++ = TP_SEQ_FLAGS << 3;
+	*o++ = SEQ_NEEDS;
+	*o++ = (TP_TRACK_EVENT << 3) | 2;
+	*o++ = (uint8_t)(t - te);
+	memcpy(o, te, (size_t)(t - te));
+	o += t - te;
+	*len = (uint8_t)(o - len - 1);
+	b->n = (size_t)(o - b->p);
+	return 1;
+}
+
 static void packet(struct seq_enc *e, const struct weft_ev *ev, uint64_t ts, unsigned type, uint64_t track)
 {
+	if (packet_fast(e, ev, ts, type, track))
+		return;
 	struct pb *b = &e->out;
 	size_t pk = pb_begin(b, TRACE_PACKET);
 	pb_varint(b, TP_TIMESTAMP, ts);

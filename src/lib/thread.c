@@ -315,6 +315,27 @@ out:
 	return p;
 }
 
+void weft__rec2_slow(uint64_t hdr)
+{
+	uint64_t *p = weft__reserve_slow(16);
+	if (!p)
+		return;
+	p[0] = weft__ticks();
+	p[1] = hdr;
+	weft__commit(p + 2);
+}
+
+void weft__rec3_slow(uint64_t hdr, uint64_t extra)
+{
+	uint64_t *p = weft__reserve_slow(24);
+	if (!p)
+		return;
+	p[0] = weft__ticks();
+	p[1] = hdr;
+	p[2] = extra;
+	weft__commit(p + 3);
+}
+
 void weft_flush(void)
 {
 	struct weft_thread *t = self;
