@@ -17,6 +17,8 @@ class Pipeline(TraceTest):
 
     def test_protoc_decodes_exactly(self):
         text = self.protoc_decode(self.pf)
+        if text is None:
+            self.skipTest("Perfetto schema absent (../shared/perfetto)")
         begins = len(re.findall(r"type: TYPE_SLICE_BEGIN", text))
         ends = len(re.findall(r"type: TYPE_SLICE_END", text))
         self.assertEqual(begins, ends)
