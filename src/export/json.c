@@ -468,6 +468,8 @@ static void pass1(size_t i, void *ud)
 	weft_walk_thread(j->p, j->th, j->end_ns, pass1_event, j, &j->st, &j->buf, &j->bufcap);
 	if (j->side.unsorted)
 		qsort(j->side.ents, j->side.nents, sizeof(struct jent), cmp_ent);
+	for (size_t s = 0; s < j->nstacks; s++)
+		free(j->stacks[s].idx);
 	free(j->stacks);
 	j->stacks = NULL;
 	j->nstacks = 0;

@@ -479,7 +479,8 @@ static void finish(struct weft_trace *t)
 		setup_clock(t, p);
 		for (size_t k = 0; k < p->nthreads; k++) {
 			struct weft_thread_data *th = &p->threads[k];
-			qsort(th->chunks, th->nchunks, sizeof(*th->chunks), cmp_chunk);
+			if (th->nchunks)
+				qsort(th->chunks, th->nchunks, sizeof(*th->chunks), cmp_chunk);
 			size_t o = 0;
 			uint64_t drops = 0;
 			for (size_t c = 0; c < th->nchunks; c++) {
