@@ -37,6 +37,8 @@ enum weft_rec_type {
 	WEFT_R_ARG_PTR = 13, WEFT_R_ARG_STR = 14,
 	WEFT_R_FLOW_OUT = 15, WEFT_R_FLOW_IN = 16, WEFT_R_DROPPED = 17,
 	WEFT_R_ASYNC_INSTANT = 18,
+	/* function entry/exit (-finstrument-functions): id | track << 32 is the 48-bit address */
+	WEFT_R_FUNC_ENTER = 19, WEFT_R_FUNC_EXIT = 20,
 };
 
 enum weft_site_state { WEFT__SITE_NEW = 0, WEFT__SITE_ON = 1, WEFT__SITE_OFF = 2 };

@@ -78,7 +78,8 @@ static void start(struct weft_walker *w, unsigned kind, uint64_t ts, uint32_t id
 	e->is_double = 0;
 	e->nargs = e->nout = e->nin = 0;
 	w->pending = 1;
-	w->last_ts = ts;
+	if (ts > w->last_ts)
+		w->last_ts = ts;
 }
 
 static int attachable(const struct weft_walker *w)
@@ -93,7 +94,8 @@ static int attachable(const struct weft_walker *w)
 static void on_end(struct weft_walker *w, uint64_t ts, uint32_t id, unsigned track)
 {
 	flush(w);
-	w->last_ts = ts;
+	if (ts > w->last_ts)
+		w->last_ts = ts;
 	struct weft_walk_stack *s = stack_for(w, track);
 	size_t i = s->n;
 	while (i > 0 && s->ids[i - 1] != id)
@@ -201,6 +203,9 @@ void weft_walker_feed(struct weft_walker *wk, const uint64_t *r, size_t n)
 void weft_walker_finish(struct weft_walker *w, uint64_t end_ns)
 {
 	flush(w);
+	/* strictly after the thread's last event, so an end never ties with its begin */
+	if (end_ns <= w->last_ts)
+		end_ns = w->last_ts + 1;
 	for (size_t s = 0; s < w->nstacks; s++) {
 		struct weft_walk_stack *k = &w->stacks[s];
 		while (k->n > 0) {

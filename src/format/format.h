@@ -58,6 +58,8 @@ enum weft_meta_type {
 	WEFT_M_PROCESS_NAME = 8, /* name\0 */
 	WEFT_M_FINISH = 9,  /* u64 events, dropped, after_stop, bytes_raw, bytes_written, chunks, end_ns */
 	WEFT_M_CLOCK_SOURCE = 10, /* u32 kind (0 ns, 1 x86 tsc, 2 arm64 cntvct), u32 0, u64 nominal_hz */
+	WEFT_M_MAPS = 11,   /* u64 ticks, then the text of /proc/self/maps (at start, after dlopen/dlclose) */
+	WEFT_M_FUNC_FILTER = 12, /* u64 functions filtered out by -D/-t (intentional, not drops) */
 };
 
 struct weft_meta_rec_header {
@@ -71,6 +73,7 @@ static inline uint32_t weft_rec_id(uint64_t h) { return (uint32_t)h; }
 static inline unsigned weft_rec_type(uint64_t h) { return (unsigned)(h >> 32) & 0xff; }
 static inline unsigned weft_rec_extra(uint64_t h) { return (unsigned)(h >> 40) & 0xff; }
 static inline unsigned weft_rec_track(uint64_t h) { return (unsigned)(h >> 48); }
+static inline uint64_t weft_rec_addr(uint64_t h) { return (h & 0xffffffffu) | ((h >> 48) << 32); }
 
 static inline uint32_t weft_fnv1a(const void *data, uint64_t n)
 {

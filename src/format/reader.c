@@ -63,15 +63,19 @@ static char *xstrndup(const char *s, size_t n)
 	return r;
 }
 
-static struct weft_proc *proc_get(struct weft_trace *t, int pid)
+/* One weft_proc per file stem (pid, or pid.N for an exec'd image). */
+static struct weft_proc *proc_get(struct weft_trace *t, const char *stem, int pid)
 {
 	for (size_t i = 0; i < t->nprocs; i++)
-		if (t->procs[i].pid == pid)
+		if (!strcmp(t->procs[i].stem, stem))
 			return &t->procs[i];
 	t->procs = xrealloc(t->procs, (t->nprocs + 1) * sizeof(*t->procs));
 	struct weft_proc *p = &t->procs[t->nprocs++];
 	memset(p, 0, sizeof(*p));
 	p->pid = pid;
+	snprintf(p->stem, sizeof(p->stem), "%s", stem);
+	const char *dot = strchr(stem, '.');
+	p->gen = dot ? atoi(dot + 1) : 0;
 	return p;
 }
 
@@ -143,9 +147,9 @@ static int check_header(struct weft_trace *t, const char *name, const unsigned c
 }
 
 static void parse_meta(struct weft_trace *t, const char *name, const unsigned char *d, size_t n,
-		       int pid)
+		       const char *stem, int pid)
 {
-	struct weft_proc *p = proc_get(t, pid);
+	struct weft_proc *p = proc_get(t, stem, pid);
 	p->has_meta = 1;
 	size_t off = sizeof(struct weft_file_header);
 	while (off < n) {
@@ -319,9 +323,9 @@ static int frame_ok(const unsigned char *d, size_t n, size_t off, struct weft_ch
 }
 
 static void parse_events(struct weft_trace *t, const char *name, const unsigned char *d, size_t n,
-			 int pid)
+			 const char *stem, int pid)
 {
-	struct weft_proc *p = proc_get(t, pid);
+	struct weft_proc *p = proc_get(t, stem, pid);
 	size_t off = sizeof(struct weft_file_header);
 	while (off < n) {
 		struct weft_chunk_header h;
@@ -387,7 +391,7 @@ int weft_chunk_decode(const struct weft_chunk_view *c, uint64_t **buf, size_t *c
 		switch (type) {
 		case WEFT_R_BEGIN: case WEFT_R_END: case WEFT_R_INSTANT: case WEFT_R_COUNTER_I64:
 		case WEFT_R_COUNTER_F64: case WEFT_R_ASYNC_BEGIN: case WEFT_R_ASYNC_END:
-		case WEFT_R_ASYNC_INSTANT: case WEFT_R_DROPPED:
+		case WEFT_R_ASYNC_INSTANT: case WEFT_R_DROPPED: case WEFT_R_FUNC_ENTER: case WEFT_R_FUNC_EXIT:
 			prev += w[i];
 			w[i] = prev;
 			break;
@@ -551,10 +555,16 @@ static int load(struct weft_trace *t, const char *const *names, const unsigned c
 			struct weft_file_header h;
 			memcpy(&h, data[i], sizeof(h));
 			int pid = h.pid ? (int)h.pid : pid_of(names[i]);
+			/* the stem: "P" or "P.N" of "P[.N].wmeta" and "P[.N]-K.wevents" */
+			char stem[32];
+			const char *base = strrchr(names[i], '/') ? strrchr(names[i], '/') + 1 : names[i];
+			const char *end = is_meta ? dot : strrchr(base, '-');
+			size_t sl = end && end > base ? (size_t)(end - base) : strlen(base);
+			snprintf(stem, sizeof(stem), "%.*s", (int)(sl < sizeof(stem) ? sl : sizeof(stem) - 1), base);
 			if (is_meta)
-				parse_meta(t, names[i], data[i], sizes[i], pid);
+				parse_meta(t, names[i], data[i], sizes[i], stem, pid);
 			else
-				parse_events(t, names[i], data[i], sizes[i], pid);
+				parse_events(t, names[i], data[i], sizes[i], stem, pid);
 			used++;
 		}
 	if (!used) {

@@ -40,6 +40,8 @@ struct weft_clock_pt { uint64_t ticks, boot_ns, real_ns; };
 
 struct weft_proc {
 	int pid, ppid;
+	int gen;       /* 0, or N for the N-th image after exec (files PID.N.*) */
+	char stem[32]; /* file name stem */
 	char *name, *host, *options;
 	char **argv;
 	int argc;

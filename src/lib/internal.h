@@ -68,7 +68,7 @@ WEFT_HIDDEN void weft_registry_atfork_parent(void);
 WEFT_HIDDEN void weft_registry_atfork_child(void);
 
 /* ---- meta.c ---- */
-WEFT_HIDDEN int weft_meta_open(const char *dir, int pid);
+WEFT_HIDDEN int weft_meta_open(const char *dir, int pid, char *stem, size_t stemlen);
 WEFT_HIDDEN void weft_meta_close(void);
 WEFT_HIDDEN void weft_meta_write(unsigned type, const void *a, size_t alen, const void *b, size_t blen);
 WEFT_HIDDEN void weft_meta_clock(void);
@@ -98,7 +98,7 @@ WEFT_HIDDEN void weft_pool_wake_all(void);
 WEFT_HIDDEN void weft_threads_after_fork(void);
 
 /* ---- writer.c ---- */
-WEFT_HIDDEN int weft_writers_start(const char *dir, int pid);
+WEFT_HIDDEN int weft_writers_start(const char *dir, const char *stem, int pid);
 WEFT_HIDDEN void weft_writers_stop(void);
 WEFT_HIDDEN void weft_writers_atfork_prepare(void);
 WEFT_HIDDEN void weft_writers_atfork_parent(void);
@@ -111,6 +111,7 @@ struct weft_global {
 	_Atomic int run;           /* enum weft_run_state */
 	int pid;
 	char dir[1024];
+	char stem[32]; /* file name stem: pid, or pid.N after exec */
 	_Atomic uint64_t events, dropped, after_stop, bytes_raw, bytes_written, chunks;
 };
 WEFT_HIDDEN extern struct weft_global weft_g;

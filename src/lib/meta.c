@@ -18,13 +18,24 @@
 static pthread_mutex_t meta_lock = PTHREAD_MUTEX_INITIALIZER;
 static int meta_fd = -1; /* guarded by meta_lock */
 
-int weft_meta_open(const char *dir, int pid)
+/* Files are named by a stem: the pid, or pid.N for the N-th image of a process that exec'd
+ * (the same pid records again, and must not overwrite what its earlier image wrote). */
+int weft_meta_open(const char *dir, int pid, char *stem, size_t stemlen)
 {
 	char path[PATH_MAX];
-	snprintf(path, sizeof(path), "%s/%d.wmeta", dir, pid);
-	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0644);
+	int fd = -1;
+	for (int gen = 0; gen < 1000 && fd < 0; gen++) {
+		if (gen)
+			snprintf(stem, stemlen, "%d.%d", pid, gen);
+		else
+			snprintf(stem, stemlen, "%d", pid);
+		snprintf(path, sizeof(path), "%s/%s.wmeta", dir, stem);
+		fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_APPEND | O_CLOEXEC, 0644);
+		if (fd < 0 && errno != EEXIST)
+			return -errno;
+	}
 	if (fd < 0)
-		return -errno;
+		return -EEXIST;
 	struct weft_file_header h;
 	memset(&h, 0, sizeof(h));
 	memcpy(h.magic, WEFT_META_MAGIC, 8);

@@ -139,12 +139,12 @@ static void start_locked(void)
 	}
 	int pid = (int)getpid();
 	if (!rc)
-		rc = weft_meta_open(dir, pid);
+		rc = weft_meta_open(dir, pid, weft_g.stem, sizeof(weft_g.stem));
 	if (!rc) {
 		snprintf(weft_g.dir, sizeof(weft_g.dir), "%s", dir);
 		weft_g.pid = pid;
 		weft_meta_process();
-		rc = weft_writers_start(dir, pid);
+		rc = weft_writers_start(dir, weft_g.stem, pid);
 	}
 	if (rc) {
 		weft_log(WEFT_LOG_ERROR, "cannot write the trace to '%s': %s; tracing is off", dir,
@@ -196,12 +196,12 @@ static void fork_child(void)
 		return;
 	int pid = (int)getpid();
 	weft_pool_init();
-	if (weft_meta_open(weft_g.dir, pid) == 0) {
+	if (weft_meta_open(weft_g.dir, pid, weft_g.stem, sizeof(weft_g.stem)) == 0) {
 		weft_g.pid = pid;
 		weft_meta_process();
 		weft_registry_write_all();
 		weft_threads_after_fork();
-		if (weft_writers_start(weft_g.dir, pid) == 0)
+		if (weft_writers_start(weft_g.dir, weft_g.stem, pid) == 0)
 			return;
 	}
 	atomic_store(&weft_g.run, WEFT_RUN_FAILED);

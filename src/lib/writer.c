@@ -48,7 +48,7 @@ static uint32_t delta_encode(uint64_t *w, size_t nwords, uint32_t *dropped)
 		switch (type) {
 		case WEFT_R_BEGIN: case WEFT_R_END: case WEFT_R_INSTANT: case WEFT_R_COUNTER_I64:
 		case WEFT_R_COUNTER_F64: case WEFT_R_ASYNC_BEGIN: case WEFT_R_ASYNC_END:
-		case WEFT_R_ASYNC_INSTANT:
+		case WEFT_R_ASYNC_INSTANT: case WEFT_R_FUNC_ENTER: case WEFT_R_FUNC_EXIT:
 			events++;
 			/* fallthrough */
 		case WEFT_R_DROPPED: {
@@ -182,10 +182,10 @@ static void *writer_main(void *arg)
 	return NULL;
 }
 
-static int open_events(const char *dir, int pid, int idx)
+static int open_events(const char *dir, const char *stem, int pid, int idx)
 {
 	char path[PATH_MAX];
-	snprintf(path, sizeof(path), "%s/%d-%d.wevents", dir, pid, idx);
+	snprintf(path, sizeof(path), "%s/%s-%d.wevents", dir, stem, idx);
 	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
 	if (fd < 0)
 		return -errno;
@@ -205,7 +205,7 @@ static int open_events(const char *dir, int pid, int idx)
 	return fd;
 }
 
-int weft_writers_start(const char *dir, int pid)
+int weft_writers_start(const char *dir, const char *stem, int pid)
 {
 	nwriters = 0;
 	for (int i = 0; i < weft_cfg.writers; i++) {
@@ -213,7 +213,7 @@ int weft_writers_start(const char *dir, int pid)
 		memset(w, 0, sizeof(*w));
 		w->idx = i;
 		pthread_mutex_init(&w->work, NULL);
-		w->fd = open_events(dir, pid, i);
+		w->fd = open_events(dir, stem, pid, i);
 		if (w->fd < 0) {
 			int e = w->fd;
 			weft_writers_stop();
