@@ -66,6 +66,7 @@ struct weft_site {
 struct weft__tls {
 	char *pos;
 	char *end;
+	char *start; /* of the current chunk: lets a record be taken back (func_min=) */
 };
 extern WEFT_API __thread struct weft__tls weft__tls __attribute__((tls_model("initial-exec")));
 

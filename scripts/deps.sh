@@ -16,6 +16,8 @@ need cmake command -v cmake
 need make command -v make
 need pkg-config command -v pkg-config
 need libzstd-dev have_pc libzstd
+need libelf-dev have_pc libelf
+need g++ command -v g++
 if [ "$what" = test ] || [ "$what" = bench ]; then
   need libcmocka-dev have_pc cmocka
   need protobuf-compiler command -v protoc

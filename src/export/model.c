@@ -3,6 +3,7 @@
  */
 #include "export/model.h"
 #include "format/format.h"
+#include "format/symbols.h"
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -142,6 +143,14 @@ void weft_walker_feed(struct weft_walker *wk, const uint64_t *r, size_t n)
 			break;
 		case WEFT_R_END:
 			on_end(wk, weft_proc_ns(p, r[i]), id, track);
+			break;
+		case WEFT_R_FUNC_ENTER:
+			id = weft_func_id(p, weft_rec_addr(h));
+			start(wk, WEFT_EV_BEGIN, weft_proc_ns(p, r[i]), id, 0);
+			push(stack_for(wk, 0), id);
+			break;
+		case WEFT_R_FUNC_EXIT:
+			on_end(wk, weft_proc_ns(p, r[i]), weft_func_id(p, weft_rec_addr(h)), 0);
 			break;
 		case WEFT_R_INSTANT:
 			start(wk, WEFT_EV_INSTANT, weft_proc_ns(p, r[i]), id, track);

@@ -7,6 +7,7 @@
  */
 #include "reader.h"
 #include "format.h"
+#include "symbols.h"
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -21,8 +22,7 @@
 
 static pthread_mutex_t warn_lock = PTHREAD_MUTEX_INITIALIZER;
 
-static void warn(struct weft_trace *t, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void warn(struct weft_trace *t, const char *fmt, ...)
+void weft_trace_warn(struct weft_trace *t, const char *fmt, ...)
 {
 	char buf[512];
 	va_list ap;
@@ -104,6 +104,26 @@ static struct weft_site_def *site_slot(struct weft_proc *p, uint32_t id)
 	return &p->sites[id];
 }
 
+uint32_t weft_proc_add_site(struct weft_proc *p, const char *name, const char *cat)
+{
+	uint32_t id = (uint32_t)(p->nsites ? p->nsites : 1);
+	for (size_t i = p->nsites; i-- > 1;) /* after the last defined one */
+		if (p->sites[i].defined) {
+			id = (uint32_t)i + 1;
+			break;
+		}
+	struct weft_site_def *s = site_slot(p, id);
+	if (!s)
+		return 0;
+	s->id = id;
+	s->kind = 0;
+	s->defined = 1;
+	s->name = strdup(name);
+	s->cat = strdup(cat);
+	s->unit = strdup("");
+	return id;
+}
+
 const char *weft_site_name(const struct weft_proc *p, uint32_t id)
 {
 	if (id < p->nsites && p->sites[id].defined)
@@ -130,12 +150,12 @@ static int check_header(struct weft_trace *t, const char *name, const unsigned c
 {
 	struct weft_file_header h;
 	if (n < sizeof(h)) {
-		warn(t, "%s: shorter than its header (%zu bytes); skipped", name, n);
+		weft_trace_warn(t, "%s: shorter than its header (%zu bytes); skipped", name, n);
 		return 1;
 	}
 	memcpy(&h, d, sizeof(h));
 	if (memcmp(h.magic, magic, 8)) {
-		warn(t, "%s: not a weft file (bad magic); skipped", name);
+		weft_trace_warn(t, "%s: not a weft file (bad magic); skipped", name);
 		return 1;
 	}
 	if (h.major > WEFT_FMT_MAJOR) {
@@ -155,13 +175,13 @@ static void parse_meta(struct weft_trace *t, const char *name, const unsigned ch
 	while (off < n) {
 		struct weft_meta_rec_header h;
 		if (n - off < sizeof(h)) {
-			warn(t, "%s: truncated metadata record at offset %zu; the rest is ignored", name, off);
+			weft_trace_warn(t, "%s: truncated metadata record at offset %zu; the rest is ignored", name, off);
 			break;
 		}
 		memcpy(&h, d + off, sizeof(h));
 		off += sizeof(h);
 		if (h.len > n - off) {
-			warn(t, "%s: truncated metadata record at offset %zu; the rest is ignored", name,
+			weft_trace_warn(t, "%s: truncated metadata record at offset %zu; the rest is ignored", name,
 			     off - sizeof(h));
 			break;
 		}
@@ -277,6 +297,19 @@ static void parse_meta(struct weft_trace *t, const char *name, const unsigned ch
 			free(p->name);
 			p->name = xstrndup((const char *)r, bounded_len((const char *)r, len));
 			break;
+		case WEFT_M_MAPS:
+			if (len > 8) {
+				p->maps = xrealloc(p->maps, p->maps_len + len - 8 + 2);
+				memcpy(p->maps + p->maps_len, r + 8, len - 8);
+				p->maps_len += len - 8;
+				p->maps[p->maps_len++] = '\n';
+				p->maps[p->maps_len] = 0;
+			}
+			break;
+		case WEFT_M_FUNC_FILTER:
+			if (len >= 8)
+				memcpy(&p->func_filtered, r, 8);
+			break;
 		case WEFT_M_FINISH:
 			if (len >= sizeof(p->fin)) {
 				memcpy(p->fin, r, sizeof(p->fin));
@@ -348,11 +381,11 @@ static void parse_events(struct weft_trace *t, const char *name, const unsigned 
 		if (!found) {
 			struct weft_chunk_header partial;
 			memcpy(&partial, d + bad, n - bad < sizeof(partial) ? 0 : sizeof(partial));
-			warn(t, "%s: truncated or damaged after offset %zu (%zu bytes unreadable); "
+			weft_trace_warn(t, "%s: truncated or damaged after offset %zu (%zu bytes unreadable); "
 			     "kept everything before it", name, bad, n - bad);
 			break;
 		}
-		warn(t, "%s: damaged bytes %zu-%zu skipped", name, bad, next);
+		weft_trace_warn(t, "%s: damaged bytes %zu-%zu skipped", name, bad, next);
 		p->bad_chunks++;
 		off = next;
 	}
@@ -436,12 +469,12 @@ static void setup_clock(struct weft_trace *t, struct weft_proc *p)
 		p->base_ns = p->clock[0].boot_ns;
 		if (p->nominal_hz) {
 			p->mult = ((unsigned __int128)1000000000u << 32) / p->nominal_hz;
-			warn(t, "process %d: one clock calibration point; using the nominal %llu Hz", p->pid,
+			weft_trace_warn(t, "process %d: one clock calibration point; using the nominal %llu Hz", p->pid,
 			     (unsigned long long)p->nominal_hz);
 			return;
 		}
 	}
-	warn(t, "process %d: no usable clock calibration; timestamps are raw ticks", p->pid);
+	weft_trace_warn(t, "process %d: no usable clock calibration; timestamps are raw ticks", p->pid);
 }
 
 /* Widen [first, last] by the times in one chunk. */
@@ -451,7 +484,7 @@ static void span_of(struct weft_trace *t, const struct weft_proc *p, const struc
 	size_t n;
 	const char *why;
 	if (weft_chunk_decode(c, buf, cap, &n, &why)) {
-		warn(t, "process %d: chunk %llu cannot be decoded (%s)", p->pid, (unsigned long long)c->seq, why);
+		weft_trace_warn(t, "process %d: chunk %llu cannot be decoded (%s)", p->pid, (unsigned long long)c->seq, why);
 		return;
 	}
 	const uint64_t *w = *buf;
@@ -479,7 +512,7 @@ static void finish(struct weft_trace *t)
 	for (size_t i = 0; i < t->nprocs; i++) {
 		struct weft_proc *p = &t->procs[i];
 		if (!p->has_meta)
-			warn(t, "process %d: no metadata file; names are unknown", p->pid);
+			weft_trace_warn(t, "process %d: no metadata file; names are unknown", p->pid);
 		setup_clock(t, p);
 		for (size_t k = 0; k < p->nthreads; k++) {
 			struct weft_thread_data *th = &p->threads[k];
@@ -489,7 +522,7 @@ static void finish(struct weft_trace *t)
 			uint64_t drops = 0;
 			for (size_t c = 0; c < th->nchunks; c++) {
 				if (o && th->chunks[o - 1].seq == th->chunks[c].seq) {
-					warn(t, "process %d thread %u: chunk %llu appears twice; kept the first",
+					weft_trace_warn(t, "process %d thread %u: chunk %llu appears twice; kept the first",
 					     p->pid, th->tid, (unsigned long long)th->chunks[c].seq);
 					continue;
 				}
@@ -527,6 +560,9 @@ static void finish(struct weft_trace *t)
 	free(buf);
 	if (t->first_ns == UINT64_MAX)
 		t->first_ns = t->last_ns = 0;
+	for (size_t i = 0; i < t->nprocs; i++)
+		if (t->procs[i].maps)
+			weft_symbolize(t, &t->procs[i]);
 }
 
 static int pid_of(const char *name)
@@ -625,7 +661,7 @@ int weft_trace_open(const char *dir, struct weft_trace **out, char *err, size_t 
 		int fd = open(path, O_RDONLY | O_CLOEXEC);
 		struct stat st;
 		if (fd < 0 || fstat(fd, &st)) {
-			warn(t, "%s: %s; skipped", names[i], strerror(errno));
+			weft_trace_warn(t, "%s: %s; skipped", names[i], strerror(errno));
 			if (fd >= 0)
 				close(fd);
 			continue;
@@ -680,6 +716,9 @@ void weft_trace_free(struct weft_trace *t)
 			free(p->argv[a]);
 		free(p->argv);
 		free(p->clock);
+		free(p->maps);
+		free(p->func_addr);
+		free(p->func_id);
 		free(p->name);
 		free(p->host);
 		free(p->options);

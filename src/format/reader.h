@@ -59,6 +59,12 @@ struct weft_proc {
 	size_t ntracks;
 	struct weft_thread_data *threads;
 	size_t nthreads;
+	char *maps;            /* every MAPS record's text, concatenated */
+	size_t maps_len;
+	uint64_t *func_addr;   /* open-addressing table: function address -> site id */
+	uint32_t *func_id;
+	size_t func_cap, nfuncs;
+	uint64_t func_filtered; /* left out by func_depth=/func_min= */
 	int has_meta, finished;
 	uint64_t fin[7]; /* events, dropped, after_stop, bytes_raw, bytes_written, chunks, end_ns */
 	uint64_t bytes_stored, bytes_raw, nchunks_read, bad_chunks;
@@ -97,6 +103,9 @@ static inline uint64_t weft_proc_ns(const struct weft_proc *p, uint64_t ticks)
 	return back > p->base_ns ? 0 : p->base_ns - back;
 }
 
+void weft_trace_warn(struct weft_trace *t, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Adds a site definition to a process (symbolized functions); returns its id. */
+uint32_t weft_proc_add_site(struct weft_proc *p, const char *name, const char *cat);
 const char *weft_site_name(const struct weft_proc *p, uint32_t id);
 const char *weft_track_name(const struct weft_proc *p, unsigned id);
 

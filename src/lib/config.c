@@ -99,6 +99,28 @@ static int set_str(char *dst, size_t n, const char *v)
 	return 0;
 }
 
+int weft_parse_duration(const char *s, uint64_t *ns)
+{
+	char *end;
+	errno = 0;
+	double v = strtod(s, &end);
+	if (end == s || errno || v < 0)
+		return -EINVAL;
+	double mul = 1;
+	if (!strcmp(end, "ns") || !*end)
+		mul = 1;
+	else if (!strcmp(end, "us"))
+		mul = 1e3;
+	else if (!strcmp(end, "ms"))
+		mul = 1e6;
+	else if (!strcmp(end, "s"))
+		mul = 1e9;
+	else
+		return -EINVAL;
+	*ns = (uint64_t)(v * mul);
+	return 0;
+}
+
 typedef int (*setter_fn)(struct weft_config *c, const char *v);
 #define SETTER(fn) static int fn(struct weft_config *c, const char *v)
 
@@ -132,6 +154,15 @@ SETTER(set_writer_cpus)
 		return -EINVAL;
 	return set_str(c->writer_cpus, sizeof(c->writer_cpus), v);
 }
+SETTER(set_func_depth)
+{
+	int d;
+	if (parse_int(v, 0, 1000000, &d))
+		return -EINVAL;
+	c->func_depth = (uint32_t)d;
+	return 0;
+}
+SETTER(set_func_min) { return weft_parse_duration(v, &c->func_min_ns); }
 SETTER(set_overflow)
 {
 	if (!strcmp(v, "drop"))
@@ -159,6 +190,8 @@ static const struct {
 	{"writer_cpus", set_writer_cpus, "a CPU list such as 1 or 0-3,6"},
 	{"compression", set_compression, "a zstd level from -100 to 19, 0 = none"},
 	{"overflow", set_overflow, "drop or block"},
+	{"func_depth", set_func_depth, "a call depth, 0 = unlimited"},
+	{"func_min", set_func_min, "a duration such as 500ns, 5us, 1ms"},
 };
 
 int weft_config_set(struct weft_config *c, const char *key, const char *val, int log_errors)

@@ -33,6 +33,8 @@ struct weft_config {
 	char writer_cpus[128];
 	int compression;
 	int overflow;
+	uint32_t func_depth;  /* record functions up to this call depth (0 = all) */
+	uint64_t func_min_ns; /* drop function slices shorter than this that have no children */
 	char given[2048]; /* the options as given, for the trace metadata */
 };
 /* Written by config functions under weft_g.lock before start, read-only after start (except
@@ -113,7 +115,13 @@ struct weft_global {
 	char dir[1024];
 	char stem[32]; /* file name stem: pid, or pid.N after exec */
 	_Atomic uint64_t events, dropped, after_stop, bytes_raw, bytes_written, chunks;
+	_Atomic uint64_t func_filtered; /* function events left out by func_depth/func_min */
+	int in_signal; /* weft_stop runs from a fatal-signal handler: free nothing */
 };
+/* Set while the calling thread is inside the runtime's slow paths (holding its locks): a
+ * signal handler that finds it set must not stop the trace from this thread. */
+WEFT_HIDDEN extern __thread int weft_in_runtime;
+WEFT_HIDDEN int weft_parse_duration(const char *s, uint64_t *ns);
 WEFT_HIDDEN extern struct weft_global weft_g;
 WEFT_HIDDEN int weft_ensure_started(void);
 

@@ -68,6 +68,7 @@ void weft_meta_write(unsigned type, const void *a, size_t alen, const void *b, s
 	struct weft_meta_rec_header h = {(uint16_t)type, 0, (uint32_t)(alen + blen)};
 	struct iovec iov[3] = {{&h, sizeof(h)}, {(void *)a, alen}, {(void *)b, blen}};
 	int saved = errno;
+	weft_in_runtime++;
 	pthread_mutex_lock(&meta_lock);
 	if (meta_fd >= 0) {
 		ssize_t want = (ssize_t)(sizeof(h) + alen + blen);
@@ -75,6 +76,7 @@ void weft_meta_write(unsigned type, const void *a, size_t alen, const void *b, s
 			weft_log(WEFT_LOG_ERROR, "metadata write failed: %s", strerror(errno));
 	}
 	pthread_mutex_unlock(&meta_lock);
+	weft_in_runtime--;
 	errno = saved;
 }
 

@@ -97,6 +97,7 @@ int weft__site_check(struct weft_site *s)
 	if (st != WEFT__SITE_NEW)
 		return st == WEFT__SITE_ON;
 	weft_ensure_started();
+	weft_in_runtime++;
 	pthread_mutex_lock(&reg_lock);
 	if (s->state == WEFT__SITE_NEW) {
 		s->id = intern(s);
@@ -106,6 +107,7 @@ int weft__site_check(struct weft_site *s)
 	}
 	st = s->state;
 	pthread_mutex_unlock(&reg_lock);
+	weft_in_runtime--;
 	return st == WEFT__SITE_ON;
 }
 

@@ -259,6 +259,9 @@ int weft_stop(void)
 			   atomic_load(&weft_g.bytes_written), atomic_load(&weft_g.chunks),
 			   weft_boottime_ns()};
 	weft_meta_write(WEFT_M_FINISH, fin, sizeof(fin), NULL, 0);
+	uint64_t ff = atomic_load(&weft_g.func_filtered);
+	if (ff)
+		weft_meta_write(WEFT_M_FUNC_FILTER, &ff, sizeof(ff), NULL, 0);
 	weft_meta_close();
 	pthread_mutex_unlock(&weft_g.lock);
 	return 0;

@@ -38,6 +38,7 @@ struct weft_thread {
 
 /* The calling thread's state; written only by that thread. */
 static __thread struct weft_thread *self __attribute__((tls_model("initial-exec")));
+__thread int weft_in_runtime __attribute__((tls_model("initial-exec")));
 
 static pthread_mutex_t threads_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct weft_thread *threads; /* under threads_lock */
@@ -272,6 +273,7 @@ static void count_lost(void)
 void *weft__reserve_slow(size_t bytes)
 {
 	int saved = errno;
+	weft_in_runtime++;
 	struct weft_thread *t = self;
 	char *p = NULL;
 	if (!t && !(t = thread_init())) {
@@ -307,10 +309,12 @@ void *weft__reserve_slow(size_t bytes)
 		p += 24;
 	}
 	t->tls->end = c->data + chunk_bytes;
+	t->tls->start = p;
 	t->tls->pos = p;
 unlock:
 	pthread_mutex_unlock(&t->lock);
 out:
+	weft_in_runtime--;
 	errno = saved;
 	return p;
 }

@@ -244,8 +244,10 @@ void weft_writers_stop(void)
 		struct writer *w = &writers[i];
 		pthread_join(w->th, NULL);
 		close(w->fd);
-		ZSTD_freeCCtx(w->cctx);
-		free(w->zbuf);
+		if (!weft_g.in_signal) { /* the interrupted thread may hold malloc's lock */
+			ZSTD_freeCCtx(w->cctx);
+			free(w->zbuf);
+		}
 	}
 	nwriters = 0;
 }

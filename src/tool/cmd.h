@@ -9,6 +9,8 @@
 
 int cmd_convert(int argc, char **argv);
 int cmd_info(int argc, char **argv);
+int cmd_record(int argc, char **argv);
+int cmd_report(int argc, char **argv);
 
 /* Prints "weft: CMD: message" on stderr. */
 void weft_cli_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

@@ -12,6 +12,8 @@ static const struct {
 	int (*fn)(int, char **);
 	const char *summary;
 } commands[] = {
+	{"record", cmd_record, "run a program with tracing injected (functions, fork, exec) and record it"},
+	{"report", cmd_report, "functions and slices by total and self time, calls, tree"},
 	{"convert", cmd_convert, "convert a trace directory to .pftrace (Perfetto) or Chrome .json"},
 	{"info", cmd_info, "show processes, threads, events, drops, time span and sizes of a trace"},
 };

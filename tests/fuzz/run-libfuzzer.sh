@@ -6,6 +6,6 @@ cd "$(dirname "$0")/../.."
 command -v clang >/dev/null || { echo "run-libfuzzer.sh: clang not found (apt-get install clang)" >&2; exit 1; }
 mkdir -p build-fuzz
 clang -g -O1 -fsanitize=fuzzer,address,undefined -D_GNU_SOURCE -Isrc -Iinclude \
-  tests/fuzz/fuzz_reader.c src/format/reader.c src/export/model.c src/export/pftrace.c \
-  src/export/json.c -lzstd -lpthread -lm -o build-fuzz/fuzz_reader
+  tests/fuzz/fuzz_reader.c src/format/reader.c src/format/symbols.c src/export/model.c src/export/pftrace.c \
+  src/export/json.c -lzstd -lelf -lstdc++ -lpthread -lm -o build-fuzz/fuzz_reader
 build-fuzz/fuzz_reader -max_total_time="${FUZZ_SECONDS:-60}" -max_len=65536 tests/fuzz/corpus

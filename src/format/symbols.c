@@ -1,0 +1,296 @@
+/*
+ * symbols.c - see symbols.h. One pass over the process's chunks collects the distinct
+ * function addresses; each is looked up in the union of all recorded memory maps (a library
+ * unloaded later still resolves) and then in its file's symbols, read once per file.
+ */
+#include "format/symbols.h"
+#include "format/format.h"
+#include <fcntl.h>
+#include <gelf.h>
+#include <libelf.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+char *__cxa_demangle(const char *mangled, char *buf, size_t *len, int *status); /* libstdc++ */
+
+struct mapping {
+	uint64_t start, end, offset;
+	const char *path; /* into the maps text */
+};
+
+struct fsym {
+	uint64_t value, size;
+	const char *name;
+};
+
+struct elf_file {
+	char *path;
+	Elf *elf;
+	int fd;
+	struct fsym *syms;
+	size_t nsyms;
+	GElf_Phdr *loads;
+	size_t nloads;
+};
+
+static int cmp_map(const void *a, const void *b)
+{
+	const struct mapping *x = a, *y = b;
+	return x->start < y->start ? -1 : x->start > y->start;
+}
+
+static int cmp_sym(const void *a, const void *b)
+{
+	const struct fsym *x = a, *y = b;
+	return x->value < y->value ? -1 : x->value > y->value;
+}
+
+/* Executable file mappings from every MAPS snapshot, deduplicated, sorted. */
+static struct mapping *parse_maps(char *text, size_t *n)
+{
+	size_t cap = 64, k = 0;
+	struct mapping *m = malloc(cap * sizeof(*m));
+	for (char *line = strtok(text, "\n"); line && m; line = strtok(NULL, "\n")) {
+		unsigned long long s, e, off;
+		char perms[8];
+		int path_at = 0;
+		if (sscanf(line, "%llx-%llx %7s %llx %*s %*s %n", &s, &e, perms, &off, &path_at) < 4)
+			continue;
+		if (!strchr(perms, 'x') || !path_at || line[path_at] != '/')
+			continue;
+		if (k == cap) {
+			struct mapping *mm = realloc(m, cap * 2 * sizeof(*m));
+			if (!mm)
+				break;
+			m = mm;
+			cap *= 2;
+		}
+		m[k++] = (struct mapping){s, e, off, line + path_at};
+	}
+	if (m)
+		qsort(m, k, sizeof(*m), cmp_map);
+	size_t o = 0;
+	for (size_t i = 0; i < k; i++)
+		if (!o || m[o - 1].start != m[i].start || strcmp(m[o - 1].path, m[i].path))
+			m[o++] = m[i];
+	*n = o;
+	return m;
+}
+
+static void load_elf(struct elf_file *f)
+{
+	f->fd = open(f->path, O_RDONLY | O_CLOEXEC);
+	if (f->fd < 0)
+		return;
+	f->elf = elf_begin(f->fd, ELF_C_READ, NULL);
+	if (!f->elf)
+		return;
+	size_t ph = 0;
+	if (elf_getphdrnum(f->elf, &ph) == 0 && ph) {
+		f->loads = calloc(ph, sizeof(GElf_Phdr));
+		for (size_t i = 0; f->loads && i < ph; i++) {
+			GElf_Phdr p;
+			if (gelf_getphdr(f->elf, (int)i, &p) && p.p_type == PT_LOAD)
+				f->loads[f->nloads++] = p;
+		}
+	}
+	size_t cap = 0;
+	for (int pass = 0; pass < 2; pass++) { /* .symtab first; .dynsym only if there is none */
+		Elf_Scn *scn = NULL;
+		size_t before = f->nsyms;
+		while ((scn = elf_nextscn(f->elf, scn))) {
+			GElf_Shdr sh;
+			if (!gelf_getshdr(scn, &sh) || sh.sh_type != (pass ? SHT_DYNSYM : SHT_SYMTAB) ||
+			    !sh.sh_entsize)
+				continue;
+			Elf_Data *d = elf_getdata(scn, NULL);
+			size_t n = sh.sh_size / sh.sh_entsize;
+			for (size_t j = 0; d && j < n; j++) {
+				GElf_Sym sym;
+				if (!gelf_getsym(d, (int)j, &sym) || !sym.st_value)
+					continue;
+				int type = GELF_ST_TYPE(sym.st_info);
+				if (type != STT_FUNC && type != STT_GNU_IFUNC)
+					continue;
+				const char *name = elf_strptr(f->elf, sh.sh_link, sym.st_name);
+				if (!name || !*name)
+					continue;
+				if (f->nsyms == cap) {
+					cap = cap ? cap * 2 : 1024;
+					struct fsym *ns = realloc(f->syms, cap * sizeof(*ns));
+					if (!ns)
+						return;
+					f->syms = ns;
+				}
+				f->syms[f->nsyms++] = (struct fsym){sym.st_value, sym.st_size, name};
+			}
+		}
+		if (f->nsyms > before)
+			break;
+	}
+	if (f->nsyms)
+		qsort(f->syms, f->nsyms, sizeof(*f->syms), cmp_sym);
+}
+
+static const char *lookup(const struct elf_file *f, uint64_t vaddr)
+{
+	size_t lo = 0, hi = f->nsyms;
+	while (lo < hi) { /* last symbol with value <= vaddr */
+		size_t mid = (lo + hi) / 2;
+		if (f->syms[mid].value <= vaddr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (!lo)
+		return NULL;
+	const struct fsym *s = &f->syms[lo - 1];
+	if (s->size ? vaddr < s->value + s->size : (lo == f->nsyms || vaddr < f->syms[lo].value))
+		return s->name;
+	return NULL;
+}
+
+static void name_of(struct elf_file *files, size_t nfiles, const struct mapping *maps, size_t nmaps,
+		    uint64_t addr, char *out, size_t outlen)
+{
+	size_t lo = 0, hi = nmaps;
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+		if (maps[mid].start <= addr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	const struct mapping *m = lo ? &maps[lo - 1] : NULL;
+	if (!m || addr >= m->end) {
+		snprintf(out, outlen, "0x%llx", (unsigned long long)addr);
+		return;
+	}
+	struct elf_file *f = NULL;
+	for (size_t i = 0; i < nfiles && !f; i++)
+		if (!strcmp(files[i].path, m->path))
+			f = &files[i];
+	uint64_t off = addr - m->start + m->offset;
+	const char *base = strrchr(m->path, '/') ? strrchr(m->path, '/') + 1 : m->path;
+	const char *sym = NULL;
+	for (size_t i = 0; f && i < f->nloads && !sym; i++) {
+		const GElf_Phdr *p = &f->loads[i];
+		if (off >= p->p_offset && off < p->p_offset + p->p_filesz)
+			sym = lookup(f, off - p->p_offset + p->p_vaddr);
+	}
+	if (!sym) {
+		snprintf(out, outlen, "%s+0x%llx", base, (unsigned long long)off);
+		return;
+	}
+	int status = -1;
+	char *dem = sym[0] == '_' && sym[1] == 'Z' ? __cxa_demangle(sym, NULL, NULL, &status) : NULL;
+	snprintf(out, outlen, "%s", dem && status == 0 ? dem : sym);
+	free(dem);
+}
+
+static void table_put(struct weft_proc *p, uint64_t addr, uint32_t id)
+{
+	size_t mask = p->func_cap - 1;
+	for (size_t i = (size_t)((addr * 0x9e3779b97f4a7c15ull) >> 20) & mask;; i = (i + 1) & mask)
+		if (!p->func_addr[i] || p->func_addr[i] == addr) {
+			p->func_addr[i] = addr;
+			p->func_id[i] = id;
+			return;
+		}
+}
+
+static int table_grow(struct weft_proc *p)
+{
+	size_t cap = p->func_cap ? p->func_cap * 2 : 1024;
+	uint64_t *oa = p->func_addr;
+	uint32_t *oi = p->func_id;
+	size_t ocap = p->func_cap;
+	p->func_addr = calloc(cap, sizeof(uint64_t));
+	p->func_id = calloc(cap, sizeof(uint32_t));
+	if (!p->func_addr || !p->func_id)
+		return -1;
+	p->func_cap = cap;
+	for (size_t i = 0; i < ocap; i++)
+		if (oa[i])
+			table_put(p, oa[i], oi[i]);
+	free(oa);
+	free(oi);
+	return 0;
+}
+
+void weft_symbolize(struct weft_trace *t, struct weft_proc *p)
+{
+	/* 1. distinct addresses (id 0 until named) */
+	uint64_t *buf = NULL;
+	size_t cap = 0;
+	for (size_t k = 0; k < p->nthreads; k++)
+		for (size_t c = 0; c < p->threads[k].nchunks; c++) {
+			size_t n;
+			const char *why;
+			if (weft_chunk_decode(&p->threads[k].chunks[c], &buf, &cap, &n, &why))
+				continue;
+			for (size_t i = 0; i + 2 <= n; i += 2 + weft_rec_extra(buf[i + 1])) {
+				unsigned type = weft_rec_type(buf[i + 1]);
+				if (type != WEFT_R_FUNC_ENTER && type != WEFT_R_FUNC_EXIT)
+					continue;
+				uint64_t a = weft_rec_addr(buf[i + 1]);
+				if (!a || weft_func_id(p, a) || (p->func_cap && p->func_addr[0] == a))
+					continue;
+				if ((p->nfuncs + 1) * 2 > p->func_cap && table_grow(p))
+					goto out;
+				table_put(p, a, UINT32_MAX);
+				p->nfuncs++;
+			}
+		}
+	if (!p->nfuncs)
+		goto out;
+	/* 2. name each: maps -> file -> symbol */
+	char *text = malloc(p->maps_len + 1);
+	if (!text)
+		goto out;
+	memcpy(text, p->maps, p->maps_len + 1);
+	size_t nmaps;
+	struct mapping *maps = parse_maps(text, &nmaps);
+	elf_version(EV_CURRENT);
+	struct elf_file *files = calloc(nmaps + 1, sizeof(*files));
+	size_t nfiles = 0;
+	for (size_t i = 0; files && i < nmaps; i++) {
+		int seen = 0;
+		for (size_t k = 0; k < nfiles && !seen; k++)
+			seen = !strcmp(files[k].path, maps[i].path);
+		if (!seen) {
+			files[nfiles].path = strdup(maps[i].path);
+			files[nfiles].fd = -1;
+			load_elf(&files[nfiles++]);
+		}
+	}
+	size_t unnamed = 0;
+	for (size_t i = 0; i < p->func_cap; i++) {
+		if (!p->func_addr[i])
+			continue;
+		char name[1024];
+		name_of(files, nfiles, maps, maps ? nmaps : 0, p->func_addr[i], name, sizeof(name));
+		if (name[0] == '0' && name[1] == 'x')
+			unnamed++;
+		p->func_id[i] = weft_proc_add_site(p, name, "");
+	}
+	if (unnamed)
+		weft_trace_warn(t, "process %d: %zu function addresses outside any recorded file mapping",
+				p->pid, unnamed);
+	for (size_t k = 0; k < nfiles; k++) {
+		if (files[k].elf)
+			elf_end(files[k].elf);
+		if (files[k].fd >= 0)
+			close(files[k].fd);
+		free(files[k].syms);
+		free(files[k].loads);
+		free(files[k].path);
+	}
+	free(files);
+	free(maps);
+	free(text);
+out:
+	free(buf);
+}

@@ -1,0 +1,30 @@
+/*
+ * symbols.h - function addresses recorded by -finstrument-functions hooks, turned into names
+ * at read time: the process's memory maps (MAPS metadata) say which file each address lies
+ * in, that file's ELF symbol tables (read with elfutils' libelf) say which function, and C++
+ * names are demangled. Each distinct address becomes a call site of the process (kind event),
+ * so converters and reports treat functions like any other slice.
+ */
+#ifndef WEFT_SYMBOLS_H
+#define WEFT_SYMBOLS_H
+
+#include "format/reader.h"
+
+/* Symbolize every function address used by the process's chunks. */
+void weft_symbolize(struct weft_trace *t, struct weft_proc *p);
+
+/* The site id given to a function address (0 if the address was never seen). */
+static inline uint32_t weft_func_id(const struct weft_proc *p, uint64_t addr)
+{
+	if (!p->func_cap)
+		return 0;
+	size_t mask = p->func_cap - 1;
+	for (size_t i = (size_t)((addr * 0x9e3779b97f4a7c15ull) >> 20) & mask;; i = (i + 1) & mask) {
+		if (p->func_addr[i] == addr)
+			return p->func_id[i];
+		if (!p->func_addr[i])
+			return 0;
+	}
+}
+
+#endif

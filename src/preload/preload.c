@@ -1,0 +1,296 @@
+/*
+ * preload.c - libweft-preload.so: what `weft record` injects into an unmodified program with
+ * LD_PRELOAD (the whole runtime is linked into it). Everything interposed is in this file:
+ *   __cyg_profile_func_enter/exit  one 16-byte record per entry and exit of code built with
+ *                                  -finstrument-functions (executable and libraries);
+ *   dlopen, dlclose                the memory map is recorded again, so functions of
+ *                                  libraries loaded later can be symbolized;
+ *   execve and friends             the trace of this image is finished before the exec (it
+ *                                  would be lost), and the environment that carries tracing
+ *                                  to the new image is restored if the program dropped it;
+ *   fatal and terminating signals  (where the program left the default action) the trace is
+ *                                  finished, then the signal takes its default effect, so a
+ *                                  crash or Ctrl-C still leaves a complete trace.
+ * Function filters: func_depth=N records only the N outermost levels; func_min=T takes back
+ * an entry/exit pair shorter than T with nothing recorded in between (like uftrace -t). What
+ * they leave out is counted (not as drops: it was asked for).
+ */
+#include "lib/internal.h"
+#include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define NOINST __attribute__((no_instrument_function))
+#define EXPORT __attribute__((visibility("default")))
+
+static int func_filters;          /* set once at start: any function filter configured */
+static uint64_t func_min_ticks;   /* func_min in clock ticks */
+static __thread uint32_t depth;   /* call depth, maintained only with filters */
+static __thread uint64_t filtered_local;
+
+static inline uint64_t func_hdr(unsigned type, const void *fn) NOINST;
+static inline uint64_t func_hdr(unsigned type, const void *fn)
+{
+	uint64_t a = (uint64_t)(uintptr_t)fn;
+	return (a & 0xffffffffu) | ((uint64_t)type << 32) | (((a >> 32) & 0xffff) << 48);
+}
+
+static void count_filtered(uint64_t n) NOINST;
+static void count_filtered(uint64_t n)
+{
+	filtered_local += n;
+	if (filtered_local >= 1024) {
+		atomic_fetch_add_explicit(&weft_g.func_filtered, filtered_local, memory_order_relaxed);
+		filtered_local = 0;
+	}
+}
+
+static void enter_filtered(void *fn) NOINST;
+static void enter_filtered(void *fn)
+{
+	if (weft_cfg.func_depth && ++depth > weft_cfg.func_depth) {
+		count_filtered(1);
+		return;
+	}
+	if (!weft_cfg.func_depth)
+		depth++;
+	weft__rec2(func_hdr(WEFT_R_FUNC_ENTER, fn));
+}
+
+static void exit_filtered(void *fn) NOINST;
+static void exit_filtered(void *fn)
+{
+	uint32_t d = depth;
+	if (d)
+		depth = d - 1;
+	if (weft_cfg.func_depth && d > weft_cfg.func_depth) {
+		count_filtered(1);
+		return;
+	}
+	if (func_min_ticks) {
+		/* Is the entry of this call the last record, in this chunk? Then the call had no
+		 * recorded children, and if it was short both records are taken back. */
+		uint64_t *p = (uint64_t *)weft__tls.pos;
+		if ((char *)p - 16 >= weft__tls.start && weft__tls.start &&
+		    p[-1] == func_hdr(WEFT_R_FUNC_ENTER, fn) && weft__ticks() - p[-2] < func_min_ticks) {
+			weft__commit(p - 2);
+			count_filtered(2);
+			return;
+		}
+	}
+	weft__rec2(func_hdr(WEFT_R_FUNC_EXIT, fn));
+}
+
+EXPORT NOINST void __cyg_profile_func_enter(void *fn, void *site)
+{
+	(void)site;
+	if (__builtin_expect(func_filters, 0)) {
+		enter_filtered(fn);
+		return;
+	}
+	weft__rec2(func_hdr(WEFT_R_FUNC_ENTER, fn));
+}
+
+EXPORT NOINST void __cyg_profile_func_exit(void *fn, void *site)
+{
+	(void)site;
+	if (__builtin_expect(func_filters, 0)) {
+		exit_filtered(fn);
+		return;
+	}
+	weft__rec2(func_hdr(WEFT_R_FUNC_EXIT, fn));
+}
+
+/* The memory map as a MAPS metadata record: where each library's code lies. */
+static void record_maps(void)
+{
+	if (atomic_load(&weft_g.run) != WEFT_RUN_ON)
+		return;
+	int fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return;
+	size_t cap = 1 << 16, n = 0;
+	char *buf = malloc(cap);
+	while (buf) {
+		if (n == cap) {
+			char *b = realloc(buf, cap * 2);
+			if (!b)
+				break;
+			buf = b;
+			cap *= 2;
+		}
+		ssize_t r = read(fd, buf + n, cap - n);
+		if (r <= 0)
+			break;
+		n += (size_t)r;
+	}
+	close(fd);
+	if (buf) {
+		uint64_t ticks = weft__ticks();
+		weft_meta_write(WEFT_M_MAPS, &ticks, sizeof(ticks), buf, n);
+		free(buf);
+	}
+}
+
+EXPORT void *dlopen(const char *file, int mode)
+{
+	static void *(*real)(const char *, int);
+	if (!real)
+		real = (void *(*)(const char *, int))dlsym(RTLD_NEXT, "dlopen");
+	void *h = real(file, mode);
+	if (h)
+		record_maps();
+	return h;
+}
+
+EXPORT int dlclose(void *handle)
+{
+	static int (*real)(void *);
+	if (!real)
+		real = (int (*)(void *))dlsym(RTLD_NEXT, "dlclose");
+	record_maps(); /* the library's mapping, before it goes */
+	return real(handle);
+}
+
+/* ---- exec ---- */
+
+static const char *const carried[] = {"LD_PRELOAD", "WEFT_OPTIONS", "WEFT_SESSION"};
+
+/* envp plus whichever of `carried` it lacks, from this process's environment. */
+static char **with_tracing_env(char *const envp[])
+{
+	size_t n = 0;
+	while (envp && envp[n])
+		n++;
+	char **out = malloc((n + 4) * sizeof(char *));
+	if (!out)
+		return NULL;
+	memcpy(out, envp, n * sizeof(char *));
+	for (size_t k = 0; k < sizeof(carried) / sizeof(carried[0]); k++) {
+		size_t l = strlen(carried[k]);
+		int have = 0;
+		for (size_t i = 0; i < n && !have; i++)
+			have = !strncmp(out[i], carried[k], l) && out[i][l] == '=';
+		const char *v = getenv(carried[k]);
+		if (!have && v) {
+			char *e = malloc(l + strlen(v) + 2);
+			if (e) {
+				sprintf(e, "%s=%s", carried[k], v);
+				out[n++] = e;
+			}
+		}
+	}
+	out[n] = NULL;
+	return out;
+}
+
+/* Finish this image's trace: an exec that succeeds never returns to flush it. A vfork child
+ * shares its parent's memory and must not touch the runtime: it is told apart by its pid. */
+static void before_exec(void)
+{
+	if (atomic_load(&weft_g.run) == WEFT_RUN_ON && getpid() == weft_g.pid)
+		weft_stop();
+}
+
+EXPORT int execve(const char *path, char *const argv[], char *const envp[])
+{
+	static int (*real)(const char *, char *const[], char *const[]);
+	if (!real)
+		real = (int (*)(const char *, char *const[], char *const[]))dlsym(RTLD_NEXT, "execve");
+	char **env = with_tracing_env(envp);
+	before_exec();
+	int rc = real(path, argv, env ? env : envp);
+	int e = errno;
+	free(env); /* only the added strings leak, once per failed exec */
+	errno = e;
+	return rc;
+}
+
+EXPORT int execvpe(const char *file, char *const argv[], char *const envp[])
+{
+	static int (*real)(const char *, char *const[], char *const[]);
+	if (!real)
+		real = (int (*)(const char *, char *const[], char *const[]))dlsym(RTLD_NEXT, "execvpe");
+	char **env = with_tracing_env(envp);
+	before_exec();
+	int rc = real(file, argv, env ? env : envp);
+	int e = errno;
+	free(env);
+	errno = e;
+	return rc;
+}
+
+extern char **environ;
+EXPORT int execv(const char *path, char *const argv[])
+{
+	return execve(path, argv, environ);
+}
+
+EXPORT int execvp(const char *file, char *const argv[])
+{
+	return execvpe(file, argv, environ);
+}
+
+/* ---- signals ---- */
+
+static const int fatal[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGSEGV, SIGBUS, SIGABRT, SIGFPE, SIGILL};
+
+static void on_fatal(int sig)
+{
+	int saved = errno;
+	/* finish the trace unless this thread was inside the runtime holding its locks (then
+	 * what the writers already have is what survives) */
+	if (!weft_in_runtime && getpid() == weft_g.pid) {
+		weft_g.in_signal = 1;
+		weft_stop();
+	}
+	signal(sig, SIG_DFL);
+	errno = saved;
+	/* synchronous faults re-execute the faulting instruction and die of it; others are
+	 * raised again with the default action */
+	if (sig != SIGSEGV && sig != SIGBUS && sig != SIGFPE && sig != SIGILL)
+		raise(sig);
+}
+
+static void install_signals(void)
+{
+	for (size_t i = 0; i < sizeof(fatal) / sizeof(fatal[0]); i++) {
+		struct sigaction old;
+		if (sigaction(fatal[i], NULL, &old) || old.sa_handler != SIG_DFL)
+			continue; /* the program's own handling stays */
+		struct sigaction sa;
+		memset(&sa, 0, sizeof(sa));
+		sa.sa_handler = on_fatal;
+		sigemptyset(&sa.sa_mask);
+		sa.sa_flags = SA_NODEFER | SA_RESETHAND;
+		sigaction(fatal[i], &sa, NULL);
+	}
+}
+
+__attribute__((constructor(101))) static void preload_init(void)
+{
+	if (weft_start())
+		return;
+	func_filters = weft_cfg.func_depth || weft_cfg.func_min_ns;
+	if (weft_cfg.func_min_ns) {
+		double tpn = weft_ticks_per_ns();
+		func_min_ticks = (uint64_t)((double)weft_cfg.func_min_ns * tpn);
+		if (!func_min_ticks)
+			func_min_ticks = 1;
+	}
+	record_maps();
+	install_signals();
+}
+
+__attribute__((destructor)) static void preload_fini(void)
+{
+	if (filtered_local)
+		atomic_fetch_add(&weft_g.func_filtered, filtered_local);
+	filtered_local = 0;
+}

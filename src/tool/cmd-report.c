@@ -1,0 +1,259 @@
+/*
+ * cmd-report.c - `weft report DIR`: functions and slices by total time, self time, calls,
+ * average and maximum (like `uftrace report` / `perf report`), per thread with --threads,
+ * as a call tree with --tree (like `uftrace graph`), as CSV or JSON for scripts.
+ */
+#include "tool/cmd.h"
+#include "export/profile.h"
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static void help(FILE *f)
+{
+	fprintf(f, "usage: weft report [OPTIONS] DIR\n"
+		   "Where the time went in the trace DIR.\n\n"
+		   "  -s, --sort KEY      total (default), self, calls, avg, max or name\n"
+		   "      --threads       one table per thread\n"
+		   "      --tree          the call tree: time and calls along each call path\n"
+		   "  -f, --format FMT    text (default), csv or json\n"
+		   "  -n, --limit N       at most N rows (default: all)\n"
+		   "  -j, --jobs N        threads to use (default 2)\n"
+		   "  -h, --help          this text\n\n"
+		   "Total time counts a recursive function once (its outermost call); self time is\n"
+		   "total minus the recorded calls it made. Exit status: 0, 1 unreadable, 2 usage.\n");
+}
+
+static int sort_key;
+static int cmp(const void *a, const void *b)
+{
+	const struct weft_fstat *x = a, *y = b;
+	if (x->pid != y->pid)
+		return x->pid < y->pid ? -1 : 1;
+	if (x->tid != y->tid)
+		return x->tid < y->tid ? -1 : 1;
+	uint64_t u = 0, v = 0;
+	switch (sort_key) {
+	case 0: u = x->total; v = y->total; break;
+	case 1: u = x->self; v = y->self; break;
+	case 2: u = x->calls; v = y->calls; break;
+	case 3: u = x->total / x->calls; v = y->total / y->calls; break;
+	case 4: u = x->max; v = y->max; break;
+	default: return strcmp(x->name, y->name);
+	}
+	if (u != v)
+		return u > v ? -1 : 1;
+	return strcmp(x->name, y->name);
+}
+
+static const char *fmt_ns(uint64_t ns, char *buf, size_t n)
+{
+	if (ns < 10000)
+		snprintf(buf, n, "%6llu ns", (unsigned long long)ns);
+	else if (ns < 10000000)
+		snprintf(buf, n, "%6.1f us", (double)ns / 1e3);
+	else if (ns < 10000000000ull)
+		snprintf(buf, n, "%6.1f ms", (double)ns / 1e6);
+	else
+		snprintf(buf, n, "%6.2f  s", (double)ns / 1e9);
+	return buf;
+}
+
+static void json_str(const char *s)
+{
+	putchar('"');
+	for (; *s; s++) {
+		if (*s == '"' || *s == '\\')
+			printf("\\%c", *s);
+		else if ((unsigned char)*s < 0x20)
+			printf("\\u%04x", *s);
+		else
+			putchar(*s);
+	}
+	putchar('"');
+}
+
+static void print_tree(const struct weft_tnode *n, int depth, int fmt, int *first)
+{
+	/* children by total time */
+	size_t k = 0;
+	for (const struct weft_tnode *c = n->child; c; c = c->next)
+		k++;
+	const struct weft_tnode **v = malloc((k + 1) * sizeof(*v));
+	if (!v)
+		return;
+	k = 0;
+	for (const struct weft_tnode *c = n->child; c; c = c->next)
+		v[k++] = c;
+	for (size_t i = 1; i < k; i++) /* insertion sort: child lists are short */
+		for (size_t j = i; j > 0 && v[j]->total > v[j - 1]->total; j--) {
+			const struct weft_tnode *t = v[j];
+			v[j] = v[j - 1];
+			v[j - 1] = t;
+		}
+	for (size_t i = 0; i < k; i++) {
+		const struct weft_tnode *c = v[i];
+		char a[32], b[32];
+		if (fmt == 0)
+			printf("  %s  %s  %9llu  %*s%s\n", fmt_ns(c->total, a, sizeof(a)), fmt_ns(c->self, b, sizeof(b)),
+			       (unsigned long long)c->calls, depth * 2, "", c->name);
+		else if (fmt == 1)
+			printf("%d,%llu,%llu,%llu,\"%s\"\n", depth, (unsigned long long)c->total,
+			       (unsigned long long)c->self, (unsigned long long)c->calls, c->name);
+		else {
+			printf("%s{\"depth\":%d,\"total_ns\":%llu,\"self_ns\":%llu,\"calls\":%llu,\"name\":",
+			       *first ? "" : ",\n", depth, (unsigned long long)c->total, (unsigned long long)c->self,
+			       (unsigned long long)c->calls);
+			json_str(c->name);
+			printf("}");
+			*first = 0;
+		}
+		print_tree(c, depth + 1, fmt, first);
+	}
+	free(v);
+}
+
+int cmd_report(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{"sort", required_argument, 0, 's'}, {"threads", no_argument, 0, 'T'},
+		{"tree", no_argument, 0, 'G'}, {"format", required_argument, 0, 'f'},
+		{"limit", required_argument, 0, 'n'}, {"jobs", required_argument, 0, 'j'},
+		{"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
+	static const char *keys[] = {"total", "self", "calls", "avg", "max", "name"};
+	int per_thread = 0, tree = 0, fmt = 0, jobs = 2, c;
+	long limit = -1;
+	sort_key = 0;
+	optind = 1;
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, "s:f:n:j:h", opts, NULL)) != -1) {
+		switch (c) {
+		case 's':
+			for (sort_key = 0; sort_key < 6 && strcmp(keys[sort_key], optarg); sort_key++)
+				;
+			if (sort_key == 6) {
+				weft_cli_error("report", "unknown sort key '%s' (valid: total, self, calls, avg, max, name)", optarg);
+				return WEFT_EXIT_USAGE;
+			}
+			break;
+		case 'T': per_thread = 1; break;
+		case 'G': tree = 1; break;
+		case 'f':
+			if (!strcmp(optarg, "text"))
+				fmt = 0;
+			else if (!strcmp(optarg, "csv"))
+				fmt = 1;
+			else if (!strcmp(optarg, "json"))
+				fmt = 2;
+			else {
+				weft_cli_error("report", "unknown format '%s' (valid: text, csv, json)", optarg);
+				return WEFT_EXIT_USAGE;
+			}
+			break;
+		case 'n':
+			limit = atol(optarg);
+			if (limit < 1) {
+				weft_cli_error("report", "--limit takes a positive number, not '%s'", optarg);
+				return WEFT_EXIT_USAGE;
+			}
+			break;
+		case 'j':
+			jobs = atoi(optarg);
+			if (jobs < 1 || jobs > 16) {
+				weft_cli_error("report", "--jobs takes 1 to 16, not '%s'", optarg);
+				return WEFT_EXIT_USAGE;
+			}
+			break;
+		case 'h': help(stdout); return WEFT_EXIT_OK;
+		default:
+			weft_cli_error("report", "unknown option '%s' (see 'weft report --help')", argv[optind - 1]);
+			return WEFT_EXIT_USAGE;
+		}
+	}
+	if (optind != argc - 1) {
+		weft_cli_error("report", "expected one trace directory (usage: weft report [OPTIONS] DIR)");
+		return WEFT_EXIT_USAGE;
+	}
+	struct weft_trace *t;
+	char err[512];
+	if (weft_trace_open(argv[optind], &t, err, sizeof(err))) {
+		weft_cli_error("report", "%s", err);
+		return WEFT_EXIT_FAIL;
+	}
+	for (size_t i = 0; i < t->nwarnings; i++)
+		weft_cli_error("report", "warning: %s", t->warnings[i]);
+	struct weft_profile pr;
+	if (weft_profile_build(t, per_thread, tree, jobs, &pr)) {
+		weft_cli_error("report", "out of memory");
+		weft_trace_free(t);
+		return WEFT_EXIT_FAIL;
+	}
+	int first = 1;
+	if (tree) {
+		if (fmt == 0)
+			printf("  Total time    Self time      Calls  Call tree\n");
+		else if (fmt == 1)
+			printf("depth,total_ns,self_ns,calls,name\n");
+		else
+			printf("[");
+		print_tree(pr.root, 0, fmt, &first);
+		if (fmt == 2)
+			printf("]\n");
+	} else {
+		if (pr.nrows)
+			qsort(pr.rows, pr.nrows, sizeof(*pr.rows), cmp);
+		if (fmt == 1)
+			printf("%sfunction,calls,total_ns,self_ns,avg_ns,max_ns\n", per_thread ? "pid,tid," : "");
+		else if (fmt == 2)
+			printf("[");
+		long shown = 0;
+		uint32_t cur_tid = UINT32_MAX;
+		int cur_pid = -1;
+		for (size_t i = 0; i < pr.nrows; i++) {
+			const struct weft_fstat *r = &pr.rows[i];
+			if (r->tid != cur_tid || r->pid != cur_pid) {
+				cur_tid = r->tid;
+				cur_pid = r->pid;
+				shown = 0;
+				if (fmt == 0) {
+					if (per_thread)
+						printf("%s# process %d, thread %u\n", i ? "\n" : "", r->pid, r->tid);
+					printf("  Total time    Self time      Calls     Average      Maximum  Function\n"
+					       "  ==========  ===========  =========  ==========  ===========  ========\n");
+				}
+			}
+			if (limit > 0 && shown >= limit)
+				continue;
+			shown++;
+			uint64_t avg = r->total / r->calls;
+			char a[32], b[32], d[32], e[32];
+			if (fmt == 0)
+				printf("  %s  %s  %9llu  %s  %s  %s\n", fmt_ns(r->total, a, sizeof(a)),
+				       fmt_ns(r->self, b, sizeof(b)), (unsigned long long)r->calls,
+				       fmt_ns(avg, d, sizeof(d)), fmt_ns(r->max, e, sizeof(e)), r->name);
+			else if (fmt == 1) {
+				if (per_thread)
+					printf("%d,%u,", r->pid, r->tid);
+				printf("\"%s\",%llu,%llu,%llu,%llu,%llu\n", r->name, (unsigned long long)r->calls,
+				       (unsigned long long)r->total, (unsigned long long)r->self,
+				       (unsigned long long)avg, (unsigned long long)r->max);
+			} else {
+				printf("%s{", first ? "" : ",\n");
+				first = 0;
+				if (per_thread)
+					printf("\"pid\":%d,\"tid\":%u,", r->pid, r->tid);
+				printf("\"function\":");
+				json_str(r->name);
+				printf(",\"calls\":%llu,\"total_ns\":%llu,\"self_ns\":%llu,\"avg_ns\":%llu,\"max_ns\":%llu}",
+				       (unsigned long long)r->calls, (unsigned long long)r->total,
+				       (unsigned long long)r->self, (unsigned long long)avg, (unsigned long long)r->max);
+			}
+		}
+		if (fmt == 2)
+			printf("]\n");
+	}
+	weft_profile_free(&pr);
+	weft_trace_free(t);
+	return WEFT_EXIT_OK;
+}
