@@ -39,6 +39,9 @@ enum weft_rec_type {
 	WEFT_R_ASYNC_INSTANT = 18,
 	/* function entry/exit (-finstrument-functions): id | track << 32 is the 48-bit address */
 	WEFT_R_FUNC_ENTER = 19, WEFT_R_FUNC_EXIT = 20,
+	/* setjmp / longjmp on a jmp_buf (address packed as for FUNC): the walker unwinds the
+	 * slices a longjmp skips, at the longjmp */
+	WEFT_R_SETJMP = 21, WEFT_R_LONGJMP = 22,
 };
 
 enum weft_site_state { WEFT__SITE_NEW = 0, WEFT__SITE_ON = 1, WEFT__SITE_OFF = 2 };

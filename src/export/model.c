@@ -114,6 +114,40 @@ static void on_end(struct weft_walker *w, uint64_t ts, uint32_t id, unsigned tra
 	emit_end(w, ts, id, track, 0);
 }
 
+/* setjmp: remember how deep the thread's own track was; longjmp to that jmp_buf closes what
+ * lies above (the calls it skips never exit). */
+static void note_setjmp(struct weft_walker *w, uint64_t env)
+{
+	size_t depth = stack_for(w, 0)->n;
+	for (size_t i = 0; i < w->njmps; i++)
+		if (w->jmps[i].env == env) {
+			w->jmps[i].depth = depth;
+			return;
+		}
+	if (w->njmps == w->jcap) {
+		w->jcap = w->jcap ? w->jcap * 2 : 8;
+		w->jmps = realloc(w->jmps, w->jcap * sizeof(*w->jmps));
+		if (!w->jmps)
+			abort();
+	}
+	w->jmps[w->njmps].env = env;
+	w->jmps[w->njmps++].depth = depth;
+}
+
+static void on_longjmp(struct weft_walker *w, uint64_t ts, uint64_t env)
+{
+	flush(w);
+	struct weft_walk_stack *s = stack_for(w, 0);
+	for (size_t i = 0; i < w->njmps; i++)
+		if (w->jmps[i].env == env) {
+			while (s->n > w->jmps[i].depth) {
+				w->st->unwound++;
+				emit_end(w, ts, s->ids[--s->n], 0, WEFT_EVF_UNWOUND);
+			}
+			return;
+		}
+}
+
 void weft_walker_init(struct weft_walker *w, const struct weft_proc *p, weft_ev_fn fn, void *ud,
 		      struct weft_walk_stats *st)
 {
@@ -151,6 +185,13 @@ void weft_walker_feed(struct weft_walker *wk, const uint64_t *r, size_t n)
 			break;
 		case WEFT_R_FUNC_EXIT:
 			on_end(wk, weft_proc_ns(p, r[i]), weft_func_id(p, weft_rec_addr(h)), 0);
+			break;
+		case WEFT_R_SETJMP:
+			flush(wk);
+			note_setjmp(wk, weft_rec_addr(h));
+			break;
+		case WEFT_R_LONGJMP:
+			on_longjmp(wk, weft_proc_ns(p, r[i]), weft_rec_addr(h));
 			break;
 		case WEFT_R_INSTANT:
 			start(wk, WEFT_EV_INSTANT, weft_proc_ns(p, r[i]), id, track);
@@ -226,6 +267,9 @@ void weft_walker_finish(struct weft_walker *w, uint64_t end_ns)
 	free(w->stacks);
 	w->stacks = NULL;
 	w->nstacks = 0;
+	free(w->jmps);
+	w->jmps = NULL;
+	w->njmps = w->jcap = 0;
 }
 
 void weft_walk_thread(const struct weft_proc *p, const struct weft_thread_data *th,

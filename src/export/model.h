@@ -62,6 +62,8 @@ struct weft_walker {
 	struct weft_ev ev; /* pending: its args and flows may still follow */
 	int pending;
 	uint64_t last_ts;
+	struct { uint64_t env; size_t depth; } *jmps; /* setjmp buffers seen */
+	size_t njmps, jcap;
 };
 void weft_walker_init(struct weft_walker *w, const struct weft_proc *p, weft_ev_fn fn, void *ud,
 		      struct weft_walk_stats *st);

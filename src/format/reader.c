@@ -306,6 +306,13 @@ static void parse_meta(struct weft_trace *t, const char *name, const unsigned ch
 				p->maps[p->maps_len] = 0;
 			}
 			break;
+		case WEFT_M_OVERHEAD:
+			if (len >= 16) {
+				memcpy(&p->writer_cpu_ns, r, 8);
+				memcpy(&p->slow_paths, r + 8, 8);
+				p->has_overhead = 1;
+			}
+			break;
 		case WEFT_M_FUNC_FILTER:
 			if (len >= 8)
 				memcpy(&p->func_filtered, r, 8);
@@ -425,6 +432,7 @@ int weft_chunk_decode(const struct weft_chunk_view *c, uint64_t **buf, size_t *c
 		case WEFT_R_BEGIN: case WEFT_R_END: case WEFT_R_INSTANT: case WEFT_R_COUNTER_I64:
 		case WEFT_R_COUNTER_F64: case WEFT_R_ASYNC_BEGIN: case WEFT_R_ASYNC_END:
 		case WEFT_R_ASYNC_INSTANT: case WEFT_R_DROPPED: case WEFT_R_FUNC_ENTER: case WEFT_R_FUNC_EXIT:
+		case WEFT_R_SETJMP: case WEFT_R_LONGJMP:
 			prev += w[i];
 			w[i] = prev;
 			break;

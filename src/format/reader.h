@@ -65,6 +65,8 @@ struct weft_proc {
 	uint32_t *func_id;
 	size_t func_cap, nfuncs;
 	uint64_t func_filtered; /* left out by func_depth=/func_min= */
+	uint64_t writer_cpu_ns, slow_paths; /* overhead, from a clean stop */
+	int has_overhead;
 	int has_meta, finished;
 	uint64_t fin[7]; /* events, dropped, after_stop, bytes_raw, bytes_written, chunks, end_ns */
 	uint64_t bytes_stored, bytes_raw, nchunks_read, bad_chunks;

@@ -117,6 +117,8 @@ struct weft_global {
 	_Atomic uint64_t events, dropped, after_stop, bytes_raw, bytes_written, chunks;
 	_Atomic uint64_t func_filtered; /* function events left out by func_depth/func_min */
 	int in_signal; /* weft_stop runs from a fatal-signal handler: free nothing */
+	void (*before_stop)(void); /* set by the preload library: fold its counters in */
+	_Atomic uint64_t writer_cpu_ns, slow_paths; /* the run's own overhead */
 };
 /* Set while the calling thread is inside the runtime's slow paths (holding its locks): a
  * signal handler that finds it set must not stop the trace from this thread. */

@@ -250,6 +250,8 @@ int weft_stop(void)
 		return 0;
 	}
 	atomic_store(&weft_g.run, WEFT_RUN_STOPPED);
+	if (weft_g.before_stop)
+		weft_g.before_stop();
 	weft_registry_reevaluate(); /* every site OFF: later events cost one load */
 	weft_threads_flush_all();
 	weft_writers_stop();
@@ -262,6 +264,8 @@ int weft_stop(void)
 	uint64_t ff = atomic_load(&weft_g.func_filtered);
 	if (ff)
 		weft_meta_write(WEFT_M_FUNC_FILTER, &ff, sizeof(ff), NULL, 0);
+	uint64_t ov[2] = {atomic_load(&weft_g.writer_cpu_ns), atomic_load(&weft_g.slow_paths)};
+	weft_meta_write(WEFT_M_OVERHEAD, ov, sizeof(ov), NULL, 0);
 	weft_meta_close();
 	pthread_mutex_unlock(&weft_g.lock);
 	return 0;

@@ -274,6 +274,7 @@ void *weft__reserve_slow(size_t bytes)
 {
 	int saved = errno;
 	weft_in_runtime++;
+	atomic_fetch_add_explicit(&weft_g.slow_paths, 1, memory_order_relaxed);
 	struct weft_thread *t = self;
 	char *p = NULL;
 	if (!t && !(t = thread_init())) {

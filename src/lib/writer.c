@@ -51,7 +51,7 @@ static uint32_t delta_encode(uint64_t *w, size_t nwords, uint32_t *dropped)
 		case WEFT_R_ASYNC_INSTANT: case WEFT_R_FUNC_ENTER: case WEFT_R_FUNC_EXIT:
 			events++;
 			/* fallthrough */
-		case WEFT_R_DROPPED: {
+		case WEFT_R_DROPPED: case WEFT_R_SETJMP: case WEFT_R_LONGJMP: {
 			if (type == WEFT_R_DROPPED && extra)
 				*dropped += (uint32_t)w[i + 2];
 			uint64_t t = w[i];
@@ -179,6 +179,9 @@ static void *writer_main(void *arg)
 		if (done)
 			break;
 	}
+	struct timespec cpu;
+	if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &cpu) == 0)
+		atomic_fetch_add(&weft_g.writer_cpu_ns, (uint64_t)cpu.tv_sec * 1000000000ull + (uint64_t)cpu.tv_nsec);
 	return NULL;
 }
 

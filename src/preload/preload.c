@@ -32,7 +32,12 @@
 static int func_filters;          /* set once at start: any function filter configured */
 static uint64_t func_min_ticks;   /* func_min in clock ticks */
 static __thread uint32_t depth;   /* call depth, maintained only with filters */
-static __thread uint64_t filtered_local;
+/* Filtered-function counts: one slot per thread (written by it, relaxed), summed into the
+ * trace when it stops. */
+#define MAX_COUNTERS 4096
+static uint64_t counters[MAX_COUNTERS];
+static _Atomic unsigned ncounters;
+static __thread uint64_t *my_counter;
 
 static inline uint64_t func_hdr(unsigned type, const void *fn) NOINST;
 static inline uint64_t func_hdr(unsigned type, const void *fn)
@@ -44,11 +49,22 @@ static inline uint64_t func_hdr(unsigned type, const void *fn)
 static void count_filtered(uint64_t n) NOINST;
 static void count_filtered(uint64_t n)
 {
-	filtered_local += n;
-	if (filtered_local >= 1024) {
-		atomic_fetch_add_explicit(&weft_g.func_filtered, filtered_local, memory_order_relaxed);
-		filtered_local = 0;
+	if (__builtin_expect(!my_counter, 0)) {
+		unsigned i = atomic_fetch_add(&ncounters, 1);
+		if (i >= MAX_COUNTERS) {
+			atomic_fetch_add_explicit(&weft_g.func_filtered, n, memory_order_relaxed);
+			return;
+		}
+		my_counter = &counters[i];
 	}
+	__atomic_store_n(my_counter, __atomic_load_n(my_counter, __ATOMIC_RELAXED) + n, __ATOMIC_RELAXED);
+}
+
+static void sum_filtered(void)
+{
+	unsigned n = atomic_load(&ncounters);
+	for (unsigned i = 0; i < n && i < MAX_COUNTERS; i++)
+		atomic_fetch_add(&weft_g.func_filtered, __atomic_exchange_n(&counters[i], 0, __ATOMIC_RELAXED));
 }
 
 static void enter_filtered(void *fn) NOINST;
@@ -284,13 +300,50 @@ __attribute__((constructor(101))) static void preload_init(void)
 		if (!func_min_ticks)
 			func_min_ticks = 1;
 	}
+	weft_g.before_stop = sum_filtered;
 	record_maps();
+	/* a forked child writes its own metadata file: it needs the map too (this handler runs
+	 * after the runtime's, which opened that file) */
+	pthread_atfork(NULL, NULL, record_maps);
 	install_signals();
 }
 
-__attribute__((destructor)) static void preload_fini(void)
+
+/* ---- setjmp / longjmp (x86-64: see setjmp-x86_64.S) ---- */
+
+#if defined(__x86_64__)
+/* Real functions, looked up by the first setjmp (read by the trampolines). */
+EXPORT void *weft_real__setjmp, *weft_real_setjmp, *weft_real___sigsetjmp;
+
+static void jmp_record(unsigned type, const void *env) NOINST;
+static void jmp_record(unsigned type, const void *env)
 {
-	if (filtered_local)
-		atomic_fetch_add(&weft_g.func_filtered, filtered_local);
-	filtered_local = 0;
+	if (atomic_load_explicit(&weft_g.run, memory_order_relaxed) == WEFT_RUN_ON)
+		weft__rec2(func_hdr(type, env));
 }
+
+EXPORT NOINST void weft_note_setjmp(void *env)
+{
+	if (!weft_real___sigsetjmp) {
+		weft_real__setjmp = dlsym(RTLD_NEXT, "_setjmp");
+		weft_real_setjmp = dlsym(RTLD_NEXT, "setjmp");
+		__atomic_store_n(&weft_real___sigsetjmp, dlsym(RTLD_NEXT, "__sigsetjmp"), __ATOMIC_RELEASE);
+	}
+	jmp_record(WEFT_R_SETJMP, env);
+}
+
+#define LONGJMP_WRAPPER(fn)                                                              \
+	EXPORT NOINST __attribute__((noreturn)) void fn(void *env, int val)                  \
+	{                                                                                 \
+		static void (*real)(void *, int);                                         \
+		if (!real)                                                                \
+			real = (void (*)(void *, int))dlsym(RTLD_NEXT, #fn);              \
+		jmp_record(WEFT_R_LONGJMP, env);                                          \
+		real(env, val);                                                           \
+		__builtin_unreachable();                                                  \
+	}
+LONGJMP_WRAPPER(longjmp)
+LONGJMP_WRAPPER(_longjmp)
+LONGJMP_WRAPPER(siglongjmp)
+LONGJMP_WRAPPER(__longjmp_chk)
+#endif

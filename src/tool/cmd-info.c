@@ -23,6 +23,37 @@ static void per_event(uint64_t bytes, uint64_t events)
 		printf(" (%.2f B/event)", (double)bytes / (double)events);
 }
 
+/* Processes under `parent` (pid; -1: those whose parent is not in the trace), images of one
+ * pid in exec order. */
+static void print_tree(const struct weft_trace *t, int parent, int depth, int guard)
+{
+	if (guard > 64)
+		return;
+	for (size_t i = 0; i < t->nprocs; i++) {
+		const struct weft_proc *p = &t->procs[i];
+		int root = 1;
+		for (size_t k = 0; k < t->nprocs && root; k++)
+			root = !(t->procs[k].pid == p->ppid && t->procs[k].pid != p->pid);
+		if (parent == -1 ? !root : (p->ppid != parent || p->pid == parent))
+			continue;
+		if (p->gen) /* exec'd images are listed under their first image */
+			continue;
+		for (size_t g = 0; g < t->nprocs * t->nprocs; g++) { /* images in exec order */
+			const struct weft_proc *q = &t->procs[g % t->nprocs];
+			if (q->pid != p->pid || q->gen != (int)(g / t->nprocs))
+				continue;
+			printf("%*s%d %s", depth * 2, "", q->pid, q->name);
+			if (q->gen)
+				printf(" (after exec #%d)", q->gen);
+			printf(":");
+			for (int a = 0; a < q->argc; a++)
+				printf(" %s", q->argv[a]);
+			printf("\n");
+		}
+		print_tree(t, p->pid, depth + 1, guard + 1);
+	}
+}
+
 int cmd_info(int argc, char **argv)
 {
 	static const struct option opts[] = {{"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
@@ -69,10 +100,14 @@ int cmd_info(int argc, char **argv)
 	printf("\nbytes disk: %llu", (unsigned long long)stored);
 	per_event(stored, events);
 	printf("\n");
+	printf("\nprocess tree:\n");
+	print_tree(t, -1, 1, 0);
 	for (size_t i = 0; i < t->nprocs; i++) {
 		const struct weft_proc *p = &t->procs[i];
-		printf("\nprocess %d \"%s\" (parent %d)%s\n", p->pid, p->name, p->ppid,
-		       p->finished ? "" : " [not finished: killed or still running]");
+		printf("\nprocess %d \"%s\" (parent %d)%s%s\n", p->pid, p->name, p->ppid,
+		       p->gen ? " [after exec]" : "", p->finished ? "" : " [not finished: killed or still running]");
+		if (p->gen)
+			printf("  image:    #%d of this process, after exec\n", p->gen);
 		if (p->argc) {
 			printf("  command:  ");
 			for (int a = 0; a < p->argc; a++)
@@ -89,6 +124,12 @@ int cmd_info(int argc, char **argv)
 			printf("  recorded: %llu events, %llu dropped, %llu after stop, %llu chunks\n",
 			       (unsigned long long)p->fin[0], (unsigned long long)p->fin[1],
 			       (unsigned long long)p->fin[2], (unsigned long long)p->fin[5]);
+		if (p->func_filtered)
+			printf("  filtered: %llu function events (func_depth/func_min; asked for, not drops)\n",
+			       (unsigned long long)p->func_filtered);
+		if (p->has_overhead)
+			printf("  overhead: writer threads %.1f ms CPU, %llu buffer switches (slow paths)\n",
+			       (double)p->writer_cpu_ns / 1e6, (unsigned long long)p->slow_paths);
 		for (size_t k = 0; k < p->nthreads; k++) {
 			const struct weft_thread_data *th = &p->threads[k];
 			printf("  thread %u \"%s\": %llu events, %llu dropped, %zu chunks\n", th->tid, th->name,

@@ -1,0 +1,178 @@
+"""weft record on unmodified programs built with -finstrument-functions (at -O0 and -O2):
+exact call counts, nesting, threads, fork + exec, dlopen, longjmp, C++ exceptions, crashes,
+exit codes, filters and bad command lines. Every converted trace is checked with protoc and
+trace_processor."""
+import json
+import os
+import re
+from weftlib import TraceTest, main, run, WEFT, BUILD
+
+OPTS = ("O0", "O2")
+
+
+class Record(TraceTest):
+    def rec(self, prog, *args, flags=(), code=0):
+        out = os.path.join(self.tmp, prog + ".data")
+        p = run([WEFT, "record", "-o", out, *flags, "--", os.path.join(BUILD, prog), *args],
+                check=False, cwd=BUILD)
+        self.assertEqual(p.returncode, code, p.stderr)
+        self.assertRegex(p.stderr, r"weft: record: \d+ events, 0 dropped, \d+ process(es)?, [\d.]+ MB on disk; "
+                                   r"open .*trace.pftrace in https://ui.perfetto.dev\n$")
+        return out
+
+    def report(self, data, *flags):
+        p = run([WEFT, "report", "--format=json", *flags, data])
+        return json.loads(p.stdout)
+
+    def counts(self, data):
+        return {r["function"]: r["calls"] for r in self.report(data)}
+
+    def check_trace(self, data):
+        pf = os.path.join(data, "trace.pftrace")
+        self.protoc_decode(pf)
+        self.tp_no_errors(pf)
+        return pf
+
+    def test_recursion(self):
+        for o in OPTS:
+            with self.subTest(opt=o):
+                data = self.rec(f"ft_recurse_{o}")
+                c = self.counts(data)
+                self.assertEqual({k: c.get(k) for k in ("main", "fib", "is_even", "is_odd", "slow", "quick")},
+                                 {"main": 1, "fib": 465, "is_even": 6, "is_odd": 5, "slow": 1, "quick": 10})
+                rows = {r["function"]: r for r in self.report(data)}
+                self.assertLessEqual(rows["fib"]["self_ns"], rows["fib"]["total_ns"])
+                self.assertGreaterEqual(rows["slow"]["total_ns"], 20_000_000)
+                pf = self.check_trace(data)
+                depth, neg, parents = self.tp(
+                    pf, "select max(depth) d from slice where name = 'fib'",
+                    "select count(*) n from slice where dur < 0",
+                    "select p.name parent, count(*) n from slice s join slice p on s.parent_id = p.id "
+                    "where s.name = 'quick' group by 1")
+                self.assertEqual(depth, [{"d": 12}])
+                self.assertEqual(neg, [{"n": 0}])
+                self.assertEqual(parents, [{"parent": "slow", "n": 10}])
+
+    def test_tree(self):
+        data = self.rec("ft_recurse_O2")
+        tree = self.report(data, "--tree")
+        top = [(n["depth"], n["name"], n["calls"]) for n in tree if n["depth"] <= 1]
+        self.assertIn((0, "main", 1), top)
+        self.assertIn((1, "fib", 1), top)
+        self.assertIn((1, "slow", 1), top)
+        self.assertEqual(sum(n["calls"] for n in tree if n["name"] == "fib"), 465)
+        text = run([WEFT, "report", "--tree", data]).stdout
+        self.assertRegex(text, r"\n.*\s1\s+slow\n.*\s10\s+quick\n")
+
+    def test_threads(self):
+        for o in OPTS:
+            with self.subTest(opt=o):
+                data = self.rec(f"ft_threads_{o}")
+                per = self.report(data, "--threads")
+                by_tid = {}
+                for r in per:
+                    by_tid.setdefault(r["tid"], {})[r["function"]] = r["calls"]
+                workers = [v for v in by_tid.values() if "work" in v]
+                self.assertEqual(len(workers), 3)
+                for w in workers:
+                    self.assertEqual((w["worker"], w["work"], w["leaf"]), (1, 500, 1000))
+                self.check_trace(data)
+
+    def test_fork_exec(self):
+        for o in OPTS:
+            with self.subTest(opt=o):
+                data = self.rec(f"ft_forkexec_{o}")
+                c = self.counts(data)
+                self.assertEqual((c["parent_part"], c["child_part"], c["exec_part"]), (1, 1, 1))
+                info = run([WEFT, "info", data]).stdout
+                self.assertIn("processes:  3", info)
+                tree = info.split("process tree:\n")[1].split("\n\n")[0].splitlines()
+                self.assertEqual(len(tree), 3, info)
+                self.assertRegex(tree[0], r"^  \d+ ft_forkexec_%s: \S+ft_forkexec_%s$" % (o, o))
+                self.assertRegex(tree[1], r"^    \d+ ft_forkexec_%s: " % o)
+                self.assertRegex(tree[2], r"^    \d+ ft_forkexec_%s \(after exec #1\): \S+ exec$" % o)
+                pf = self.check_trace(data)
+                procs, = self.tp(pf, "select count(distinct pid) n from process where pid != 0")
+                self.assertEqual(procs, [{"n": 2}])
+
+    def test_dlopen_plugin(self):
+        for o in OPTS:
+            with self.subTest(opt=o):
+                data = self.rec(f"ft_plugin_{o}", os.path.join(BUILD, "libft_plugin.so"))
+                c = self.counts(data)
+                self.assertEqual((c.get("plugin_work"), c.get("plugin_helper")), (10, 10))
+                self.check_trace(data)
+
+    def test_longjmp(self):
+        for o in OPTS:
+            with self.subTest(opt=o):
+                data = self.rec(f"ft_longjmp_{o}")
+                pf = self.check_trace(data)
+                parents, longest = self.tp(
+                    pf, "select s.name, p.name parent, count(*) n from slice s join slice p on "
+                        "s.parent_id = p.id group by 1, 2 order by 1",
+                    "select s.name, max(s.dur) d from slice s group by 1")
+                self.assertEqual([(r["name"], r["parent"], r["n"]) for r in parents],
+                                 [("after", "outer", 2), ("inner", "middle", 2), ("middle", "outer", 2),
+                                  ("outer", "main", 2)])
+                d = {r["name"]: r["d"] for r in longest}
+                self.assertLess(d["middle"], d["outer"])  # closed at the longjmp, not later
+
+    def test_cxx_exceptions_and_demangling(self):
+        for o in OPTS:
+            with self.subTest(opt=o):
+                data = self.rec(f"ft_except_{o}")
+                c = self.counts(data)
+                self.assertEqual((c["outer()"], c["middle()"], c["thrower()"]), (1, 1, 1))
+                self.assertEqual(c["int ns::twice<int>(int)"], 1)
+                self.assertEqual(c["ns::Widget::size() const"], 1)
+                pf = self.check_trace(data)
+                rows, = self.tp(pf, "select p.name parent from slice s join slice p on s.parent_id = p.id "
+                                    "where s.name = 'thrower()'")
+                self.assertEqual(rows, [{"parent": "middle()"}])
+
+    def test_crashes_and_exit_codes(self):
+        data = self.rec("ft_crash_O2", "segv", code=128 + 11)
+        c = self.counts(data)
+        self.assertEqual((c["a"], c["b"], c["c"]), (2, 2, 2))  # the crashing c() closed at the end
+        self.check_trace(data)
+        data = self.rec("ft_crash_O2", "exit", "7", code=7)
+        self.assertEqual(self.counts(data)["a"], 1)
+        data = self.rec("ft_crash_O2", "kill", "100000", flags=("--options", "chunk_size=8K"), code=128 + 9)
+        info = run([WEFT, "info", data]).stdout
+        events = int(re.search(r"^events:\s+(\d+)", info, re.M).group(1))
+        # everything handed to the writers survives: all but the last, partial 8K chunk
+        self.assertGreaterEqual(events, 2 * 100000 - 512)
+        self.assertIn("not finished", info)
+        self.check_trace(data)
+
+    def test_filters(self):
+        data = self.rec("ft_recurse_O2", flags=("-D", "3"))
+        c = self.counts(data)
+        self.assertEqual((c["main"], c["fib"], c["is_even"], c["is_odd"], c["slow"], c["quick"]),
+                         (1, 3, 1, 1, 1, 10))
+        self.assertIn("filtered:", run([WEFT, "info", data]).stdout)
+        data = self.rec("ft_recurse_O2", flags=("-t", "1ms"))
+        c = self.counts(data)
+        self.assertEqual(c, {"main": 1, "slow": 1})  # all else was shorter, with no recorded children
+
+    def test_bad_command_lines(self):
+        cases = [
+            (["record"], 2, "weft: record: no program given (usage: weft record [OPTIONS] -- PROGRAM [ARGS])\n"),
+            (["record", "--bogus", "x"], 2, "weft: record: unknown option '--bogus' (see 'weft record --help')\n"),
+            (["record", "-o", os.path.join(self.tmp, "t"), "--", "/nonexistent/prog"], 127,
+             "weft: record: cannot run '/nonexistent/prog': No such file or directory\n"),
+            (["record", "-o", "/proc/nope/t", "--", "true"], 1,
+             "weft: record: cannot create /proc/nope/t: No such file or directory\n"),
+            (["report"], 2, "weft: report: expected one trace directory (usage: weft report [OPTIONS] DIR)\n"),
+            (["report", "-s", "size", "d"], 2,
+             "weft: report: unknown sort key 'size' (valid: total, self, calls, avg, max, name)\n"),
+        ]
+        for args, code, err in cases:
+            with self.subTest(args=args):
+                p = run([WEFT, *args], check=False, cwd=self.tmp)
+                self.assertEqual((p.returncode, p.stderr), (code, err))
+
+
+if __name__ == "__main__":
+    main()
