@@ -33,10 +33,11 @@ test-asan:
 	@ASAN_OPTIONS="verify_asan_link_order=0:handle_segv=0:handle_abort=0:$$ASAN_OPTIONS" \
 	  $(MAKE) --no-print-directory test BUILD=build-asan \
 	  CMAKE_FLAGS="-DWEFT_SANITIZE=address,undefined -DCMAKE_BUILD_TYPE=Debug"
-# TSan cannot follow threads created in a forked child: the fork step of the features test
-# is covered by the plain and ASan runs and skipped here.
+# TSan cannot follow threads created in a forked child, nor host an instrumented library
+# preloaded into an instrumented program: the fork step of the features test and the
+# weft record tests are covered by the plain and ASan runs and skipped here.
 test-tsan:
-	@WEFT_TEST_NO_FORK=1 $(MAKE) --no-print-directory test BUILD=build-tsan \
+	@WEFT_TEST_NO_FORK=1 WEFT_TEST_NO_PRELOAD=1 $(MAKE) --no-print-directory test BUILD=build-tsan \
 	  CMAKE_FLAGS="-DWEFT_SANITIZE=thread -DCMAKE_BUILD_TYPE=Debug"
 
 bench: build
