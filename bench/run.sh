@@ -65,3 +65,7 @@ for fmt in pftrace json; do
   done
 done
 dd if=/dev/zero of=ddtest bs=1M count=1000 conv=fsync 2>&1 | awk '/copied/{print "disk write ceiling (dd 1 GB, fsync): " $(NF-1), $NF}'
+echo
+echo "## Function tracing (-finstrument-functions), side by side"
+echo
+"$src/bench/ftrace/run.sh" "$build"

@@ -34,11 +34,12 @@ struct weft_file_header { /* 32 bytes */
 };
 
 #define WEFT_CHUNK_ZSTD 0x1u
+#define WEFT_CHUNK_PACKED 0x2u /* records in the packed encoding (pack.h) */
 struct weft_chunk_header { /* 40 bytes */
 	uint32_t magic;
 	uint32_t flags;
 	uint32_t tid;
-	uint32_t raw_size;    /* bytes of records after decompression (multiple of 8) */
+	uint32_t raw_size;    /* bytes of records once decompressed and unpacked (multiple of 8) */
 	uint32_t stored_size; /* bytes that follow this header */
 	uint32_t checksum;    /* FNV-1a 32 of the stored bytes */
 	uint64_t seq;         /* per-thread sequence number of this chunk, from 0 */

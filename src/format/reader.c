@@ -8,6 +8,7 @@
 #include "reader.h"
 #include "format.h"
 #include "symbols.h"
+#include "pack.h"
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -357,7 +358,7 @@ static int frame_ok(const unsigned char *d, size_t n, size_t off, struct weft_ch
 	if (h->magic != WEFT_CHUNK_MAGIC || h->raw_size > WEFT_MAX_CHUNK || h->raw_size % 8 ||
 	    h->stored_size > WEFT_MAX_CHUNK || h->stored_size > n - off - sizeof(*h))
 		return 0;
-	if (!(h->flags & WEFT_CHUNK_ZSTD) && h->stored_size != h->raw_size)
+	if (!(h->flags & (WEFT_CHUNK_ZSTD | WEFT_CHUNK_PACKED)) && h->stored_size != h->raw_size)
 		return 0;
 	return weft_fnv1a(d + off + sizeof(*h), h->stored_size) == h->checksum;
 }
@@ -402,24 +403,40 @@ int weft_chunk_decode(const struct weft_chunk_view *c, uint64_t **buf, size_t *c
 		      const char **why)
 {
 	*nwords = 0;
-	if (c->raw_size > *cap) {
-		uint64_t *b = realloc(*buf, c->raw_size);
+	/* packed records are decompressed behind the room for the words, then unpacked forward */
+	size_t packed_room = (c->flags & WEFT_CHUNK_PACKED) ? weft_pack_bound(c->raw_size / 8) : 0;
+	size_t need = c->raw_size + packed_room + 8;
+	if (need > *cap) {
+		uint64_t *b = realloc(*buf, need);
 		if (!b) {
 			*why = "out of memory";
 			return -1;
 		}
 		*buf = b;
-		*cap = c->raw_size;
+		*cap = need;
 	}
 	uint64_t *w = *buf;
+	uint8_t *dst = (c->flags & WEFT_CHUNK_PACKED) ? (uint8_t *)w + c->raw_size : (uint8_t *)w;
+	size_t room = (c->flags & WEFT_CHUNK_PACKED) ? packed_room : c->raw_size, got = c->stored_size;
 	if (c->flags & WEFT_CHUNK_ZSTD) {
-		size_t r = ZSTD_decompress(w, c->raw_size, c->stored, c->stored_size);
-		if (ZSTD_isError(r) || r != c->raw_size) {
-			*why = ZSTD_isError(r) ? ZSTD_getErrorName(r) : "size mismatch";
+		got = ZSTD_decompress(dst, room, c->stored, c->stored_size);
+		if (ZSTD_isError(got) || (!(c->flags & WEFT_CHUNK_PACKED) && got != c->raw_size)) {
+			*why = ZSTD_isError(got) ? ZSTD_getErrorName(got) : "size mismatch";
 			return -1;
 		}
-	} else if (c->raw_size) {
-		memcpy(w, c->stored, c->raw_size);
+	} else if (c->stored_size) {
+		if (c->stored_size > room) {
+			*why = "size mismatch";
+			return -1;
+		}
+		memcpy(dst, c->stored, c->stored_size);
+	}
+	if (c->flags & WEFT_CHUNK_PACKED) {
+		size_t words = weft_unpack(dst, got, w, c->raw_size / 8);
+		if (words != c->raw_size / 8) {
+			*why = "bad packed records";
+			return -1;
+		}
 	}
 	size_t n = c->raw_size / 8, i = 0;
 	uint64_t prev = 0;

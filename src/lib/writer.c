@@ -19,6 +19,7 @@
 #include <time.h>
 #include <unistd.h>
 #include <zstd.h>
+#include "../format/pack.h"
 
 struct writer {
 	pthread_t th;
@@ -27,6 +28,8 @@ struct writer {
 	ZSTD_CCtx *cctx;
 	void *zbuf;
 	size_t zcap;
+	uint8_t *pbuf; /* packed records */
+	size_t pcap;
 	int failed;
 };
 
@@ -107,17 +110,28 @@ static void write_chunk(struct writer *w, struct weft_chunk *c)
 	h.dropped = dropped;
 	const void *payload = c->data;
 	size_t stored = used;
+	size_t need = weft_pack_bound(used / 8);
+	if (need > w->pcap) {
+		free(w->pbuf);
+		w->pbuf = malloc(need);
+		w->pcap = w->pbuf ? need : 0;
+	}
+	if (w->pbuf) { /* records packed: 2-3 bytes for a typical event, for zstd to chew */
+		stored = weft_pack((const uint64_t *)c->data, used / 8, w->pbuf);
+		payload = w->pbuf;
+		h.flags |= WEFT_CHUNK_PACKED;
+	}
 	if (weft_cfg.compression != 0 && w->cctx) {
-		size_t need = ZSTD_compressBound(used);
-		if (need > w->zcap) {
+		size_t zneed = ZSTD_compressBound(stored);
+		if (zneed > w->zcap) {
 			free(w->zbuf);
-			w->zbuf = malloc(need);
-			w->zcap = w->zbuf ? need : 0;
+			w->zbuf = malloc(zneed);
+			w->zcap = w->zbuf ? zneed : 0;
 		}
 		if (w->zbuf) {
-			size_t z = ZSTD_compressCCtx(w->cctx, w->zbuf, w->zcap, c->data, used,
+			size_t z = ZSTD_compressCCtx(w->cctx, w->zbuf, w->zcap, payload, stored,
 						     weft_cfg.compression);
-			if (!ZSTD_isError(z) && z < used) {
+			if (!ZSTD_isError(z) && z < stored) {
 				payload = w->zbuf;
 				stored = z;
 				h.flags |= WEFT_CHUNK_ZSTD;
@@ -250,6 +264,7 @@ void weft_writers_stop(void)
 		if (!weft_g.in_signal) { /* the interrupted thread may hold malloc's lock */
 			ZSTD_freeCCtx(w->cctx);
 			free(w->zbuf);
+			free(w->pbuf);
 		}
 	}
 	nwriters = 0;
@@ -276,6 +291,7 @@ void weft_writers_atfork_child(void)
 		close(writers[i].fd);
 		ZSTD_freeCCtx(writers[i].cctx);
 		free(writers[i].zbuf);
+		free(writers[i].pbuf);
 	}
 	nwriters = 0;
 }

@@ -38,11 +38,14 @@ class Options(TraceTest):
         self.assertEqual(len(glob.glob(data + "/*.wevents")), 2)
         info = run([WEFT, "info", data]).stdout
         raw = int(info.split("bytes raw:")[1].split()[0])
-        disk = int(info.split("bytes disk:")[1].split()[0])
-        self.assertGreaterEqual(disk, raw)  # stored as is, plus frame headers
+        plain = int(info.split("bytes disk:")[1].split()[0])
+        self.assertLess(plain, raw)  # packed records, even without zstd
         pf, _ = self.convert(data, "w.pftrace")
         rows, = self.tp(pf, "select count(*) n from slice where name = 'unpack'")
         self.assertEqual(rows, [{"n": 300}])
+        data, _ = self.record("pipeline", [3, 100, 2], options="writers=2:chunk_size=4K")
+        zstd = int(run([WEFT, "info", data]).stdout.split("bytes disk:")[1].split()[0])
+        self.assertLess(zstd, plain)
 
     def test_unwritable_output_dir(self):
         data, p = self.record("pipeline", [1, 3, 1], options="output=/proc/nope/x")

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include "format/reader.h"
 #include "trace_builder.h"
+#include "format/pack.h"
 
 static struct tb meta, ev;
 
@@ -155,12 +156,38 @@ static void nothing_to_read(void **s)
 	assert_non_null(strstr(err, "no weft trace files"));
 }
 
+static void packing_round_trips(void **s)
+{
+	(void)s;
+	uint64_t w[] = {5, HDR(1, WEFT_R_BEGIN, 0, 0), 300, HDR(2, WEFT_R_FUNC_ENTER, 0, 7),
+			-3ll, HDR(9, WEFT_R_ARG_I64, 0, 0), 1ull << 63, HDR(2, WEFT_R_FUNC_EXIT, 0, 7),
+			4, HDR(0, WEFT_R_ARG_STR, 1, 0), 0x74736574, 0, HDR(1, WEFT_R_END, 0, 0),
+			7, HDR(3, WEFT_R_COUNTER_F64, 1, 0), 0x3ff0000000000000ull,
+			1, HDR(4, WEFT_R_BEGIN, 0, 0), 2, HDR(5, WEFT_R_BEGIN, 0, 0), 3, HDR(6, WEFT_R_BEGIN, 0, 0),
+			4, HDR(1, WEFT_R_BEGIN, 0, 0)}; /* the last one fell out of the 4-entry list */
+	size_t n = sizeof(w) / 8;
+	uint8_t packed[512];
+	size_t len = weft_pack(w, n, packed);
+	assert_true(len < n * 8);
+	uint64_t back[64];
+	assert_int_equal(weft_unpack(packed, len, back, 64), n);
+	assert_memory_equal(back, w, n * 8);
+	/* every cut of the packed bytes is either a shorter, valid prefix or refused */
+	for (size_t cut = 0; cut < len; cut++) {
+		size_t got = weft_unpack(packed, cut, back, 64);
+		assert_true(got == (size_t)-1 || (got < n && !memcmp(back, w, got * 8)));
+	}
+	packed[0] = 9; /* no such tag */
+	assert_int_equal(weft_unpack(packed, len, back, 64), (size_t)-1);
+	assert_int_equal(weft_unpack(packed + 1, len - 1, back, 2), (size_t)-1); /* no room */
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(reads_everything), cmocka_unit_test(truncated_keeps_complete_chunks),
 		cmocka_unit_test(corruption_is_skipped), cmocka_unit_test(newer_major_is_refused),
-		cmocka_unit_test(nothing_to_read),
+		cmocka_unit_test(nothing_to_read), cmocka_unit_test(packing_round_trips),
 	};
 	int rc = cmocka_run_group_tests(tests, NULL, NULL);
 	free(meta.p);
