@@ -64,7 +64,9 @@ extern "C" {
 #define WEFT_BEGIN_C(cat, name, ...) WEFT__BEGIN(0, cat, name, ##__VA_ARGS__)
 #define WEFT_END_C(cat, name) WEFT__END(0, cat, name)
 
-/* WEFT_COMPLETE("name", start_ns, end_ns) - a slice with given times from weft_now_ns(). */
+/* WEFT_COMPLETE("name", start_ns, end_ns) - a slice with given times from weft_now_ns(),
+ * on the calling thread's track. Like every slice there it must nest with the others: emit it
+ * once the range is over, not around slices the thread records later. */
 #define WEFT_COMPLETE(name, start_ns, end_ns) WEFT__COMPLETE("", name, start_ns, end_ns)
 
 /* WEFT_INSTANT("name", args...) - a zero-duration event on the calling thread. */
@@ -135,7 +137,7 @@ WEFT_API void weft_flow_in(uint64_t id);
  *   name=NAME             component name, becomes the process name
  *   categories=GLOBS      comma list of globs; a leading '-' disables; default "*"
  *   filter=GLOBS          record only slices/instants whose name matches one glob
- *   buffer_size=BYTES     memory for all buffers of the process (default 64M; k/M/G suffix)
+ *   buffer_size=BYTES     at most this much buffer memory, allocated as needed (default 256M)
  *   chunk_size=BYTES      unit of hand-off to writers (default 1M; 4K..buffer_size/2)
  *   writers=N             writer threads (default 1, 1..16)
  *   writer_cpus=LIST      pin writer threads, e.g. 1 or 0-1

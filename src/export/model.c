@@ -272,20 +272,84 @@ void weft_walker_finish(struct weft_walker *w, uint64_t end_ns)
 	w->njmps = w->jcap = 0;
 }
 
+/* Decoding runs one chunk ahead of the walk on a helper thread (two slots), so a trace of one
+ * busy thread still uses both cores. */
+struct prefetch {
+	const struct weft_thread_data *th;
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	uint64_t *buf[2];
+	size_t cap[2], n[2];
+	int state[2]; /* 0 free, 1 decoded, 2 failed */
+	size_t next;  /* next chunk to decode */
+	int quit;
+};
+
+static void *prefetch_main(void *arg)
+{
+	struct prefetch *f = arg;
+	for (size_t c = 0; c < f->th->nchunks; c++) {
+		int slot = (int)(c & 1);
+		pthread_mutex_lock(&f->lock);
+		while (f->state[slot] != 0 && !f->quit)
+			pthread_cond_wait(&f->cond, &f->lock);
+		int quit = f->quit;
+		pthread_mutex_unlock(&f->lock);
+		if (quit)
+			break;
+		const char *why;
+		int bad = weft_chunk_decode(&f->th->chunks[c], &f->buf[slot], &f->cap[slot], &f->n[slot], &why);
+		pthread_mutex_lock(&f->lock);
+		f->state[slot] = bad ? 2 : 1;
+		pthread_cond_broadcast(&f->cond);
+		pthread_mutex_unlock(&f->lock);
+	}
+	return NULL;
+}
+
 void weft_walk_thread(const struct weft_proc *p, const struct weft_thread_data *th,
 		      uint64_t trace_end_ns, weft_ev_fn fn, void *ud, struct weft_walk_stats *st,
 		      uint64_t **buf, size_t *cap)
 {
 	struct weft_walker w;
 	weft_walker_init(&w, p, fn, ud, st);
+	struct prefetch f = {.th = th, .lock = PTHREAD_MUTEX_INITIALIZER, .cond = PTHREAD_COND_INITIALIZER};
+	pthread_t helper;
+	int ahead = th->nchunks >= 3 && pthread_create(&helper, NULL, prefetch_main, &f) == 0;
 	for (size_t c = 0; c < th->nchunks; c++) {
 		size_t n;
 		const char *why;
-		if (weft_chunk_decode(&th->chunks[c], buf, cap, &n, &why)) {
-			st->bad_chunks++;
+		if (!ahead) {
+			if (weft_chunk_decode(&th->chunks[c], buf, cap, &n, &why)) {
+				st->bad_chunks++;
+				continue;
+			}
+			weft_walker_feed(&w, *buf, n);
 			continue;
 		}
-		weft_walker_feed(&w, *buf, n);
+		int slot = (int)(c & 1);
+		pthread_mutex_lock(&f.lock);
+		while (f.state[slot] == 0)
+			pthread_cond_wait(&f.cond, &f.lock);
+		int state = f.state[slot];
+		pthread_mutex_unlock(&f.lock);
+		if (state == 2)
+			st->bad_chunks++;
+		else
+			weft_walker_feed(&w, f.buf[slot], f.n[slot]);
+		pthread_mutex_lock(&f.lock);
+		f.state[slot] = 0;
+		pthread_cond_broadcast(&f.cond);
+		pthread_mutex_unlock(&f.lock);
+	}
+	if (ahead) {
+		pthread_mutex_lock(&f.lock);
+		f.quit = 1;
+		pthread_cond_broadcast(&f.cond);
+		pthread_mutex_unlock(&f.lock);
+		pthread_join(helper, NULL);
+		free(f.buf[0]);
+		free(f.buf[1]);
 	}
 	weft_walker_finish(&w, trace_end_ns);
 }

@@ -6,6 +6,8 @@
 #include "format/symbols.h"
 #include "format/format.h"
 #include <fcntl.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <gelf.h>
 #include <libelf.h>
 #include <stdio.h>
@@ -220,30 +222,108 @@ static int table_grow(struct weft_proc *p)
 	return 0;
 }
 
+/* Pass 1, on two threads: every chunk's distinct function addresses into a per-worker set. */
+struct addr_set {
+	uint64_t *a;
+	size_t cap, n;
+};
+
+static int set_add(struct addr_set *s, uint64_t a)
+{
+	if ((s->n + 1) * 2 > s->cap) {
+		size_t cap = s->cap ? s->cap * 2 : 1024;
+		uint64_t *na = calloc(cap, sizeof(uint64_t));
+		if (!na)
+			return -1;
+		for (size_t i = 0; i < s->cap; i++) {
+			if (!s->a[i])
+				continue;
+			size_t j = (size_t)((s->a[i] * 0x9e3779b97f4a7c15ull) >> 20) & (cap - 1);
+			while (na[j])
+				j = (j + 1) & (cap - 1);
+			na[j] = s->a[i];
+		}
+		free(s->a);
+		s->a = na;
+		s->cap = cap;
+	}
+	size_t j = (size_t)((a * 0x9e3779b97f4a7c15ull) >> 20) & (s->cap - 1);
+	while (s->a[j] && s->a[j] != a)
+		j = (j + 1) & (s->cap - 1);
+	if (!s->a[j]) {
+		s->a[j] = a;
+		s->n++;
+	}
+	return 0;
+}
+
+struct collect_job {
+	const struct weft_proc *p;
+	const struct weft_chunk_view **chunks;
+	size_t n;
+	_Atomic size_t next;
+	struct addr_set sets[2];
+};
+
+static void *collect_main(void *arg)
+{
+	struct collect_job *j = ((void **)arg)[0];
+	struct addr_set *set = ((void **)arg)[1];
+	uint64_t *buf = NULL;
+	size_t cap = 0;
+	for (size_t c; (c = atomic_fetch_add(&j->next, 1)) < j->n;) {
+		size_t n;
+		const char *why;
+		if (weft_chunk_decode(j->chunks[c], &buf, &cap, &n, &why))
+			continue;
+		uint64_t last = 0;
+		for (size_t i = 0; i + 2 <= n; i += 2 + weft_rec_extra(buf[i + 1])) {
+			unsigned type = weft_rec_type(buf[i + 1]);
+			if (type != WEFT_R_FUNC_ENTER && type != WEFT_R_FUNC_EXIT)
+				continue;
+			uint64_t a = weft_rec_addr(buf[i + 1]);
+			if (a && a != last && set_add(set, a))
+				break;
+			last = a;
+		}
+	}
+	free(buf);
+	return NULL;
+}
+
 void weft_symbolize(struct weft_trace *t, struct weft_proc *p)
 {
 	/* 1. distinct addresses (id 0 until named) */
 	uint64_t *buf = NULL;
-	size_t cap = 0;
+	struct collect_job j = {.p = p};
 	for (size_t k = 0; k < p->nthreads; k++)
-		for (size_t c = 0; c < p->threads[k].nchunks; c++) {
-			size_t n;
-			const char *why;
-			if (weft_chunk_decode(&p->threads[k].chunks[c], &buf, &cap, &n, &why))
+		j.n += p->threads[k].nchunks;
+	j.chunks = calloc(j.n + 1, sizeof(*j.chunks));
+	if (!j.chunks)
+		return;
+	j.n = 0;
+	for (size_t k = 0; k < p->nthreads; k++)
+		for (size_t c = 0; c < p->threads[k].nchunks; c++)
+			j.chunks[j.n++] = &p->threads[k].chunks[c];
+	void *args[2][2] = {{&j, &j.sets[0]}, {&j, &j.sets[1]}};
+	pthread_t helper;
+	int two = j.n > 2 && pthread_create(&helper, NULL, collect_main, args[1]) == 0;
+	collect_main(args[0]);
+	if (two)
+		pthread_join(helper, NULL);
+	free(j.chunks);
+	for (int w = 0; w < 2; w++) {
+		for (size_t i = 0; i < j.sets[w].cap; i++) {
+			uint64_t a = j.sets[w].a[i];
+			if (!a || weft_func_id(p, a))
 				continue;
-			for (size_t i = 0; i + 2 <= n; i += 2 + weft_rec_extra(buf[i + 1])) {
-				unsigned type = weft_rec_type(buf[i + 1]);
-				if (type != WEFT_R_FUNC_ENTER && type != WEFT_R_FUNC_EXIT)
-					continue;
-				uint64_t a = weft_rec_addr(buf[i + 1]);
-				if (!a || weft_func_id(p, a) || (p->func_cap && p->func_addr[0] == a))
-					continue;
-				if ((p->nfuncs + 1) * 2 > p->func_cap && table_grow(p))
-					goto out;
-				table_put(p, a, UINT32_MAX);
-				p->nfuncs++;
-			}
+			if ((p->nfuncs + 1) * 2 > p->func_cap && table_grow(p))
+				break;
+			table_put(p, a, UINT32_MAX);
+			p->nfuncs++;
 		}
+		free(j.sets[w].a);
+	}
 	if (!p->nfuncs)
 		goto out;
 	/* 2. name each: maps -> file -> symbol */

@@ -20,7 +20,7 @@ void weft_config_defaults(struct weft_config *c)
 	c->enable = 1;
 	snprintf(c->output, sizeof(c->output), "weft.data");
 	snprintf(c->categories, sizeof(c->categories), "*");
-	c->buffer_size = 64u << 20;
+	c->buffer_size = 256u << 20; /* an upper bound: chunks are allocated as needed */
 	c->chunk_size = 1u << 20;
 	c->writers = 1;
 	c->compression = 1;

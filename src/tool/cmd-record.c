@@ -28,7 +28,7 @@ static void help(FILE *f)
 		"Code built with -finstrument-functions has every function entry and exit recorded.\n\n"
 		"  -o, --output DIR        trace directory (default weft.data; an old one is moved to DIR.old)\n"
 		"      --no-convert        do not write DIR/trace.pftrace at the end\n"
-		"  -b, --buffer-size SIZE  memory for buffers per process (default 64M)\n"
+		"  -b, --buffer-size SIZE  most buffer memory per process (default 256M, used as needed)\n"
 		"      --writers N         writer threads per process (default 1)\n"
 		"  -z, --compression L     zstd level, 0 = none (default 1)\n"
 		"  -D, --depth N           record functions only up to call depth N\n"
