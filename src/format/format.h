@@ -77,6 +77,34 @@ static inline unsigned weft_rec_extra(uint64_t h) { return (unsigned)(h >> 40) &
 static inline unsigned weft_rec_track(uint64_t h) { return (unsigned)(h >> 48); }
 static inline uint64_t weft_rec_addr(uint64_t h) { return (h & 0xffffffffu) | ((h >> 48) << 32); }
 
+/* Records whose word0 is a clock reading (delta-coded in chunks). */
+static inline int weft_rec_has_ticks(unsigned type)
+{
+	return (type >= WEFT_R_BEGIN && type <= WEFT_R_ASYNC_END) ||
+	       (type >= WEFT_R_DROPPED && type <= WEFT_R_LONGJMP);
+}
+
+/* Records that are an event of the program (counted as such; the rest annotate or mark). */
+static inline int weft_rec_is_event(unsigned type)
+{
+	return (type >= WEFT_R_BEGIN && type <= WEFT_R_COMPLETE) ||
+	       (type >= WEFT_R_ASYNC_INSTANT && type <= WEFT_R_FUNC_EXIT);
+}
+
+static inline void weft_file_header_init(struct weft_file_header *h, const char *magic, int pid,
+					 int writer, int ticks)
+{
+	for (unsigned i = 0; i < sizeof(*h); i++)
+		((unsigned char *)h)[i] = 0;
+	for (unsigned i = 0; i < 8; i++)
+		h->magic[i] = magic[i];
+	h->major = WEFT_FMT_MAJOR;
+	h->minor = WEFT_FMT_MINOR;
+	h->features = WEFT_FEAT_ZSTD | (ticks ? WEFT_FEAT_TSC : 0);
+	h->pid = (uint32_t)pid;
+	h->writer = (uint32_t)writer;
+}
+
 static inline uint32_t weft_fnv1a(const void *data, uint64_t n)
 {
 	const unsigned char *p = (const unsigned char *)data;

@@ -16,11 +16,6 @@
 #include <string.h>
 #include "format.h"
 
-static inline int weft_pack_varint_word0(unsigned type)
-{
-	return (type >= WEFT_R_BEGIN && type <= WEFT_R_ASYNC_END && type != WEFT_R_COMPLETE) ||
-	       (type >= WEFT_R_DROPPED && type <= WEFT_R_LONGJMP);
-}
 
 /* Largest packed size of n words: every record a miss (1 + 8 + 10 per two words). */
 static inline size_t weft_pack_bound(size_t nwords)
@@ -53,7 +48,7 @@ static inline size_t weft_pack(const uint64_t *w, size_t n, uint8_t *out)
 		for (; k > 0; k--)
 			mru[k] = mru[k - 1];
 		mru[0] = h;
-		if (weft_pack_varint_word0(weft_rec_type(h))) {
+		if (weft_rec_has_ticks(weft_rec_type(h))) {
 			while (v >= 0x80) {
 				*o++ = (uint8_t)(v | 0x80);
 				v >>= 7;
@@ -96,7 +91,7 @@ static inline size_t weft_unpack(const uint8_t *in, size_t len, uint64_t *w, siz
 		if (n + 2 + extra > cap)
 			return (size_t)-1;
 		uint64_t v = 0;
-		if (weft_pack_varint_word0(weft_rec_type(h))) {
+		if (weft_rec_has_ticks(weft_rec_type(h))) {
 			unsigned shift = 0;
 			for (;;) {
 				if (p >= end || shift > 63)

@@ -445,16 +445,9 @@ int weft_chunk_decode(const struct weft_chunk_view *c, uint64_t **buf, size_t *c
 		unsigned type = weft_rec_type(h), extra = weft_rec_extra(h);
 		if (i + 2 + extra > n)
 			break;
-		switch (type) {
-		case WEFT_R_BEGIN: case WEFT_R_END: case WEFT_R_INSTANT: case WEFT_R_COUNTER_I64:
-		case WEFT_R_COUNTER_F64: case WEFT_R_ASYNC_BEGIN: case WEFT_R_ASYNC_END:
-		case WEFT_R_ASYNC_INSTANT: case WEFT_R_DROPPED: case WEFT_R_FUNC_ENTER: case WEFT_R_FUNC_EXIT:
-		case WEFT_R_SETJMP: case WEFT_R_LONGJMP:
+		if (weft_rec_has_ticks(type)) {
 			prev += w[i];
 			w[i] = prev;
-			break;
-		default:
-			break;
 		}
 		i += 2 + extra;
 	}

@@ -37,12 +37,7 @@ int weft_meta_open(const char *dir, int pid, char *stem, size_t stemlen)
 	if (fd < 0)
 		return -EEXIST;
 	struct weft_file_header h;
-	memset(&h, 0, sizeof(h));
-	memcpy(h.magic, WEFT_META_MAGIC, 8);
-	h.major = WEFT_FMT_MAJOR;
-	h.minor = WEFT_FMT_MINOR;
-	h.features = WEFT_FEAT_ZSTD | (weft_clock_kind() ? WEFT_FEAT_TSC : 0);
-	h.pid = (uint32_t)pid;
+	weft_file_header_init(&h, WEFT_META_MAGIC, pid, 0, weft_clock_kind());
 	if (write(fd, &h, sizeof(h)) != (ssize_t)sizeof(h)) {
 		int e = errno ? -errno : -EIO;
 		close(fd);

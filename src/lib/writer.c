@@ -48,25 +48,14 @@ static uint32_t delta_encode(uint64_t *w, size_t nwords, uint32_t *dropped)
 		unsigned type = weft_rec_type(h), extra = weft_rec_extra(h);
 		if (i + 2 + extra > nwords)
 			break;
-		switch (type) {
-		case WEFT_R_BEGIN: case WEFT_R_END: case WEFT_R_INSTANT: case WEFT_R_COUNTER_I64:
-		case WEFT_R_COUNTER_F64: case WEFT_R_ASYNC_BEGIN: case WEFT_R_ASYNC_END:
-		case WEFT_R_ASYNC_INSTANT: case WEFT_R_FUNC_ENTER: case WEFT_R_FUNC_EXIT:
+		if (weft_rec_is_event(type))
 			events++;
-			/* fallthrough */
-		case WEFT_R_DROPPED: case WEFT_R_SETJMP: case WEFT_R_LONGJMP: {
-			if (type == WEFT_R_DROPPED && extra)
-				*dropped += (uint32_t)w[i + 2];
+		if (type == WEFT_R_DROPPED && extra)
+			*dropped += (uint32_t)w[i + 2];
+		if (weft_rec_has_ticks(type)) {
 			uint64_t t = w[i];
 			w[i] = t - prev;
 			prev = t;
-			break;
-		}
-		case WEFT_R_COMPLETE:
-			events++;
-			break;
-		default:
-			break;
 		}
 		i += 2 + extra;
 	}
@@ -207,13 +196,7 @@ static int open_events(const char *dir, const char *stem, int pid, int idx)
 	if (fd < 0)
 		return -errno;
 	struct weft_file_header h;
-	memset(&h, 0, sizeof(h));
-	memcpy(h.magic, WEFT_EVENTS_MAGIC, 8);
-	h.major = WEFT_FMT_MAJOR;
-	h.minor = WEFT_FMT_MINOR;
-	h.features = WEFT_FEAT_ZSTD | (weft_clock_kind() ? WEFT_FEAT_TSC : 0);
-	h.pid = (uint32_t)pid;
-	h.writer = (uint32_t)idx;
+	weft_file_header_init(&h, WEFT_EVENTS_MAGIC, pid, idx, weft_clock_kind());
 	if (write(fd, &h, sizeof(h)) != (ssize_t)sizeof(h)) {
 		int e = errno ? -errno : -EIO;
 		close(fd);

@@ -18,10 +18,8 @@ static inline void tb_put(struct tb *b, const void *d, size_t n)
 static inline void tb_header(struct tb *b, const char *magic, unsigned major, int pid)
 {
 	struct weft_file_header h;
-	memset(&h, 0, sizeof(h));
-	memcpy(h.magic, magic, 8);
+	weft_file_header_init(&h, magic, pid, 0, 1);
 	h.major = (uint16_t)major;
-	h.pid = (uint32_t)pid;
 	tb_put(b, &h, sizeof(h));
 }
 
@@ -66,12 +64,11 @@ static inline void tb_chunk(struct tb *b, uint32_t tid, uint64_t seq, const uint
 	uint32_t events = 0, dropped = 0;
 	for (size_t i = 0; i + 2 <= nwords; i += 2 + weft_rec_extra(d[i + 1])) {
 		unsigned t = weft_rec_type(d[i + 1]);
-		if (t <= WEFT_R_COMPLETE || t == WEFT_R_ASYNC_INSTANT)
+		if (weft_rec_is_event(t))
 			events++;
 		if (t == WEFT_R_DROPPED)
 			dropped += (uint32_t)d[i + 2];
-		if ((t >= WEFT_R_BEGIN && t <= WEFT_R_ASYNC_END && t != WEFT_R_COMPLETE) ||
-		    t == WEFT_R_DROPPED || t == WEFT_R_ASYNC_INSTANT) {
+		if (weft_rec_has_ticks(t)) {
 			uint64_t ts = d[i];
 			d[i] = ts - prev;
 			prev = ts;
