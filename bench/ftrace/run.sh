@@ -49,6 +49,8 @@ if [ -n "$cyg" ] && command -v lttng-sessiond >/dev/null; then
   by=$(du -sb "$work/lttng" | cut -f1)
   row "LTTng-UST cyg-profile-fast" "$t" "$((2 * N))" "$by" "${lost:-see lttng}"
 fi
+t=$(run_timed "$build/weft" record -q --no-convert -o filtered.data -N leaf -- ./ft_bench leaf $N)
+row "weft record -N leaf (all filtered)" "$t" "$("$build/weft" info filtered.data | awk '/^events:/{print $2}')" "-" "0"
 echo
 fb=$(best3 ./ft_bench fib $FIB)
 tw=$(run_timed "$build/weft" record -q --no-convert -o fib.data -- ./ft_bench fib $FIB)

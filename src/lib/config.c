@@ -163,6 +163,8 @@ SETTER(set_func_depth)
 	return 0;
 }
 SETTER(set_func_min) { return weft_parse_duration(v, &c->func_min_ns); }
+SETTER(set_func_filter) { return set_str(c->func_filter, sizeof(c->func_filter), v); }
+SETTER(set_func_libs) { return set_str(c->func_libs, sizeof(c->func_libs), v); }
 SETTER(set_overflow)
 {
 	if (!strcmp(v, "drop"))
@@ -192,6 +194,8 @@ static const struct {
 	{"overflow", set_overflow, "drop or block"},
 	{"func_depth", set_func_depth, "a call depth, 0 = unlimited"},
 	{"func_min", set_func_min, "a duration such as 500ns, 5us, 1ms"},
+	{"func_filter", set_func_filter, "comma-separated globs of function names, '-' excludes"},
+	{"func_libs", set_func_libs, "comma-separated globs of library file names, '-' excludes"},
 };
 
 int weft_config_set(struct weft_config *c, const char *key, const char *val, int log_errors)

@@ -35,6 +35,8 @@ struct weft_config {
 	int overflow;
 	uint32_t func_depth;  /* record functions up to this call depth (0 = all) */
 	uint64_t func_min_ns; /* drop function slices shorter than this that have no children */
+	char func_filter[1024]; /* function names: globs, '-' excludes (like filter=) */
+	char func_libs[1024];   /* files (basenames) whose functions are recorded: globs, '-' excludes */
 	char given[2048]; /* the options as given, for the trace metadata */
 };
 /* Written by config functions under weft_g.lock before start, read-only after start (except

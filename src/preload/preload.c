@@ -11,7 +11,8 @@
  *   fatal and terminating signals  (where the program left the default action) the trace is
  *                                  finished, then the signal takes its default effect, so a
  *                                  crash or Ctrl-C still leaves a complete trace.
- * Function filters: func_depth=N records only the N outermost levels; func_min=T takes back
+ * Function filters: func_filter= and func_libs= select functions by name and by library
+ * (funcfilter.c); func_depth=N records only the N outermost levels; func_min=T takes back
  * an entry/exit pair shorter than T with nothing recorded in between (like uftrace -t). What
  * they leave out is counted (not as drops: it was asked for).
  */
@@ -30,6 +31,8 @@
 #define EXPORT __attribute__((visibility("default")))
 
 static int func_filters;          /* set once at start: any function filter configured */
+int weft_func_allowed(void *fn);  /* funcfilter.c */
+static int func_select;           /* func_filter= or func_libs= set */
 static uint64_t func_min_ticks;   /* func_min in clock ticks */
 static __thread uint32_t depth;   /* call depth, maintained only with filters */
 /* Filtered-function counts: one slot per thread (written by it, relaxed), summed into the
@@ -70,6 +73,10 @@ static void sum_filtered(void)
 static void enter_filtered(void *fn) NOINST;
 static void enter_filtered(void *fn)
 {
+	if (func_select && !weft_func_allowed(fn)) {
+		count_filtered(1);
+		return;
+	}
 	if (weft_cfg.func_depth && ++depth > weft_cfg.func_depth) {
 		count_filtered(1);
 		return;
@@ -82,6 +89,10 @@ static void enter_filtered(void *fn)
 static void exit_filtered(void *fn) NOINST;
 static void exit_filtered(void *fn)
 {
+	if (func_select && !weft_func_allowed(fn)) {
+		count_filtered(1);
+		return;
+	}
 	uint32_t d = depth;
 	if (d)
 		depth = d - 1;
@@ -293,7 +304,8 @@ __attribute__((constructor(101))) static void preload_init(void)
 {
 	if (weft_start())
 		return;
-	func_filters = weft_cfg.func_depth || weft_cfg.func_min_ns;
+	func_select = weft_cfg.func_filter[0] || weft_cfg.func_libs[0];
+	func_filters = weft_cfg.func_depth || weft_cfg.func_min_ns || func_select;
 	if (weft_cfg.func_min_ns) {
 		double tpn = weft_ticks_per_ns();
 		func_min_ticks = (uint64_t)((double)weft_cfg.func_min_ns * tpn);

@@ -31,6 +31,10 @@ static void help(FILE *f)
 		"  -b, --buffer-size SIZE  most buffer memory per process (default 256M, used as needed)\n"
 		"      --writers N         writer threads per process (default 1)\n"
 		"  -z, --compression L     zstd level, 0 = none (default 1)\n"
+		"  -F, --filter GLOB       record only functions and slices whose name matches (repeatable)\n"
+		"  -N, --notrace GLOB      leave out functions and slices whose name matches (repeatable)\n"
+		"  -L, --libs GLOBS        record functions only of these files, e.g. 'app,libcore*' or\n"
+		"                          '-libm*' (comma list of basename globs, '-' excludes)\n"
 		"  -D, --depth N           record functions only up to call depth N\n"
 		"  -t, --time-filter T     leave out function calls shorter than T (e.g. 5us) that\n"
 		"                          made no recorded call themselves\n"
@@ -95,14 +99,17 @@ int cmd_record(int argc, char **argv)
 		{"buffer-size", required_argument, 0, 'b'}, {"writers", required_argument, 0, 'w'},
 		{"compression", required_argument, 0, 'z'}, {"depth", required_argument, 0, 'D'},
 		{"time-filter", required_argument, 0, 't'}, {"options", required_argument, 0, 'O'},
+		{"filter", required_argument, 0, 'F'}, {"notrace", required_argument, 0, 'N'},
+		{"libs", required_argument, 0, 'L'},
 		{"quiet", no_argument, 0, 'q'}, {"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
+	char names[1024] = "";
 	const char *outdir = "weft.data";
 	char extra[2048] = "";
 	int convert = 1, quiet = 0, c;
 	optind = 1;
 	opterr = 0;
 #define ADD(...) snprintf(extra + strlen(extra), sizeof(extra) - strlen(extra), __VA_ARGS__)
-	while ((c = getopt_long(argc, argv, "+o:b:z:D:t:qh", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "+o:b:z:D:t:F:N:L:qh", opts, NULL)) != -1) {
 		switch (c) {
 		case 'o': outdir = optarg; break;
 		case 'n': convert = 0; break;
@@ -112,6 +119,16 @@ int cmd_record(int argc, char **argv)
 		case 'D': ADD(":func_depth=%s", optarg); break;
 		case 't': ADD(":func_min=%s", optarg); break;
 		case 'O': ADD(":%s", optarg); break;
+		case 'F':
+		case 'N':
+			if (strpbrk(optarg, ",:")) {
+				weft_cli_error("record", "-%c takes one glob without ',' or ':', not '%s'", c, optarg);
+				return WEFT_EXIT_USAGE;
+			}
+			snprintf(names + strlen(names), sizeof(names) - strlen(names), "%s%s%s", names[0] ? "," : "",
+				 c == 'N' ? "-" : "", optarg);
+			break;
+		case 'L': ADD(":func_libs=%s", optarg); break;
 		case 'q': quiet = 1; break;
 		case 'h': help(stdout); return WEFT_EXIT_OK;
 		default:
@@ -119,6 +136,8 @@ int cmd_record(int argc, char **argv)
 			return WEFT_EXIT_USAGE;
 		}
 	}
+	if (names[0]) /* the same selection for functions and explicit slices */
+		ADD(":func_filter=%s:filter=%s", names, names);
 #undef ADD
 	if (optind < argc && !strcmp(argv[optind], "--"))
 		optind++;

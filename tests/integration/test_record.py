@@ -158,6 +158,24 @@ class Record(TraceTest):
         c = self.counts(data)
         self.assertEqual(c, {"main": 1, "slow": 1})  # all else was shorter, with no recorded children
 
+    def test_name_and_library_filters(self):
+        for flags, want in ((("-F", "fib"), {"fib": 465}),
+                            (("-N", "fib"), {"main": 1, "slow": 1, "is_even": 6, "is_odd": 5, "quick": 10}),
+                            (("-F", "is_*", "-F", "main"), {"main": 1, "is_even": 6, "is_odd": 5}),
+                            (("-L", "-ft_recurse*"), {}),
+                            (("-L", "ft_recurse*,-libc*"), {"main": 1, "fib": 465, "is_even": 6, "is_odd": 5,
+                                                            "slow": 1, "quick": 10})):
+            with self.subTest(flags=flags):
+                data = self.rec("ft_recurse_O2", flags=flags)
+                self.assertEqual(self.counts(data), want)
+        info = run([WEFT, "info", data]).stdout
+        self.assertNotIn("filtered:", info)  # the last run kept everything
+        data = self.rec("ft_recurse_O2", flags=("-N", "fib"))
+        self.assertIn("filtered: 930 function events", run([WEFT, "info", data]).stdout)
+        p = run([WEFT, "record", "-F", "a,b", "--", "true"], check=False, cwd=self.tmp)
+        self.assertEqual((p.returncode, p.stderr),
+                         (2, "weft: record: -F takes one glob without ',' or ':', not 'a,b'\n"))
+
     def test_bad_command_lines(self):
         cases = [
             (["record"], 2, "weft: record: no program given (usage: weft record [OPTIONS] -- PROGRAM [ARGS])\n"),
