@@ -19,10 +19,9 @@
  * whose name is filtered out costs one load and a predicted branch. `-DWEFT_DISABLE` compiles
  * every macro to nothing (arguments are not evaluated).
  *
- * Threads and signals. Every macro and weft_* event call is thread-safe. Events may be emitted
- * from signal handlers only on threads that have already emitted an event outside the handler
- * (the first event of a thread allocates); an event interrupted by a handler on the same thread
- * that also emits may lose one of the two records (it is never torn).
+ * Threads and signals. Every macro and weft_* event call is thread-safe and may be used in a
+ * signal handler: a handler's event that interrupts an event of the same thread (or the
+ * runtime's slow path) is dropped and counted, never written over it, and never deadlocks.
  *
  * Errors. Functions that can fail return 0 or a negative errno-style code; weft_strerror()
  * describes it. The library never prints except through the log callback (weft_set_log), whose

@@ -70,10 +70,12 @@ struct weft__tls {
 	char *pos;
 	char *end;
 	char *start; /* of the current chunk: lets a record be taken back (func_min=) */
+	int busy;    /* between reserve and commit: a signal handler's event then is dropped */
 };
 extern WEFT_API __thread struct weft__tls weft__tls __attribute__((tls_model("initial-exec")));
 
 WEFT_API int weft__site_check(struct weft_site *s);
+WEFT_API void weft__lost(void); /* counts an event dropped inside a signal handler */
 WEFT_API void *weft__reserve_slow(size_t bytes);
 WEFT_API uint64_t weft__ticks_fallback(void);
 
@@ -108,32 +110,44 @@ static inline int weft__on(struct weft_site *s)
 	return weft__site_check(s);
 }
 
+/* Reserve and commit bracket a window in which the thread's write position is in flux. A
+ * signal handler that emits on the same thread inside that window finds `busy` set: its event
+ * is dropped and counted, instead of overwriting (or, across a chunk switch, corrupting) the
+ * interrupted event. Signal fences keep the compiler from moving stores across the flag. */
 static inline uint64_t *weft__reserve(size_t bytes)
 {
+	if (__builtin_expect(weft__tls.busy, 0)) {
+		weft__lost();
+		return 0;
+	}
+	weft__tls.busy = 1;
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
 	char *p = weft__tls.pos;
 	if (__builtin_expect((size_t)(weft__tls.end - p) < bytes, 0))
 		p = (char *)weft__reserve_slow(bytes);
+	if (__builtin_expect(p == 0, 0)) {
+		__atomic_signal_fence(__ATOMIC_SEQ_CST);
+		weft__tls.busy = 0;
+	}
 	return (uint64_t *)p;
 }
 
 static inline void weft__commit(uint64_t *end)
 {
 	__atomic_store_n(&weft__tls.pos, (char *)end, __ATOMIC_RELEASE);
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+	weft__tls.busy = 0;
 }
 
-WEFT_API void weft__rec2_slow(uint64_t hdr);
-WEFT_API void weft__rec3_slow(uint64_t hdr, uint64_t extra);
-
-/* Two-word record with the current time: begin, end, instant. The window check is the only
- * branch; a full (or absent) chunk goes out of line, which writes the record itself. */
+/* Two-word record with the current time: begin, end, instant. The clock is read before the
+ * window opens, to keep the window short. */
 static inline void weft__rec2(uint64_t hdr)
 {
-	uint64_t *p = (uint64_t *)weft__tls.pos;
-	if (__builtin_expect((size_t)(weft__tls.end - (char *)p) < 16, 0)) {
-		weft__rec2_slow(hdr);
+	uint64_t t = weft__ticks();
+	uint64_t *p = weft__reserve(16);
+	if (__builtin_expect(p == 0, 0))
 		return;
-	}
-	p[0] = weft__ticks();
+	p[0] = t;
 	p[1] = hdr;
 	weft__commit(p + 2);
 }
@@ -141,12 +155,11 @@ static inline void weft__rec2(uint64_t hdr)
 /* Three-word record with the current time: counters, async begin/end. */
 static inline void weft__rec3(uint64_t hdr, uint64_t extra)
 {
-	uint64_t *p = (uint64_t *)weft__tls.pos;
-	if (__builtin_expect((size_t)(weft__tls.end - (char *)p) < 24, 0)) {
-		weft__rec3_slow(hdr, extra);
+	uint64_t t = weft__ticks();
+	uint64_t *p = weft__reserve(24);
+	if (__builtin_expect(p == 0, 0))
 		return;
-	}
-	p[0] = weft__ticks();
+	p[0] = t;
 	p[1] = hdr;
 	p[2] = extra;
 	weft__commit(p + 3);

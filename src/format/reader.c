@@ -105,6 +105,14 @@ static struct weft_site_def *site_slot(struct weft_proc *p, uint32_t id)
 	return &p->sites[id];
 }
 
+uint64_t weft_proc_dropped(const struct weft_proc *p)
+{
+	uint64_t d = 0;
+	for (size_t k = 0; k < p->nthreads; k++)
+		d += p->threads[k].dropped;
+	return p->finished && p->fin[1] > d ? p->fin[1] : d;
+}
+
 uint32_t weft_proc_add_site(struct weft_proc *p, const char *name, const char *cat)
 {
 	uint32_t id = (uint32_t)(p->nsites ? p->nsites : 1);

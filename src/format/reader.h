@@ -108,6 +108,9 @@ static inline uint64_t weft_proc_ns(const struct weft_proc *p, uint64_t ticks)
 void weft_trace_warn(struct weft_trace *t, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* Adds a site definition to a process (symbolized functions); returns its id. */
 uint32_t weft_proc_add_site(struct weft_proc *p, const char *name, const char *cat);
+/* Events the process dropped: per thread, or the runtime's total at a clean stop if larger
+ * (it also counts events refused inside a signal handler, which belong to no chunk). */
+uint64_t weft_proc_dropped(const struct weft_proc *p);
 const char *weft_site_name(const struct weft_proc *p, uint32_t id);
 const char *weft_track_name(const struct weft_proc *p, unsigned id);
 

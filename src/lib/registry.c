@@ -96,6 +96,8 @@ int weft__site_check(struct weft_site *s)
 	uint8_t st = __atomic_load_n(&s->state, __ATOMIC_ACQUIRE);
 	if (st != WEFT__SITE_NEW)
 		return st == WEFT__SITE_ON;
+	if (weft_in_runtime)
+		return 0; /* re-entered from a signal handler: registering could deadlock */
 	weft_ensure_started();
 	weft_in_runtime++;
 	pthread_mutex_lock(&reg_lock);

@@ -215,6 +215,7 @@ int weft_ensure_started(void)
 	if (run != WEFT_RUN_NEW)
 		return -ECANCELED;
 	pthread_once(&config_once, config_init);
+	weft_in_runtime++;
 	pthread_mutex_lock(&weft_g.lock);
 	if (atomic_load(&weft_g.run) == WEFT_RUN_NEW) {
 		if (!weft_cfg.enable) {
@@ -231,6 +232,7 @@ int weft_ensure_started(void)
 	}
 	run = atomic_load(&weft_g.run);
 	pthread_mutex_unlock(&weft_g.lock);
+	weft_in_runtime--;
 	return run == WEFT_RUN_ON ? 0 : -ECANCELED;
 }
 
@@ -244,9 +246,11 @@ int weft_start(void)
 
 int weft_stop(void)
 {
+	weft_in_runtime++;
 	pthread_mutex_lock(&weft_g.lock);
 	if (atomic_load(&weft_g.run) != WEFT_RUN_ON) {
 		pthread_mutex_unlock(&weft_g.lock);
+		weft_in_runtime--;
 		return 0;
 	}
 	atomic_store(&weft_g.run, WEFT_RUN_STOPPED);
@@ -268,6 +272,7 @@ int weft_stop(void)
 	weft_meta_write(WEFT_M_OVERHEAD, ov, sizeof(ov), NULL, 0);
 	weft_meta_close();
 	pthread_mutex_unlock(&weft_g.lock);
+	weft_in_runtime--;
 	return 0;
 }
 

@@ -273,6 +273,13 @@ static void count_lost(void)
 void *weft__reserve_slow(size_t bytes)
 {
 	int saved = errno;
+	if (weft_in_runtime) {
+		/* a signal handler traced while this thread was inside the runtime (maybe holding
+		 * its locks): the handler's event is dropped, and counted, rather than deadlock */
+		atomic_fetch_add_explicit(&weft_g.dropped, 1, memory_order_relaxed);
+		errno = saved;
+		return NULL;
+	}
 	weft_in_runtime++;
 	atomic_fetch_add_explicit(&weft_g.slow_paths, 1, memory_order_relaxed);
 	struct weft_thread *t = self;
@@ -320,25 +327,9 @@ out:
 	return p;
 }
 
-void weft__rec2_slow(uint64_t hdr)
+void weft__lost(void)
 {
-	uint64_t *p = weft__reserve_slow(16);
-	if (!p)
-		return;
-	p[0] = weft__ticks();
-	p[1] = hdr;
-	weft__commit(p + 2);
-}
-
-void weft__rec3_slow(uint64_t hdr, uint64_t extra)
-{
-	uint64_t *p = weft__reserve_slow(24);
-	if (!p)
-		return;
-	p[0] = weft__ticks();
-	p[1] = hdr;
-	p[2] = extra;
-	weft__commit(p + 3);
+	atomic_fetch_add_explicit(&weft_g.dropped, 1, memory_order_relaxed);
 }
 
 void weft_flush(void)

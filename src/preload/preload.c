@@ -103,13 +103,16 @@ static void exit_filtered(void *fn)
 	if (func_min_ticks) {
 		/* Is the entry of this call the last record, in this chunk? Then the call had no
 		 * recorded children, and if it was short both records are taken back. */
-		uint64_t *p = (uint64_t *)weft__tls.pos;
-		if ((char *)p - 16 >= weft__tls.start && weft__tls.start &&
-		    p[-1] == func_hdr(WEFT_R_FUNC_ENTER, fn) && weft__ticks() - p[-2] < func_min_ticks) {
+		uint64_t now = weft__ticks();
+		uint64_t *p = weft__reserve(0); /* opens the window without moving */
+		if (p && (char *)p - 16 >= weft__tls.start && weft__tls.start &&
+		    p[-1] == func_hdr(WEFT_R_FUNC_ENTER, fn) && now - p[-2] < func_min_ticks) {
 			weft__commit(p - 2);
 			count_filtered(2);
 			return;
 		}
+		if (p)
+			weft__commit(p);
 	}
 	weft__rec2(func_hdr(WEFT_R_FUNC_EXIT, fn));
 }

@@ -83,10 +83,9 @@ int cmd_info(int argc, char **argv)
 		const struct weft_proc *p = &t->procs[i];
 		raw += p->bytes_raw;
 		stored += p->bytes_stored;
-		for (size_t k = 0; k < p->nthreads; k++, threads++) {
+		for (size_t k = 0; k < p->nthreads; k++, threads++)
 			events += p->threads[k].events;
-			dropped += p->threads[k].dropped;
-		}
+		dropped += weft_proc_dropped(p);
 	}
 	printf("trace:      %s\n", t->dir);
 	printf("span:       %.6f s (%.3f ms)\n", (double)(t->last_ns - t->first_ns) / 1e9,

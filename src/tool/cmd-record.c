@@ -217,10 +217,9 @@ int cmd_record(int argc, char **argv)
 	uint64_t events = 0, dropped = 0, stored = 0;
 	for (size_t i = 0; i < t->nprocs; i++) {
 		stored += t->procs[i].bytes_stored;
-		for (size_t k = 0; k < t->procs[i].nthreads; k++) {
+		dropped += weft_proc_dropped(&t->procs[i]);
+		for (size_t k = 0; k < t->procs[i].nthreads; k++)
 			events += t->procs[i].threads[k].events;
-			dropped += t->procs[i].threads[k].dropped;
-		}
 	}
 	char out[PATH_MAX + 32] = "";
 	if (convert) {

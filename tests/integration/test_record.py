@@ -13,12 +13,13 @@ OPTS = ("O0", "O2")
 
 @unittest.skipIf(os.environ.get("WEFT_TEST_NO_PRELOAD"), "preloading is not testable in this build (TSan)")
 class Record(TraceTest):
-    def rec(self, prog, *args, flags=(), code=0):
+    def rec(self, prog, *args, flags=(), code=0, drops=r"0"):
         out = os.path.join(self.tmp, prog + ".data")
         p = run([WEFT, "record", "-o", out, *flags, "--", os.path.join(BUILD, prog), *args],
                 check=False, cwd=BUILD)
+        self.last_stdout = p.stdout
         self.assertEqual(p.returncode, code, p.stderr)
-        self.assertRegex(p.stderr, r"weft: record: \d+ events, 0 dropped, \d+ process(es)?, [\d.]+ MB on disk; "
+        self.assertRegex(p.stderr, r"weft: record: \d+ events, " + drops + r" dropped, \d+ process(es)?, [\d.]+ MB on disk; "
                                    r"open .*trace.pftrace in https://ui.perfetto.dev\n$")
         return out
 
@@ -132,6 +133,27 @@ class Record(TraceTest):
                 rows, = self.tp(pf, "select p.name parent from slice s join slice p on s.parent_id = p.id "
                                     "where s.name = 'thrower()'")
                 self.assertEqual(rows, [{"parent": "middle()"}])
+
+    def test_signal_handler(self):
+        for o in OPTS:
+            with self.subTest(opt=o):
+                # handler events refused inside the runtime's slow path are counted as drops
+                data = self.rec(f"ft_signal_{o}", drops=r"\d+")
+                c = self.counts(data)
+                exact = 10 * 242785  # calls of fib(25), ten times
+                # the interrupted thread's own events are all kept; a handler's event that lands
+                # inside another event is dropped and counted, not written over it
+                self.assertEqual(c["fib"], exact)
+                self.assertGreater(c["on_alarm"], 0)
+                self.assertLessEqual(abs(c["tick"] - c["on_alarm"]), max(2, c["on_alarm"] // 4))
+                m = re.search(r"recorded: \d+ events, (\d+) dropped", run([WEFT, "info", data]).stdout)
+                alarms = int(re.search(r"^\d+ (\d+)$", self.last_stdout, re.M).group(1))
+                # every alarm either left its on_alarm slice or was counted (its events dropped)
+                self.assertGreaterEqual(c["on_alarm"] + int(m.group(1)), alarms)
+                pf = self.check_trace(data)
+                rows, = self.tp(pf, "select count(*) n from slice s join slice p on s.parent_id = p.id "
+                                    "where s.name = 'tick' and p.name != 'on_alarm'")
+                self.assertEqual(rows, [{"n": 0}])
 
     def test_crashes_and_exit_codes(self):
         data = self.rec("ft_crash_O2", "segv", code=128 + 11)
