@@ -135,7 +135,9 @@ WEFT_API void weft_flow_in(uint64_t id);
  *   output=DIR            trace directory (default weft.data); {name} {host} {pid} expand
  *   name=NAME             component name, becomes the process name
  *   categories=GLOBS      comma list of globs; a leading '-' disables; default "*"
- *   filter=GLOBS          record only slices/instants whose name matches one glob
+ *   filter=GLOBS          record only slices/instants whose name matches one glob; '-' excludes
+ *                         (in both lists, and in weft record's -F/-N/-L, a pattern written
+ *                         /like this/ is a POSIX extended regex, matched anywhere in the name)
  *   buffer_size=BYTES     at most this much buffer memory, allocated as needed (default 256M)
  *   chunk_size=BYTES      unit of hand-off to writers (default 1M; 4K..buffer_size/2)
  *   writers=N             writer threads (default 1, 1..16)

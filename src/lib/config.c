@@ -127,8 +127,13 @@ typedef int (*setter_fn)(struct weft_config *c, const char *v);
 SETTER(set_enable) { return parse_int(v, 0, 1, &c->enable); }
 SETTER(set_output) { return *v ? set_str(c->output, sizeof(c->output), v) : -EINVAL; }
 SETTER(set_name) { return set_str(c->name, sizeof(c->name), v); }
-SETTER(set_categories) { return set_str(c->categories, sizeof(c->categories), v); }
-SETTER(set_filter) { return set_str(c->filter, sizeof(c->filter), v); }
+/* a list of name patterns (glob.c); a bad regex or an over-long pattern is refused */
+static int set_patterns(char *dst, size_t n, const char *v)
+{
+	return weft_glob_list_check(v) ? -EINVAL : set_str(dst, n, v);
+}
+SETTER(set_categories) { return set_patterns(c->categories, sizeof(c->categories), v); }
+SETTER(set_filter) { return set_patterns(c->filter, sizeof(c->filter), v); }
 SETTER(set_writers) { return parse_int(v, 1, 16, &c->writers); }
 SETTER(set_compression) { return parse_int(v, -100, 19, &c->compression); }
 SETTER(set_buffer_size)
@@ -163,8 +168,8 @@ SETTER(set_func_depth)
 	return 0;
 }
 SETTER(set_func_min) { return weft_parse_duration(v, &c->func_min_ns); }
-SETTER(set_func_filter) { return set_str(c->func_filter, sizeof(c->func_filter), v); }
-SETTER(set_func_libs) { return set_str(c->func_libs, sizeof(c->func_libs), v); }
+SETTER(set_func_filter) { return set_patterns(c->func_filter, sizeof(c->func_filter), v); }
+SETTER(set_func_libs) { return set_patterns(c->func_libs, sizeof(c->func_libs), v); }
 SETTER(set_overflow)
 {
 	if (!strcmp(v, "drop"))
@@ -184,8 +189,8 @@ static const struct {
 	{"enable", set_enable, "0 or 1"},
 	{"output", set_output, "a directory path ({name} {host} {pid} expand)"},
 	{"name", set_name, "a component name"},
-	{"categories", set_categories, "comma-separated globs, '-' prefix disables"},
-	{"filter", set_filter, "comma-separated globs of event names"},
+	{"categories", set_categories, "comma-separated globs or /regex/, '-' prefix disables"},
+	{"filter", set_filter, "comma-separated globs or /regex/ of event names, '-' excludes"},
 	{"buffer_size", set_buffer_size, "a size from 8K to 64G (k/M/G suffix)"},
 	{"chunk_size", set_chunk_size, "a size from 4K to 64M"},
 	{"writers", set_writers, "1 to 16"},
@@ -194,8 +199,8 @@ static const struct {
 	{"overflow", set_overflow, "drop or block"},
 	{"func_depth", set_func_depth, "a call depth, 0 = unlimited"},
 	{"func_min", set_func_min, "a duration such as 500ns, 5us, 1ms"},
-	{"func_filter", set_func_filter, "comma-separated globs of function names, '-' excludes"},
-	{"func_libs", set_func_libs, "comma-separated globs of library file names, '-' excludes"},
+	{"func_filter", set_func_filter, "comma-separated globs or /regex/ of function names, '-' excludes"},
+	{"func_libs", set_func_libs, "comma-separated globs or /regex/ of library file names, '-' excludes"},
 };
 
 int weft_config_set(struct weft_config *c, const char *key, const char *val, int log_errors)

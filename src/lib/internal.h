@@ -63,6 +63,9 @@ WEFT_HIDDEN double weft_ticks_per_ns(void); /* best current estimate */
 /* ---- glob ---- */
 WEFT_HIDDEN int weft_glob_match(const char *pat, const char *s);
 WEFT_HIDDEN int weft_glob_list_match(const char *list, const char *s, int empty_means);
+/* 0 if pat is a valid pattern, else -EINVAL with regerror's words in err */
+WEFT_HIDDEN int weft_glob_check(const char *pat, char *err, size_t errlen);
+WEFT_HIDDEN int weft_glob_list_check(const char *list);
 
 /* ---- registry.c ---- */
 WEFT_HIDDEN void weft_registry_reevaluate(void);

@@ -8,6 +8,7 @@
  */
 #include "tool/cmd.h"
 #include "export/export.h"
+#include "lib/internal.h" /* weft_glob_check */
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
@@ -31,10 +32,12 @@ static void help(FILE *f)
 		"  -b, --buffer-size SIZE  most buffer memory per process (default 256M, used as needed)\n"
 		"      --writers N         writer threads per process (default 1)\n"
 		"  -z, --compression L     zstd level, 0 = none (default 1)\n"
-		"  -F, --filter GLOB       record only functions and slices whose name matches (repeatable)\n"
-		"  -N, --notrace GLOB      leave out functions and slices whose name matches (repeatable)\n"
-		"  -L, --libs GLOBS        record functions only of these files, e.g. 'app,libcore*' or\n"
-		"                          '-libm*' (comma list of basename globs, '-' excludes)\n"
+		"  -F, --filter PATTERN    record only functions and slices whose name matches (repeatable)\n"
+		"  -N, --notrace PATTERN   leave out functions and slices whose name matches (repeatable)\n"
+		"                          PATTERN: a glob (fib*, is_?dd) or /regex/ (POSIX extended,\n"
+		"                          unanchored: /^is_(even|odd)$/); C++ names as mangled\n"
+		"  -L, --libs PATTERNS     record functions only of these files, e.g. 'app,libcore*' or\n"
+		"                          '-libm*' (comma list of basename patterns, '-' excludes)\n"
 		"  -D, --depth N           record functions only up to call depth N\n"
 		"  -t, --time-filter T     leave out function calls shorter than T (e.g. 5us) that\n"
 		"                          made no recorded call themselves\n"
@@ -45,10 +48,15 @@ static void help(FILE *f)
 		"127 if the program could not be run.\n");
 }
 
+/* Signals aimed at weft record reach the program. One the terminal sends (Ctrl-C, Ctrl-\,
+ * hangup: si_code SI_KERNEL) went to the whole foreground process group, so the program has it
+ * already and passing it on would deliver it twice; one sent with kill(2) to this process is
+ * passed on. Installed in the parent only after fork, so the child never runs it. */
 static pid_t child;
-static void forward(int sig)
+static void forward(int sig, siginfo_t *si, void *uc)
 {
-	if (child > 0)
+	(void)uc;
+	if (child > 0 && (!si || si->si_code != SI_KERNEL))
 		kill(child, sig);
 }
 
@@ -102,7 +110,7 @@ int cmd_record(int argc, char **argv)
 		{"filter", required_argument, 0, 'F'}, {"notrace", required_argument, 0, 'N'},
 		{"libs", required_argument, 0, 'L'},
 		{"quiet", no_argument, 0, 'q'}, {"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
-	char names[1024] = "";
+	char names[1024] = "", why[128];
 	const char *outdir = "weft.data";
 	char extra[2048] = "";
 	int convert = 1, quiet = 0, c;
@@ -122,13 +130,23 @@ int cmd_record(int argc, char **argv)
 		case 'F':
 		case 'N':
 			if (strpbrk(optarg, ",:")) {
-				weft_cli_error("record", "-%c takes one glob without ',' or ':', not '%s'", c, optarg);
+				weft_cli_error("record", "-%c takes one pattern without ',' or ':', not '%s'", c, optarg);
+				return WEFT_EXIT_USAGE;
+			}
+			if (weft_glob_check(optarg, why, sizeof(why))) {
+				weft_cli_error("record", "-%c: bad regex %s: %s", c, optarg, why);
 				return WEFT_EXIT_USAGE;
 			}
 			snprintf(names + strlen(names), sizeof(names) - strlen(names), "%s%s%s", names[0] ? "," : "",
 				 c == 'N' ? "-" : "", optarg);
 			break;
-		case 'L': ADD(":func_libs=%s", optarg); break;
+		case 'L':
+			if (strchr(optarg, ':') || weft_glob_list_check(optarg)) {
+				weft_cli_error("record", "-L takes a comma list of globs or /regex/, not '%s'", optarg);
+				return WEFT_EXIT_USAGE;
+			}
+			ADD(":func_libs=%s", optarg);
+			break;
 		case 'q': quiet = 1; break;
 		case 'h': help(stdout); return WEFT_EXIT_OK;
 		default:
@@ -167,16 +185,31 @@ int cmd_record(int argc, char **argv)
 		weft_cli_error("record", "pipe: %s", strerror(errno));
 		return WEFT_EXIT_FAIL;
 	}
-	signal(SIGINT, SIG_IGN); /* Ctrl-C goes to the program; we wait for its end */
-	signal(SIGQUIT, SIG_IGN);
+	/* forward() is installed before fork with these signals blocked, so one that comes while
+	 * the child starts waits until `child` is set; the child puts the defaults back before it
+	 * unblocks them */
+	static const int passed_on[] = {SIGINT, SIGQUIT, SIGTERM, SIGHUP};
+	sigset_t block, old_mask;
+	sigemptyset(&block);
+	struct sigaction sa;
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_sigaction = forward;
+	sa.sa_flags = SA_SIGINFO | SA_RESTART;
+	for (size_t i = 0; i < sizeof(passed_on) / sizeof(passed_on[0]); i++)
+		sigaddset(&block, passed_on[i]);
+	sigprocmask(SIG_BLOCK, &block, &old_mask);
+	for (size_t i = 0; i < sizeof(passed_on) / sizeof(passed_on[0]); i++)
+		sigaction(passed_on[i], &sa, NULL);
 	child = fork();
 	if (child < 0) {
+		sigprocmask(SIG_SETMASK, &old_mask, NULL);
 		weft_cli_error("record", "fork: %s", strerror(errno));
 		return WEFT_EXIT_FAIL;
 	}
 	if (child == 0) {
-		signal(SIGINT, SIG_DFL);
-		signal(SIGQUIT, SIG_DFL);
+		for (size_t i = 0; i < sizeof(passed_on) / sizeof(passed_on[0]); i++)
+			signal(passed_on[i], SIG_DFL);
+		sigprocmask(SIG_SETMASK, &old_mask, NULL);
 		setenv("LD_PRELOAD", ld, 1);
 		setenv("WEFT_OPTIONS", options, 1);
 		setenv("WEFT_SESSION", dir, 1);
@@ -186,18 +219,18 @@ int cmd_record(int argc, char **argv)
 		(void)w;
 		_exit(127);
 	}
+	sigprocmask(SIG_SETMASK, &old_mask, NULL);
 	close(pipefd[1]);
-	struct sigaction sa;
-	memset(&sa, 0, sizeof(sa));
-	sa.sa_handler = forward;
-	sigaction(SIGTERM, &sa, NULL);
-	sigaction(SIGHUP, &sa, NULL);
 	int exec_errno = 0;
 	ssize_t got = read(pipefd[0], &exec_errno, sizeof(exec_errno));
 	close(pipefd[0]);
 	int status = 0;
 	while (waitpid(child, &status, 0) < 0 && errno == EINTR)
 		;
+	/* the program is gone: a signal now ends the conversion, the recorded data stays */
+	for (size_t i = 0; i < sizeof(passed_on) / sizeof(passed_on[0]); i++)
+		signal(passed_on[i], SIG_DFL);
+	child = 0;
 	if (got == (ssize_t)sizeof(exec_errno)) {
 		weft_cli_error("record", "cannot run '%s': %s", argv[optind], strerror(exec_errno));
 		return 127;

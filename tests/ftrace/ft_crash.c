@@ -1,6 +1,10 @@
-/* ft_crash segv | kill N | exit N: dies of SIGSEGV inside c(), of SIGKILL after N calls of
- * step() (writers given time to write what was handed to them), or exits with status N. */
+/* ft_crash segv | kill N | exit N | loop | loop-handled: dies of SIGSEGV inside c(), of SIGKILL
+ * after N calls of step() (writers given time to write what was handed to them), or exits with
+ * status N. loop prints "ready" and calls step() until SIGINT ends it; loop-handled catches
+ * SIGINT instead, stops looping and prints how many calls of step() it made and how many
+ * SIGINTs it received. */
 #include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -10,6 +14,8 @@ NI void c(int *p) { *p = 1; }
 NI void b(int *p) { c(p); }
 NI void a(int *p) { b(p); }
 NI void step(int i) { sink += i; }
+static volatile sig_atomic_t interrupted;
+static void on_int(int sig) { (void)sig; interrupted++; }
 int main(int argc, char **argv)
 {
 	if (argc > 1 && !strcmp(argv[1], "segv")) {
@@ -22,6 +28,19 @@ int main(int argc, char **argv)
 			step(i);
 		usleep(300000);
 		raise(SIGKILL);
+	} else if (argc > 1 && !strncmp(argv[1], "loop", 4)) {
+		if (!strcmp(argv[1], "loop-handled"))
+			signal(SIGINT, on_int);
+		printf("ready\n");
+		fflush(stdout);
+		long n = 0;
+		while (!interrupted) {
+			step((int)n++);
+			if (!(n & 1023))
+				usleep(100);
+		}
+		usleep(50000); /* a second, doubled SIGINT would arrive here */
+		printf("steps=%ld signals=%d\n", n, (int)interrupted);
 	} else if (argc > 2 && !strcmp(argv[1], "exit")) {
 		a((int *)&sink);
 		exit(atoi(argv[2]));

@@ -4,7 +4,11 @@ exit codes, filters and bad command lines. Every converted trace is checked with
 trace_processor."""
 import json
 import os
+import pty
 import re
+import select
+import signal
+import time
 import unittest
 from weftlib import TraceTest, main, run, WEFT, BUILD
 
@@ -170,6 +174,63 @@ class Record(TraceTest):
         self.assertIn("not finished", info)
         self.check_trace(data)
 
+    def on_tty(self, out, mode, interrupt):
+        """weft record on a new pseudo-terminal, as a user runs it; once the program prints
+        'ready', interrupt(pid of weft, terminal fd). Returns (exit code, terminal output)."""
+        pid, fd = pty.fork()
+        if pid == 0:
+            os.chdir(BUILD)
+            os.execv(WEFT, [WEFT, "record", "-o", out, "--", os.path.join(BUILD, "ft_crash_O2"), mode])
+        buf, sent, deadline = b"", False, time.time() + 120
+        try:
+            while time.time() < deadline:
+                if select.select([fd], [], [], 0.5)[0]:
+                    try:
+                        data = os.read(fd, 4096)
+                    except OSError:  # EIO: every process of the terminal is gone
+                        break
+                    if not data:
+                        break
+                    buf += data
+                if not sent and b"ready" in buf:
+                    interrupt(pid, fd)
+                    sent = True
+            else:
+                os.kill(pid, signal.SIGKILL)
+            _, status = os.waitpid(pid, 0)
+        finally:
+            os.close(fd)
+        self.assertTrue(sent, buf)
+        return os.waitstatus_to_exitcode(status), buf.decode().replace("\r\n", "\n")
+
+    def test_ctrl_c(self):
+        ctrl_c = lambda pid, fd: os.write(fd, b"\x03")  # the terminal signals the whole job
+        kill_weft = lambda pid, fd: os.kill(pid, signal.SIGINT)  # only weft: it passes it on
+        for how, interrupt in (("ctrl-c", ctrl_c), ("kill", kill_weft)):
+            with self.subTest(how=how, program="handles SIGINT"):
+                data = os.path.join(self.tmp, f"int-{how}.data")
+                code, out = self.on_tty(data, "loop-handled", interrupt)
+                self.assertEqual(code, 0, out)
+                m = re.search(r"steps=(\d+) signals=(\d+)\n", out)  # the terminal echoes ^C before it
+                self.assertTrue(m, out)
+                self.assertEqual(m.group(2), "1", out)  # delivered once, not twice
+                self.assertRegex(out, r"weft: record: \d+ events, 0 dropped, 1 process, ")
+                self.assertEqual(self.counts(data)["step"], int(m.group(1)))  # every call is there
+                self.assertNotIn("not finished", run([WEFT, "info", data]).stdout)
+                self.check_trace(data)
+            with self.subTest(how=how, program="dies of SIGINT"):
+                data = os.path.join(self.tmp, f"die-{how}.data")
+                code, out = self.on_tty(data, "loop", interrupt)
+                self.assertEqual(code, 128 + signal.SIGINT, out)
+                self.assertRegex(out, r"weft: record: \d+ events, 0 dropped, 1 process, .*trace.pftrace")
+                c = self.counts(data)
+                self.assertEqual(c["main"], 1)
+                self.assertGreater(c["step"], 0)
+                self.assertNotIn("not finished", run([WEFT, "info", data]).stdout)  # finished in the handler
+                pf = self.check_trace(data)
+                rows, = self.tp(pf, "select count(*) n from slice where name = 'step' and (dur < 0 or depth != 1)")
+                self.assertEqual(rows, [{"n": 0}])
+
     def test_filters(self):
         data = self.rec("ft_recurse_O2", flags=("-D", "3"))
         c = self.counts(data)
@@ -184,6 +245,9 @@ class Record(TraceTest):
         for flags, want in ((("-F", "fib"), {"fib": 465}),
                             (("-N", "fib"), {"main": 1, "slow": 1, "is_even": 6, "is_odd": 5, "quick": 10}),
                             (("-F", "is_*", "-F", "main"), {"main": 1, "is_even": 6, "is_odd": 5}),
+                            (("-F", "/^(is_(even|odd)|main)$/",), {"main": 1, "is_even": 6, "is_odd": 5}),
+                            (("-N", "/^(fib|is_)/",), {"main": 1, "slow": 1, "quick": 10}),
+                            (("-F", "/^[fs]/", "-N", "fib"), {"slow": 1}),
                             (("-L", "-ft_recurse*"), {}),
                             (("-L", "ft_recurse*,-libc*"), {"main": 1, "fib": 465, "is_even": 6, "is_odd": 5,
                                                             "slow": 1, "quick": 10})):
@@ -194,9 +258,11 @@ class Record(TraceTest):
         self.assertNotIn("filtered:", info)  # the last run kept everything
         data = self.rec("ft_recurse_O2", flags=("-N", "fib"))
         self.assertIn("filtered: 930 function events", run([WEFT, "info", data]).stdout)
-        p = run([WEFT, "record", "-F", "a,b", "--", "true"], check=False, cwd=self.tmp)
-        self.assertEqual((p.returncode, p.stderr),
-                         (2, "weft: record: -F takes one glob without ',' or ':', not 'a,b'\n"))
+        for args, err in ((("-F", "a,b"), "-F takes one pattern without ',' or ':', not 'a,b'"),
+                          (("-N", "/(fib/"), "-N: bad regex /(fib/: Unmatched ( or \\("),
+                          (("-L", "/lib[/"), "-L takes a comma list of globs or /regex/, not '/lib[/'")):
+            p = run([WEFT, "record", *args, "--", "true"], check=False, cwd=self.tmp)
+            self.assertEqual((p.returncode, p.stderr), (2, f"weft: record: {err}\n"))
 
     def test_bad_command_lines(self):
         cases = [

@@ -100,6 +100,27 @@ static void globs(void **s)
 	assert_true(weft_glob_list_match("-debug", "render", 1));
 	assert_false(weft_glob_list_match("*,-d?bug", "debug", 1));
 	assert_true(weft_glob_list_match("[ab]x", "bx", 0));
+	/* /regex/: POSIX extended, unanchored */
+	assert_true(weft_glob_list_match("/^is_(even|odd)$/", "is_odd", 0));
+	assert_false(weft_glob_list_match("/^is_(even|odd)$/", "is_oddly", 0));
+	assert_true(weft_glob_list_match("/mat[0-9]+/", "do_mat42_mul", 0));
+	assert_false(weft_glob_list_match("*,-/^_Z/", "_ZN3foo3barEv", 1));
+	assert_true(weft_glob_list_match("*,-/^_Z/", "main", 1));
+	assert_true(weft_glob_list_match("/", "/", 0)); /* one slash is a glob */
+	/* a bad regex matches nothing and is refused when set */
+	assert_false(weft_glob_list_match("/(a/", "(a", 0));
+	char err[128] = "";
+	assert_int_equal(weft_glob_check("/(a/", err, sizeof(err)), -EINVAL);
+	assert_string_equal(err, "Unmatched ( or \\(");
+	assert_int_equal(weft_glob_check("a(", err, sizeof(err)), 0);
+	assert_int_equal(weft_glob_list_check("x,-/[/"), -EINVAL);
+	assert_int_equal(weft_glob_list_check("x,-/[a]/"), 0);
+	struct weft_config c;
+	weft_config_defaults(&c);
+	assert_int_equal(weft_config_set(&c, "filter", "/(/", 0), -EINVAL);
+	assert_string_equal(c.filter, "");
+	assert_int_equal(weft_config_set(&c, "func_filter", "-/^a(b|c)/", 0), 0);
+	assert_string_equal(c.func_filter, "-/^a(b|c)/");
 }
 
 static void patterns(void **s)
