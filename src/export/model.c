@@ -15,7 +15,17 @@ struct weft_walk_stack {
 	size_t n, cap;
 };
 
-static struct weft_walk_stack *stack_for(struct weft_walker *w, unsigned track)
+static struct weft_walk_stack *stack_for_slow(struct weft_walker *w, unsigned track);
+
+/* The thread's own track (functions, most slices) is looked up first. */
+static inline struct weft_walk_stack *stack_for(struct weft_walker *w, unsigned track)
+{
+	if (__builtin_expect(w->nstacks && w->stacks[0].track == track, 1))
+		return &w->stacks[0];
+	return stack_for_slow(w, track);
+}
+
+static struct weft_walk_stack *stack_for_slow(struct weft_walker *w, unsigned track)
 {
 	for (size_t i = 0; i < w->nstacks; i++)
 		if (w->stacks[i].track == track)
@@ -158,9 +168,16 @@ void weft_walker_init(struct weft_walker *w, const struct weft_proc *p, weft_ev_
 	w->st = st;
 }
 
-void weft_walker_feed(struct weft_walker *wk, const uint64_t *r, size_t n)
+static void walk(struct weft_walker *wk, const uint64_t *r, size_t n);
+
+void weft_walker_feed(struct weft_walker *wk, uint64_t *r, size_t n)
 {
-	const struct weft_proc *p = wk->p;
+	weft_records_prepare(wk->p, r, n);
+	walk(wk, r, n);
+}
+
+static void walk(struct weft_walker *wk, const uint64_t *r, size_t n)
+{
 	struct weft_walk_stats *st = wk->st;
 	for (size_t i = 0; i + 2 <= n; i += 2 + weft_rec_extra(r[i + 1])) {
 		uint64_t h = r[i + 1];
@@ -172,33 +189,32 @@ void weft_walker_feed(struct weft_walker *wk, const uint64_t *r, size_t n)
 		uint64_t x = extra ? r[i + 2] : 0;
 		switch (type) {
 		case WEFT_R_BEGIN:
-			start(wk, WEFT_EV_BEGIN, weft_proc_ns(p, r[i]), id, track);
+			start(wk, WEFT_EV_BEGIN, r[i], id, track);
 			push(stack_for(wk, track), id);
 			break;
 		case WEFT_R_END:
-			on_end(wk, weft_proc_ns(p, r[i]), id, track);
+			on_end(wk, r[i], id, track);
 			break;
-		case WEFT_R_FUNC_ENTER:
-			id = weft_func_id(p, weft_rec_addr(h));
-			start(wk, WEFT_EV_BEGIN, weft_proc_ns(p, r[i]), id, 0);
+		case WEFT_R_FUNC_ENTER: /* prepared: id is the function's, track 0 */
+			start(wk, WEFT_EV_BEGIN, r[i], id, 0);
 			push(stack_for(wk, 0), id);
 			break;
 		case WEFT_R_FUNC_EXIT:
-			on_end(wk, weft_proc_ns(p, r[i]), weft_func_id(p, weft_rec_addr(h)), 0);
+			on_end(wk, r[i], id, 0);
 			break;
 		case WEFT_R_SETJMP:
 			flush(wk);
 			note_setjmp(wk, weft_rec_addr(h));
 			break;
 		case WEFT_R_LONGJMP:
-			on_longjmp(wk, weft_proc_ns(p, r[i]), weft_rec_addr(h));
+			on_longjmp(wk, r[i], weft_rec_addr(h));
 			break;
 		case WEFT_R_INSTANT:
-			start(wk, WEFT_EV_INSTANT, weft_proc_ns(p, r[i]), id, track);
+			start(wk, WEFT_EV_INSTANT, r[i], id, track);
 			break;
 		case WEFT_R_COUNTER_I64:
 		case WEFT_R_COUNTER_F64:
-			start(wk, WEFT_EV_COUNTER, weft_proc_ns(p, r[i]), id, 0);
+			start(wk, WEFT_EV_COUNTER, r[i], id, 0);
 			wk->ev.value = x;
 			wk->ev.is_double = type == WEFT_R_COUNTER_F64;
 			break;
@@ -207,7 +223,7 @@ void weft_walker_feed(struct weft_walker *wk, const uint64_t *r, size_t n)
 		case WEFT_R_ASYNC_INSTANT:
 			start(wk, type == WEFT_R_ASYNC_BEGIN ? WEFT_EV_ASYNC_BEGIN :
 				  type == WEFT_R_ASYNC_END ? WEFT_EV_ASYNC_END : WEFT_EV_ASYNC_INSTANT,
-			      weft_proc_ns(p, r[i]), id, 0);
+			      r[i], id, 0);
 			wk->ev.value = x;
 			break;
 		case WEFT_R_COMPLETE:
@@ -215,7 +231,7 @@ void weft_walker_feed(struct weft_walker *wk, const uint64_t *r, size_t n)
 			wk->ev.end_ts = x < r[i] ? r[i] : x;
 			break;
 		case WEFT_R_DROPPED:
-			start(wk, WEFT_EV_DROPPED, weft_proc_ns(p, r[i]), 0, 0);
+			start(wk, WEFT_EV_DROPPED, r[i], 0, 0);
 			wk->ev.value = x;
 			st->events--; /* not an event of the program's */
 			break;
@@ -272,9 +288,10 @@ void weft_walker_finish(struct weft_walker *w, uint64_t end_ns)
 	w->njmps = w->jcap = 0;
 }
 
-/* Decoding runs one chunk ahead of the walk on a helper thread (two slots), so a trace of one
- * busy thread still uses both cores. */
+/* Decoding and preparing run one chunk ahead of the walk on a helper thread (two slots), so a
+ * trace of one busy thread still uses both cores. */
 struct prefetch {
+	const struct weft_proc *p;
 	const struct weft_thread_data *th;
 	pthread_mutex_t lock;
 	pthread_cond_t cond;
@@ -298,7 +315,8 @@ static void *prefetch_main(void *arg)
 		if (quit)
 			break;
 		const char *why;
-		int bad = weft_chunk_decode(&f->th->chunks[c], &f->buf[slot], &f->cap[slot], &f->n[slot], &why);
+		int bad = weft_chunk_decode_prepared(&f->th->chunks[c], f->p, &f->buf[slot], &f->cap[slot],
+						     &f->n[slot], &why);
 		pthread_mutex_lock(&f->lock);
 		f->state[slot] = bad ? 2 : 1;
 		pthread_cond_broadcast(&f->cond);
@@ -313,7 +331,7 @@ void weft_walk_thread(const struct weft_proc *p, const struct weft_thread_data *
 {
 	struct weft_walker w;
 	weft_walker_init(&w, p, fn, ud, st);
-	struct prefetch f = {.th = th, .lock = PTHREAD_MUTEX_INITIALIZER, .cond = PTHREAD_COND_INITIALIZER};
+	struct prefetch f = {.p = p, .th = th, .lock = PTHREAD_MUTEX_INITIALIZER, .cond = PTHREAD_COND_INITIALIZER};
 	pthread_t helper;
 	int ahead = th->nchunks >= 3 && pthread_create(&helper, NULL, prefetch_main, &f) == 0;
 	for (size_t c = 0; c < th->nchunks; c++) {
@@ -336,7 +354,7 @@ void weft_walk_thread(const struct weft_proc *p, const struct weft_thread_data *
 		if (state == 2)
 			st->bad_chunks++;
 		else
-			weft_walker_feed(&w, f.buf[slot], f.n[slot]);
+			walk(&w, f.buf[slot], f.n[slot]);
 		pthread_mutex_lock(&f.lock);
 		f.state[slot] = 0;
 		pthread_cond_broadcast(&f.cond);

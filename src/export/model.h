@@ -67,7 +67,9 @@ struct weft_walker {
 };
 void weft_walker_init(struct weft_walker *w, const struct weft_proc *p, weft_ev_fn fn, void *ud,
 		      struct weft_walk_stats *st);
-void weft_walker_feed(struct weft_walker *w, const uint64_t *records, size_t nwords);
+/* Feeds one decoded chunk. The records are rewritten in place on the way (ticks to ns,
+ * function addresses to site ids): feed each buffer once. */
+void weft_walker_feed(struct weft_walker *w, uint64_t *records, size_t nwords);
 /* Closes what is still open at end_ns and frees the walker's memory. */
 void weft_walker_finish(struct weft_walker *w, uint64_t end_ns);
 

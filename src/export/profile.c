@@ -192,7 +192,8 @@ int weft_profile_build(const struct weft_trace *t, int per_thread, int tree, int
 					abort();
 			}
 			r[rows++] = (struct weft_fstat){name_of(j->p, (uint32_t)id),
-							 per_thread ? j->p->pid : 0, per_thread ? j->th->tid : 0,
+							 per_thread ? j->p->pid : 0,
+							 per_thread == WEFT_PROFILE_THREADS ? j->th->tid : 0,
 							 j->st[id].calls, j->st[id].total, j->st[id].self, j->st[id].max};
 		}
 		free(j->st);

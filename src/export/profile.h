@@ -11,7 +11,7 @@
 
 struct weft_fstat {
 	const char *name;
-	int pid;
+	int pid;      /* 0 unless per thread or process */
 	uint32_t tid; /* 0 unless per thread */
 	uint64_t calls, total, self, max;
 };
@@ -29,8 +29,10 @@ struct weft_profile {
 	uint64_t events;
 };
 
-int weft_profile_build(const struct weft_trace *t, int per_thread, int tree, int jobs,
-		       struct weft_profile *out);
+/* per: WEFT_PROFILE_ALL (one table), _THREADS (rows per pid and tid) or _PROCESSES (per pid;
+ * the images a process exec'd count as that process). */
+enum { WEFT_PROFILE_ALL = 0, WEFT_PROFILE_THREADS = 1, WEFT_PROFILE_PROCESSES = 2 };
+int weft_profile_build(const struct weft_trace *t, int per, int tree, int jobs, struct weft_profile *out);
 void weft_profile_free(struct weft_profile *p);
 
 #endif

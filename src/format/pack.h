@@ -66,9 +66,13 @@ static inline size_t weft_pack(const uint64_t *w, size_t n, uint8_t *out)
 }
 
 /* Unpacks into w (room for cap words); returns words written, or (size_t)-1 if the input is
- * malformed. */
-static inline size_t weft_unpack(const uint8_t *in, size_t len, uint64_t *w, size_t cap)
+ * malformed. With `undelta`, timestamps come out as running sums of the deltas (what a chunk
+ * stores), and `each`, when given, is then called on every record in place: both save readers
+ * a second pass over the words (a constant `each` is inlined). */
+static inline size_t weft_unpack_each(const uint8_t *in, size_t len, uint64_t *w, size_t cap, int undelta,
+				      void (*each)(uint64_t *rec, void *ctx), void *ctx)
 {
+	uint64_t prev = 0;
 	uint64_t mru[4] = {0, 0, 0, 0};
 	const uint8_t *p = in, *end = in + len;
 	size_t n = 0;
@@ -102,6 +106,10 @@ static inline size_t weft_unpack(const uint8_t *in, size_t len, uint64_t *w, siz
 					break;
 				shift += 7;
 			}
+			if (undelta) {
+				prev += v;
+				v = prev;
+			}
 		} else {
 			if (end - p < 8)
 				return (size_t)-1;
@@ -114,9 +122,57 @@ static inline size_t weft_unpack(const uint8_t *in, size_t len, uint64_t *w, siz
 		w[n + 1] = h;
 		memcpy(w + n + 2, p, (size_t)extra * 8);
 		p += (size_t)extra * 8;
+		if (each)
+			each(w + n, ctx);
 		n += 2 + extra;
 	}
 	return n;
+}
+
+static inline size_t weft_unpack(const uint8_t *in, size_t len, uint64_t *w, size_t cap, int undelta)
+{
+	return weft_unpack_each(in, len, w, cap, undelta, NULL, NULL);
+}
+
+/* Calls fn on every header word that is written out in full (tag 4) in a packed stream. Each
+ * distinct header of a chunk is among them (the list starts empty in every chunk), so this
+ * finds every function address of a chunk without unpacking it. Returns 0, or -1 if the input
+ * is malformed. */
+static inline int weft_unpack_headers(const uint8_t *in, size_t len, void (*fn)(uint64_t h, void *ud),
+				      void *ud)
+{
+	uint64_t mru[4] = {0, 0, 0, 0};
+	const uint8_t *p = in, *end = in + len;
+	while (p < end) {
+		unsigned k = *p++;
+		uint64_t h;
+		if (k < 4) {
+			h = mru[k];
+		} else if (k == 4 && end - p >= 8) {
+			memcpy(&h, p, 8);
+			p += 8;
+			fn(h, ud);
+			k = 3;
+		} else {
+			return -1;
+		}
+		for (; k > 0; k--)
+			mru[k] = mru[k - 1];
+		mru[0] = h;
+		size_t skip = (size_t)weft_rec_extra(h) * 8;
+		if (weft_rec_has_ticks(weft_rec_type(h))) {
+			while (p < end && (*p & 0x80))
+				p++;
+			if (p++ >= end)
+				return -1;
+		} else {
+			skip += 8;
+		}
+		if ((size_t)(end - p) < skip)
+			return -1;
+		p += skip;
+	}
+	return 0;
 }
 
 #endif

@@ -407,8 +407,40 @@ static void parse_events(struct weft_trace *t, const char *name, const unsigned 
 	}
 }
 
-int weft_chunk_decode(const struct weft_chunk_view *c, uint64_t **buf, size_t *cap, size_t *nwords,
-		      const char **why)
+/* What weft_records_prepare does to one record; inlined into the unpacking loop. */
+struct prep_ctx {
+	const struct weft_proc *p;
+	uint64_t last_addr;
+	uint32_t last_id;
+};
+
+static inline void prepare_rec(uint64_t *r, void *ctx)
+{
+	struct prep_ctx *x = ctx;
+	uint64_t h = r[1];
+	unsigned type = weft_rec_type(h);
+	if (!weft_rec_has_ticks(type))
+		return; /* complete records hold ns already; args and flows hold values */
+	r[0] = weft_proc_ns(x->p, r[0]);
+	if (type == WEFT_R_FUNC_ENTER || type == WEFT_R_FUNC_EXIT) {
+		uint64_t a = weft_rec_addr(h);
+		if (a != x->last_addr) {
+			x->last_addr = a;
+			x->last_id = weft_func_id(x->p, a);
+		}
+		r[1] = ((uint64_t)type << 32) | x->last_id;
+	}
+}
+
+void weft_records_prepare(const struct weft_proc *p, uint64_t *r, size_t n)
+{
+	struct prep_ctx x = {.p = p};
+	for (size_t i = 0; i + 2 <= n; i += 2 + weft_rec_extra(r[i + 1]))
+		prepare_rec(r + i, &x);
+}
+
+static int decode(const struct weft_chunk_view *c, const struct weft_proc *prep, uint64_t **buf, size_t *cap,
+		  size_t *nwords, const char **why)
 {
 	*nwords = 0;
 	/* packed records are decompressed behind the room for the words, then unpacked forward */
@@ -439,14 +471,18 @@ int weft_chunk_decode(const struct weft_chunk_view *c, uint64_t **buf, size_t *c
 		}
 		memcpy(dst, c->stored, c->stored_size);
 	}
+	size_t n = c->raw_size / 8, i = 0;
 	if (c->flags & WEFT_CHUNK_PACKED) {
-		size_t words = weft_unpack(dst, got, w, c->raw_size / 8);
-		if (words != c->raw_size / 8) {
+		struct prep_ctx x = {.p = prep};
+		size_t words = prep ? weft_unpack_each(dst, got, w, n, 1, prepare_rec, &x)
+				    : weft_unpack(dst, got, w, n, 1);
+		if (words != n) {
 			*why = "bad packed records";
 			return -1;
 		}
+		*nwords = n; /* weft_unpack wrote whole records only */
+		return 0;
 	}
-	size_t n = c->raw_size / 8, i = 0;
 	uint64_t prev = 0;
 	while (i + 2 <= n) {
 		uint64_t h = w[i + 1];
@@ -460,6 +496,53 @@ int weft_chunk_decode(const struct weft_chunk_view *c, uint64_t **buf, size_t *c
 		i += 2 + extra;
 	}
 	*nwords = i;
+	if (prep)
+		weft_records_prepare(prep, w, i);
+	return 0;
+}
+
+int weft_chunk_decode(const struct weft_chunk_view *c, uint64_t **buf, size_t *cap, size_t *nwords,
+		      const char **why)
+{
+	return decode(c, NULL, buf, cap, nwords, why);
+}
+
+int weft_chunk_decode_prepared(const struct weft_chunk_view *c, const struct weft_proc *p, uint64_t **buf,
+			       size_t *cap, size_t *nwords, const char **why)
+{
+	return decode(c, p, buf, cap, nwords, why);
+}
+
+int weft_chunk_headers(const struct weft_chunk_view *c, uint64_t **buf, size_t *cap,
+		       void (*fn)(uint64_t h, void *ud), void *ud, const char **why)
+{
+	if ((c->flags & (WEFT_CHUNK_PACKED | WEFT_CHUNK_ZSTD)) == (WEFT_CHUNK_PACKED | WEFT_CHUNK_ZSTD)) {
+		size_t room = weft_pack_bound(c->raw_size / 8);
+		if (room > *cap) {
+			uint64_t *b = realloc(*buf, room);
+			if (!b) {
+				*why = "out of memory";
+				return -1;
+			}
+			*buf = b;
+			*cap = room;
+		}
+		size_t got = ZSTD_decompress(*buf, room, c->stored, c->stored_size);
+		if (ZSTD_isError(got)) {
+			*why = ZSTD_getErrorName(got);
+			return -1;
+		}
+		if (weft_unpack_headers((const uint8_t *)*buf, got, fn, ud)) {
+			*why = "bad packed records";
+			return -1;
+		}
+		return 0;
+	}
+	size_t n;
+	if (weft_chunk_decode(c, buf, cap, &n, why))
+		return -1;
+	for (size_t i = 0; i + 2 <= n; i += 2 + weft_rec_extra((*buf)[i + 1]))
+		fn((*buf)[i + 1], ud);
 	return 0;
 }
 

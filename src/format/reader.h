@@ -87,6 +87,18 @@ struct weft_trace {
  * coding of timestamps. *nwords covers complete records only. Returns 0, or -1 with a reason. */
 int weft_chunk_decode(const struct weft_chunk_view *c, uint64_t **buf, size_t *cap, size_t *nwords,
 		      const char **why);
+/* Records ready for a walk: timestamps converted to ns (weft_proc_ns), and each function entry
+ * or exit given its site id (weft_func_id) in place of the address, with track 0. */
+void weft_records_prepare(const struct weft_proc *p, uint64_t *records, size_t nwords);
+/* weft_chunk_decode, then weft_records_prepare, in one pass where the chunk is packed. */
+int weft_chunk_decode_prepared(const struct weft_chunk_view *c, const struct weft_proc *p, uint64_t **buf,
+			       size_t *cap, size_t *nwords, const char **why);
+
+/* Calls fn on the header words of a chunk, each distinct one at least once, without decoding
+ * the records where the chunk is packed (a pass that only wants to know which functions or
+ * sites a chunk mentions). *buf is scratch as for weft_chunk_decode. 0, or -1 with a reason. */
+int weft_chunk_headers(const struct weft_chunk_view *c, uint64_t **buf, size_t *cap,
+		       void (*fn)(uint64_t h, void *ud), void *ud, const char **why);
 
 /* Open DIR. Returns 0, or -errno with a one-line reason in err. */
 int weft_trace_open(const char *dir, struct weft_trace **out, char *err, size_t errlen);

@@ -265,27 +265,33 @@ struct collect_job {
 	struct addr_set sets[2];
 };
 
+struct collect_ctx {
+	struct addr_set *set;
+	uint64_t last;
+	int full;
+};
+
+static void collect_hdr(uint64_t h, void *ud)
+{
+	struct collect_ctx *x = ud;
+	unsigned type = weft_rec_type(h);
+	if (x->full || (type != WEFT_R_FUNC_ENTER && type != WEFT_R_FUNC_EXIT))
+		return;
+	uint64_t a = weft_rec_addr(h);
+	if (a && a != x->last && set_add(x->set, a))
+		x->full = 1;
+	x->last = a;
+}
+
 static void *collect_main(void *arg)
 {
 	struct collect_job *j = ((void **)arg)[0];
-	struct addr_set *set = ((void **)arg)[1];
+	struct collect_ctx x = {.set = ((void **)arg)[1]};
 	uint64_t *buf = NULL;
 	size_t cap = 0;
-	for (size_t c; (c = atomic_fetch_add(&j->next, 1)) < j->n;) {
-		size_t n;
+	for (size_t c; !x.full && (c = atomic_fetch_add(&j->next, 1)) < j->n;) {
 		const char *why;
-		if (weft_chunk_decode(j->chunks[c], &buf, &cap, &n, &why))
-			continue;
-		uint64_t last = 0;
-		for (size_t i = 0; i + 2 <= n; i += 2 + weft_rec_extra(buf[i + 1])) {
-			unsigned type = weft_rec_type(buf[i + 1]);
-			if (type != WEFT_R_FUNC_ENTER && type != WEFT_R_FUNC_EXIT)
-				continue;
-			uint64_t a = weft_rec_addr(buf[i + 1]);
-			if (a && a != last && set_add(set, a))
-				break;
-			last = a;
-		}
+		weft_chunk_headers(j->chunks[c], &buf, &cap, collect_hdr, &x, &why);
 	}
 	free(buf);
 	return NULL;

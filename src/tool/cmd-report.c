@@ -1,6 +1,7 @@
 /*
  * cmd-report.c - `weft report DIR`: functions and slices by total time, self time, calls,
- * average and maximum (like `uftrace report` / `perf report`), per thread with --threads,
+ * average and maximum (like `uftrace report` / `perf report`), per thread with --threads or
+ * per process with --processes,
  * as a call tree with --tree (like `uftrace graph`), as CSV or JSON for scripts.
  */
 #include "tool/cmd.h"
@@ -16,6 +17,7 @@ static void help(FILE *f)
 		   "Where the time went in the trace DIR.\n\n"
 		   "  -s, --sort KEY      total (default), self, calls, avg, max or name\n"
 		   "      --threads       one table per thread\n"
+		   "      --processes     one table per process (with the images it exec'd)\n"
 		   "      --tree          the call tree: time and calls along each call path\n"
 		   "  -f, --format FMT    text (default), csv or json\n"
 		   "  -n, --limit N       at most N rows (default: all)\n"
@@ -74,6 +76,18 @@ static void json_str(const char *s)
 	putchar('"');
 }
 
+/* RFC 4180: quoted, with quotes doubled (C++ names may hold commas and quotes) */
+static void csv_str(const char *s)
+{
+	putchar('"');
+	for (; *s; s++) {
+		if (*s == '"')
+			putchar('"');
+		putchar(*s);
+	}
+	putchar('"');
+}
+
 static void print_tree(const struct weft_tnode *n, int depth, int fmt, int *first)
 {
 	/* children by total time */
@@ -98,10 +112,12 @@ static void print_tree(const struct weft_tnode *n, int depth, int fmt, int *firs
 		if (fmt == 0)
 			printf("  %s  %s  %9llu  %*s%s\n", fmt_ns(c->total, a, sizeof(a)), fmt_ns(c->self, b, sizeof(b)),
 			       (unsigned long long)c->calls, depth * 2, "", c->name);
-		else if (fmt == 1)
-			printf("%d,%llu,%llu,%llu,\"%s\"\n", depth, (unsigned long long)c->total,
-			       (unsigned long long)c->self, (unsigned long long)c->calls, c->name);
-		else {
+		else if (fmt == 1) {
+			printf("%d,%llu,%llu,%llu,", depth, (unsigned long long)c->total, (unsigned long long)c->self,
+			       (unsigned long long)c->calls);
+			csv_str(c->name);
+			putchar('\n');
+		} else {
 			printf("%s{\"depth\":%d,\"total_ns\":%llu,\"self_ns\":%llu,\"calls\":%llu,\"name\":",
 			       *first ? "" : ",\n", depth, (unsigned long long)c->total, (unsigned long long)c->self,
 			       (unsigned long long)c->calls);
@@ -118,6 +134,7 @@ int cmd_report(int argc, char **argv)
 {
 	static const struct option opts[] = {
 		{"sort", required_argument, 0, 's'}, {"threads", no_argument, 0, 'T'},
+		{"processes", no_argument, 0, 'P'},
 		{"tree", no_argument, 0, 'G'}, {"format", required_argument, 0, 'f'},
 		{"limit", required_argument, 0, 'n'}, {"jobs", required_argument, 0, 'j'},
 		{"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
@@ -137,7 +154,8 @@ int cmd_report(int argc, char **argv)
 				return WEFT_EXIT_USAGE;
 			}
 			break;
-		case 'T': per_thread = 1; break;
+		case 'T': per_thread = WEFT_PROFILE_THREADS; break;
+		case 'P': per_thread = WEFT_PROFILE_PROCESSES; break;
 		case 'G': tree = 1; break;
 		case 'f':
 			if (!strcmp(optarg, "text"))
@@ -204,7 +222,8 @@ int cmd_report(int argc, char **argv)
 		if (pr.nrows)
 			qsort(pr.rows, pr.nrows, sizeof(*pr.rows), cmp);
 		if (fmt == 1)
-			printf("%sfunction,calls,total_ns,self_ns,avg_ns,max_ns\n", per_thread ? "pid,tid," : "");
+			printf("%sfunction,calls,total_ns,self_ns,avg_ns,max_ns\n",
+			       per_thread == WEFT_PROFILE_THREADS ? "pid,tid," : per_thread ? "pid," : "");
 		else if (fmt == 2)
 			printf("[");
 		long shown = 0;
@@ -217,8 +236,10 @@ int cmd_report(int argc, char **argv)
 				cur_pid = r->pid;
 				shown = 0;
 				if (fmt == 0) {
-					if (per_thread)
+					if (per_thread == WEFT_PROFILE_THREADS)
 						printf("%s# process %d, thread %u\n", i ? "\n" : "", r->pid, r->tid);
+					else if (per_thread)
+						printf("%s# process %d\n", i ? "\n" : "", r->pid);
 					printf("  Total time    Self time      Calls     Average      Maximum  Function\n"
 					       "  ==========  ===========  =========  ==========  ===========  ========\n");
 				}
@@ -233,16 +254,21 @@ int cmd_report(int argc, char **argv)
 				       fmt_ns(r->self, b, sizeof(b)), (unsigned long long)r->calls,
 				       fmt_ns(avg, d, sizeof(d)), fmt_ns(r->max, e, sizeof(e)), r->name);
 			else if (fmt == 1) {
-				if (per_thread)
+				if (per_thread == WEFT_PROFILE_THREADS)
 					printf("%d,%u,", r->pid, r->tid);
-				printf("\"%s\",%llu,%llu,%llu,%llu,%llu\n", r->name, (unsigned long long)r->calls,
+				else if (per_thread)
+					printf("%d,", r->pid);
+				csv_str(r->name);
+				printf(",%llu,%llu,%llu,%llu,%llu\n", (unsigned long long)r->calls,
 				       (unsigned long long)r->total, (unsigned long long)r->self,
 				       (unsigned long long)avg, (unsigned long long)r->max);
 			} else {
 				printf("%s{", first ? "" : ",\n");
 				first = 0;
-				if (per_thread)
+				if (per_thread == WEFT_PROFILE_THREADS)
 					printf("\"pid\":%d,\"tid\":%u,", r->pid, r->tid);
+				else if (per_thread)
+					printf("\"pid\":%d,", r->pid);
 				printf("\"function\":");
 				json_str(r->name);
 				printf(",\"calls\":%llu,\"total_ns\":%llu,\"self_ns\":%llu,\"avg_ns\":%llu,\"max_ns\":%llu}",

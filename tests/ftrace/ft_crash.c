@@ -1,6 +1,6 @@
 /* ft_crash segv | kill N | exit N | loop | loop-handled: dies of SIGSEGV inside c(), of SIGKILL
  * after N calls of step() (writers given time to write what was handed to them), or exits with
- * status N. loop prints "ready" and calls step() until SIGINT ends it; loop-handled catches
+ * status N. loop calls step() until SIGINT ends it, printing "ready" after 1000 calls; loop-handled catches
  * SIGINT instead, stops looping and prints how many calls of step() it made and how many
  * SIGINTs it received. */
 #include <signal.h>
@@ -15,7 +15,9 @@ NI void b(int *p) { c(p); }
 NI void a(int *p) { b(p); }
 NI void step(int i) { sink += i; }
 static volatile sig_atomic_t interrupted;
-static void on_int(int sig) { (void)sig; interrupted++; }
+/* not traced: its events would be dropped (and counted) whenever the signal lands inside a
+ * hook of the loop, and this test wants an exact count (test_signal_handler covers that) */
+__attribute__((no_instrument_function)) static void on_int(int sig) { (void)sig; interrupted++; }
 int main(int argc, char **argv)
 {
 	if (argc > 1 && !strcmp(argv[1], "segv")) {
@@ -31,11 +33,13 @@ int main(int argc, char **argv)
 	} else if (argc > 1 && !strncmp(argv[1], "loop", 4)) {
 		if (!strcmp(argv[1], "loop-handled"))
 			signal(SIGINT, on_int);
-		printf("ready\n");
-		fflush(stdout);
 		long n = 0;
 		while (!interrupted) {
 			step((int)n++);
+			if (n == 1000) {
+				printf("ready\n"); /* some calls are made before any SIGINT */
+				fflush(stdout);
+			}
 			if (!(n & 1023))
 				usleep(100);
 		}

@@ -2,6 +2,8 @@
 exact call counts, nesting, threads, fork + exec, dlopen, longjmp, C++ exceptions, crashes,
 exit codes, filters and bad command lines. Every converted trace is checked with protoc and
 trace_processor."""
+import csv
+import io
 import json
 import os
 import pty
@@ -68,6 +70,9 @@ class Record(TraceTest):
         self.assertIn((1, "fib", 1), top)
         self.assertIn((1, "slow", 1), top)
         self.assertEqual(sum(n["calls"] for n in tree if n["name"] == "fib"), 465)
+        rows = list(csv.DictReader(io.StringIO(run([WEFT, "report", "--tree", "-f", "csv", data]).stdout)))
+        self.assertEqual([(int(r["depth"]), r["name"], int(r["calls"])) for r in rows],
+                         [(n["depth"], n["name"], n["calls"]) for n in tree])
         text = run([WEFT, "report", "--tree", data]).stdout
         self.assertRegex(text, r"\n.*\s1\s+slow\n.*\s10\s+quick\n")
 
@@ -98,6 +103,13 @@ class Record(TraceTest):
                 self.assertRegex(tree[0], r"^  \d+ ft_forkexec_%s: \S+ft_forkexec_%s$" % (o, o))
                 self.assertRegex(tree[1], r"^    \d+ ft_forkexec_%s: " % o)
                 self.assertRegex(tree[2], r"^    \d+ ft_forkexec_%s \(after exec #1\): \S+ exec$" % o)
+                by_pid = {}
+                for r in self.report(data, "--processes"):
+                    self.assertNotIn("tid", r)
+                    by_pid.setdefault(r["pid"], {})[r["function"]] = r["calls"]
+                parts = sorted(tuple(v.get(f, 0) for f in ("parent_part", "child_part", "exec_part"))
+                               for v in by_pid.values())
+                self.assertEqual(parts, [(0, 1, 1), (1, 0, 0)])  # the exec'd image counts as its process
                 pf = self.check_trace(data)
                 procs, = self.tp(pf, "select count(distinct pid) n from process where pid != 0")
                 self.assertEqual(procs, [{"n": 2}])
@@ -214,6 +226,7 @@ class Record(TraceTest):
                 m = re.search(r"steps=(\d+) signals=(\d+)\n", out)  # the terminal echoes ^C before it
                 self.assertTrue(m, out)
                 self.assertEqual(m.group(2), "1", out)  # delivered once, not twice
+                self.assertGreaterEqual(int(m.group(1)), 1000)
                 self.assertRegex(out, r"weft: record: \d+ events, 0 dropped, 1 process, ")
                 self.assertEqual(self.counts(data)["step"], int(m.group(1)))  # every call is there
                 self.assertNotIn("not finished", run([WEFT, "info", data]).stdout)
@@ -225,7 +238,7 @@ class Record(TraceTest):
                 self.assertRegex(out, r"weft: record: \d+ events, 0 dropped, 1 process, .*trace.pftrace")
                 c = self.counts(data)
                 self.assertEqual(c["main"], 1)
-                self.assertGreater(c["step"], 0)
+                self.assertGreaterEqual(c["step"], 1000)
                 self.assertNotIn("not finished", run([WEFT, "info", data]).stdout)  # finished in the handler
                 pf = self.check_trace(data)
                 rows, = self.tp(pf, "select count(*) n from slice where name = 'step' and (dur < 0 or depth != 1)")

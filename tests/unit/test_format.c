@@ -156,6 +156,17 @@ static void nothing_to_read(void **s)
 	assert_non_null(strstr(err, "no weft trace files"));
 }
 
+struct hdrs {
+	uint64_t h[64];
+	size_t n;
+};
+static void collect_hdr(uint64_t h, void *ud)
+{
+	struct hdrs *x = ud;
+	if (x->n < 64)
+		x->h[x->n++] = h;
+}
+
 static void packing_round_trips(void **s)
 {
 	(void)s;
@@ -170,16 +181,41 @@ static void packing_round_trips(void **s)
 	size_t len = weft_pack(w, n, packed);
 	assert_true(len < n * 8);
 	uint64_t back[64];
-	assert_int_equal(weft_unpack(packed, len, back, 64), n);
+	assert_int_equal(weft_unpack(packed, len, back, 64, 0), n);
 	assert_memory_equal(back, w, n * 8);
 	/* every cut of the packed bytes is either a shorter, valid prefix or refused */
 	for (size_t cut = 0; cut < len; cut++) {
-		size_t got = weft_unpack(packed, cut, back, 64);
+		size_t got = weft_unpack(packed, cut, back, 64, 0);
 		assert_true(got == (size_t)-1 || (got < n && !memcmp(back, w, got * 8)));
 	}
+	/* undelta: timestamps become running sums; other words are untouched */
+	assert_int_equal(weft_unpack(packed, len, back, 64, 1), n);
+	uint64_t sum = 0;
+	for (size_t i = 0; i < n; i += 2 + weft_rec_extra(w[i + 1])) {
+		int ticks = weft_rec_has_ticks(weft_rec_type(w[i + 1]));
+		sum += ticks ? w[i] : 0;
+		assert_int_equal(back[i], ticks ? sum : w[i]);
+		assert_int_equal(back[i + 1], w[i + 1]);
+	}
+	/* the headers written out in full: each distinct one at least once, in order */
+	struct hdrs got = {0};
+	assert_int_equal(weft_unpack_headers(packed, len, collect_hdr, &got), 0);
+	uint64_t want[] = {HDR(1, WEFT_R_BEGIN, 0, 0), HDR(2, WEFT_R_FUNC_ENTER, 0, 7),
+			   HDR(9, WEFT_R_ARG_I64, 0, 0), HDR(2, WEFT_R_FUNC_EXIT, 0, 7),
+			   HDR(0, WEFT_R_ARG_STR, 1, 0), HDR(1, WEFT_R_END, 0, 0),
+			   HDR(3, WEFT_R_COUNTER_F64, 1, 0), HDR(4, WEFT_R_BEGIN, 0, 0),
+			   HDR(5, WEFT_R_BEGIN, 0, 0), HDR(6, WEFT_R_BEGIN, 0, 0), HDR(1, WEFT_R_BEGIN, 0, 0)};
+	assert_int_equal(got.n, sizeof(want) / 8);
+	assert_memory_equal(got.h, want, sizeof(want));
+	for (size_t cut = 0; cut < len; cut++) { /* cuts: no overrun (ASan), whole prefix or refused */
+		got.n = 0;
+		weft_unpack_headers(packed, cut, collect_hdr, &got);
+		assert_true(got.n <= sizeof(want) / 8);
+	}
 	packed[0] = 9; /* no such tag */
-	assert_int_equal(weft_unpack(packed, len, back, 64), (size_t)-1);
-	assert_int_equal(weft_unpack(packed + 1, len - 1, back, 2), (size_t)-1); /* no room */
+	assert_int_equal(weft_unpack(packed, len, back, 64, 0), (size_t)-1);
+	assert_int_equal(weft_unpack_headers(packed, len, collect_hdr, &got), -1);
+	assert_int_equal(weft_unpack(packed + 1, len - 1, back, 2, 0), (size_t)-1); /* no room */
 }
 
 int main(void)
