@@ -65,6 +65,30 @@ static inline size_t weft_pack(const uint64_t *w, size_t n, uint8_t *out)
 	return (size_t)(o - out);
 }
 
+/* Reads one record's tag (and literal header) at *p: the header, moved to the front of mru.
+ * Returns 1 for a literal header, 0 for a list entry, -1 if the input is malformed. */
+static inline int weft__unpack_hdr(const uint8_t **p, const uint8_t *end, uint64_t mru[4], uint64_t *out)
+{
+	unsigned k = *(*p)++;
+	uint64_t h;
+	int literal = 0;
+	if (k < 4) {
+		h = mru[k];
+	} else if (k == 4 && end - *p >= 8) {
+		memcpy(&h, *p, 8);
+		*p += 8;
+		k = 3;
+		literal = 1;
+	} else {
+		return -1;
+	}
+	for (; k > 0; k--)
+		mru[k] = mru[k - 1];
+	mru[0] = h;
+	*out = h;
+	return literal;
+}
+
 /* Unpacks into w (room for cap words); returns words written, or (size_t)-1 if the input is
  * malformed. With `undelta`, timestamps come out as running sums of the deltas (what a chunk
  * stores), and `each`, when given, is then called on every record in place: both save readers
@@ -77,20 +101,9 @@ static inline size_t weft_unpack_each(const uint8_t *in, size_t len, uint64_t *w
 	const uint8_t *p = in, *end = in + len;
 	size_t n = 0;
 	while (p < end) {
-		unsigned k = *p++;
 		uint64_t h;
-		if (k < 4) {
-			h = mru[k];
-		} else if (k == 4 && end - p >= 8) {
-			memcpy(&h, p, 8);
-			p += 8;
-			k = 3;
-		} else {
+		if (weft__unpack_hdr(&p, end, mru, &h) < 0)
 			return (size_t)-1;
-		}
-		for (; k > 0; k--)
-			mru[k] = mru[k - 1];
-		mru[0] = h;
 		unsigned extra = weft_rec_extra(h);
 		if (n + 2 + extra > cap)
 			return (size_t)-1;
@@ -144,21 +157,12 @@ static inline int weft_unpack_headers(const uint8_t *in, size_t len, void (*fn)(
 	uint64_t mru[4] = {0, 0, 0, 0};
 	const uint8_t *p = in, *end = in + len;
 	while (p < end) {
-		unsigned k = *p++;
 		uint64_t h;
-		if (k < 4) {
-			h = mru[k];
-		} else if (k == 4 && end - p >= 8) {
-			memcpy(&h, p, 8);
-			p += 8;
-			fn(h, ud);
-			k = 3;
-		} else {
+		int literal = weft__unpack_hdr(&p, end, mru, &h);
+		if (literal < 0)
 			return -1;
-		}
-		for (; k > 0; k--)
-			mru[k] = mru[k - 1];
-		mru[0] = h;
+		if (literal)
+			fn(h, ud);
 		size_t skip = (size_t)weft_rec_extra(h) * 8;
 		if (weft_rec_has_ticks(weft_rec_type(h))) {
 			while (p < end && (*p & 0x80))
