@@ -15,7 +15,7 @@
 #include "weft_fastpath.h" /* record types and site kinds */
 
 #define WEFT_FMT_MAJOR 1
-#define WEFT_FMT_MINOR 0
+#define WEFT_FMT_MINOR 1 /* 1: packing version 2 */
 #define WEFT_META_MAGIC "WEFTMETA"
 #define WEFT_EVENTS_MAGIC "WEFTEVTS"
 #define WEFT_CHUNK_MAGIC 0x4b4e4843u /* "CHNK" */
@@ -34,7 +34,8 @@ struct weft_file_header { /* 32 bytes */
 };
 
 #define WEFT_CHUNK_ZSTD 0x1u
-#define WEFT_CHUNK_PACKED 0x2u /* records in the packed encoding (pack.h) */
+#define WEFT_CHUNK_PACKED 0x2u  /* records in packing version 1 (pack.h; format 1.0, read only) */
+#define WEFT_CHUNK_PACKED2 0x4u /* records in packing version 2 (pack.h) */
 struct weft_chunk_header { /* 40 bytes */
 	uint32_t magic;
 	uint32_t flags;

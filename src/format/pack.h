@@ -1,13 +1,25 @@
 /*
- * pack.h - the packed record encoding (chunk flag WEFT_CHUNK_PACKED), applied by writers after
- * delta coding and before zstd, undone by readers. It is a serialization of the same records,
- * not a compressor: it takes zstd's input from 16 bytes per typical event to 2-3, which is
- * what lets one writer thread keep up with a thread emitting 40 M events/s.
+ * pack.h - the packed record encodings, applied by writers before zstd and undone by readers.
+ * A packing is a serialization of the same records, not a compressor: it takes zstd's input
+ * from 16 bytes per typical event to about 1, which is what lets one writer thread keep up
+ * with a thread that emits an event every 12 ns (two clock reads per traced call).
  *
- * Per record: one tag byte. Tag 0-3: the header word equals entry N of a 4-entry most-recently
- * -used list of headers (moved to the front); tag 4: the 8 header bytes follow (and enter the
- * list). Then word0: as a LEB128 varint for records whose word0 is a timestamp delta, as 8 raw
- * bytes otherwise; then the record's extra words, 8 raw bytes each.
+ * Both encodings keep a 4-entry most-recently-used list of header words per chunk (starting
+ * empty; an entry used moves to the front, a new header enters at the front and pushes the
+ * last one out) and write each record as a tag byte, word0, then its extra words (8 raw bytes
+ * each). word0 is, for records that carry a timestamp, the difference to the previous such
+ * record as a LEB128 varint; for other records its 8 raw bytes.
+ *
+ * Version 2 (chunk flag WEFT_CHUNK_PACKED2, what writers write): the tag byte b
+ *   b < 192   header = list entry b >> 6 (0-2); low 6 bits d: for a timestamp record, d < 63
+ *             is the delta itself (no word0 bytes follow) and d == 63 means the varint follows;
+ *             for other records d is 63 and word0's 8 bytes follow;
+ *   b == 192  the 8 header bytes follow (and enter the list), then word0;
+ *   b == 193  header = list entry 3, then word0; other values are malformed.
+ * A function entry or exit a few dozen ticks after the previous event is one byte.
+ * Version 1 (chunk flag WEFT_CHUNK_PACKED, written before format 1.1; read only): tag 0-3 is
+ * list entry N, tag 4 a literal header; word0 always follows the tag. Timestamps in version 1
+ * are deltas before packing: the writer delta-coded the chunk first.
  */
 #ifndef WEFT_PACK_H
 #define WEFT_PACK_H
@@ -16,6 +28,15 @@
 #include <string.h>
 #include "format.h"
 
+#define WEFT_PACK_LITERAL 192u
+#define WEFT_PACK_ENTRY3 193u
+#define WEFT_PACK_LONG 63u /* low bits of a short tag: word0 follows */
+
+/* Which packing a chunk's flags say (1 or 2), 0 for unpacked records. */
+static inline int weft_chunk_packing(uint32_t flags)
+{
+	return (flags & WEFT_CHUNK_PACKED2) ? 2 : (flags & WEFT_CHUNK_PACKED) ? 1 : 0;
+}
 
 /* Largest packed size of n words: every record a miss (1 + 8 + 10 per two words). */
 static inline size_t weft_pack_bound(size_t nwords)
@@ -23,64 +44,108 @@ static inline size_t weft_pack_bound(size_t nwords)
 	return nwords * 10 + 16;
 }
 
-/* Packs whole records of w[0..n) into out; returns bytes written. */
-static inline size_t weft_pack(const uint64_t *w, size_t n, uint8_t *out)
+static inline uint8_t *weft__put_varint(uint8_t *o, uint64_t v)
 {
-	uint64_t mru[4] = {0, 0, 0, 0};
+	while (v >= 0x80) {
+		*o++ = (uint8_t)(v | 0x80);
+		v >>= 7;
+	}
+	*o++ = (uint8_t)v;
+	return o;
+}
+
+/* Packs whole records of w[0..n), timestamps absolute, into out (version 2), delta-coding the
+ * timestamps on the way; counts the events into *events and the DROPPED records' counts into
+ * *dropped. Returns bytes written (at most weft_pack_bound(n)). */
+static inline size_t weft_pack(const uint64_t *w, size_t n, uint8_t *out, uint32_t *events, uint32_t *dropped)
+{
+	uint64_t mru[4] = {0, 0, 0, 0}, prev = 0;
+	uint32_t ev = 0;
 	uint8_t *o = out;
 	size_t i = 0;
 	while (i + 2 <= n) {
 		uint64_t h = w[i + 1], v = w[i];
-		unsigned extra = weft_rec_extra(h);
+		unsigned type = weft_rec_type(h), extra = weft_rec_extra(h), b;
 		if (i + 2 + extra > n)
 			break;
-		unsigned k = 0;
-		while (k < 4 && mru[k] != h)
-			k++;
-		if (k < 4) {
-			*o++ = (uint8_t)k;
+		__builtin_prefetch(w + i + 64); /* the chunk was just written on another core */
+		ev += (unsigned)weft_rec_is_event(type);
+		if (__builtin_expect(type == WEFT_R_DROPPED && extra, 0))
+			*dropped += (uint32_t)w[i + 2];
+		if (h == mru[0]) {
+			b = 0;
+		} else if (h == mru[1]) {
+			b = 64;
+			mru[1] = mru[0];
+		} else if (h == mru[2]) {
+			b = 128;
+			mru[2] = mru[1];
+			mru[1] = mru[0];
 		} else {
-			*o++ = 4;
-			memcpy(o, &h, 8);
-			o += 8;
-			k = 3;
+			b = h == mru[3] ? WEFT_PACK_ENTRY3 : WEFT_PACK_LITERAL;
+			mru[3] = mru[2];
+			mru[2] = mru[1];
+			mru[1] = mru[0];
 		}
-		for (; k > 0; k--)
-			mru[k] = mru[k - 1];
 		mru[0] = h;
-		if (weft_rec_has_ticks(weft_rec_type(h))) {
-			while (v >= 0x80) {
-				*o++ = (uint8_t)(v | 0x80);
-				v >>= 7;
-			}
-			*o++ = (uint8_t)v;
+		int ticks = weft_rec_has_ticks(type);
+		if (ticks) {
+			uint64_t t = v;
+			v -= prev;
+			prev = t;
+		}
+		if (b < WEFT_PACK_LITERAL && ticks && v < WEFT_PACK_LONG) {
+			*o++ = (uint8_t)(b | v);
 		} else {
-			memcpy(o, &v, 8);
-			o += 8;
+			*o++ = (uint8_t)(b < WEFT_PACK_LITERAL ? b | WEFT_PACK_LONG : b);
+			if (b == WEFT_PACK_LITERAL) {
+				memcpy(o, &h, 8);
+				o += 8;
+			}
+			if (ticks) {
+				o = weft__put_varint(o, v);
+			} else {
+				memcpy(o, &v, 8);
+				o += 8;
+			}
 		}
 		memcpy(o, w + i + 2, (size_t)extra * 8);
 		o += (size_t)extra * 8;
 		i += 2 + extra;
 	}
+	*events = ev;
 	return (size_t)(o - out);
 }
 
-/* Reads one record's tag (and literal header) at *p: the header, moved to the front of mru.
+/* Reads one record's tag (and literal header) at *p in packing `fmt`: the header, moved to
+ * the front of mru, and in *small the delta the tag carries (WEFT_PACK_LONG: word0 follows).
  * Returns 1 for a literal header, 0 for a list entry, -1 if the input is malformed. */
-static inline int weft__unpack_hdr(const uint8_t **p, const uint8_t *end, uint64_t mru[4], uint64_t *out)
+static inline __attribute__((always_inline)) int weft__unpack_hdr(const uint8_t **p, const uint8_t *end,
+								    uint64_t mru[4], uint64_t *out, int fmt,
+								    unsigned *small)
 {
-	unsigned k = *(*p)++;
-	uint64_t h;
+	unsigned b = *(*p)++, k;
 	int literal = 0;
-	if (k < 4) {
-		h = mru[k];
-	} else if (k == 4 && end - *p >= 8) {
-		memcpy(&h, *p, 8);
-		*p += 8;
+	uint64_t h;
+	*small = WEFT_PACK_LONG;
+	if (fmt == 2 && b < WEFT_PACK_LITERAL) {
+		k = b >> 6;
+		*small = b & WEFT_PACK_LONG;
+	} else if (fmt == 2 && b == WEFT_PACK_ENTRY3) {
+		k = 3;
+	} else if (fmt == 1 && b < 4) {
+		k = b;
+	} else if (b == (fmt == 2 ? WEFT_PACK_LITERAL : 4u) && end - *p >= 8) {
 		k = 3;
 		literal = 1;
 	} else {
 		return -1;
+	}
+	if (literal) {
+		memcpy(&h, *p, 8);
+		*p += 8;
+	} else {
+		h = mru[k];
 	}
 	for (; k > 0; k--)
 		mru[k] = mru[k - 1];
@@ -89,12 +154,14 @@ static inline int weft__unpack_hdr(const uint8_t **p, const uint8_t *end, uint64
 	return literal;
 }
 
-/* Unpacks into w (room for cap words); returns words written, or (size_t)-1 if the input is
- * malformed. With `undelta`, timestamps come out as running sums of the deltas (what a chunk
- * stores), and `each`, when given, is then called on every record in place: both save readers
- * a second pass over the words (a constant `each` is inlined). */
-static inline size_t weft_unpack_each(const uint8_t *in, size_t len, uint64_t *w, size_t cap, int undelta,
-				      void (*each)(uint64_t *rec, void *ctx), void *ctx)
+/* Unpacks packing `fmt` (1 or 2) into w (room for cap words); returns words written, or
+ * (size_t)-1 if the input is malformed. With `undelta`, timestamps come out as running sums
+ * of the deltas (absolute ticks), else as the deltas; `each`, when given, is then called on
+ * every record in place: both save readers a second pass over the words (a constant `each`
+ * and `fmt` are inlined). */
+static inline __attribute__((always_inline)) size_t
+weft_unpack_each(const uint8_t *in, size_t len, uint64_t *w, size_t cap, int fmt, int undelta,
+		 void (*each)(uint64_t *rec, void *ctx), void *ctx)
 {
 	uint64_t prev = 0;
 	uint64_t mru[4] = {0, 0, 0, 0};
@@ -102,29 +169,34 @@ static inline size_t weft_unpack_each(const uint8_t *in, size_t len, uint64_t *w
 	size_t n = 0;
 	while (p < end) {
 		uint64_t h;
-		if (weft__unpack_hdr(&p, end, mru, &h) < 0)
+		unsigned small;
+		if (weft__unpack_hdr(&p, end, mru, &h, fmt, &small) < 0)
 			return (size_t)-1;
 		unsigned extra = weft_rec_extra(h);
 		if (n + 2 + extra > cap)
 			return (size_t)-1;
 		uint64_t v = 0;
 		if (weft_rec_has_ticks(weft_rec_type(h))) {
-			unsigned shift = 0;
-			for (;;) {
-				if (p >= end || shift > 63)
-					return (size_t)-1;
-				uint8_t b = *p++;
-				v |= (uint64_t)(b & 0x7f) << shift;
-				if (!(b & 0x80))
-					break;
-				shift += 7;
+			if (small < WEFT_PACK_LONG) {
+				v = small;
+			} else {
+				unsigned shift = 0;
+				for (;;) {
+					if (p >= end || shift > 63)
+						return (size_t)-1;
+					uint8_t b = *p++;
+					v |= (uint64_t)(b & 0x7f) << shift;
+					if (!(b & 0x80))
+						break;
+					shift += 7;
+				}
 			}
 			if (undelta) {
 				prev += v;
 				v = prev;
 			}
 		} else {
-			if (end - p < 8)
+			if (small != WEFT_PACK_LONG || end - p < 8)
 				return (size_t)-1;
 			memcpy(&v, p, 8);
 			p += 8;
@@ -142,34 +214,41 @@ static inline size_t weft_unpack_each(const uint8_t *in, size_t len, uint64_t *w
 	return n;
 }
 
-static inline size_t weft_unpack(const uint8_t *in, size_t len, uint64_t *w, size_t cap, int undelta)
+static inline size_t weft_unpack(const uint8_t *in, size_t len, uint64_t *w, size_t cap, int fmt, int undelta)
 {
-	return weft_unpack_each(in, len, w, cap, undelta, NULL, NULL);
+	return fmt == 2 ? weft_unpack_each(in, len, w, cap, 2, undelta, NULL, NULL)
+			: weft_unpack_each(in, len, w, cap, 1, undelta, NULL, NULL);
 }
 
-/* Calls fn on every header word that is written out in full (tag 4) in a packed stream. Each
+/* Calls fn on every header word that is written out in full (a literal) in a packed stream. Each
  * distinct header of a chunk is among them (the list starts empty in every chunk), so this
  * finds every function address of a chunk without unpacking it. Returns 0, or -1 if the input
  * is malformed. */
-static inline int weft_unpack_headers(const uint8_t *in, size_t len, void (*fn)(uint64_t h, void *ud),
+static inline int weft_unpack_headers(const uint8_t *in, size_t len, int fmt, void (*fn)(uint64_t h, void *ud),
 				      void *ud)
 {
 	uint64_t mru[4] = {0, 0, 0, 0};
 	const uint8_t *p = in, *end = in + len;
 	while (p < end) {
 		uint64_t h;
-		int literal = weft__unpack_hdr(&p, end, mru, &h);
+		unsigned small;
+		int literal = fmt == 2 ? weft__unpack_hdr(&p, end, mru, &h, 2, &small)
+				       : weft__unpack_hdr(&p, end, mru, &h, 1, &small);
 		if (literal < 0)
 			return -1;
 		if (literal)
 			fn(h, ud);
 		size_t skip = (size_t)weft_rec_extra(h) * 8;
 		if (weft_rec_has_ticks(weft_rec_type(h))) {
-			while (p < end && (*p & 0x80))
-				p++;
-			if (p++ >= end)
-				return -1;
+			if (small == WEFT_PACK_LONG) { /* skip the varint */
+				while (p < end && (*p & 0x80))
+					p++;
+				if (p++ >= end)
+					return -1;
+			}
 		} else {
+			if (small != WEFT_PACK_LONG)
+				return -1;
 			skip += 8;
 		}
 		if ((size_t)(end - p) < skip)

@@ -366,7 +366,7 @@ static int frame_ok(const unsigned char *d, size_t n, size_t off, struct weft_ch
 	if (h->magic != WEFT_CHUNK_MAGIC || h->raw_size > WEFT_MAX_CHUNK || h->raw_size % 8 ||
 	    h->stored_size > WEFT_MAX_CHUNK || h->stored_size > n - off - sizeof(*h))
 		return 0;
-	if (!(h->flags & (WEFT_CHUNK_ZSTD | WEFT_CHUNK_PACKED)) && h->stored_size != h->raw_size)
+	if (!(h->flags & WEFT_CHUNK_ZSTD) && !weft_chunk_packing(h->flags) && h->stored_size != h->raw_size)
 		return 0;
 	return weft_fnv1a(d + off + sizeof(*h), h->stored_size) == h->checksum;
 }
@@ -444,7 +444,8 @@ static int decode(const struct weft_chunk_view *c, const struct weft_proc *prep,
 {
 	*nwords = 0;
 	/* packed records are decompressed behind the room for the words, then unpacked forward */
-	size_t packed_room = (c->flags & WEFT_CHUNK_PACKED) ? weft_pack_bound(c->raw_size / 8) : 0;
+	int fmt = weft_chunk_packing(c->flags);
+	size_t packed_room = fmt ? weft_pack_bound(c->raw_size / 8) : 0;
 	size_t need = c->raw_size + packed_room + 8;
 	if (need > *cap) {
 		uint64_t *b = realloc(*buf, need);
@@ -456,11 +457,11 @@ static int decode(const struct weft_chunk_view *c, const struct weft_proc *prep,
 		*cap = need;
 	}
 	uint64_t *w = *buf;
-	uint8_t *dst = (c->flags & WEFT_CHUNK_PACKED) ? (uint8_t *)w + c->raw_size : (uint8_t *)w;
-	size_t room = (c->flags & WEFT_CHUNK_PACKED) ? packed_room : c->raw_size, got = c->stored_size;
+	uint8_t *dst = fmt ? (uint8_t *)w + c->raw_size : (uint8_t *)w;
+	size_t room = fmt ? packed_room : c->raw_size, got = c->stored_size;
 	if (c->flags & WEFT_CHUNK_ZSTD) {
 		got = ZSTD_decompress(dst, room, c->stored, c->stored_size);
-		if (ZSTD_isError(got) || (!(c->flags & WEFT_CHUNK_PACKED) && got != c->raw_size)) {
+		if (ZSTD_isError(got) || (!fmt && got != c->raw_size)) {
 			*why = ZSTD_isError(got) ? ZSTD_getErrorName(got) : "size mismatch";
 			return -1;
 		}
@@ -472,10 +473,15 @@ static int decode(const struct weft_chunk_view *c, const struct weft_proc *prep,
 		memcpy(dst, c->stored, c->stored_size);
 	}
 	size_t n = c->raw_size / 8, i = 0;
-	if (c->flags & WEFT_CHUNK_PACKED) {
+	if (fmt) {
 		struct prep_ctx x = {.p = prep};
-		size_t words = prep ? weft_unpack_each(dst, got, w, n, 1, prepare_rec, &x)
-				    : weft_unpack(dst, got, w, n, 1);
+		size_t words;
+		if (!prep)
+			words = weft_unpack(dst, got, w, n, fmt, 1);
+		else if (fmt == 2)
+			words = weft_unpack_each(dst, got, w, n, 2, 1, prepare_rec, &x);
+		else
+			words = weft_unpack_each(dst, got, w, n, 1, 1, prepare_rec, &x);
 		if (words != n) {
 			*why = "bad packed records";
 			return -1;
@@ -516,23 +522,29 @@ int weft_chunk_decode_prepared(const struct weft_chunk_view *c, const struct wef
 int weft_chunk_headers(const struct weft_chunk_view *c, uint64_t **buf, size_t *cap,
 		       void (*fn)(uint64_t h, void *ud), void *ud, const char **why)
 {
-	if ((c->flags & (WEFT_CHUNK_PACKED | WEFT_CHUNK_ZSTD)) == (WEFT_CHUNK_PACKED | WEFT_CHUNK_ZSTD)) {
-		size_t room = weft_pack_bound(c->raw_size / 8);
-		if (room > *cap) {
-			uint64_t *b = realloc(*buf, room);
-			if (!b) {
-				*why = "out of memory";
+	int fmt = weft_chunk_packing(c->flags);
+	if (fmt) { /* literal headers are all there is to see: no unpacking */
+		const uint8_t *packed = c->stored;
+		size_t got = c->stored_size;
+		if (c->flags & WEFT_CHUNK_ZSTD) {
+			size_t room = weft_pack_bound(c->raw_size / 8);
+			if (room > *cap) {
+				uint64_t *b = realloc(*buf, room);
+				if (!b) {
+					*why = "out of memory";
+					return -1;
+				}
+				*buf = b;
+				*cap = room;
+			}
+			got = ZSTD_decompress(*buf, room, c->stored, c->stored_size);
+			if (ZSTD_isError(got)) {
+				*why = ZSTD_getErrorName(got);
 				return -1;
 			}
-			*buf = b;
-			*cap = room;
+			packed = (const uint8_t *)*buf;
 		}
-		size_t got = ZSTD_decompress(*buf, room, c->stored, c->stored_size);
-		if (ZSTD_isError(got)) {
-			*why = ZSTD_getErrorName(got);
-			return -1;
-		}
-		if (weft_unpack_headers((const uint8_t *)*buf, got, fn, ud)) {
+		if (weft_unpack_headers(packed, got, fmt, fn, ud)) {
 			*why = "bad packed records";
 			return -1;
 		}

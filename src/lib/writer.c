@@ -36,8 +36,8 @@ struct writer {
 static struct writer writers[16]; /* set up by weft_writers_start before the threads run */
 static int nwriters;
 
-/* Count events and replace each timestamp by its difference to the previous one: chunks of
- * a busy thread then hold small, repetitive numbers that zstd packs to a few bytes/event. */
+/* Count events and replace each timestamp by its difference to the previous one (what
+ * weft_pack does on its way, for chunks stored unpacked when there is no memory to pack). */
 static uint32_t delta_encode(uint64_t *w, size_t nwords, uint32_t *dropped)
 {
 	uint64_t prev = 0;
@@ -87,16 +87,13 @@ static int write_all(int fd, struct iovec *iov, int n)
 static void write_chunk(struct writer *w, struct weft_chunk *c)
 {
 	size_t used = c->used & ~(size_t)7;
-	uint32_t dropped = 0;
-	uint32_t events = delta_encode((uint64_t *)c->data, used / 8, &dropped);
+	uint32_t dropped = 0, events;
 	struct weft_chunk_header h;
 	memset(&h, 0, sizeof(h));
 	h.magic = WEFT_CHUNK_MAGIC;
 	h.tid = c->tid;
 	h.seq = c->seq;
 	h.raw_size = (uint32_t)used;
-	h.events = events;
-	h.dropped = dropped;
 	const void *payload = c->data;
 	size_t stored = used;
 	size_t need = weft_pack_bound(used / 8);
@@ -105,11 +102,15 @@ static void write_chunk(struct writer *w, struct weft_chunk *c)
 		w->pbuf = malloc(need);
 		w->pcap = w->pbuf ? need : 0;
 	}
-	if (w->pbuf) { /* records packed: 2-3 bytes for a typical event, for zstd to chew */
-		stored = weft_pack((const uint64_t *)c->data, used / 8, w->pbuf);
+	if (w->pbuf) { /* records packed, delta-coded on the way: ~1 byte/event for zstd to chew */
+		stored = weft_pack((const uint64_t *)c->data, used / 8, w->pbuf, &events, &dropped);
 		payload = w->pbuf;
-		h.flags |= WEFT_CHUNK_PACKED;
+		h.flags |= WEFT_CHUNK_PACKED2;
+	} else { /* no memory for packing: the records themselves, delta-coded */
+		events = delta_encode((uint64_t *)c->data, used / 8, &dropped);
 	}
+	h.events = events;
+	h.dropped = dropped;
 	if (weft_cfg.compression != 0 && w->cctx) {
 		size_t zneed = ZSTD_compressBound(stored);
 		if (zneed > w->zcap) {

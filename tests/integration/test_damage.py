@@ -61,7 +61,7 @@ class Damage(TraceTest):
         self.assertEqual(p.stderr, f"weft: convert: {empty}: no weft trace files (*.wmeta, *.wevents) found\n")
         with open(glob.glob(self.data + "/*.wmeta")[0], "r+b") as f:
             f.seek(8)
-            f.write(b"\x09\x00")  # major version 9
+            f.write(b"\x09\x00\x00\x00")  # version 9.0
         p = run([WEFT, "info", self.data], check=False)
         self.assertEqual(p.returncode, 1)
         self.assertIn("trace format 9.0 is newer than this weft reads (1.x); use a newer weft", p.stderr)

@@ -139,6 +139,7 @@ static void newer_major_is_refused(void **s)
 	(void)s;
 	build(0);
 	((struct weft_file_header *)meta.p)->major = 2;
+	((struct weft_file_header *)meta.p)->minor = 0;
 	char err[256] = "";
 	assert_null(load(err, sizeof(err)));
 	assert_non_null(strstr(err, "trace format 2.0 is newer than this weft reads (1.x)"));
@@ -170,52 +171,121 @@ static void collect_hdr(uint64_t h, void *ud)
 static void packing_round_trips(void **s)
 {
 	(void)s;
-	uint64_t w[] = {5, HDR(1, WEFT_R_BEGIN, 0, 0), 300, HDR(2, WEFT_R_FUNC_ENTER, 0, 7),
-			-3ll, HDR(9, WEFT_R_ARG_I64, 0, 0), 1ull << 63, HDR(2, WEFT_R_FUNC_EXIT, 0, 7),
-			4, HDR(0, WEFT_R_ARG_STR, 1, 0), 0x74736574, 0, HDR(1, WEFT_R_END, 0, 0),
-			7, HDR(3, WEFT_R_COUNTER_F64, 1, 0), 0x3ff0000000000000ull,
-			1, HDR(4, WEFT_R_BEGIN, 0, 0), 2, HDR(5, WEFT_R_BEGIN, 0, 0), 3, HDR(6, WEFT_R_BEGIN, 0, 0),
-			4, HDR(1, WEFT_R_BEGIN, 0, 0)}; /* the last one fell out of the 4-entry list */
+	/* absolute timestamps, as a thread writes them; the packing delta-codes them */
+	uint64_t w[] = {5, HDR(1, WEFT_R_BEGIN, 0, 0), 305, HDR(2, WEFT_R_FUNC_ENTER, 0, 7),
+			-3ll, HDR(9, WEFT_R_ARG_I64, 0, 0), 310, HDR(2, WEFT_R_FUNC_EXIT, 0, 7),
+			314, HDR(0, WEFT_R_ARG_STR, 1, 0), 0x74736574, 1ull << 62, HDR(1, WEFT_R_END, 0, 0),
+			(1ull << 62) + 7, HDR(3, WEFT_R_COUNTER_F64, 1, 0), 0x3ff0000000000000ull,
+			(1ull << 62) + 70, HDR(0, WEFT_R_DROPPED, 1, 0), 42,
+			(1ull << 62) + 71, HDR(4, WEFT_R_BEGIN, 0, 0), (1ull << 62) + 72, HDR(5, WEFT_R_BEGIN, 0, 0),
+			(1ull << 62) + 73, HDR(6, WEFT_R_BEGIN, 0, 0), (1ull << 62) + 74, HDR(0, WEFT_R_DROPPED, 1, 0), 1,
+			(1ull << 62) + 80, HDR(1, WEFT_R_BEGIN, 0, 0)}; /* fell out of the 4-entry list */
 	size_t n = sizeof(w) / 8;
 	uint8_t packed[512];
-	size_t len = weft_pack(w, n, packed);
-	assert_true(len < n * 8);
+	uint32_t events = 0, dropped = 0;
+	size_t len = weft_pack(w, n, packed, &events, &dropped);
+	assert_true(len < n * 8 && len <= weft_pack_bound(n));
+	assert_int_equal(events, 9); /* begins, end, func enter/exit, counter; not args or drops */
+	assert_int_equal(dropped, 43);
 	uint64_t back[64];
-	assert_int_equal(weft_unpack(packed, len, back, 64, 0), n);
+	assert_int_equal(weft_unpack(packed, len, back, 64, 2, 1), n);
 	assert_memory_equal(back, w, n * 8);
 	/* every cut of the packed bytes is either a shorter, valid prefix or refused */
 	for (size_t cut = 0; cut < len; cut++) {
-		size_t got = weft_unpack(packed, cut, back, 64, 0);
+		size_t got = weft_unpack(packed, cut, back, 64, 2, 1);
 		assert_true(got == (size_t)-1 || (got < n && !memcmp(back, w, got * 8)));
 	}
-	/* undelta: timestamps become running sums; other words are untouched */
-	assert_int_equal(weft_unpack(packed, len, back, 64, 1), n);
-	uint64_t sum = 0;
+	/* without undelta: timestamps come out as differences; other words are untouched */
+	assert_int_equal(weft_unpack(packed, len, back, 64, 2, 0), n);
+	uint64_t prev = 0;
 	for (size_t i = 0; i < n; i += 2 + weft_rec_extra(w[i + 1])) {
 		int ticks = weft_rec_has_ticks(weft_rec_type(w[i + 1]));
-		sum += ticks ? w[i] : 0;
-		assert_int_equal(back[i], ticks ? sum : w[i]);
+		assert_int_equal(back[i], ticks ? w[i] - prev : w[i]);
+		prev = ticks ? w[i] : prev;
 		assert_int_equal(back[i + 1], w[i + 1]);
 	}
 	/* the headers written out in full: each distinct one at least once, in order */
 	struct hdrs got = {0};
-	assert_int_equal(weft_unpack_headers(packed, len, collect_hdr, &got), 0);
+	assert_int_equal(weft_unpack_headers(packed, len, 2, collect_hdr, &got), 0);
 	uint64_t want[] = {HDR(1, WEFT_R_BEGIN, 0, 0), HDR(2, WEFT_R_FUNC_ENTER, 0, 7),
 			   HDR(9, WEFT_R_ARG_I64, 0, 0), HDR(2, WEFT_R_FUNC_EXIT, 0, 7),
 			   HDR(0, WEFT_R_ARG_STR, 1, 0), HDR(1, WEFT_R_END, 0, 0),
-			   HDR(3, WEFT_R_COUNTER_F64, 1, 0), HDR(4, WEFT_R_BEGIN, 0, 0),
-			   HDR(5, WEFT_R_BEGIN, 0, 0), HDR(6, WEFT_R_BEGIN, 0, 0), HDR(1, WEFT_R_BEGIN, 0, 0)};
+			   HDR(3, WEFT_R_COUNTER_F64, 1, 0), HDR(0, WEFT_R_DROPPED, 1, 0),
+			   HDR(4, WEFT_R_BEGIN, 0, 0), HDR(5, WEFT_R_BEGIN, 0, 0), HDR(6, WEFT_R_BEGIN, 0, 0),
+			   HDR(1, WEFT_R_BEGIN, 0, 0)};
 	assert_int_equal(got.n, sizeof(want) / 8);
 	assert_memory_equal(got.h, want, sizeof(want));
 	for (size_t cut = 0; cut < len; cut++) { /* cuts: no overrun (ASan), whole prefix or refused */
 		got.n = 0;
-		weft_unpack_headers(packed, cut, collect_hdr, &got);
+		weft_unpack_headers(packed, cut, 2, collect_hdr, &got);
 		assert_true(got.n <= sizeof(want) / 8);
 	}
-	packed[0] = 9; /* no such tag */
-	assert_int_equal(weft_unpack(packed, len, back, 64, 0), (size_t)-1);
-	assert_int_equal(weft_unpack_headers(packed, len, collect_hdr, &got), -1);
-	assert_int_equal(weft_unpack(packed + 1, len - 1, back, 2, 0), (size_t)-1); /* no room */
+	packed[0] = 194; /* no such tag */
+	assert_int_equal(weft_unpack(packed, len, back, 64, 2, 1), (size_t)-1);
+	assert_int_equal(weft_unpack_headers(packed, len, 2, collect_hdr, &got), -1);
+	assert_int_equal(weft_unpack(packed + 1, len - 1, back, 2, 2, 1), (size_t)-1); /* no room */
+}
+
+/* The byte layout of packing version 2, as docs/format.md specifies it. */
+static void packing_v2_bytes(void **s)
+{
+	(void)s;
+	uint64_t E = HDR(0x1000, WEFT_R_FUNC_ENTER, 0, 0), X = HDR(0x1000, WEFT_R_FUNC_EXIT, 0, 0);
+	uint64_t w[] = {100, E, 110, X, 120, E, 130, X, 130, X, 330, E, 7, HDR(1, WEFT_R_ARG_I64, 0, 0)};
+	uint8_t want[] = {192, 0, 0x10, 0, 0, WEFT_R_FUNC_ENTER, 0, 0, 0, 100, /* literal, delta 100 */
+			  192, 0, 0x10, 0, 0, WEFT_R_FUNC_EXIT, 0, 0, 0, 10, /* literal, delta 10 */
+			  64 | 10,			/* list entry 1 (enter), delta 10 in the tag */
+			  64 | 10,			/* list entry 1 (exit) */
+			  0,				/* entry 0 (exit again), delta 0 */
+			  64 | 63, 0xc8, 0x01,		/* entry 1 (enter), delta 200 as a varint */
+			  192, 1, 0, 0, 0, WEFT_R_ARG_I64, 0, 0, 0, 7, 0, 0, 0, 0, 0, 0, 0}; /* raw word0 */
+	uint8_t packed[128];
+	uint32_t events, dropped = 0;
+	size_t len = weft_pack(w, sizeof(w) / 8, packed, &events, &dropped);
+	assert_int_equal(len, sizeof(want));
+	assert_memory_equal(packed, want, sizeof(want));
+	assert_int_equal(events, 6);
+	/* entry 3 has its own tag: A B C D then A again */
+	uint64_t h[5] = {HDR(1, WEFT_R_BEGIN, 0, 0), HDR(2, WEFT_R_BEGIN, 0, 0), HDR(3, WEFT_R_BEGIN, 0, 0),
+			 HDR(4, WEFT_R_BEGIN, 0, 0), HDR(1, WEFT_R_BEGIN, 0, 0)};
+	uint64_t w2[10];
+	for (int i = 0; i < 5; i++) {
+		w2[2 * i] = (uint64_t)i;
+		w2[2 * i + 1] = h[i];
+	}
+	len = weft_pack(w2, 10, packed, &events, &dropped);
+	assert_int_equal(len, 4 * 10 + 2);
+	assert_int_equal(packed[40], WEFT_PACK_ENTRY3);
+	assert_int_equal(packed[41], 1);
+	uint64_t back[10];
+	assert_int_equal(weft_unpack(packed, len, back, 10, 2, 1), 10);
+	assert_memory_equal(back, w2, sizeof(w2));
+	/* a short tag on a record without a timestamp is malformed */
+	uint8_t bad[] = {192, 1, 0, 0, 0, WEFT_R_ARG_I64, 0, 0, 0, 7, 0, 0, 0, 0, 0, 0, 0, 5};
+	assert_int_equal(weft_unpack(bad, sizeof(bad), back, 10, 2, 1), (size_t)-1);
+	struct hdrs got = {0};
+	assert_int_equal(weft_unpack_headers(bad, sizeof(bad), 2, collect_hdr, &got), -1);
+}
+
+/* Packing version 1 (format 1.0 traces) still reads. */
+static void packing_v1_reads(void **s)
+{
+	(void)s;
+	uint8_t v1[] = {4, 0, 0x10, 0, 0, WEFT_R_FUNC_ENTER, 0, 0, 0, 100, /* literal, delta 100 */
+			4, 0, 0x10, 0, 0, WEFT_R_FUNC_EXIT, 0, 0, 0, 0xc8, 0x01, /* literal, delta 200 */
+			1, 5,						   /* entry 1 (enter), delta 5 */
+			4, 1, 0, 0, 0, WEFT_R_ARG_I64, 0, 0, 0, 7, 0, 0, 0, 0, 0, 0, 0};
+	uint64_t E = HDR(0x1000, WEFT_R_FUNC_ENTER, 0, 0), X = HDR(0x1000, WEFT_R_FUNC_EXIT, 0, 0);
+	uint64_t want[] = {100, E, 300, X, 305, E, 7, HDR(1, WEFT_R_ARG_I64, 0, 0)};
+	uint64_t back[8];
+	assert_int_equal(weft_unpack(v1, sizeof(v1), back, 8, 1, 1), 8);
+	assert_memory_equal(back, want, sizeof(want));
+	struct hdrs got = {0};
+	assert_int_equal(weft_unpack_headers(v1, sizeof(v1), 1, collect_hdr, &got), 0);
+	assert_int_equal(got.n, 3);
+	assert_int_equal(weft_unpack(v1, sizeof(v1), back, 8, 2, 1), (size_t)-1); /* not version 2 */
+	v1[0] = 5; /* no such tag in version 1 */
+	assert_int_equal(weft_unpack(v1, sizeof(v1), back, 8, 1, 1), (size_t)-1);
 }
 
 int main(void)
@@ -224,6 +294,7 @@ int main(void)
 		cmocka_unit_test(reads_everything), cmocka_unit_test(truncated_keeps_complete_chunks),
 		cmocka_unit_test(corruption_is_skipped), cmocka_unit_test(newer_major_is_refused),
 		cmocka_unit_test(nothing_to_read), cmocka_unit_test(packing_round_trips),
+		cmocka_unit_test(packing_v2_bytes), cmocka_unit_test(packing_v1_reads),
 	};
 	int rc = cmocka_run_group_tests(tests, NULL, NULL);
 	free(meta.p);
