@@ -38,7 +38,7 @@ echo "## Sustained rate, 1 thread, default options (10 s each)"
 echo
 "$build/weft-bench" sustain 10 || true
 best=0
-for rate in 20000000 25000000 30000000; do
+for rate in 20000000 40000000 60000000; do
   rm -rf weft.data weft.data.old
   if "$build/weft-bench" sustain 10 $rate; then best=$rate; else break; fi
 done
