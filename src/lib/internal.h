@@ -18,6 +18,9 @@
 #include "../format/format.h"
 
 #define WEFT_HIDDEN __attribute__((visibility("hidden")))
+/* Thread-local variables of the runtime: initial-exec, so an access is one %fs-relative load
+ * even in the preloaded library (the default model calls __tls_get_addr each time). */
+#define WEFT_TLS __attribute__((tls_model("initial-exec")))
 
 /* ---- config.c ---- */
 enum weft_overflow { WEFT_OVERFLOW_DROP = 0, WEFT_OVERFLOW_BLOCK = 1 };
@@ -127,7 +130,7 @@ struct weft_global {
 };
 /* Set while the calling thread is inside the runtime's slow paths (holding its locks): a
  * signal handler that finds it set must not stop the trace from this thread. */
-WEFT_HIDDEN extern __thread int weft_in_runtime;
+WEFT_HIDDEN extern __thread int weft_in_runtime WEFT_TLS;
 WEFT_HIDDEN int weft_parse_duration(const char *s, uint64_t *ns);
 WEFT_HIDDEN extern struct weft_global weft_g;
 WEFT_HIDDEN int weft_ensure_started(void);

@@ -34,13 +34,13 @@ static int func_filters;          /* set once at start: any function filter conf
 int weft_func_allowed(void *fn);  /* funcfilter.c */
 static int func_select;           /* func_filter= or func_libs= set */
 static uint64_t func_min_ticks;   /* func_min in clock ticks */
-static __thread uint32_t depth;   /* call depth, maintained only with filters */
+static __thread uint32_t depth WEFT_TLS; /* call depth, maintained only with filters */
 /* Filtered-function counts: one slot per thread (written by it, relaxed), summed into the
  * trace when it stops. */
 #define MAX_COUNTERS 4096
 static uint64_t counters[MAX_COUNTERS];
 static _Atomic unsigned ncounters;
-static __thread uint64_t *my_counter;
+static __thread uint64_t *my_counter WEFT_TLS;
 
 static inline uint64_t func_hdr(unsigned type, const void *fn) NOINST;
 static inline uint64_t func_hdr(unsigned type, const void *fn)
