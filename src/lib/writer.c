@@ -31,6 +31,7 @@ struct writer {
 	uint8_t *pbuf; /* packed records */
 	size_t pcap;
 	int failed;
+	_Atomic int running; /* set by the writer once its thread runs our code (fork waits for it) */
 };
 
 static struct writer writers[16]; /* set up by weft_writers_start before the threads run */
@@ -149,6 +150,7 @@ static void write_chunk(struct writer *w, struct weft_chunk *c)
 static void *writer_main(void *arg)
 {
 	struct writer *w = arg;
+	atomic_store(&w->running, 1);
 	char name[16];
 	snprintf(name, sizeof(name), "weft-writer-%d", w->idx);
 	pthread_setname_np(pthread_self(), name);
@@ -255,12 +257,18 @@ void weft_writers_stop(void)
 }
 
 /* Fork: every writer is between chunks while the process forks (prepare takes their work
- * locks), so the child inherits no half-done allocation. In the child the writer threads do
- * not exist; their files belong to the parent; what they owned is freed. */
+ * locks), so the child inherits no half-done allocation. A writer created just before the
+ * fork may still be in its thread's start-up, which allocates (under ASan, with the
+ * allocator's locks, which a child would inherit locked): prepare waits until each writer
+ * runs writer_main. In the child the writer threads do not exist; their files belong to the
+ * parent; what they owned is freed. */
 void weft_writers_atfork_prepare(void)
 {
-	for (int i = 0; i < nwriters; i++)
+	for (int i = 0; i < nwriters; i++) {
+		while (!atomic_load(&writers[i].running))
+			sched_yield();
 		pthread_mutex_lock(&writers[i].work);
+	}
 }
 
 void weft_writers_atfork_parent(void)
