@@ -10,8 +10,16 @@
 #include "export/model.h"
 
 struct weft_export_summary {
-	uint64_t events, dropped, unmatched_end, unterminated, unwound, bad_chunks, bytes;
+	uint64_t events, dropped, unmatched_end, unterminated, unwound, bytes;
+	uint64_t bad_chunks;  /* chunks that did not decode, left out (warn: see bad_why) */
+	const char *bad_why;  /* the first one's reason */
+	uint64_t oom;         /* chunks or events left out for want of memory (then the export fails) */
 };
+/* Adds a walk's counts into a summary. */
+void weft_export_summary_add(struct weft_export_summary *sum, const struct weft_walk_stats *st);
+/* The export's return value once the output is written: rc, or where memory ran out on the
+ * way -ENOMEM with the reason in err (the output is incomplete). */
+int weft_export_result(const struct weft_export_summary *sum, int rc, char *err, size_t errlen);
 
 int weft_export_pftrace(const struct weft_trace *t, FILE *out, int jobs,
 			struct weft_export_summary *sum, char *err, size_t errlen);

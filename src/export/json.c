@@ -485,8 +485,11 @@ static int refill(struct jthread *j)
 		if (j->chunk < j->th->nchunks) {
 			size_t n;
 			const char *why;
-			if (!weft_chunk_decode(&j->th->chunks[j->chunk++], &j->buf, &j->bufcap, &n, &why))
+			int rc = weft_chunk_decode(&j->th->chunks[j->chunk++], &j->buf, &j->bufcap, &n, &why);
+			if (!rc)
 				weft_walker_feed(&j->walker, j->buf, n);
+			else if (rc == -ENOMEM) /* other refusals were counted by pass 1 */
+				j->st.oom++;
 		} else {
 			weft_walker_finish(&j->walker, j->end_ns);
 			j->finished = 1;
@@ -605,6 +608,10 @@ int weft_export_json(const struct weft_trace *t, FILE *out, int style, int jobs,
 	for (size_t i = 0; i < n; i++) {
 		struct jthread *j = &js[i];
 		pass1_events += j->st.events;
+		sum->bad_chunks += j->st.bad_chunks; /* pass 2 decodes the same chunks */
+		if (!sum->bad_why)
+			sum->bad_why = j->st.bad_why;
+		sum->oom += j->st.oom;
 		memset(&j->st, 0, sizeof(j->st));
 		weft_walker_init(&j->walker, j->p, pass2_event, j, &j->st);
 	}
@@ -654,7 +661,7 @@ int weft_export_json(const struct weft_trace *t, FILE *out, int style, int jobs,
 		sum->unmatched_end += j->st.unmatched_end;
 		sum->unterminated += j->st.unterminated;
 		sum->unwound += j->st.unwound;
-		sum->bad_chunks += j->st.bad_chunks;
+		sum->oom += j->st.oom;
 		free(j->out.text.p);
 		free(j->out.ents);
 		free(j->side.text.p);
@@ -680,5 +687,5 @@ int weft_export_json(const struct weft_trace *t, FILE *out, int style, int jobs,
 		snprintf(err, errlen, "writing the trace failed: %s", strerror(c.err));
 		return -c.err;
 	}
-	return 0;
+	return weft_export_result(sum, 0, err, errlen);
 }

@@ -2,10 +2,13 @@
  * model.c - see model.h. One pass over a thread's records with a small stack per track.
  */
 #include "export/model.h"
+#include "export/export.h"
 #include "format/format.h"
 #include "format/symbols.h"
+#include <errno.h>
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -32,7 +35,7 @@ static struct weft_walk_stack *stack_for_slow(struct weft_walker *w, unsigned tr
 			return &w->stacks[i];
 	struct weft_walk_stack *s = realloc(w->stacks, (w->nstacks + 1) * sizeof(*s));
 	if (!s)
-		abort();
+		return NULL;
 	w->stacks = s;
 	s = &w->stacks[w->nstacks++];
 	memset(s, 0, sizeof(*s));
@@ -40,15 +43,54 @@ static struct weft_walk_stack *stack_for_slow(struct weft_walker *w, unsigned tr
 	return s;
 }
 
-static void push(struct weft_walk_stack *s, uint32_t id)
+/* The track's stack with room for one more id, or NULL when memory ran out (counted). */
+static struct weft_walk_stack *room_on(struct weft_walker *w, unsigned track)
 {
-	if (s->n == s->cap) {
-		s->cap = s->cap ? s->cap * 2 : 64;
-		s->ids = realloc(s->ids, s->cap * sizeof(*s->ids));
-		if (!s->ids)
-			abort();
+	struct weft_walk_stack *s = stack_for(w, track);
+	if (s && s->n == s->cap) {
+		size_t cap = s->cap ? s->cap * 2 : 64;
+		uint32_t *ids = realloc(s->ids, cap * sizeof(*ids));
+		if (ids) {
+			s->ids = ids;
+			s->cap = cap;
+		} else {
+			s = NULL;
+		}
 	}
-	s->ids[s->n++] = id;
+	if (!s)
+		w->st->oom++;
+	return s;
+}
+
+void weft_export_summary_add(struct weft_export_summary *sum, const struct weft_walk_stats *st)
+{
+	sum->events += st->events;
+	sum->unmatched_end += st->unmatched_end;
+	sum->unterminated += st->unterminated;
+	sum->unwound += st->unwound;
+	sum->bad_chunks += st->bad_chunks;
+	if (!sum->bad_why)
+		sum->bad_why = st->bad_why;
+	sum->oom += st->oom;
+}
+
+int weft_export_result(const struct weft_export_summary *sum, int rc, char *err, size_t errlen)
+{
+	if (rc || !sum->oom)
+		return rc;
+	snprintf(err, errlen, "out of memory: some chunks or events could not be read; the output is incomplete");
+	return -ENOMEM;
+}
+
+void weft_walk_stats_refused(struct weft_walk_stats *st, int rc, const char *why)
+{
+	if (rc == -ENOMEM) {
+		st->oom++;
+		return;
+	}
+	st->bad_chunks++;
+	if (!st->bad_why)
+		st->bad_why = why;
 }
 
 static void flush(struct weft_walker *w)
@@ -108,6 +150,10 @@ static void on_end(struct weft_walker *w, uint64_t ts, uint32_t id, unsigned tra
 	if (ts > w->last_ts)
 		w->last_ts = ts;
 	struct weft_walk_stack *s = stack_for(w, track);
+	if (!s) {
+		w->st->oom++;
+		return;
+	}
 	size_t i = s->n;
 	while (i > 0 && s->ids[i - 1] != id)
 		i--;
@@ -128,17 +174,26 @@ static void on_end(struct weft_walker *w, uint64_t ts, uint32_t id, unsigned tra
  * lies above (the calls it skips never exit). */
 static void note_setjmp(struct weft_walker *w, uint64_t env)
 {
-	size_t depth = stack_for(w, 0)->n;
+	struct weft_walk_stack *s = stack_for(w, 0);
+	if (!s) {
+		w->st->oom++;
+		return;
+	}
+	size_t depth = s->n;
 	for (size_t i = 0; i < w->njmps; i++)
 		if (w->jmps[i].env == env) {
 			w->jmps[i].depth = depth;
 			return;
 		}
 	if (w->njmps == w->jcap) {
-		w->jcap = w->jcap ? w->jcap * 2 : 8;
-		w->jmps = realloc(w->jmps, w->jcap * sizeof(*w->jmps));
-		if (!w->jmps)
-			abort();
+		size_t cap = w->jcap ? w->jcap * 2 : 8;
+		void *j = realloc(w->jmps, cap * sizeof(*w->jmps));
+		if (!j) { /* the longjmp will find no setjmp: its skipped calls close later */
+			w->st->oom++;
+			return;
+		}
+		w->jmps = j;
+		w->jcap = cap;
 	}
 	w->jmps[w->njmps].env = env;
 	w->jmps[w->njmps++].depth = depth;
@@ -148,6 +203,10 @@ static void on_longjmp(struct weft_walker *w, uint64_t ts, uint64_t env)
 {
 	flush(w);
 	struct weft_walk_stack *s = stack_for(w, 0);
+	if (!s) {
+		w->st->oom++;
+		return;
+	}
 	for (size_t i = 0; i < w->njmps; i++)
 		if (w->jmps[i].env == env) {
 			while (s->n > w->jmps[i].depth) {
@@ -189,15 +248,19 @@ static void walk(struct weft_walker *wk, const uint64_t *r, size_t n)
 		uint64_t x = extra ? r[i + 2] : 0;
 		switch (type) {
 		case WEFT_R_BEGIN:
-			start(wk, WEFT_EV_BEGIN, r[i], id, track);
-			push(stack_for(wk, track), id);
+		case WEFT_R_FUNC_ENTER: { /* prepared: a function's id is its site's, track 0 */
+			unsigned tr = type == WEFT_R_BEGIN ? track : 0;
+			struct weft_walk_stack *s = room_on(wk, tr);
+			if (!s) { /* left out (counted); its arguments must not go to the event before */
+				flush(wk);
+				break;
+			}
+			start(wk, WEFT_EV_BEGIN, r[i], id, tr);
+			s->ids[s->n++] = id;
 			break;
+		}
 		case WEFT_R_END:
 			on_end(wk, r[i], id, track);
-			break;
-		case WEFT_R_FUNC_ENTER: /* prepared: id is the function's, track 0 */
-			start(wk, WEFT_EV_BEGIN, r[i], id, 0);
-			push(stack_for(wk, 0), id);
 			break;
 		case WEFT_R_FUNC_EXIT:
 			on_end(wk, r[i], id, 0);
@@ -297,7 +360,9 @@ struct prefetch {
 	pthread_cond_t cond;
 	uint64_t *buf[2];
 	size_t cap[2], n[2];
-	int state[2]; /* 0 free, 1 decoded, 2 failed */
+	int state[2]; /* 0 free, 1 decoded, 2 refused (rc, why) */
+	int rc[2];
+	const char *why[2];
 	size_t next;  /* next chunk to decode */
 	int quit;
 };
@@ -314,11 +379,13 @@ static void *prefetch_main(void *arg)
 		pthread_mutex_unlock(&f->lock);
 		if (quit)
 			break;
-		const char *why;
-		int bad = weft_chunk_decode_prepared(&f->th->chunks[c], f->p, &f->buf[slot], &f->cap[slot],
-						     &f->n[slot], &why);
+		const char *why = NULL;
+		int rc = weft_chunk_decode_prepared(&f->th->chunks[c], f->p, &f->buf[slot], &f->cap[slot],
+						    &f->n[slot], &why);
 		pthread_mutex_lock(&f->lock);
-		f->state[slot] = bad ? 2 : 1;
+		f->state[slot] = rc ? 2 : 1;
+		f->rc[slot] = rc;
+		f->why[slot] = why;
 		pthread_cond_broadcast(&f->cond);
 		pthread_mutex_unlock(&f->lock);
 	}
@@ -338,8 +405,9 @@ void weft_walk_thread(const struct weft_proc *p, const struct weft_thread_data *
 		size_t n;
 		const char *why;
 		if (!ahead) {
-			if (weft_chunk_decode(&th->chunks[c], buf, cap, &n, &why)) {
-				st->bad_chunks++;
+			int rc = weft_chunk_decode(&th->chunks[c], buf, cap, &n, &why);
+			if (rc) {
+				weft_walk_stats_refused(st, rc, why);
 				continue;
 			}
 			weft_walker_feed(&w, *buf, n);
@@ -352,7 +420,7 @@ void weft_walk_thread(const struct weft_proc *p, const struct weft_thread_data *
 		int state = f.state[slot];
 		pthread_mutex_unlock(&f.lock);
 		if (state == 2)
-			st->bad_chunks++;
+			weft_walk_stats_refused(st, f.rc[slot], f.why[slot]);
 		else
 			walk(&w, f.buf[slot], f.n[slot]);
 		pthread_mutex_lock(&f.lock);

@@ -44,8 +44,13 @@ struct weft_ev {
 };
 
 struct weft_walk_stats {
-	uint64_t events, unmatched_end, unterminated, unwound, orphan_flows, bad_chunks;
+	uint64_t events, unmatched_end, unterminated, unwound, orphan_flows;
+	uint64_t bad_chunks;  /* chunks whose stored bytes did not decode: left out */
+	const char *bad_why;  /* the first one's reason (a static string) */
+	uint64_t oom;         /* chunks or events left out for want of memory: the result is incomplete */
 };
+/* Counts a chunk that weft_chunk_decode refused (its return code and reason). */
+void weft_walk_stats_refused(struct weft_walk_stats *st, int rc, const char *why);
 
 typedef void (*weft_ev_fn)(void *ud, const struct weft_ev *e);
 

@@ -552,14 +552,8 @@ int weft_export_pftrace(const struct weft_trace *t, FILE *out, int jobs,
 	free(head.out.p);
 	struct job j = {t, encs};
 	weft_parallel_for(n, jobs, encode_thread, &j);
-	for (size_t i = 0; i < n; i++) {
-		struct seq_enc *e = &encs[i];
-		sum->events += e->st.events;
-		sum->unmatched_end += e->st.unmatched_end;
-		sum->unterminated += e->st.unterminated;
-		sum->unwound += e->st.unwound;
-		sum->bad_chunks += e->st.bad_chunks;
-	}
+	for (size_t i = 0; i < n; i++)
+		weft_export_summary_add(sum, &encs[i].st);
 	sum->bytes = file.bytes;
 	for (size_t i = 0; i < t->nprocs; i++) {
 		free(cats[i].iid);
@@ -572,5 +566,5 @@ int weft_export_pftrace(const struct weft_trace *t, FILE *out, int jobs,
 		rc = -errno;
 	if (rc)
 		snprintf(err, errlen, "writing the trace failed: %s", strerror(-rc));
-	return rc;
+	return weft_export_result(sum, rc, err, errlen);
 }

@@ -5,6 +5,7 @@
  */
 #include "export/profile.h"
 #include "export/model.h"
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -163,7 +164,7 @@ int weft_profile_build(const struct weft_trace *t, int per_thread, int tree, int
 		n += t->procs[i].nthreads;
 	struct pthread_job *js = calloc(n + 1, sizeof(*js));
 	if (!js)
-		return -1;
+		return -ENOMEM;
 	size_t k = 0;
 	for (size_t i = 0; i < t->nprocs; i++)
 		for (size_t h = 0; h < t->procs[i].nthreads; h++, k++) {
@@ -174,6 +175,7 @@ int weft_profile_build(const struct weft_trace *t, int per_thread, int tree, int
 		}
 	weft_parallel_for(n, jobs, walk, js);
 	size_t rows = 0, cap = 0;
+	uint64_t oom = 0;
 	struct weft_fstat *r = NULL;
 	out->root = calloc(1, sizeof(*out->root));
 	if (!out->root)
@@ -182,6 +184,10 @@ int weft_profile_build(const struct weft_trace *t, int per_thread, int tree, int
 	for (size_t i = 0; i < n; i++) {
 		struct pthread_job *j = &js[i];
 		out->events += j->ws.events;
+		out->bad_chunks += j->ws.bad_chunks;
+		if (!out->bad_why)
+			out->bad_why = j->ws.bad_why;
+		oom += j->ws.oom;
 		for (size_t id = 0; id < j->nsites; id++) {
 			if (!j->st[id].calls)
 				continue;
@@ -216,6 +222,10 @@ int weft_profile_build(const struct weft_trace *t, int per_thread, int tree, int
 	}
 	out->rows = r;
 	out->nrows = o;
+	if (oom) {
+		weft_profile_free(out);
+		return -ENOMEM;
+	}
 	return 0;
 }
 

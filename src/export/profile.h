@@ -27,11 +27,15 @@ struct weft_profile {
 	size_t nrows;
 	struct weft_tnode *root; /* children: the outermost slices of every thread */
 	uint64_t events;
+	uint64_t bad_chunks;     /* chunks that did not decode: their events are not counted */
+	const char *bad_why;     /* the first one's reason */
 };
 
 /* per: WEFT_PROFILE_ALL (one table), _THREADS (rows per pid and tid) or _PROCESSES (per pid;
  * the images a process exec'd count as that process). */
 enum { WEFT_PROFILE_ALL = 0, WEFT_PROFILE_THREADS = 1, WEFT_PROFILE_PROCESSES = 2 };
+/* Returns 0, or -ENOMEM when memory ran out (out is then empty: an incomplete profile would
+ * mislead). */
 int weft_profile_build(const struct weft_trace *t, int per, int tree, int jobs, struct weft_profile *out);
 void weft_profile_free(struct weft_profile *p);
 

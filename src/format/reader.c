@@ -451,7 +451,7 @@ static int decode(const struct weft_chunk_view *c, const struct weft_proc *prep,
 		uint64_t *b = realloc(*buf, need);
 		if (!b) {
 			*why = "out of memory";
-			return -1;
+			return -ENOMEM;
 		}
 		*buf = b;
 		*cap = need;
@@ -463,12 +463,12 @@ static int decode(const struct weft_chunk_view *c, const struct weft_proc *prep,
 		got = ZSTD_decompress(dst, room, c->stored, c->stored_size);
 		if (ZSTD_isError(got) || (!fmt && got != c->raw_size)) {
 			*why = ZSTD_isError(got) ? ZSTD_getErrorName(got) : "size mismatch";
-			return -1;
+			return -EBADMSG;
 		}
 	} else if (c->stored_size) {
 		if (c->stored_size > room) {
 			*why = "size mismatch";
-			return -1;
+			return -EBADMSG;
 		}
 		memcpy(dst, c->stored, c->stored_size);
 	}
@@ -484,7 +484,7 @@ static int decode(const struct weft_chunk_view *c, const struct weft_proc *prep,
 			words = weft_unpack_each(dst, got, w, n, 1, 1, prepare_rec, &x);
 		if (words != n) {
 			*why = "bad packed records";
-			return -1;
+			return -EBADMSG;
 		}
 		*nwords = n; /* weft_unpack wrote whole records only */
 		return 0;
@@ -532,7 +532,7 @@ int weft_chunk_headers(const struct weft_chunk_view *c, uint64_t **buf, size_t *
 				uint64_t *b = realloc(*buf, room);
 				if (!b) {
 					*why = "out of memory";
-					return -1;
+					return -ENOMEM;
 				}
 				*buf = b;
 				*cap = room;
@@ -540,19 +540,20 @@ int weft_chunk_headers(const struct weft_chunk_view *c, uint64_t **buf, size_t *
 			got = ZSTD_decompress(*buf, room, c->stored, c->stored_size);
 			if (ZSTD_isError(got)) {
 				*why = ZSTD_getErrorName(got);
-				return -1;
+				return -EBADMSG;
 			}
 			packed = (const uint8_t *)*buf;
 		}
 		if (weft_unpack_headers(packed, got, fmt, fn, ud)) {
 			*why = "bad packed records";
-			return -1;
+			return -EBADMSG;
 		}
 		return 0;
 	}
 	size_t n;
-	if (weft_chunk_decode(c, buf, cap, &n, why))
-		return -1;
+	int rc = weft_chunk_decode(c, buf, cap, &n, why);
+	if (rc)
+		return rc;
 	for (size_t i = 0; i + 2 <= n; i += 2 + weft_rec_extra((*buf)[i + 1]))
 		fn((*buf)[i + 1], ud);
 	return 0;

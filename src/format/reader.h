@@ -84,7 +84,9 @@ struct weft_trace {
 };
 
 /* Decompress a chunk into *buf (grown as needed; reuse it across calls) and undo the delta
- * coding of timestamps. *nwords covers complete records only. Returns 0, or -1 with a reason. */
+ * coding of timestamps. *nwords covers complete records only. Returns 0, or with a reason
+ * -ENOMEM (no memory for the records) or -EBADMSG (the stored bytes do not decode: a chunk
+ * whose checksum matched, so written wrong rather than damaged later). */
 int weft_chunk_decode(const struct weft_chunk_view *c, uint64_t **buf, size_t *cap, size_t *nwords,
 		      const char **why);
 /* Records ready for a walk: timestamps converted to ns (weft_proc_ns), and each function entry
@@ -96,7 +98,7 @@ int weft_chunk_decode_prepared(const struct weft_chunk_view *c, const struct wef
 
 /* Calls fn on the header words of a chunk, each distinct one at least once, without decoding
  * the records where the chunk is packed (a pass that only wants to know which functions or
- * sites a chunk mentions). *buf is scratch as for weft_chunk_decode. 0, or -1 with a reason. */
+ * sites a chunk mentions). *buf is scratch as for weft_chunk_decode. Returns as it does. */
 int weft_chunk_headers(const struct weft_chunk_view *c, uint64_t **buf, size_t *cap,
 		       void (*fn)(uint64_t h, void *ud), void *ud, const char **why);
 

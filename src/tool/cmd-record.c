@@ -267,6 +267,10 @@ int cmd_record(int argc, char **argv)
 			return code ? code : WEFT_EXIT_FAIL;
 		}
 		fclose(f);
+		if (s.bad_chunks)
+			weft_cli_error("record", "warning: %llu chunks could not be decoded (%s); their events are "
+				       "left out of %s", (unsigned long long)s.bad_chunks,
+				       s.bad_why ? s.bad_why : "?", out);
 	}
 	if (!quiet) {
 		fprintf(stderr, "weft: record: %llu events, %llu dropped, %zu process%s, %.1f MB on disk",

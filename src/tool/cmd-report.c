@@ -203,10 +203,13 @@ int cmd_report(int argc, char **argv)
 		weft_cli_error("report", "warning: %s", t->warnings[i]);
 	struct weft_profile pr;
 	if (weft_profile_build(t, per_thread, tree, jobs, &pr)) {
-		weft_cli_error("report", "out of memory");
+		weft_cli_error("report", "out of memory reading %s: no report (it would be incomplete)", argv[optind]);
 		weft_trace_free(t);
 		return WEFT_EXIT_FAIL;
 	}
+	if (pr.bad_chunks)
+		weft_cli_error("report", "warning: %llu chunks could not be decoded (%s); their events are left out",
+			       (unsigned long long)pr.bad_chunks, pr.bad_why ? pr.bad_why : "?");
 	int first = 1;
 	if (tree) {
 		if (fmt == 0)

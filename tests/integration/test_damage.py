@@ -5,6 +5,7 @@ import os
 import shutil
 import signal
 import subprocess
+import struct
 import time
 from weftlib import TraceTest, main, run, WEFT, BUILD
 
@@ -80,6 +81,88 @@ class Damage(TraceTest):
         pf, _ = self.convert(out, "k.pftrace")
         self.protoc_decode(pf)
         self.tp_no_errors(pf)
+
+
+def fnv1a(data):
+    h = 2166136261
+    for b in data:
+        h = ((h ^ b) * 16777619) & 0xFFFFFFFF
+    return h
+
+
+def sanitized():
+    """True for an ASan/TSan build (a malloc shim cannot be preloaded into those)."""
+    with open(os.path.join(BUILD, "CMakeCache.txt")) as f:
+        for line in f:
+            if line.startswith("WEFT_SANITIZE:"):
+                return line.strip().split("=", 1)[1] != ""
+    return False
+
+
+class Undecodable(TraceTest):
+    """Chunks that pass their checksum but do not decode, and running out of memory while
+    decoding: never a silently shorter result."""
+
+    def setUp(self):
+        super().setUp()
+        # 200000 instants in 1 MiB chunks: 3 full chunks and a short one; packed, not zstd,
+        # so a test can edit the packed bytes
+        self.data, _ = self.record("stress", [1, 200000], options="compression=0")
+        self.events = glob.glob(self.data + "/*.wevents")[0]
+
+    def break_chunk(self, seq):
+        """Puts a byte that is no tag of packing version 2 into chunk `seq`, with a matching
+        checksum (a writer bug, not damage on disk). Returns the chunk's event count."""
+        with open(self.events, "r+b") as f:
+            d = bytearray(f.read())
+            off = 32
+            while off + 40 <= len(d):
+                magic, flags, tid, raw, stored, ck, cseq, events = struct.unpack_from("<IIIIIIQI", d, off)
+                body = off + 40
+                if cseq == seq:
+                    self.assertEqual(flags, 0x4)  # packing version 2, not compressed
+                    d[body + stored // 2] = 194
+                    struct.pack_into("<I", d, off + 20, fnv1a(d[body:body + stored]))
+                    f.seek(0)
+                    f.write(d)
+                    return events
+                off = body + stored
+        self.fail(f"no chunk {seq}")
+
+    def test_undecodable_chunk_is_reported(self):
+        lost = self.break_chunk(1)  # a middle chunk: the reader's span check does not see it
+        self.assertEqual(lost, 65536)
+        warn = "warning: 1 chunks could not be decoded (bad packed records); their events are left out\n"
+        pf, c = self.convert(self.data, "u.pftrace", "-q")
+        self.assertEqual(c.stderr, "weft: convert: " + warn)
+        self.protoc_decode(pf)
+        rows, = self.tp(pf, "select count(*) n from slice where name = 'tick'")
+        self.assertEqual(rows, [{"n": 200000 - lost}])
+        js, c = self.convert(self.data, "u.json")
+        self.assertEqual(c.stderr.splitlines()[0], "weft: convert: " + warn.strip())
+        self.assertIn(f"wrote {js}: {200000 - lost} events", c.stderr)
+        doc = self.load_json(js)
+        self.assertEqual(sum(1 for e in doc["traceEvents"] if e.get("name") == "tick"), 200000 - lost)
+        p = run([WEFT, "report", self.data])
+        self.assertEqual(p.stderr, "weft: report: " + warn)
+
+    def test_out_of_memory_is_an_error(self):
+        if sanitized():
+            self.skipTest("a malloc shim cannot be preloaded into a sanitizer build")
+        shim = {"LD_PRELOAD": os.path.join(BUILD, "failbig.so"), "WEFT_TEST_FAIL_ABOVE": "600000"}
+        p = run([WEFT, "report", self.data], env=shim, check=False)
+        self.assertEqual(p.returncode, 1, p.stderr)
+        self.assertEqual(p.stdout, "")
+        self.assertEqual(p.stderr.splitlines()[-1],
+                         f"weft: report: out of memory reading {self.data}: no report (it would be incomplete)")
+        for name in ("o.pftrace", "o.json"):
+            p = run([WEFT, "convert", self.data, "-o", os.path.join(self.tmp, name)], env=shim, check=False)
+            self.assertEqual(p.returncode, 1, p.stderr)
+            self.assertEqual(p.stderr.splitlines()[-1], "weft: convert: out of memory: some chunks or "
+                             "events could not be read; the output is incomplete")
+        # the same commands without the shim: the trace itself is fine
+        p = run([WEFT, "convert", "-q", self.data, "-o", os.path.join(self.tmp, "ok.pftrace")])
+        self.assertEqual(p.stderr, "")
 
 
 if __name__ == "__main__":
