@@ -20,7 +20,8 @@ struct weft_walk_stack {
 
 static struct weft_walk_stack *stack_for_slow(struct weft_walker *w, unsigned track);
 
-/* The thread's own track (functions, most slices) is looked up first. */
+/* The thread's own track (functions, most slices) is looked up first. NULL when memory ran
+ * out (counted in oom). */
 static inline struct weft_walk_stack *stack_for(struct weft_walker *w, unsigned track)
 {
 	if (__builtin_expect(w->nstacks && w->stacks[0].track == track, 1))
@@ -34,8 +35,10 @@ static struct weft_walk_stack *stack_for_slow(struct weft_walker *w, unsigned tr
 		if (w->stacks[i].track == track)
 			return &w->stacks[i];
 	struct weft_walk_stack *s = realloc(w->stacks, (w->nstacks + 1) * sizeof(*s));
-	if (!s)
+	if (!s) {
+		w->st->oom++; /* the caller leaves out what needed the stack */
 		return NULL;
+	}
 	w->stacks = s;
 	s = &w->stacks[w->nstacks++];
 	memset(s, 0, sizeof(*s));
@@ -50,15 +53,13 @@ static struct weft_walk_stack *room_on(struct weft_walker *w, unsigned track)
 	if (s && s->n == s->cap) {
 		size_t cap = s->cap ? s->cap * 2 : 64;
 		uint32_t *ids = realloc(s->ids, cap * sizeof(*ids));
-		if (ids) {
-			s->ids = ids;
-			s->cap = cap;
-		} else {
-			s = NULL;
+		if (!ids) {
+			w->st->oom++;
+			return NULL;
 		}
+		s->ids = ids;
+		s->cap = cap;
 	}
-	if (!s)
-		w->st->oom++;
 	return s;
 }
 
@@ -150,10 +151,8 @@ static void on_end(struct weft_walker *w, uint64_t ts, uint32_t id, unsigned tra
 	if (ts > w->last_ts)
 		w->last_ts = ts;
 	struct weft_walk_stack *s = stack_for(w, track);
-	if (!s) {
-		w->st->oom++;
+	if (!s)
 		return;
-	}
 	size_t i = s->n;
 	while (i > 0 && s->ids[i - 1] != id)
 		i--;
@@ -175,10 +174,8 @@ static void on_end(struct weft_walker *w, uint64_t ts, uint32_t id, unsigned tra
 static void note_setjmp(struct weft_walker *w, uint64_t env)
 {
 	struct weft_walk_stack *s = stack_for(w, 0);
-	if (!s) {
-		w->st->oom++;
+	if (!s)
 		return;
-	}
 	size_t depth = s->n;
 	for (size_t i = 0; i < w->njmps; i++)
 		if (w->jmps[i].env == env) {
@@ -203,10 +200,8 @@ static void on_longjmp(struct weft_walker *w, uint64_t ts, uint64_t env)
 {
 	flush(w);
 	struct weft_walk_stack *s = stack_for(w, 0);
-	if (!s) {
-		w->st->oom++;
+	if (!s)
 		return;
-	}
 	for (size_t i = 0; i < w->njmps; i++)
 		if (w->jmps[i].env == env) {
 			while (s->n > w->jmps[i].depth) {
@@ -405,12 +400,12 @@ void weft_walk_thread(const struct weft_proc *p, const struct weft_thread_data *
 		size_t n;
 		const char *why;
 		if (!ahead) {
-			int rc = weft_chunk_decode(&th->chunks[c], buf, cap, &n, &why);
+			int rc = weft_chunk_decode_prepared(&th->chunks[c], p, buf, cap, &n, &why);
 			if (rc) {
 				weft_walk_stats_refused(st, rc, why);
 				continue;
 			}
-			weft_walker_feed(&w, *buf, n);
+			walk(&w, *buf, n);
 			continue;
 		}
 		int slot = (int)(c & 1);

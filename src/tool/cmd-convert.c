@@ -116,9 +116,8 @@ int cmd_convert(int argc, char **argv)
 		weft_cli_error("convert", "%s", err);
 		return WEFT_EXIT_FAIL;
 	}
-	if (s.bad_chunks) /* even with -q: nothing is left out silently */
-		weft_cli_error("convert", "warning: %llu chunks could not be decoded (%s); their events are left out",
-			       (unsigned long long)s.bad_chunks, s.bad_why ? s.bad_why : "?");
+	if (s.bad_chunks) /* even with -q */
+		weft_cli_warn_undecoded("convert", s.bad_chunks, s.bad_why, NULL);
 	if (!quiet) {
 		fprintf(stderr, "weft: convert: wrote %s: %llu events, %llu dropped", outp,
 			(unsigned long long)s.events, (unsigned long long)s.dropped);

@@ -189,16 +189,17 @@ int cmd_record(int argc, char **argv)
 	 * the child starts waits until `child` is set; the child puts the defaults back before it
 	 * unblocks them */
 	static const int passed_on[] = {SIGINT, SIGQUIT, SIGTERM, SIGHUP};
+	const size_t npassed = sizeof(passed_on) / sizeof(passed_on[0]);
 	sigset_t block, old_mask;
 	sigemptyset(&block);
 	struct sigaction sa;
 	memset(&sa, 0, sizeof(sa));
 	sa.sa_sigaction = forward;
 	sa.sa_flags = SA_SIGINFO | SA_RESTART;
-	for (size_t i = 0; i < sizeof(passed_on) / sizeof(passed_on[0]); i++)
+	for (size_t i = 0; i < npassed; i++)
 		sigaddset(&block, passed_on[i]);
 	sigprocmask(SIG_BLOCK, &block, &old_mask);
-	for (size_t i = 0; i < sizeof(passed_on) / sizeof(passed_on[0]); i++)
+	for (size_t i = 0; i < npassed; i++)
 		sigaction(passed_on[i], &sa, NULL);
 	child = fork();
 	if (child < 0) {
@@ -207,7 +208,7 @@ int cmd_record(int argc, char **argv)
 		return WEFT_EXIT_FAIL;
 	}
 	if (child == 0) {
-		for (size_t i = 0; i < sizeof(passed_on) / sizeof(passed_on[0]); i++)
+		for (size_t i = 0; i < npassed; i++)
 			signal(passed_on[i], SIG_DFL);
 		sigprocmask(SIG_SETMASK, &old_mask, NULL);
 		setenv("LD_PRELOAD", ld, 1);
@@ -228,7 +229,7 @@ int cmd_record(int argc, char **argv)
 	while (waitpid(child, &status, 0) < 0 && errno == EINTR)
 		;
 	/* the program is gone: a signal now ends the conversion, the recorded data stays */
-	for (size_t i = 0; i < sizeof(passed_on) / sizeof(passed_on[0]); i++)
+	for (size_t i = 0; i < npassed; i++)
 		signal(passed_on[i], SIG_DFL);
 	child = 0;
 	if (got == (ssize_t)sizeof(exec_errno)) {
@@ -268,9 +269,7 @@ int cmd_record(int argc, char **argv)
 		}
 		fclose(f);
 		if (s.bad_chunks)
-			weft_cli_error("record", "warning: %llu chunks could not be decoded (%s); their events are "
-				       "left out of %s", (unsigned long long)s.bad_chunks,
-				       s.bad_why ? s.bad_why : "?", out);
+			weft_cli_warn_undecoded("record", s.bad_chunks, s.bad_why, out);
 	}
 	if (!quiet) {
 		fprintf(stderr, "weft: record: %llu events, %llu dropped, %zu process%s, %.1f MB on disk",

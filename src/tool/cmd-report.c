@@ -208,8 +208,7 @@ int cmd_report(int argc, char **argv)
 		return WEFT_EXIT_FAIL;
 	}
 	if (pr.bad_chunks)
-		weft_cli_error("report", "warning: %llu chunks could not be decoded (%s); their events are left out",
-			       (unsigned long long)pr.bad_chunks, pr.bad_why ? pr.bad_why : "?");
+		weft_cli_warn_undecoded("report", pr.bad_chunks, pr.bad_why, NULL);
 	int first = 1;
 	if (tree) {
 		if (fmt == 0)

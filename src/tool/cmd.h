@@ -14,5 +14,8 @@ int cmd_report(int argc, char **argv);
 
 /* Prints "weft: CMD: message" on stderr. */
 void weft_cli_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Warns that n chunks could not be decoded (why: the first reason) and their events are left
+ * out (of `of`, when given). Printed even in quiet mode: nothing is left out silently. */
+void weft_cli_warn_undecoded(const char *cmd, unsigned long long n, const char *why, const char *of);
 
 #endif

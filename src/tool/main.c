@@ -28,6 +28,12 @@ void weft_cli_error(const char *cmd, const char *fmt, ...)
 	va_end(ap);
 }
 
+void weft_cli_warn_undecoded(const char *cmd, unsigned long long n, const char *why, const char *of)
+{
+	weft_cli_error(cmd, "warning: %llu chunks could not be decoded (%s); their events are left out%s%s", n,
+		       why ? why : "?", of ? " of " : "", of ? of : "");
+}
+
 static void usage(FILE *f)
 {
 	fprintf(f, "usage: weft COMMAND [OPTIONS] [ARGS]\n\ncommands:\n");
