@@ -72,7 +72,11 @@ class Damage(TraceTest):
         out = os.path.join(self.tmp, "killed.data")
         env = dict(os.environ, WEFT_OPTIONS=f"output={out}:chunk_size=8K")
         proc = subprocess.Popen([os.path.join(BUILD, "stress"), "1", "2000000000", "500"], env=env)
-        time.sleep(1.0)
+        # kill it once its writer has handed chunks to disk (not after a fixed time: a loaded
+        # machine may not have started it yet)
+        deadline = time.time() + 120
+        while time.time() < deadline and sum(os.path.getsize(f) for f in glob.glob(out + "/*.wevents")) < 64 << 10:
+            time.sleep(0.05)
         proc.send_signal(signal.SIGKILL)
         proc.wait()
         info = run([WEFT, "info", out]).stdout
