@@ -4,16 +4,27 @@ BUILD ?= build
 JOBS ?= 2
 CMAKE_FLAGS ?=
 
-.PHONY: all build demo test test-asan test-tsan bench fuzz clean deps
+PREFIX ?= /usr/local
+# tests are configured when their packages are there (make test installs them first)
+TESTS_ON = $(shell pkg-config --exists cmocka 2>/dev/null && echo ON || echo OFF)
+CONFIGURE = cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo $(CMAKE_FLAGS) >/dev/null
+BUILD_CMD = cmake --build $(BUILD) -j$(JOBS)
+QUIET_MAKE = -- --no-print-directory
+
+.PHONY: all build demo test test-asan test-tsan bench fuzz clean deps install pristine
 
 all: build
 
 build:
 	@scripts/deps.sh build
-	@cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo $(CMAKE_FLAGS) >/dev/null
-	@cmake --build $(BUILD) -j$(JOBS)
+	@$(CONFIGURE) -DWEFT_BUILD_TESTS=$(TESTS_ON)
+	@$(BUILD_CMD) $(QUIET_MAKE)
 
-demo: build
+# only what the demo needs: the CLI, the runtime and the example (no test packages)
+demo:
+	@scripts/deps.sh build
+	@$(CONFIGURE) -DWEFT_BUILD_TESTS=$(TESTS_ON)
+	@$(BUILD_CMD) --target weft-cli weft-preload pipeline $(QUIET_MAKE)
 	@rm -rf demo.data
 	WEFT_OPTIONS="output=demo.data" $(BUILD)/pipeline
 	$(BUILD)/weft info demo.data | head -12
@@ -21,10 +32,19 @@ demo: build
 	@echo
 	@echo "Open demo.pftrace: drag it onto https://ui.perfetto.dev (or 'Open trace file' there)."
 
-test: build
+test:
 	@scripts/deps.sh test
+	@$(CONFIGURE) -DWEFT_BUILD_TESTS=ON
+	@$(BUILD_CMD) $(QUIET_MAKE)
 	@tests/tp/fetch.sh
 	cd $(BUILD) && ctest --output-on-failure -j$(JOBS)
+
+install: build
+	cmake --install $(BUILD) --prefix $(PREFIX)
+
+# make demo and make test on a pristine Debian 12 root (debootstrap; root cached)
+pristine:
+	@scripts/pristine-check.sh
 
 # The same tests on sanitizer builds (CI runs both). weft record preloads an instrumented
 # library into instrumented programs, so ASan must not insist on coming first, and must let

@@ -23,6 +23,12 @@
  * signal handler: a handler's event that interrupts an event of the same thread (or the
  * runtime's slow path) is dropped and counted, never written over it, and never deadlocks.
  *
+ * Languages. C (c99 and later) and C++ (c++11 and later) with GCC or clang: the macros use GNU
+ * extensions (statement expressions, the cleanup attribute, `, ##__VA_ARGS__`, __COUNTER__),
+ * so -pedantic warns about them; the functions alone are ISO C. Two macros may share a line.
+ * Every inline helper is marked no_instrument_function, so -finstrument-functions builds do
+ * not record weft's own helpers. With -DWEFT_DISABLE nothing needs libweft at link time.
+ *
  * Errors. Functions that can fail return 0 or a negative errno-style code; weft_strerror()
  * describes it. The library never prints except through the log callback (weft_set_log), whose
  * default writes warnings, one line each, to stderr.
@@ -211,36 +217,55 @@ WEFT_API void weft_rate_add(struct weft_rate *r, uint64_t n);
 /* ============================================================================================
  * Implementation of the macros (not API)
  * ========================================================================================== */
-static inline uint64_t weft__i2w(int64_t v) { return (uint64_t)v; }
-static inline uint64_t weft__d2w(double v) { union { double d; uint64_t u; } x; x.d = v; return x.u; }
+WEFT__INLINE uint64_t weft__i2w(int64_t v) { return (uint64_t)v; }
+WEFT__INLINE uint64_t weft__d2w(double v) { union { double d; uint64_t u; } x; x.d = v; return x.u; }
 
 #define WEFT__CAT2(a, b) a##b
 #define WEFT__CAT(a, b) WEFT__CAT2(a, b)
-#define WEFT__U(x) WEFT__CAT(x, __LINE__)
+/* A name unique in the translation unit: __COUNTER__ (GCC, clang), so two macros on one line
+ * do not collide. It is expanded once per macro use and passed down as the argument `u`. */
+#define WEFT__UNIQUE WEFT__CAT(weft__u, __COUNTER__)
 #define WEFT__SITE_INIT(kind, cat, name) {0, kind, 0, 0, 0, name, cat, 0, 0}
-#define WEFT__NARGS(...) (sizeof((struct weft_arg[]){__VA_ARGS__}) / sizeof(struct weft_arg))
 
 #ifndef WEFT_DISABLE
 
+/* Arguments are built by functions (not compound literals or designated initialisers) and
+ * collected in a named local array, so the macros are the same in C and C++. */
+WEFT__INLINE struct weft_arg weft__arg(struct weft_site *k, unsigned type, uint64_t u)
+{
+	struct weft_arg a;
+	a.key = k;
+	a.type = type;
+	a.v.u = u;
+	return a;
+}
+WEFT__INLINE struct weft_arg weft__arg_p(struct weft_site *k, unsigned type, const void *p)
+{
+	struct weft_arg a;
+	a.key = k;
+	a.type = type;
+	a.v.p = p;
+	return a;
+}
 #define WEFT__KEY(k) ({ static struct weft_site weft__k_ = WEFT__SITE_INIT(WEFT_KIND_ARG, "", k); &weft__k_; })
-#define WEFT_I(k, x) {WEFT__KEY(k), WEFT_R_ARG_I64, {.i = (int64_t)(x)}}
-#define WEFT_U(k, x) {WEFT__KEY(k), WEFT_R_ARG_U64, {.u = (uint64_t)(x)}}
-#define WEFT_D(k, x) {WEFT__KEY(k), WEFT_R_ARG_F64, {.d = (double)(x)}}
-#define WEFT_B(k, x) {WEFT__KEY(k), WEFT_R_ARG_BOOL, {.u = (x) ? 1u : 0u}}
-#define WEFT_S(k, x) {WEFT__KEY(k), WEFT_R_ARG_STR, {.s = (x)}}
-#define WEFT_P(k, x) {WEFT__KEY(k), WEFT_R_ARG_PTR, {.p = (const void *)(x)}}
+#define WEFT_I(k, x) weft__arg(WEFT__KEY(k), WEFT_R_ARG_I64, (uint64_t)(int64_t)(x))
+#define WEFT_U(k, x) weft__arg(WEFT__KEY(k), WEFT_R_ARG_U64, (uint64_t)(x))
+#define WEFT_D(k, x) weft__arg(WEFT__KEY(k), WEFT_R_ARG_F64, weft__d2w((double)(x)))
+#define WEFT_B(k, x) weft__arg(WEFT__KEY(k), WEFT_R_ARG_BOOL, (x) ? 1u : 0u)
+#define WEFT_S(k, x) weft__arg_p(WEFT__KEY(k), WEFT_R_ARG_STR, (const void *)(const char *)(x))
+#define WEFT_P(k, x) weft__arg_p(WEFT__KEY(k), WEFT_R_ARG_PTR, (const void *)(x))
 
 struct weft__scope {
 	struct weft_site *site;
 	unsigned track;
 };
-static inline void weft__scope_end(struct weft__scope *sc)
+WEFT__INLINE void weft__scope_end(struct weft__scope *sc)
 {
 	if (sc->site)
 		weft__rec2(weft__hdr(sc->site->id, WEFT_R_END, 0, sc->track));
 }
-static inline struct weft_site *weft__begin(struct weft_site *s, unsigned track,
-					    const struct weft_arg *a, unsigned n)
+WEFT__INLINE struct weft_site *weft__begin(struct weft_site *s, unsigned track,
+					   const struct weft_arg *a, unsigned n)
 {
 	if (!weft__on(s))
 		return 0;
@@ -250,18 +275,24 @@ static inline struct weft_site *weft__begin(struct weft_site *s, unsigned track,
 		weft__rec2(weft__hdr(s->id, WEFT_R_BEGIN, 0, track));
 	return s;
 }
-#define WEFT__ARGV(...) ((const struct weft_arg[]){__VA_ARGS__ __VA_OPT__(,) {0, 0, {0}}})
-#define WEFT__ARGN(...) (WEFT__NARGS(__VA_ARGS__ __VA_OPT__(,) {0, 0, {0}}) - 1)
+/* the arguments as a local array `arr` after an unused first entry (so that it is never empty),
+ * where they start, and their number */
+#define WEFT__ARGS(arr, ...) const struct weft_arg arr[] = {{0, 0, {0}}, ##__VA_ARGS__}
+#define WEFT__ARGP(arr) ((arr) + 1)
+#define WEFT__NARGS(arr) ((unsigned)(sizeof(arr) / sizeof(arr[0]) - 1))
 
-#define WEFT__SCOPE(track, cat, name, ...) \
-	static struct weft_site WEFT__U(weft__s_) = WEFT__SITE_INIT(WEFT_KIND_EVENT, cat, name); \
-	struct weft__scope WEFT__U(weft__sc_) __attribute__((cleanup(weft__scope_end), unused)) = { \
-		weft__begin(&WEFT__U(weft__s_), (track), WEFT__ARGV(__VA_ARGS__), WEFT__ARGN(__VA_ARGS__)), \
+#define WEFT__SCOPE(track, cat, name, ...) WEFT__SCOPE_(WEFT__UNIQUE, track, cat, name, ##__VA_ARGS__)
+#define WEFT__SCOPE_(u, track, cat, name, ...) \
+	static struct weft_site WEFT__CAT(u, s) = WEFT__SITE_INIT(WEFT_KIND_EVENT, cat, name); \
+	WEFT__ARGS(WEFT__CAT(u, a), ##__VA_ARGS__); \
+	struct weft__scope WEFT__CAT(u, sc) __attribute__((cleanup(weft__scope_end), unused)) = { \
+		weft__begin(&WEFT__CAT(u, s), (track), WEFT__ARGP(WEFT__CAT(u, a)), WEFT__NARGS(WEFT__CAT(u, a))), \
 		(track)}
 #define WEFT__BEGIN(track, cat, name, ...) \
 	do { \
 		static struct weft_site weft__s_ = WEFT__SITE_INIT(WEFT_KIND_EVENT, cat, name); \
-		weft__begin(&weft__s_, (track), WEFT__ARGV(__VA_ARGS__), WEFT__ARGN(__VA_ARGS__)); \
+		WEFT__ARGS(weft__a_, ##__VA_ARGS__); \
+		weft__begin(&weft__s_, (track), WEFT__ARGP(weft__a_), WEFT__NARGS(weft__a_)); \
 	} while (0)
 #define WEFT__END(track, cat, name) \
 	do { \
@@ -273,9 +304,10 @@ static inline struct weft_site *weft__begin(struct weft_site *s, unsigned track,
 	do { \
 		static struct weft_site weft__s_ = WEFT__SITE_INIT(WEFT_KIND_EVENT, cat, name); \
 		if (weft__on(&weft__s_)) { \
-			if (WEFT__ARGN(__VA_ARGS__)) \
-				weft_event_args(&weft__s_, WEFT_R_INSTANT, (track), \
-						WEFT__ARGV(__VA_ARGS__), WEFT__ARGN(__VA_ARGS__)); \
+			WEFT__ARGS(weft__a_, ##__VA_ARGS__); \
+			if (WEFT__NARGS(weft__a_)) \
+				weft_event_args(&weft__s_, WEFT_R_INSTANT, (track), WEFT__ARGP(weft__a_), \
+						WEFT__NARGS(weft__a_)); \
 			else \
 				weft__rec2(weft__hdr(weft__s_.id, WEFT_R_INSTANT, 0, (track))); \
 		} \
@@ -308,15 +340,52 @@ static inline struct weft_site *weft__begin(struct weft_site *s, unsigned track,
 
 #else /* WEFT_DISABLE: everything compiles out, arguments are not evaluated */
 
-#define WEFT__SCOPE(track, cat, name, ...) do { } while (0)
-#define WEFT__BEGIN(track, cat, name, ...) do { } while (0)
-#define WEFT__END(track, cat, name) do { } while (0)
-#define WEFT__INSTANT(track, cat, name, ...) do { } while (0)
-#define WEFT__COMPLETE(cat, name, t0, t1) do { } while (0)
+/* sizeof marks a variable used without evaluating it: no unused-variable warnings */
+#define WEFT__SCOPE(track, cat, name, ...) do { (void)sizeof(track); } while (0)
+#define WEFT__BEGIN(track, cat, name, ...) do { (void)sizeof(track); } while (0)
+#define WEFT__END(track, cat, name) do { (void)sizeof(track); } while (0)
+#define WEFT__INSTANT(track, cat, name, ...) do { (void)sizeof(track); } while (0)
+#define WEFT__COMPLETE(cat, name, t0, t1) do { (void)sizeof(t0); (void)sizeof(t1); } while (0)
 #define WEFT__COUNTER(name, unit_, dbl, type, word) do { } while (0)
-#define WEFT__ASYNC(type, name, aid) do { } while (0)
+#define WEFT__ASYNC(type, name, aid) do { (void)sizeof(aid); } while (0)
 #undef WEFT_RATE
 #define WEFT_RATE(name, n) do { } while (0)
+#define WEFT_I(k, x) 0
+#define WEFT_U(k, x) 0
+#define WEFT_D(k, x) 0
+#define WEFT_B(k, x) 0
+#define WEFT_S(k, x) 0
+#define WEFT_P(k, x) 0
+/* The functions too: a program built with -DWEFT_DISABLE needs no -lweft. They behave as with
+ * enable=0 (weft_start returns -ECANCELED, 125 on Linux); arguments are not evaluated. */
+WEFT__INLINE int weft__off_int(void) { return 0; }
+WEFT__INLINE int weft__off_stats(struct weft_stats *st)
+{
+	if (!st || st->sz < sizeof(size_t))
+		return -22; /* -EINVAL */
+	size_t sz = st->sz < sizeof(*st) ? st->sz : sizeof(*st);
+	unsigned char *b = (unsigned char *)st;
+	for (size_t i = sizeof(size_t); i < sz; i++)
+		b[i] = 0;
+	return 0;
+}
+#define weft_process_name(n) ((void)0)
+#define weft_thread_name(n) ((void)0)
+#define weft_now_ns() ((uint64_t)0)
+#define weft_track(n) (0u)
+#define weft_flow_out(id) ((void)0)
+#define weft_flow_in(id) ((void)0)
+#define weft_configure(o) weft__off_int()
+#define weft_option_set(k, v) weft__off_int()
+#define weft_start() (-125)
+#define weft_flush() ((void)0)
+#define weft_stop() weft__off_int()
+#define weft_stats_get(st) weft__off_stats(st)
+#define weft_output_dir() ((const char *)0)
+#define weft_set_log(fn, ud) ((void)0)
+#define weft_strerror(e) ("tracing compiled out (WEFT_DISABLE)")
+#define weft_event_args(s, t, tr, a, n) ((void)0)
+#define weft_rate_add(r, n) ((void)0)
 
 #endif /* WEFT_DISABLE */
 

@@ -27,6 +27,9 @@ extern "C" {
 #endif
 
 #define WEFT_API __attribute__((visibility("default")))
+/* Every inline helper of the headers: never instrumented by -finstrument-functions (weft's own
+ * helpers would otherwise be recorded as the program's functions). */
+#define WEFT__INLINE static inline __attribute__((no_instrument_function, unused))
 
 /* Record types (word1 bits 32-39). The on-disk meaning is specified in docs/format.md. */
 enum weft_rec_type {
@@ -79,7 +82,7 @@ WEFT_API void weft__lost(void); /* counts an event dropped inside a signal handl
 WEFT_API void *weft__reserve_slow(size_t bytes);
 WEFT_API uint64_t weft__ticks_fallback(void);
 
-static inline uint64_t weft__ticks(void)
+WEFT__INLINE uint64_t weft__ticks(void)
 {
 #if defined(__x86_64__) || defined(__i386__)
 	return __rdtsc();
@@ -92,13 +95,13 @@ static inline uint64_t weft__ticks(void)
 #endif
 }
 
-static inline uint64_t weft__hdr(uint32_t id, unsigned type, unsigned extra, unsigned track)
+WEFT__INLINE uint64_t weft__hdr(uint32_t id, unsigned type, unsigned extra, unsigned track)
 {
 	return (uint64_t)id | ((uint64_t)type << 32) | ((uint64_t)extra << 40) |
 	       ((uint64_t)track << 48);
 }
 
-static inline int weft__on(struct weft_site *s)
+WEFT__INLINE int weft__on(struct weft_site *s)
 {
 	/* Acquire pairs with the registry's release store of state after id: a plain load on
 	 * x86-64, ldarb on aarch64, so a site seen ON always has its id. */
@@ -114,7 +117,7 @@ static inline int weft__on(struct weft_site *s)
  * signal handler that emits on the same thread inside that window finds `busy` set: its event
  * is dropped and counted, instead of overwriting (or, across a chunk switch, corrupting) the
  * interrupted event. Signal fences keep the compiler from moving stores across the flag. */
-static inline uint64_t *weft__reserve(size_t bytes)
+WEFT__INLINE uint64_t *weft__reserve(size_t bytes)
 {
 	if (__builtin_expect(weft__tls.busy, 0)) {
 		weft__lost();
@@ -132,7 +135,7 @@ static inline uint64_t *weft__reserve(size_t bytes)
 	return (uint64_t *)p;
 }
 
-static inline void weft__commit(uint64_t *end)
+WEFT__INLINE void weft__commit(uint64_t *end)
 {
 	__atomic_store_n(&weft__tls.pos, (char *)end, __ATOMIC_RELEASE);
 	__atomic_signal_fence(__ATOMIC_SEQ_CST);
@@ -141,7 +144,7 @@ static inline void weft__commit(uint64_t *end)
 
 /* Two-word record with the current time: begin, end, instant. The clock is read before the
  * window opens, to keep the window short. */
-static inline void weft__rec2(uint64_t hdr)
+WEFT__INLINE void weft__rec2(uint64_t hdr)
 {
 	uint64_t t = weft__ticks();
 	uint64_t *p = weft__reserve(16);
@@ -153,7 +156,7 @@ static inline void weft__rec2(uint64_t hdr)
 }
 
 /* Three-word record with the current time: counters, async begin/end. */
-static inline void weft__rec3(uint64_t hdr, uint64_t extra)
+WEFT__INLINE void weft__rec3(uint64_t hdr, uint64_t extra)
 {
 	uint64_t t = weft__ticks();
 	uint64_t *p = weft__reserve(24);

@@ -71,8 +71,14 @@ static const char *find_preload(char *out, size_t n)
 	if (!slash)
 		return NULL;
 	*slash = 0;
-	const char *cands[] = {"%s/libweft-preload.so", "%s/../lib/weft/libweft-preload.so"};
-	for (size_t i = 0; i < 2; i++) {
+#ifndef WEFT_PRELOAD_REL
+#define WEFT_PRELOAD_REL "../lib/weft"
+#endif
+	/* the build tree has it beside the executable; an install in LIBDIR/weft, found relative
+	 * to BINDIR, so a relocated install prefix still works */
+	const char *cands[] = {"%s/libweft-preload.so", "%s/" WEFT_PRELOAD_REL "/libweft-preload.so",
+			       "%s/../lib/weft/libweft-preload.so"};
+	for (size_t i = 0; i < sizeof(cands) / sizeof(cands[0]); i++) {
 		snprintf(out, n, cands[i], exe);
 		if (access(out, R_OK) == 0)
 			return out;
