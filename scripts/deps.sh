@@ -24,6 +24,7 @@ if [ "$what" = test ] || [ "$what" = bench ]; then
   need python3 command -v python3
   need nodejs command -v node
   need npm command -v npm
+  need clang command -v clang++
 fi
 if [ "$what" = bench ]; then
   need uftrace command -v uftrace

@@ -63,6 +63,8 @@ enum weft_meta_type {
 	WEFT_M_MAPS = 11,   /* u64 ticks, then the text of /proc/self/maps (at start, after dlopen/dlclose) */
 	WEFT_M_FUNC_FILTER = 12, /* u64 functions filtered out by -D/-t (intentional, not drops) */
 	WEFT_M_OVERHEAD = 13, /* u64 CPU ns used by writer threads, u64 slow paths taken (at stop) */
+	WEFT_M_WRITE_FAILED = 14, /* u32 errno, u32 0: writing events failed; later chunks dropped */
+	WEFT_M_SIGNAL = 15, /* u32 signal, u32 tid, u64 ticks: the process ended by this signal */
 };
 
 struct weft_meta_rec_header {

@@ -326,6 +326,17 @@ static void parse_meta(struct weft_trace *t, const char *name, const unsigned ch
 			if (len >= 8)
 				memcpy(&p->func_filtered, r, 8);
 			break;
+		case WEFT_M_WRITE_FAILED:
+			if (len >= 4)
+				memcpy(&p->write_errno, r, 4);
+			break;
+		case WEFT_M_SIGNAL:
+			if (len >= 16) {
+				memcpy(&p->end_signal, r, 4);
+				memcpy(&p->end_signal_tid, r + 4, 4);
+				memcpy(&p->end_signal_ticks, r + 8, 8);
+			}
+			break;
 		case WEFT_M_FINISH:
 			if (len >= sizeof(p->fin)) {
 				memcpy(p->fin, r, sizeof(p->fin));

@@ -68,6 +68,9 @@ struct weft_proc {
 	uint64_t writer_cpu_ns, slow_paths; /* overhead, from a clean stop */
 	int has_overhead;
 	int has_meta, finished;
+	uint32_t write_errno;     /* writing events failed with this errno (later chunks dropped) */
+	uint32_t end_signal, end_signal_tid; /* the fatal signal that ended it, and on which thread */
+	uint64_t end_signal_ticks;
 	uint64_t fin[7]; /* events, dropped, after_stop, bytes_raw, bytes_written, chunks, end_ns */
 	uint64_t bytes_stored, bytes_raw, nchunks_read, bad_chunks;
 };

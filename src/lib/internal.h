@@ -52,6 +52,18 @@ WEFT_HIDDEN int weft_parse_size(const char *s, uint64_t *out);
 WEFT_HIDDEN int weft_parse_cpulist(const char *s, uint64_t *mask);
 WEFT_HIDDEN int weft_expand_output(const char *pattern, const char *name, char *out, size_t n);
 
+/* ---- fdfile.c: weft's own files, never written through a descriptor it lost ---- */
+#include <sys/types.h>
+struct weft_file {
+	int fd;
+	dev_t dev;
+	ino_t ino;
+	char path[1024 + 64];
+};
+WEFT_HIDDEN int weft_file_own(struct weft_file *f, int fd, const char *path);
+WEFT_HIDDEN int weft_file_fd(struct weft_file *f); /* checked (or reopened) fd, or -errno */
+WEFT_HIDDEN void weft_file_close(struct weft_file *f);
+
 /* ---- log ---- */
 WEFT_HIDDEN void weft_log(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
@@ -82,6 +94,7 @@ WEFT_HIDDEN int weft_meta_open(const char *dir, int pid, char *stem, size_t stem
 WEFT_HIDDEN void weft_meta_close(void);
 WEFT_HIDDEN void weft_meta_write(unsigned type, const void *a, size_t alen, const void *b, size_t blen);
 WEFT_HIDDEN void weft_meta_clock(void);
+WEFT_HIDDEN void weft_meta_write_failed(int err); /* events could not be written: say so once */
 WEFT_HIDDEN void weft_meta_process(void);
 WEFT_HIDDEN void weft_meta_atfork_prepare(void);
 WEFT_HIDDEN void weft_meta_atfork_parent(void);

@@ -12,11 +12,33 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/uio.h>
 #include <unistd.h>
 
 static pthread_mutex_t meta_lock = PTHREAD_MUTEX_INITIALIZER;
-static int meta_fd = -1; /* guarded by meta_lock */
+/* All guarded by meta_lock. */
+static struct weft_file meta_file = {.fd = -1};
+static int meta_failed_logged; /* one log line per process, not one per failed write */
+static int meta_tight;         /* the disk is full: only the final totals may still be written */
+static off_t meta_reserved;    /* file offset up to which space is allocated ahead */
+#define META_RESERVE 16384      /* room kept for the final records (FINISH and friends) */
+
+/* Keep META_RESERVE bytes allocated past the end of the file (without changing its size), so
+ * that when the disk fills the final totals can still be written. Where it cannot be kept
+ * (the disk is full), later records other than the final ones are skipped. */
+static void meta_reserve(int fd)
+{
+	struct stat st;
+	if (fstat(fd, &st))
+		return;
+	if (meta_reserved - st.st_size >= META_RESERVE / 2)
+		return;
+	if (fallocate(fd, FALLOC_FL_KEEP_SIZE, st.st_size, META_RESERVE) == 0)
+		meta_reserved = st.st_size + META_RESERVE;
+	else if (errno == ENOSPC)
+		meta_tight = 1;
+}
 
 /* Files are named by a stem: the pid, or pid.N for the N-th image of a process that exec'd
  * (the same pid records again, and must not overwrite what its earlier image wrote). */
@@ -41,21 +63,31 @@ int weft_meta_open(const char *dir, int pid, char *stem, size_t stemlen)
 	if (write(fd, &h, sizeof(h)) != (ssize_t)sizeof(h)) {
 		int e = errno ? -errno : -EIO;
 		close(fd);
+		unlink(path);
 		return e;
 	}
 	pthread_mutex_lock(&meta_lock);
-	meta_fd = fd;
+	meta_tight = meta_failed_logged = 0;
+	meta_reserved = 0;
+	int rc = weft_file_own(&meta_file, fd, path);
+	if (!rc)
+		meta_reserve(meta_file.fd);
 	pthread_mutex_unlock(&meta_lock);
-	return 0;
+	return rc;
 }
 
 void weft_meta_close(void)
 {
 	pthread_mutex_lock(&meta_lock);
-	if (meta_fd >= 0)
-		close(meta_fd);
-	meta_fd = -1;
+	weft_file_close(&meta_file);
 	pthread_mutex_unlock(&meta_lock);
+}
+
+/* The records written when the trace ends: they use the reserved room. */
+static int is_final(unsigned type)
+{
+	return type == WEFT_M_FINISH || type == WEFT_M_FUNC_FILTER || type == WEFT_M_OVERHEAD ||
+	       type == WEFT_M_WRITE_FAILED || type == WEFT_M_SIGNAL || type == WEFT_M_CLOCK;
 }
 
 void weft_meta_write(unsigned type, const void *a, size_t alen, const void *b, size_t blen)
@@ -65,14 +97,32 @@ void weft_meta_write(unsigned type, const void *a, size_t alen, const void *b, s
 	int saved = errno;
 	weft_in_runtime++;
 	pthread_mutex_lock(&meta_lock);
-	if (meta_fd >= 0) {
+	if (meta_file.fd >= 0 && (!meta_tight || is_final(type))) {
 		ssize_t want = (ssize_t)(sizeof(h) + alen + blen);
-		if (writev(meta_fd, iov, 3) != want)
-			weft_log(WEFT_LOG_ERROR, "metadata write failed: %s", strerror(errno));
+		int fd = weft_file_fd(&meta_file);
+		ssize_t r = fd < 0 ? fd : writev(fd, iov, 3);
+		if (r != want) {
+			if (!meta_failed_logged)
+				weft_log(WEFT_LOG_ERROR, "metadata write failed: %s; keeping room for the totals",
+					 strerror(fd < 0 ? -fd : r < 0 ? errno : EIO));
+			meta_failed_logged = 1;
+			meta_tight = 1;
+		} else if (!meta_tight) {
+			meta_reserve(fd);
+		}
 	}
 	pthread_mutex_unlock(&meta_lock);
 	weft_in_runtime--;
 	errno = saved;
+}
+
+void weft_meta_write_failed(int err)
+{
+	uint32_t w[2] = {(uint32_t)err, 0};
+	pthread_mutex_lock(&meta_lock);
+	meta_tight = 1; /* the events could not be written: keep what room is left for the end */
+	pthread_mutex_unlock(&meta_lock);
+	weft_meta_write(WEFT_M_WRITE_FAILED, w, sizeof(w), NULL, 0);
 }
 
 void weft_meta_clock(void)
@@ -133,7 +183,5 @@ void weft_meta_atfork_parent(void) { pthread_mutex_unlock(&meta_lock); }
 void weft_meta_atfork_child(void)
 {
 	pthread_mutex_init(&meta_lock, NULL);
-	if (meta_fd >= 0)
-		close(meta_fd);
-	meta_fd = -1;
+	weft_file_close(&meta_file); /* the parent's file; the child opens its own */
 }

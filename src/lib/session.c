@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <dirent.h>
+#include <sys/auxv.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -62,9 +63,20 @@ const char *weft_strerror(int err)
 }
 
 static pthread_once_t config_once = PTHREAD_ONCE_INIT;
+/* A setuid or setgid program (AT_SECURE) must not act on its caller's environment with its
+ * owner's rights (WEFT_OPTIONS could name any directory to move aside or write into): there
+ * tracing is off and the environment ignored, unless the program itself turns it on through
+ * weft_configure()/weft_option_set(). */
 static void config_init(void)
 {
 	weft_config_defaults(&weft_cfg);
+	if (getauxval(AT_SECURE)) {
+		weft_cfg.enable = 0;
+		if (getenv("WEFT_OPTIONS"))
+			weft_log(WEFT_LOG_WARN, "WEFT_OPTIONS ignored in a setuid/setgid program; tracing is "
+				 "off unless the program enables it with weft_configure()");
+		return;
+	}
 	weft_config_apply(&weft_cfg, getenv("WEFT_OPTIONS"), 1);
 }
 
@@ -101,7 +113,7 @@ static int mkdir_p(const char *dir)
  * WEFT_SESSION=DIR for everything it runs) share the directory instead. */
 static void move_old(const char *dir)
 {
-	const char *sess = getenv("WEFT_SESSION");
+	const char *sess = secure_getenv("WEFT_SESSION");
 	if (sess && !strcmp(sess, dir))
 		return;
 	struct stat st;

@@ -24,7 +24,8 @@
 struct writer {
 	pthread_t th;
 	pthread_mutex_t work; /* held while the writer works, so fork never splits a malloc */
-	int idx, fd;
+	int idx;
+	struct weft_file file; /* the events file */
 	ZSTD_CCtx *cctx;
 	void *zbuf;
 	size_t zcap;
@@ -132,11 +133,14 @@ static void write_chunk(struct writer *w, struct weft_chunk *c)
 	h.stored_size = (uint32_t)stored;
 	h.checksum = weft_fnv1a(payload, stored);
 	struct iovec iov[2] = {{&h, sizeof(h)}, {(void *)payload, stored}};
-	int rc = w->failed ? -EIO : write_all(w->fd, iov, 2);
+	int fd = w->failed ? -EIO : weft_file_fd(&w->file);
+	int rc = fd < 0 ? fd : write_all(fd, iov, 2);
 	if (rc) {
-		if (!w->failed)
+		if (!w->failed) {
 			weft_log(WEFT_LOG_ERROR, "writing the trace failed (%s): later events are dropped",
 				 strerror(-rc));
+			weft_meta_write_failed(-rc);
+		}
 		w->failed = 1;
 		atomic_fetch_add(&weft_g.dropped, events);
 		return;
@@ -191,11 +195,11 @@ static void *writer_main(void *arg)
 	return NULL;
 }
 
-static int open_events(const char *dir, const char *stem, int pid, int idx)
+static int open_events(struct weft_file *f, const char *dir, const char *stem, int pid, int idx)
 {
 	char path[PATH_MAX];
 	snprintf(path, sizeof(path), "%s/%s-%d.wevents", dir, stem, idx);
-	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0644);
 	if (fd < 0)
 		return -errno;
 	struct weft_file_header h;
@@ -205,7 +209,7 @@ static int open_events(const char *dir, const char *stem, int pid, int idx)
 		close(fd);
 		return e;
 	}
-	return fd;
+	return weft_file_own(f, fd, path);
 }
 
 int weft_writers_start(const char *dir, const char *stem, int pid)
@@ -216,9 +220,9 @@ int weft_writers_start(const char *dir, const char *stem, int pid)
 		memset(w, 0, sizeof(*w));
 		w->idx = i;
 		pthread_mutex_init(&w->work, NULL);
-		w->fd = open_events(dir, stem, pid, i);
-		if (w->fd < 0) {
-			int e = w->fd;
+		w->file.fd = -1;
+		int e = open_events(&w->file, dir, stem, pid, i);
+		if (e < 0) {
 			weft_writers_stop();
 			return e;
 		}
@@ -230,7 +234,7 @@ int weft_writers_start(const char *dir, const char *stem, int pid)
 		int rc = pthread_create(&w->th, NULL, writer_main, w);
 		pthread_sigmask(SIG_SETMASK, &old, NULL);
 		if (rc) {
-			close(w->fd);
+			weft_file_close(&w->file);
 			ZSTD_freeCCtx(w->cctx);
 			weft_writers_stop();
 			return -rc;
@@ -246,7 +250,7 @@ void weft_writers_stop(void)
 	for (int i = 0; i < nwriters; i++) {
 		struct writer *w = &writers[i];
 		pthread_join(w->th, NULL);
-		close(w->fd);
+		weft_file_close(&w->file);
 		if (!weft_g.in_signal) { /* the interrupted thread may hold malloc's lock */
 			ZSTD_freeCCtx(w->cctx);
 			free(w->zbuf);
@@ -280,7 +284,7 @@ void weft_writers_atfork_parent(void)
 void weft_writers_atfork_child(void)
 {
 	for (int i = 0; i < nwriters; i++) {
-		close(writers[i].fd);
+		weft_file_close(&writers[i].file);
 		ZSTD_freeCCtx(writers[i].cctx);
 		free(writers[i].zbuf);
 		free(writers[i].pbuf);

@@ -25,6 +25,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <alloca.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #define NOINST __attribute__((no_instrument_function))
@@ -267,24 +269,163 @@ EXPORT int execvp(const char *file, char *const argv[])
 	return execvpe(file, argv, environ);
 }
 
+EXPORT int fexecve(int fd, char *const argv[], char *const envp[])
+{
+	static int (*real)(int, char *const[], char *const[]);
+	if (!real)
+		real = (int (*)(int, char *const[], char *const[]))dlsym(RTLD_NEXT, "fexecve");
+	char **env = with_tracing_env(envp);
+	before_exec();
+	int rc = real(fd, argv, env ? env : envp);
+	int e = errno;
+	free(env);
+	errno = e;
+	return rc;
+}
+
+/* execl, execle, execlp: glibc's own call execve inside libc, past the interposed one, so
+ * they are rebuilt here on the interposed execve/execvpe. */
+#define EXECL_ARGV(arg, ap, argv)                                                   \
+	size_t n_ = 1;                                                             \
+	va_start(ap, arg);                                                         \
+	while (va_arg(ap, char *))                                                 \
+		n_++;                                                              \
+	va_end(ap);                                                                \
+	char **argv = alloca((n_ + 1) * sizeof(char *));                            \
+	va_start(ap, arg);                                                         \
+	argv[0] = (char *)arg;                                                     \
+	for (size_t i_ = 1; i_ <= n_; i_++)                                        \
+		argv[i_] = va_arg(ap, char *);
+
+EXPORT int execl(const char *path, const char *arg, ...)
+{
+	va_list ap;
+	EXECL_ARGV(arg, ap, argv)
+	va_end(ap);
+	return execve(path, argv, environ);
+}
+
+EXPORT int execlp(const char *file, const char *arg, ...)
+{
+	va_list ap;
+	EXECL_ARGV(arg, ap, argv)
+	va_end(ap);
+	return execvpe(file, argv, environ);
+}
+
+EXPORT int execle(const char *path, const char *arg, ...)
+{
+	va_list ap;
+	EXECL_ARGV(arg, ap, argv)
+	char *const *envp = va_arg(ap, char *const *);
+	va_end(ap);
+	return execve(path, argv, envp);
+}
+
+/* posix_spawn: the parent goes on, so nothing is finished; the child gets the tracing
+ * environment if the caller's envp dropped it. */
+#include <spawn.h>
+typedef int (*spawn_fn)(pid_t *, const char *, const posix_spawn_file_actions_t *,
+			const posix_spawnattr_t *, char *const[], char *const[]);
+static int spawn_with_env(spawn_fn real, pid_t *pid, const char *path,
+			  const posix_spawn_file_actions_t *fa, const posix_spawnattr_t *at,
+			  char *const argv[], char *const envp[])
+{
+	char **env = with_tracing_env(envp);
+	int rc = real(pid, path, fa, at, argv, env ? env : envp);
+	free(env);
+	return rc;
+}
+
+EXPORT int posix_spawn(pid_t *pid, const char *path, const posix_spawn_file_actions_t *fa,
+		       const posix_spawnattr_t *at, char *const argv[], char *const envp[])
+{
+	static spawn_fn real;
+	if (!real)
+		real = (spawn_fn)dlsym(RTLD_NEXT, "posix_spawn");
+	return spawn_with_env(real, pid, path, fa, at, argv, envp);
+}
+
+EXPORT int posix_spawnp(pid_t *pid, const char *file, const posix_spawn_file_actions_t *fa,
+			const posix_spawnattr_t *at, char *const argv[], char *const envp[])
+{
+	static spawn_fn real;
+	if (!real)
+		real = (spawn_fn)dlsym(RTLD_NEXT, "posix_spawnp");
+	return spawn_with_env(real, pid, file, fa, at, argv, envp);
+}
+
+/* ---- _exit ---- */
+
+/* _exit and _Exit skip atexit handlers, where the trace is normally finished (shells, a
+ * fork child that fails to exec, programs that end in a hurry): finish it here, then end
+ * the process the way glibc's _exit does. A vfork child (another pid, the parent's memory)
+ * leaves the runtime alone. */
+__attribute__((noreturn)) static void exit_now(int status)
+{
+	before_exec();
+	for (;;)
+		syscall(SYS_exit_group, status);
+}
+
+EXPORT void _exit(int status)
+{
+	exit_now(status);
+}
+
+EXPORT void _Exit(int status)
+{
+	exit_now(status);
+}
+
 /* ---- signals ---- */
 
+
+/* the same order as the sites in fatal_site */
 static const int fatal[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGSEGV, SIGBUS, SIGABRT, SIGFPE, SIGILL};
 
-static void on_fatal(int sig)
+/* The marker a fatal signal leaves in the trace: an instant on the thread that got it. */
+static struct weft_site *fatal_site(int sig)
 {
+#define SITE(s) {0, WEFT_KIND_EVENT, 0, 0, 0, "weft: killed by " #s, "", 0, 0}
+	static struct weft_site sites[] = {SITE(SIGINT), SITE(SIGTERM), SITE(SIGHUP), SITE(SIGQUIT),
+					   SITE(SIGSEGV), SITE(SIGBUS), SITE(SIGABRT), SITE(SIGFPE),
+					   SITE(SIGILL)};
+#undef SITE
+	for (size_t i = 0; i < sizeof(fatal) / sizeof(fatal[0]); i++)
+		if (fatal[i] == sig)
+			return &sites[i];
+	return NULL;
+}
+
+static void on_fatal(int sig, siginfo_t *si, void *uc)
+{
+	(void)uc;
 	int saved = errno;
 	/* finish the trace unless this thread was inside the runtime holding its locks (then
 	 * what the writers already have is what survives) */
 	if (!weft_in_runtime && getpid() == weft_g.pid) {
 		weft_g.in_signal = 1;
+		if (atomic_load(&weft_g.run) == WEFT_RUN_ON) {
+			struct weft_site *m = fatal_site(sig);
+			if (m && weft__on(m))
+				weft__rec2(weft__hdr(m->id, WEFT_R_INSTANT, 0, 0));
+			/* where and when the process ended, for `weft info` and a marker in the trace */
+			uint32_t w[4] = {(uint32_t)sig, (uint32_t)syscall(SYS_gettid), 0, 0};
+			uint64_t ticks = weft__ticks();
+			memcpy(&w[2], &ticks, sizeof(ticks));
+			weft_meta_write(WEFT_M_SIGNAL, w, sizeof(w), NULL, 0);
+		}
 		weft_stop();
 	}
 	signal(sig, SIG_DFL);
 	errno = saved;
-	/* synchronous faults re-execute the faulting instruction and die of it; others are
-	 * raised again with the default action */
-	if (sig != SIGSEGV && sig != SIGBUS && sig != SIGFPE && sig != SIGILL)
+	/* A fault the CPU raised (si_code > 0) re-executes the faulting instruction on return and
+	 * dies of it with the default action now in place. Every other fatal signal, including a
+	 * SIGSEGV sent with kill() or raise() (si_code <= 0: SI_USER, SI_TKILL, SI_QUEUE), would
+	 * just return: it is raised again, so the program ends exactly as it would untraced. */
+	int fault = (sig == SIGSEGV || sig == SIGBUS || sig == SIGFPE || sig == SIGILL) && si && si->si_code > 0;
+	if (!fault)
 		raise(sig);
 }
 
@@ -296,9 +437,9 @@ static void install_signals(void)
 			continue; /* the program's own handling stays */
 		struct sigaction sa;
 		memset(&sa, 0, sizeof(sa));
-		sa.sa_handler = on_fatal;
+		sa.sa_sigaction = on_fatal;
 		sigemptyset(&sa.sa_mask);
-		sa.sa_flags = SA_NODEFER | SA_RESETHAND;
+		sa.sa_flags = SA_SIGINFO | SA_NODEFER | SA_RESETHAND;
 		sigaction(fatal[i], &sa, NULL);
 	}
 }

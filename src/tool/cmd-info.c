@@ -123,6 +123,11 @@ int cmd_info(int argc, char **argv)
 			printf("  recorded: %llu events, %llu dropped, %llu after stop, %llu chunks\n",
 			       (unsigned long long)p->fin[0], (unsigned long long)p->fin[1],
 			       (unsigned long long)p->fin[2], (unsigned long long)p->fin[5]);
+		if (p->end_signal)
+			printf("  ended by: %s (thread %u)\n", strsignal((int)p->end_signal), p->end_signal_tid);
+		if (p->write_errno)
+			printf("  write failed: %s; the events of later chunks are counted as dropped\n",
+			       strerror((int)p->write_errno));
 		if (p->func_filtered)
 			printf("  filtered: %llu function events (func_depth/func_min; asked for, not drops)\n",
 			       (unsigned long long)p->func_filtered);

@@ -1,0 +1,74 @@
+/*
+ * fdfile.c - the files weft writes (metadata, events), held so that weft never writes into a
+ * descriptor it no longer owns. A program may close every descriptor (daemons, closefrom,
+ * close_range) and open its own files, which then get weft's old numbers. So weft's
+ * descriptors are moved high (near the RLIMIT_NOFILE soft limit, close-on-exec), and before
+ * every write the descriptor is checked (fstat: same device and inode as when opened); if it
+ * no longer is weft's file, the file is opened again by its path (append), never written
+ * through the stale number, which now belongs to the program. What cannot be written is
+ * counted by the callers as dropped.
+ */
+#include "internal.h"
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+/* fd moved to a high number (close-on-exec); the original is closed. Returns the new fd, or
+ * fd itself when no high slot is free. */
+static int move_high(int fd)
+{
+	struct rlimit rl;
+	long lim = 1024;
+	if (!getrlimit(RLIMIT_NOFILE, &rl) && rl.rlim_cur != RLIM_INFINITY && rl.rlim_cur < (1u << 20))
+		lim = (long)rl.rlim_cur;
+	long min = lim > 256 ? lim - 128 : lim / 2;
+	if (min <= fd)
+		return fd;
+	int hi = fcntl(fd, F_DUPFD_CLOEXEC, (int)min);
+	if (hi < 0)
+		return fd;
+	close(fd);
+	return hi;
+}
+
+int weft_file_own(struct weft_file *f, int fd, const char *path)
+{
+	struct stat st;
+	if (fstat(fd, &st))
+		return -errno;
+	f->fd = move_high(fd);
+	f->dev = st.st_dev;
+	f->ino = st.st_ino;
+	snprintf(f->path, sizeof(f->path), "%s", path);
+	return 0;
+}
+
+int weft_file_fd(struct weft_file *f)
+{
+	struct stat st;
+	if (f->fd >= 0 && !fstat(f->fd, &st) && st.st_dev == f->dev && st.st_ino == f->ino)
+		return f->fd;
+	/* not ours any more: the number is the program's now, leave it alone */
+	f->fd = -1;
+	int fd = open(f->path, O_WRONLY | O_APPEND | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	if (fstat(fd, &st) || st.st_dev != f->dev || st.st_ino != f->ino) {
+		close(fd); /* a different file under that name: not ours either */
+		return -ESTALE;
+	}
+	f->fd = move_high(fd);
+	return f->fd;
+}
+
+void weft_file_close(struct weft_file *f)
+{
+	struct stat st;
+	if (f->fd >= 0 && !fstat(f->fd, &st) && st.st_dev == f->dev && st.st_ino == f->ino)
+		close(f->fd);
+	f->fd = -1;
+}

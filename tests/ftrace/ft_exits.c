@@ -1,0 +1,77 @@
+/* ft_exits MODE: ways a program ends or behaves that tracing must not change or lose.
+ *   _exit N / _Exit N   make 20 calls of step(), then end with _exit(N) / _Exit(N)
+ *   raise SIG / kill SIG   make 20 calls, then raise(SIG) / kill(getpid(), SIG) (SIG a number);
+ *                          untraced, the process dies of it; prints "survived" if it does not
+ *   forkexec            the child makes 20 calls, then execl()s this program with "exec", which
+ *                       makes 5 calls of exec_step() and ends with _exit(0)
+ *   closefds LOG        makes calls that fill chunks, closes every descriptor above 2
+ *                       (close_range), opens LOG and writes lines into it while making more
+ *                       calls, so any write weft made through a stale descriptor would land in
+ *                       LOG; prints the number of step() calls */
+#define _GNU_SOURCE
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#define NI __attribute__((noinline))
+static volatile int sink;
+NI void step(int i) { sink += i; }
+NI void exec_step(int i) { sink += i; }
+static void steps(int n)
+{
+	for (int i = 0; i < n; i++)
+		step(i);
+}
+
+int main(int argc, char **argv)
+{
+	const char *mode = argc > 1 ? argv[1] : "";
+	int arg = argc > 2 ? atoi(argv[2]) : 0;
+	if (!strcmp(mode, "_exit")) {
+		steps(20);
+		_exit(arg);
+	} else if (!strcmp(mode, "_Exit")) {
+		steps(20);
+		_Exit(arg);
+	} else if (!strcmp(mode, "raise") || !strcmp(mode, "kill")) {
+		steps(20);
+		if (mode[0] == 'r')
+			raise(arg);
+		else
+			kill(getpid(), arg);
+		printf("survived\n");
+		return 0;
+	} else if (!strcmp(mode, "forkexec")) {
+		pid_t pid = fork();
+		if (pid == 0) {
+			steps(20);
+			execl("/proc/self/exe", argv[0], "exec", (char *)NULL);
+			_exit(99);
+		}
+		int st;
+		waitpid(pid, &st, 0);
+		return WIFEXITED(st) ? WEXITSTATUS(st) : 98;
+	} else if (!strcmp(mode, "exec")) {
+		for (int i = 0; i < 5; i++)
+			exec_step(i);
+		_exit(0);
+	} else if (!strcmp(mode, "closefds") && argc > 2) {
+		steps(100000);
+		syscall(SYS_close_range, 3u, ~0u, 0u);
+		int n = 100000;
+		for (int k = 0; k < 20; k++) {
+			int fd = open(argv[2], O_WRONLY | O_CREAT | O_APPEND, 0644);
+			dprintf(fd, "line %d\n", k);
+			steps(50000);
+			n += 50000;
+			close(fd);
+		}
+		printf("%d\n", n);
+		return 0;
+	}
+	return 2;
+}
