@@ -791,12 +791,18 @@ int weft_trace_open(const char *dir, struct weft_trace **out, char *err, size_t 
 	for (size_t i = 0; i < n; i++) {
 		char path[4096];
 		snprintf(path, sizeof(path), "%s/%s", dir, names[i]);
-		int fd = open(path, O_RDONLY | O_CLOEXEC);
+		/* O_NONBLOCK: a FIFO or device named like a trace file must not hang the reader */
+		int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
 		struct stat st;
 		if (fd < 0 || fstat(fd, &st)) {
 			weft_trace_warn(t, "%s: %s; skipped", names[i], strerror(errno));
 			if (fd >= 0)
 				close(fd);
+			continue;
+		}
+		if (!S_ISREG(st.st_mode)) {
+			weft_trace_warn(t, "%s: not a regular file; skipped", names[i]);
+			close(fd);
 			continue;
 		}
 		data[i] = xcalloc(1, (size_t)st.st_size + 1);

@@ -203,6 +203,14 @@ static const struct {
 	{"func_libs", set_func_libs, "comma-separated globs or /regex/ of library file names, '-' excludes"},
 };
 
+const char *weft_config_valid(const char *key)
+{
+	for (size_t i = 0; i < sizeof(options) / sizeof(options[0]); i++)
+		if (!strcmp(key, options[i].key))
+			return options[i].valid;
+	return NULL;
+}
+
 int weft_config_set(struct weft_config *c, const char *key, const char *val, int log_errors)
 {
 	for (size_t i = 0; i < sizeof(options) / sizeof(options[0]); i++) {
@@ -289,27 +297,4 @@ int weft_expand_output(const char *pat, const char *name, char *out, size_t n)
 	}
 	out[o] = 0;
 	return 0;
-}
-
-int weft_option_set(const char *key, const char *value)
-{
-	if (!key || !value)
-		return -EINVAL;
-	pthread_mutex_lock(&weft_g.lock);
-	int rc = weft_config_set(&weft_cfg, key, value, 1);
-	pthread_mutex_unlock(&weft_g.lock);
-	if (!rc && (!strcmp(key, "categories") || !strcmp(key, "filter")))
-		weft_registry_reevaluate();
-	return rc;
-}
-
-int weft_configure(const char *opts)
-{
-	if (!opts)
-		return -EINVAL;
-	pthread_mutex_lock(&weft_g.lock);
-	int rc = weft_config_apply(&weft_cfg, opts, 1);
-	pthread_mutex_unlock(&weft_g.lock);
-	weft_registry_reevaluate();
-	return rc;
 }

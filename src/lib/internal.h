@@ -48,6 +48,7 @@ WEFT_HIDDEN extern struct weft_config weft_cfg;
 WEFT_HIDDEN void weft_config_defaults(struct weft_config *c);
 WEFT_HIDDEN int weft_config_apply(struct weft_config *c, const char *opts, int log_errors);
 WEFT_HIDDEN int weft_config_set(struct weft_config *c, const char *key, const char *val, int log_errors);
+WEFT_HIDDEN const char *weft_config_valid(const char *key); /* what a key accepts, or NULL */
 WEFT_HIDDEN int weft_parse_size(const char *s, uint64_t *out);
 WEFT_HIDDEN int weft_parse_cpulist(const char *s, uint64_t *mask);
 WEFT_HIDDEN int weft_expand_output(const char *pattern, const char *name, char *out, size_t n);

@@ -308,3 +308,27 @@ const char *weft_output_dir(void)
 {
 	return atomic_load(&weft_g.run) == WEFT_RUN_NEW ? NULL : weft_g.dir;
 }
+
+/* The options API: config.c parses, this takes the lock and re-evaluates call sites. */
+int weft_option_set(const char *key, const char *value)
+{
+	if (!key || !value)
+		return -EINVAL;
+	pthread_mutex_lock(&weft_g.lock);
+	int rc = weft_config_set(&weft_cfg, key, value, 1);
+	pthread_mutex_unlock(&weft_g.lock);
+	if (!rc && (!strcmp(key, "categories") || !strcmp(key, "filter")))
+		weft_registry_reevaluate();
+	return rc;
+}
+
+int weft_configure(const char *opts)
+{
+	if (!opts)
+		return -EINVAL;
+	pthread_mutex_lock(&weft_g.lock);
+	int rc = weft_config_apply(&weft_cfg, opts, 1);
+	pthread_mutex_unlock(&weft_g.lock);
+	weft_registry_reevaluate();
+	return rc;
+}

@@ -7,6 +7,9 @@
 #include "export/export.h"
 #include <errno.h>
 #include <getopt.h>
+#include <dirent.h>
+#include <sys/stat.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,6 +28,32 @@ static void help(FILE *f)
 		"  -h, --help               this text\n\n"
 		"Open a .pftrace by dragging it onto https://ui.perfetto.dev.\n"
 		"Exit status: 0 converted (warnings may say what was damaged), 1 failed, 2 usage.\n");
+}
+
+/* Would writing `out` replace a file of the trace directory `dir` (the same inode, or a new
+ * .wmeta/.wevents file that the next read would take for part of the trace)? */
+static int overwrites_input(const char *dir, const char *out)
+{
+	const char *dot = strrchr(out, '.');
+	if (dot && (!strcmp(dot, ".wmeta") || !strcmp(dot, ".wevents")))
+		return 1;
+	struct stat so;
+	if (stat(out, &so))
+		return 0;
+	DIR *d = opendir(dir);
+	if (!d)
+		return 0;
+	int same = 0;
+	struct dirent *e;
+	while (!same && (e = readdir(d))) {
+		char p[PATH_MAX];
+		struct stat si;
+		snprintf(p, sizeof(p), "%s/%s", dir, e->d_name);
+		same = !stat(p, &si) && S_ISREG(si.st_mode) && si.st_dev == so.st_dev && si.st_ino == so.st_ino &&
+		       strcmp(e->d_name, "trace.pftrace");
+	}
+	closedir(d);
+	return same;
 }
 
 int cmd_convert(int argc, char **argv)
@@ -71,16 +100,20 @@ int cmd_convert(int argc, char **argv)
 			return WEFT_EXIT_USAGE;
 		}
 	}
-	if (optind != argc - 1) {
-		weft_cli_error("convert", optind >= argc ? "missing trace directory (usage: weft convert DIR -o FILE)"
-						      : "one trace directory expected (usage: weft convert DIR -o FILE)");
+	if (optind < argc - 1) {
+		weft_cli_error("convert", "one trace directory expected (usage: weft convert [DIR] -o FILE)");
 		return WEFT_EXIT_USAGE;
 	}
 	if (!outp) {
-		weft_cli_error("convert", "missing -o FILE (.pftrace or .json)");
+		weft_cli_error("convert", "missing -o FILE (.pftrace or .json; - for stdout)");
 		return WEFT_EXIT_USAGE;
 	}
-	const char *dir = argv[optind];
+	const char *dir = optind < argc ? argv[optind] : "weft.data"; /* like perf and perf.data */
+	int to_stdout = !strcmp(outp, "-");
+	if (!to_stdout && overwrites_input(dir, outp)) {
+		weft_cli_error("convert", "refusing to write %s: it is a file of the trace being read", outp);
+		return WEFT_EXIT_USAGE;
+	}
 	if (!fmt) {
 		const char *dot = strrchr(outp, '.');
 		fmt = dot && !strcmp(dot, ".json") ? "json" : "pftrace";
@@ -94,7 +127,7 @@ int cmd_convert(int argc, char **argv)
 	}
 	for (size_t i = 0; i < t->nwarnings; i++)
 		weft_cli_error("convert", "warning: %s", t->warnings[i]);
-	FILE *f = fopen(outp, "wb");
+	FILE *f = to_stdout ? stdout : fopen(outp, "wb");
 	if (!f) {
 		weft_cli_error("convert", "cannot write %s: %s", outp, strerror(errno));
 		weft_trace_free(t);
@@ -119,7 +152,7 @@ int cmd_convert(int argc, char **argv)
 	if (s.bad_chunks) /* even with -q */
 		weft_cli_warn_undecoded("convert", s.bad_chunks, s.bad_why, NULL);
 	if (!quiet) {
-		fprintf(stderr, "weft: convert: wrote %s: %llu events, %llu dropped", outp,
+		fprintf(stderr, "weft: convert: wrote %s: %llu events, %llu dropped", to_stdout ? "stdout" : outp,
 			(unsigned long long)s.events, (unsigned long long)s.dropped);
 		if (s.unterminated)
 			fprintf(stderr, ", %llu slices unterminated (closed at trace end)",

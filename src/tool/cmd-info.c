@@ -68,13 +68,14 @@ int cmd_info(int argc, char **argv)
 		weft_cli_error("info", "unknown option '%s' (see 'weft info --help')", argv[optind - 1]);
 		return WEFT_EXIT_USAGE;
 	}
-	if (optind != argc - 1) {
-		weft_cli_error("info", "expected one trace directory (usage: weft info DIR)");
+	if (optind < argc - 1) {
+		weft_cli_error("info", "expected one trace directory (usage: weft info [DIR], default weft.data)");
 		return WEFT_EXIT_USAGE;
 	}
+	const char *dir = optind < argc ? argv[optind] : "weft.data";
 	struct weft_trace *t;
 	char err[512];
-	if (weft_trace_open(argv[optind], &t, err, sizeof(err))) {
+	if (weft_trace_open(dir, &t, err, sizeof(err))) {
 		weft_cli_error("info", "%s", err);
 		return WEFT_EXIT_FAIL;
 	}

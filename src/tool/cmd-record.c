@@ -9,7 +9,9 @@
 #include "tool/cmd.h"
 #include "export/export.h"
 #include "lib/internal.h" /* weft_glob_check */
+#include <dirent.h>
 #include <errno.h>
+#include <stdarg.h>
 #include <fcntl.h>
 #include <getopt.h>
 #include <limits.h>
@@ -86,24 +88,128 @@ static const char *find_preload(char *out, size_t n)
 	return NULL;
 }
 
-/* DIR exists: move it to DIR.old (removing an older DIR.old's weft files), like perf. */
-static int prepare_dir(const char *dir)
+/* Is `dir` a directory weft may move aside: a trace directory (weft files only, or empty)? */
+static int is_trace_dir(const char *dir)
+{
+	DIR *d = opendir(dir);
+	if (!d)
+		return 0;
+	int ok = 1;
+	struct dirent *e;
+	while (ok && (e = readdir(d))) {
+		const char *dot = strrchr(e->d_name, '.');
+		ok = !strcmp(e->d_name, ".") || !strcmp(e->d_name, "..") || !strcmp(e->d_name, "trace.pftrace") ||
+		     (dot && (!strcmp(dot, ".wmeta") || !strcmp(dot, ".wevents")));
+	}
+	closedir(d);
+	return ok;
+}
+
+/* Removes the weft files of an old trace directory, then the directory (no shell: a name is
+ * only ever a path). */
+static int remove_trace_dir(const char *dir)
+{
+	DIR *d = opendir(dir);
+	if (!d)
+		return -errno;
+	struct dirent *e;
+	while ((e = readdir(d))) {
+		const char *dot = strrchr(e->d_name, '.');
+		if (!strcmp(e->d_name, "trace.pftrace") || (dot && (!strcmp(dot, ".wmeta") || !strcmp(dot, ".wevents")))) {
+			char p[PATH_MAX + 300];
+			snprintf(p, sizeof(p), "%s/%s", dir, e->d_name);
+			unlink(p);
+		}
+	}
+	closedir(d);
+	return rmdir(dir) ? -errno : 0;
+}
+
+/* DIR exists: move it to DIR.old (removing an older DIR.old's weft files), like perf. Only a
+ * trace directory is moved: anything else named DIR is the user's, and left alone. */
+static int prepare_dir(const char *dir, char *why, size_t whylen)
 {
 	struct stat st;
 	if (stat(dir, &st) == 0) {
-		char old[PATH_MAX + 8], cmd[PATH_MAX * 4];
-		snprintf(old, sizeof(old), "%s.old", dir);
-		if (stat(old, &st) == 0) {
-			snprintf(cmd, sizeof(cmd), "rm -f '%s'/*.wmeta '%s'/*.wevents '%s'/trace.pftrace", old, old, old);
-			if (system(cmd) != 0 || rmdir(old) != 0)
-				return -ENOTEMPTY;
+		if (!S_ISDIR(st.st_mode) || !is_trace_dir(dir)) {
+			snprintf(why, whylen, "%s exists and is not a weft trace directory; not touching it", dir);
+			return -EEXIST;
 		}
-		if (rename(dir, old))
+		char old[PATH_MAX + 8];
+		snprintf(old, sizeof(old), "%s.old", dir);
+		if (lstat(old, &st) == 0) {
+			if (!S_ISDIR(st.st_mode) || !is_trace_dir(old)) {
+				snprintf(why, whylen, "%s exists and is not a weft trace directory; not moving %s there", old, dir);
+				return -EEXIST;
+			}
+			int rc = remove_trace_dir(old);
+			if (rc) {
+				snprintf(why, whylen, "cannot remove %s: %s", old, strerror(-rc));
+				return rc;
+			}
+		}
+		if (rename(dir, old)) {
+			snprintf(why, whylen, "cannot move %s to %s: %s", dir, old, strerror(errno));
 			return -errno;
+		}
 	}
-	if (mkdir(dir, 0755))
+	if (mkdir(dir, 0755)) {
+		snprintf(why, whylen, "cannot create %s: %s", dir, strerror(errno));
 		return -errno;
+	}
 	return 0;
+}
+
+/* Does running this file change the process's user or group (setuid/setgid to someone else)?
+ * Then the kernel sets AT_SECURE and the loader ignores LD_PRELOAD: nothing can be traced. */
+static int changes_id(const struct stat *st)
+{
+	return ((st->st_mode & S_ISUID) && st->st_uid != geteuid()) ||
+	       ((st->st_mode & S_ISGID) && st->st_gid != getegid());
+}
+
+/* The program's file as execvp would find it; 1 if running it changes ids. */
+static int is_setid(const char *prog)
+{
+	char path[PATH_MAX];
+	struct stat st;
+	if (strchr(prog, '/'))
+		return !stat(prog, &st) && changes_id(&st);
+	const char *p = getenv("PATH");
+	if (!p)
+		p = "/usr/local/bin:/usr/bin:/bin";
+	while (*p) {
+		const char *c = strchrnul(p, ':');
+		snprintf(path, sizeof(path), "%.*s/%s", (int)(c - p), p, prog);
+		if (!stat(path, &st) && S_ISREG(st.st_mode) && !access(path, X_OK))
+			return changes_id(&st);
+		p = *c ? c + 1 : c;
+	}
+	return 0;
+}
+
+/* A value for one of the options record passes on: checked here, so a bad one is a usage
+ * error before anything runs. */
+static int check_option(const char *flag, const char *key, const char *val)
+{
+	static struct weft_config scratch;
+	weft_config_defaults(&scratch);
+	if (weft_config_set(&scratch, key, val, 0) == 0)
+		return 0;
+	weft_cli_error("record", "bad value '%s' for %s: expected %s", val, flag, weft_config_valid(key));
+	return -1;
+}
+
+/* The library's log, for the runtime files the CLI shares (config.c). */
+void weft_log(int level, const char *fmt, ...)
+{
+	(void)level;
+	va_list ap;
+	va_start(ap, fmt);
+	fprintf(stderr, "weft: record: ");
+	vfprintf(stderr, fmt, ap);
+	fputc('\n', stderr);
+	va_end(ap);
 }
 
 int cmd_record(int argc, char **argv)
@@ -127,12 +233,41 @@ int cmd_record(int argc, char **argv)
 		switch (c) {
 		case 'o': outdir = optarg; break;
 		case 'n': convert = 0; break;
-		case 'b': ADD(":buffer_size=%s", optarg); break;
-		case 'w': ADD(":writers=%s", optarg); break;
-		case 'z': ADD(":compression=%s", optarg); break;
-		case 'D': ADD(":func_depth=%s", optarg); break;
-		case 't': ADD(":func_min=%s", optarg); break;
-		case 'O': ADD(":%s", optarg); break;
+		case 'b':
+			if (check_option("-b/--buffer-size", "buffer_size", optarg))
+				return WEFT_EXIT_USAGE;
+			ADD(":buffer_size=%s", optarg);
+			break;
+		case 'w':
+			if (check_option("--writers", "writers", optarg))
+				return WEFT_EXIT_USAGE;
+			ADD(":writers=%s", optarg);
+			break;
+		case 'z':
+			if (check_option("-z/--compression", "compression", optarg))
+				return WEFT_EXIT_USAGE;
+			ADD(":compression=%s", optarg);
+			break;
+		case 'D':
+			if (check_option("-D/--depth", "func_depth", optarg))
+				return WEFT_EXIT_USAGE;
+			ADD(":func_depth=%s", optarg);
+			break;
+		case 't':
+			if (check_option("-t/--time-filter", "func_min", optarg))
+				return WEFT_EXIT_USAGE;
+			ADD(":func_min=%s", optarg);
+			break;
+		case 'O': {
+			static struct weft_config scratch;
+			weft_config_defaults(&scratch);
+			if (weft_config_apply(&scratch, optarg, 1)) {
+				weft_cli_error("record", "bad --options '%s' (see above)", optarg);
+				return WEFT_EXIT_USAGE;
+			}
+			ADD(":%s", optarg);
+			break;
+		}
 		case 'F':
 		case 'N':
 			if (strpbrk(optarg, ",:")) {
@@ -174,15 +309,20 @@ int cmd_record(int argc, char **argv)
 		weft_cli_error("record", "libweft-preload.so not found next to the weft executable");
 		return WEFT_EXIT_FAIL;
 	}
-	int rc = prepare_dir(outdir);
+	char dirwhy[PATH_MAX * 2 + 100];
+	int rc = prepare_dir(outdir, dirwhy, sizeof(dirwhy));
 	char dir[PATH_MAX];
 	if (rc || !realpath(outdir, dir)) {
-		weft_cli_error("record", "cannot create %s: %s", outdir, strerror(rc ? -rc : errno));
+		weft_cli_error("record", "%s", rc ? dirwhy : strerror(errno));
 		return WEFT_EXIT_FAIL;
 	}
-	/* environment for the whole process tree */
+	int setid = is_setid(argv[optind]);
+	/* environment for the whole process tree: the user's WEFT_OPTIONS first, then record's
+	 * own settings, so the command line wins */
 	char options[8192], ld[PATH_MAX * 2];
-	snprintf(options, sizeof(options), "output=%s%s", dir, extra);
+	const char *user = getenv("WEFT_OPTIONS");
+	snprintf(options, sizeof(options), "%s%soutput=%s%s", user && *user ? user : "", user && *user ? ":" : "",
+		 dir, extra);
 	const char *old_ld = getenv("LD_PRELOAD");
 	snprintf(ld, sizeof(ld), "%s%s%s", preload, old_ld && *old_ld ? ":" : "", old_ld ? old_ld : "");
 
@@ -243,6 +383,15 @@ int cmd_record(int argc, char **argv)
 		return 127;
 	}
 	int code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+	if (WIFSIGNALED(status))
+		weft_cli_error("record", "program killed by SIG%s%s", sigabbrev_np(WTERMSIG(status)) ?
+			       sigabbrev_np(WTERMSIG(status)) : "?", WCOREDUMP(status) ? " (core dumped)" : "");
+	if (setid) {
+		weft_cli_error("record", "%s is setuid/setgid: the loader ignores LD_PRELOAD for it, so nothing "
+			       "was traced", argv[optind]);
+		rmdir(dir); /* empty, unless a child it ran was traced */
+		return code;
+	}
 	if (!convert && quiet)
 		return code;
 
@@ -276,6 +425,12 @@ int cmd_record(int argc, char **argv)
 		fclose(f);
 		if (s.bad_chunks)
 			weft_cli_warn_undecoded("record", s.bad_chunks, s.bad_why, out);
+		size_t funcs = 0; /* the conversion named every function address it met */
+		for (size_t i = 0; i < t->nprocs; i++)
+			funcs += t->procs[i].nfuncs;
+		if (!funcs)
+			weft_cli_error("record", "no function events were recorded: was %s built with "
+				       "-finstrument-functions? (only weft.h events are traced otherwise)", argv[optind]);
 	}
 	if (!quiet) {
 		fprintf(stderr, "weft: record: %llu events, %llu dropped, %zu process%s, %.1f MB on disk",

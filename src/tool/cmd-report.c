@@ -189,9 +189,13 @@ int cmd_report(int argc, char **argv)
 			return WEFT_EXIT_USAGE;
 		}
 	}
-	if (optind != argc - 1) {
-		weft_cli_error("report", "expected one trace directory (usage: weft report [OPTIONS] DIR)");
+	if (optind < argc - 1) {
+		weft_cli_error("report", "expected one trace directory (usage: weft report [OPTIONS] [DIR], default weft.data)");
 		return WEFT_EXIT_USAGE;
+	}
+	if (optind == argc) { /* like perf report and perf.data */
+		static char def[] = "weft.data";
+		argv[argc++] = def;
 	}
 	struct weft_trace *t;
 	char err[512];

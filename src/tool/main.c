@@ -48,6 +48,15 @@ int main(int argc, char **argv)
 		usage(stderr);
 		return WEFT_EXIT_USAGE;
 	}
+	if (!strcmp(argv[1], "help") && argc > 2) { /* weft help CMD = weft CMD --help */
+		for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
+			if (!strcmp(argv[2], commands[i].name)) {
+				char *args[] = {argv[2], (char *)"--help", NULL};
+				return commands[i].fn(2, args);
+			}
+		fprintf(stderr, "weft: help: unknown command '%s' (try 'weft --help')\n", argv[2]);
+		return WEFT_EXIT_USAGE;
+	}
 	if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help")) {
 		usage(stdout);
 		return WEFT_EXIT_OK;
