@@ -18,12 +18,15 @@
 #include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <zlib.h>
 
 enum {
 	TRACE_PACKET = 1,
 	TP_CLOCK_SNAPSHOT = 6, TP_TIMESTAMP = 8, TP_SEQ_ID = 10, TP_TRACK_EVENT = 11,
 	TP_INTERNED = 12, TP_SEQ_FLAGS = 13, TP_TRACK_DESCRIPTOR = 60, TP_FIRST_ON_SEQ = 87,
+	TP_COMPRESSED_PACKETS = 50,
 	TD_UUID = 1, TD_NAME = 2, TD_PROCESS = 3, TD_THREAD = 4, TD_PARENT = 5, TD_COUNTER = 8,
 	TD_SIBLING_MERGE = 15, TP_DEFAULTS = 59, TPD_TRACK_EVENT = 11, TED_TRACK_UUID = 11,
 	PD_PID = 1, PD_CMDLINE = 2, PD_NAME = 6,
@@ -64,6 +67,7 @@ struct out_file {
 	pthread_mutex_t lock;
 	int err;
 	uint64_t bytes;
+	int level; /* zlib level for compressed_packets, 0 = plain packets */
 };
 
 struct seq_enc {
@@ -338,6 +342,28 @@ static void packet(struct seq_enc *e, const struct weft_ev *ev, uint64_t ts, uns
 	pb_end(b, pk);
 }
 
+/* A batch of whole packets as one TracePacket whose compressed_packets field holds them
+ * zlib-deflated (trace_processor and the Perfetto UI inflate it on import). Compressed by the
+ * encoding thread itself, outside the file lock, so threads compress in parallel. NULL when
+ * memory or zlib fails: the batch is then written as it is, still a valid trace. */
+static struct pb *compressed(const struct pb *in, struct pb *zp, int level)
+{
+	uLongf zn = compressBound((uLong)in->n);
+	uint8_t *z = malloc(zn);
+	if (!z)
+		return NULL;
+	if (compress2(z, &zn, in->p, (uLong)in->n, level) != Z_OK) {
+		free(z);
+		return NULL;
+	}
+	zp->n = 0;
+	size_t pk = pb_begin(zp, TRACE_PACKET);
+	pb_bytes(zp, TP_COMPRESSED_PACKETS, z, zn);
+	pb_end(zp, pk);
+	free(z);
+	return zp;
+}
+
 /* Whole packets go to the file in batches of about 1 MiB, so memory stays bounded whatever
  * the trace size; packets of different sequences may interleave freely. */
 static void drain(struct seq_enc *e, size_t threshold)
@@ -345,11 +371,16 @@ static void drain(struct seq_enc *e, size_t threshold)
 	if (e->out.n < threshold || !e->out.n)
 		return;
 	struct out_file *o = e->file;
+	struct pb zp = {0};
+	const struct pb *w = o->level ? compressed(&e->out, &zp, o->level) : NULL;
+	if (!w)
+		w = &e->out;
 	pthread_mutex_lock(&o->lock);
-	if (!o->err && fwrite(e->out.p, 1, e->out.n, o->f) != e->out.n)
+	if (!o->err && fwrite(w->p, 1, w->n, o->f) != w->n)
 		o->err = errno ? errno : EIO;
-	o->bytes += e->out.n;
+	o->bytes += w->n;
 	pthread_mutex_unlock(&o->lock);
+	free(zp.p);
 	e->out.n = 0;
 }
 
@@ -519,7 +550,7 @@ static void header(const struct weft_trace *t, struct pb *b)
 	}
 }
 
-int weft_export_pftrace(const struct weft_trace *t, FILE *out, int jobs,
+int weft_export_pftrace(const struct weft_trace *t, FILE *out, int jobs, int deflate,
 			struct weft_export_summary *sum, char *err, size_t errlen)
 {
 	memset(sum, 0, sizeof(*sum));
@@ -530,7 +561,7 @@ int weft_export_pftrace(const struct weft_trace *t, FILE *out, int jobs,
 	struct proc_cats *cats = calloc(t->nprocs + 1, sizeof(*cats));
 	if (!encs || !cats)
 		abort();
-	struct out_file file = {.f = out, .lock = PTHREAD_MUTEX_INITIALIZER};
+	struct out_file file = {.f = out, .lock = PTHREAD_MUTEX_INITIALIZER, .level = deflate};
 	size_t k = 0;
 	for (size_t i = 0; i < t->nprocs; i++) {
 		const struct weft_proc *p = &t->procs[i];

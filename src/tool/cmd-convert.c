@@ -25,6 +25,8 @@ static void help(FILE *f)
 		"      --json-style STYLE   be (B/E event pairs, default) or x (complete X events)\n"
 		"  -j, --jobs N             threads to use (default 2)\n"
 		"  -q, --quiet              no summary line\n"
+		"      --compress=deflate|none  .pftrace packets zlib-compressed in batches (default\n"
+		"                         deflate; Perfetto inflates them), or plain\n"
 		"  -h, --help               this text\n\n"
 		"Open a .pftrace by dragging it onto https://ui.perfetto.dev.\n"
 		"Exit status: 0 converted (warnings may say what was damaged), 1 failed, 2 usage.\n");
@@ -61,13 +63,24 @@ int cmd_convert(int argc, char **argv)
 	static const struct option opts[] = {
 		{"output", required_argument, 0, 'o'}, {"format", required_argument, 0, 'f'},
 		{"json-style", required_argument, 0, 's'}, {"jobs", required_argument, 0, 'j'},
+		{"compress", required_argument, 0, 'c'},
 		{"quiet", no_argument, 0, 'q'}, {"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
 	const char *outp = NULL, *fmt = NULL;
-	int style = WEFT_JSON_BE, jobs = 2, quiet = 0, c;
+	int style = WEFT_JSON_BE, jobs = 2, quiet = 0, deflate = WEFT_PFTRACE_DEFLATE, c;
 	optind = 1;
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, "o:f:j:qh", opts, NULL)) != -1) {
 		switch (c) {
+		case 'c':
+			if (!strcmp(optarg, "none")) {
+				deflate = 0;
+			} else if (!strcmp(optarg, "deflate")) {
+				deflate = WEFT_PFTRACE_DEFLATE;
+			} else {
+				weft_cli_error("convert", "unknown --compress '%s' (valid: deflate, none)", optarg);
+				return WEFT_EXIT_USAGE;
+			}
+			break;
 		case 'o': outp = optarg; break;
 		case 'f':
 			if (strcmp(optarg, "pftrace") && strcmp(optarg, "json")) {
@@ -139,7 +152,7 @@ int cmd_convert(int argc, char **argv)
 	if (!strcmp(fmt, "json"))
 		rc = weft_export_json(t, f, style, jobs, &s, err, sizeof(err));
 	else
-		rc = weft_export_pftrace(t, f, jobs, &s, err, sizeof(err));
+		rc = weft_export_pftrace(t, f, jobs, deflate, &s, err, sizeof(err));
 	if (fclose(f) && !rc) {
 		rc = -errno;
 		snprintf(err, sizeof(err), "writing %s failed: %s", outp, strerror(errno));

@@ -415,7 +415,7 @@ int cmd_record(int argc, char **argv)
 		snprintf(out, sizeof(out), "%s/trace.pftrace", dir);
 		FILE *f = fopen(out, "wb");
 		struct weft_export_summary s;
-		if (!f || weft_export_pftrace(t, f, 2, &s, err, sizeof(err))) {
+		if (!f || weft_export_pftrace(t, f, 2, WEFT_PFTRACE_DEFLATE, &s, err, sizeof(err))) {
 			weft_cli_error("record", "cannot write %s: %s", out, f ? err : strerror(errno));
 			if (f)
 				fclose(f);
@@ -433,11 +433,28 @@ int cmd_record(int argc, char **argv)
 				       "-finstrument-functions? (only weft.h events are traced otherwise)", argv[optind]);
 	}
 	if (!quiet) {
+		/* every file the run left in DIR, the converted trace included */
+		uint64_t total = 0, pf = 0;
+		DIR *d = opendir(dir);
+		struct dirent *e;
+		while (d && (e = readdir(d))) {
+			char p[PATH_MAX + 300];
+			struct stat st;
+			snprintf(p, sizeof(p), "%s/%s", dir, e->d_name);
+			if (!lstat(p, &st) && S_ISREG(st.st_mode)) {
+				total += (uint64_t)st.st_size;
+				if (!strcmp(e->d_name, "trace.pftrace"))
+					pf = (uint64_t)st.st_size;
+			}
+		}
+		if (d)
+			closedir(d);
+		(void)stored;
 		fprintf(stderr, "weft: record: %llu events, %llu dropped, %zu process%s, %.1f MB on disk",
 			(unsigned long long)events, (unsigned long long)dropped, t->nprocs,
-			t->nprocs == 1 ? "" : "es", (double)stored / 1e6);
+			t->nprocs == 1 ? "" : "es", (double)total / 1e6);
 		if (convert)
-			fprintf(stderr, "; open %s in https://ui.perfetto.dev", out);
+			fprintf(stderr, " (%.1f MB trace.pftrace); open %s in https://ui.perfetto.dev", (double)pf / 1e6, out);
 		fprintf(stderr, "\n");
 	}
 	weft_trace_free(t);

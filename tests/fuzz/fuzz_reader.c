@@ -29,7 +29,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	FILE *f = fopen("/dev/null", "wb");
 	if (f) {
 		struct weft_export_summary s;
-		weft_export_pftrace(t, f, 1, &s, err, sizeof(err));
+		weft_export_pftrace(t, f, 1, 0, &s, err, sizeof(err));
 		weft_export_json(t, f, WEFT_JSON_BE, 1, &s, err, sizeof(err));
 		weft_export_json(t, f, WEFT_JSON_X, 1, &s, err, sizeof(err));
 		fclose(f);

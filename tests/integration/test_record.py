@@ -25,7 +25,7 @@ class Record(TraceTest):
                 check=False, cwd=BUILD)
         self.last_stdout = p.stdout
         self.assertEqual(p.returncode, code, p.stderr)
-        self.assertRegex(p.stderr, r"weft: record: \d+ events, " + drops + r" dropped, \d+ process(es)?, [\d.]+ MB on disk; "
+        self.assertRegex(p.stderr, r"weft: record: \d+ events, " + drops + r" dropped, \d+ process(es)?, [\d.]+ MB on disk \([\d.]+ MB trace.pftrace\); "
                                    r"open .*trace.pftrace in https://ui.perfetto.dev\n$")
         return out
 

@@ -1,0 +1,52 @@
+#!/usr/bin/env bash
+# pristine-check.sh - proves README's two commands on a pristine Debian 12: a bookworm minbase
+# root (debootstrap) with only build-essential, cmake and git added, the committed tree copied
+# in (git archive HEAD; ../shared beside it when present), then `make demo` (must leave a
+# non-empty demo.pftrace) and `make test`, run as root inside it (deps.sh installs the rest with
+# apt-get, as on a user's machine). The root is built once and cached as a tarball
+# ($WEFT_PRISTINE_CACHE, default /var/cache/weft/bookworm-minbase.tar); each run unpacks a fresh
+# copy and deletes it afterwards. Needs root (debootstrap, chroot, mounts). Exit 0 only if both
+# commands pass.
+set -euo pipefail
+src=$(cd "$(dirname "$0")/.." && pwd)
+cache=${WEFT_PRISTINE_CACHE:-/var/cache/weft/bookworm-minbase.tar}
+mirror=${WEFT_DEBIAN_MIRROR:-http://deb.debian.org/debian}
+[ "$(id -u)" = 0 ] || { echo "pristine-check: needs root (debootstrap, chroot)" >&2; exit 1; }
+command -v debootstrap >/dev/null || DEBIAN_FRONTEND=noninteractive apt-get install -y -qq debootstrap >/dev/null
+t0=$(date +%s)
+if [ ! -s "$cache" ]; then
+  echo "pristine-check: building the cached root $cache (debootstrap bookworm minbase)"
+  mkdir -p "$(dirname "$cache")"
+  b=$(mktemp -d /var/tmp/weft-debootstrap.XXXXXX)
+  debootstrap --variant=minbase --include=build-essential,cmake,git,ca-certificates bookworm "$b" "$mirror" \
+    > "$b.log" 2>&1 || { tail -20 "$b.log" >&2; rm -rf "$b"; exit 1; }
+  tar -C "$b" -cf "$cache.tmp" . && mv "$cache.tmp" "$cache"
+  rm -rf "$b" "$b.log"
+  echo "pristine-check: root built in $(( $(date +%s) - t0 )) s"
+fi
+root=$(mktemp -d /var/tmp/weft-pristine.XXXXXX)
+cleanup() {
+  for m in dev/pts dev sys proc; do umount -l "$root/$m" 2>/dev/null || true; done
+  rm -rf --one-file-system "$root"
+}
+trap cleanup EXIT
+tar -C "$root" -xf "$cache"
+cp /etc/resolv.conf "$root/etc/resolv.conf"
+mkdir -p "$root/work/weft"
+git -C "$src" archive HEAD | tar -x -C "$root/work/weft"
+[ -d "$src/../shared" ] && cp -r "$src/../shared" "$root/work/shared"
+mount -t proc proc "$root/proc"
+mount -t sysfs sys "$root/sys"
+mount --bind /dev "$root/dev"
+mount --bind /dev/pts "$root/dev/pts"
+t1=$(date +%s)
+chroot "$root" /usr/bin/env -i PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin HOME=/root \
+  LANG=C.UTF-8 /bin/bash -c '
+    set -e
+    cd /work/weft
+    echo "pristine-check: make demo"
+    make demo
+    test -s demo.pftrace || { echo "pristine-check: make demo left no demo.pftrace" >&2; exit 1; }
+    echo "pristine-check: make test"
+    make test'
+echo "pristine-check: make demo and make test passed on a pristine Debian 12 root in $(( $(date +%s) - t1 )) s"

@@ -1,0 +1,46 @@
+"""The default output of weft record: trace.pftrace written as zlib-compressed packet batches
+(TracePacket.compressed_packets), which Perfetto's trace_processor reads to exactly the same
+slices as plain packets; small (bytes per event bounded); and a summary line that counts every
+file in the directory."""
+import glob
+import os
+import re
+import unittest
+from weftlib import TraceTest, main, run, WEFT, BUILD
+
+
+@unittest.skipIf(os.environ.get("WEFT_TEST_NO_PRELOAD"), "preloading is not testable in this build (TSan)")
+class Output(TraceTest):
+    def test_compressed_default(self):
+        data = os.path.join(self.tmp, "o.data")
+        p = run([WEFT, "record", "-o", data, "--", os.path.join(BUILD, "ft_exits_O2"), "closefds",
+                 os.path.join(self.tmp, "log")], cwd=self.tmp)
+        pf = os.path.join(data, "trace.pftrace")
+        m = re.search(r"weft: record: (\d+) events, 0 dropped, 1 process, ([\d.]+) MB on disk "
+                      r"\(([\d.]+) MB trace.pftrace\)", p.stderr)
+        self.assertTrue(m, p.stderr)
+        events = int(m.group(1))
+        total = sum(os.path.getsize(f) for f in glob.glob(data + "/*"))
+        self.assertAlmostEqual(float(m.group(2)), total / 1e6, delta=0.051)
+        self.assertAlmostEqual(float(m.group(3)), os.path.getsize(pf) / 1e6, delta=0.051)
+        self.assertGreater(events, 100000)
+        self.assertLess(os.path.getsize(pf) / events, 6.0)  # ~3.5 B/event; plain packets are ~18
+        text = self.protoc_decode(pf)
+        if text is not None:
+            self.assertIn("compressed_packets:", text)
+            self.assertNotIn("track_event {", text)  # every event is inside a compressed batch
+        plain, _ = self.convert(data, "plain.pftrace", "--compress=none")
+        self.assertGreater(os.path.getsize(plain), 3 * os.path.getsize(pf))
+        q = ("select name, count(*) n, sum(dur) d, max(depth) md from slice group by name order by name",
+             "select count(*) n from thread")
+        self.assertEqual(self.tp(pf, *q), self.tp(plain, *q))
+        self.tp_no_errors(pf)
+
+    def test_convert_compress_option(self):
+        data, _ = self.record("pipeline", [1, 2, 1])
+        p = run([WEFT, "convert", data, "-o", os.path.join(self.tmp, "x.pftrace"), "--compress=zip"], check=False)
+        self.assertEqual((p.returncode, p.stderr), (2, "weft: convert: unknown --compress 'zip' (valid: deflate, none)\n"))
+
+
+if __name__ == "__main__":
+    main()
