@@ -162,15 +162,19 @@ WEFT_API int weft_option_set(const char *key, const char *value);
 WEFT_API int weft_start(void);
 /* Hand the calling thread's buffered events to the writers now. */
 WEFT_API void weft_flush(void);
-/* Flush every thread, stop the writers, finish the trace. Called at exit automatically. Events
- * emitted after it are not recorded (counted in weft_stats.after_stop). */
+/* Flush every thread, stop the writers, finish the trace. Called at exit automatically (and by
+ * weft record's runtime at _exit, exec and fatal signals). Events emitted after it, or by other
+ * threads while it runs, are not recorded and are counted in weft_stats.after_stop: written +
+ * dropped + after_stop is every event emitted. */
 WEFT_API int weft_stop(void);
 
 struct weft_stats {
 	size_t sz;              /* set to sizeof(struct weft_stats) by the caller */
-	uint64_t events;        /* events accepted into buffers */
-	uint64_t dropped;       /* events dropped because no buffer was free */
-	uint64_t after_stop;    /* events emitted after weft_stop */
+	uint64_t events;        /* events written to the trace (an event still in a buffer counts
+	                         * once a writer has written it; after weft_stop, all of them) */
+	uint64_t dropped;       /* events not recorded: no buffer free, the trace could not be
+	                         * started or written, or a signal handler's event inside another */
+	uint64_t after_stop;    /* events emitted after (or while) weft_stop ran: not recorded */
 	uint64_t bytes_raw;     /* event bytes handed to writers */
 	uint64_t bytes_written; /* bytes written to disk after compression */
 	uint64_t chunks;        /* chunks written */

@@ -114,6 +114,7 @@ struct weft_chunk {
 WEFT_HIDDEN struct weft_chunk *weft_queue_pop_wait(int *stopping); /* writers */
 WEFT_HIDDEN void weft_pool_release(struct weft_chunk *c);           /* writers */
 WEFT_HIDDEN void weft_threads_flush_all(void);                      /* stop */
+WEFT_HIDDEN void weft_threads_count_late(void); /* stop: events committed after the flush */
 WEFT_HIDDEN void weft_threads_atfork_prepare(void);
 WEFT_HIDDEN void weft_threads_atfork_parent(void);
 WEFT_HIDDEN void weft_threads_atfork_child(void);

@@ -77,18 +77,22 @@ static uint32_t intern(const struct weft_site *s)
 	return e->id;
 }
 
+/* A site's state: ON records; OFF costs one load (tracing disabled, category or name filtered
+ * out); NEW sends every event to weft__site_check - used after weft_stop for the sites that
+ * would record, so each later event is counted (after_stop) as weft.h promises. */
 static uint8_t evaluate(const struct weft_site *s)
 {
-	if (!weft_cfg.enable || atomic_load(&weft_g.run) != WEFT_RUN_ON)
+	int run = atomic_load(&weft_g.run);
+	if (!weft_cfg.enable || (run != WEFT_RUN_ON && run != WEFT_RUN_STOPPED))
 		return WEFT__SITE_OFF;
-	if (s->kind == WEFT_KIND_ARG || s->kind == WEFT_KIND_TRACK)
-		return WEFT__SITE_ON;
-	const char *cat = (s->category && *s->category) ? s->category : "default";
-	if (!weft_glob_list_match(weft_cfg.categories, cat, 1))
-		return WEFT__SITE_OFF;
-	if (s->kind == WEFT_KIND_EVENT && !weft_glob_list_match(weft_cfg.filter, s->name, 1))
-		return WEFT__SITE_OFF;
-	return WEFT__SITE_ON;
+	if (s->kind != WEFT_KIND_ARG && s->kind != WEFT_KIND_TRACK) {
+		const char *cat = (s->category && *s->category) ? s->category : "default";
+		if (!weft_glob_list_match(weft_cfg.categories, cat, 1))
+			return WEFT__SITE_OFF;
+		if (s->kind == WEFT_KIND_EVENT && !weft_glob_list_match(weft_cfg.filter, s->name, 1))
+			return WEFT__SITE_OFF;
+	}
+	return run == WEFT_RUN_ON ? WEFT__SITE_ON : WEFT__SITE_NEW;
 }
 
 int weft__site_check(struct weft_site *s)
@@ -99,12 +103,24 @@ int weft__site_check(struct weft_site *s)
 	if (weft_in_runtime)
 		return 0; /* re-entered from a signal handler: registering could deadlock */
 	weft_ensure_started();
+	int run = atomic_load(&weft_g.run);
+	if (run == WEFT_RUN_FAILED) { /* tracing was wanted but could not start: not recorded */
+		atomic_fetch_add_explicit(&weft_g.dropped, 1, memory_order_relaxed);
+		return 0;
+	}
+	if (run == WEFT_RUN_STOPPED && weft_cfg.enable) { /* after weft_stop */
+		if (s->kind != WEFT_KIND_ARG && s->kind != WEFT_KIND_TRACK)
+			atomic_fetch_add_explicit(&weft_g.after_stop, 1, memory_order_relaxed);
+		return 0;
+	}
 	weft_in_runtime++;
 	pthread_mutex_lock(&reg_lock);
 	if (s->state == WEFT__SITE_NEW) {
-		s->id = intern(s);
-		s->next = sites;
-		sites = s;
+		if (!s->id) {
+			s->id = intern(s);
+			s->next = sites;
+			sites = s;
+		}
 		__atomic_store_n(&s->state, s->id ? evaluate(s) : WEFT__SITE_OFF, __ATOMIC_RELEASE);
 	}
 	st = s->state;

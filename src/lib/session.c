@@ -271,6 +271,7 @@ int weft_stop(void)
 	weft_registry_reevaluate(); /* every site OFF: later events cost one load */
 	weft_threads_flush_all();
 	weft_writers_stop();
+	weft_threads_count_late();
 	weft_meta_clock();
 	uint64_t fin[7] = {atomic_load(&weft_g.events), atomic_load(&weft_g.dropped),
 			   atomic_load(&weft_g.after_stop), atomic_load(&weft_g.bytes_raw),

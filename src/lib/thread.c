@@ -34,6 +34,11 @@ struct weft_thread {
 	uint64_t dropped;         /* total dropped, written by owner under lock */
 	uint64_t drops_pending;   /* dropped since the last DROPPED record */
 	int alive;
+	/* At stop, another thread's chunk is handed off up to stop_pos while its owner may still
+	 * commit events after it (into a chunk that is not recycled): they are counted as
+	 * after_stop later (weft_threads_count_late, or the owner's next slow path). Under lock. */
+	struct weft_chunk *stop_chunk;
+	char *stop_pos;
 };
 
 /* The calling thread's state; written only by that thread. */
@@ -202,10 +207,14 @@ static void handoff(struct weft_thread *t, char *end, int recycle)
 	enqueue(c);
 }
 
+static void count_late(struct weft_thread *t, char *pos);
+
 static void thread_exit(void *arg)
 {
 	struct weft_thread *t = arg;
 	pthread_mutex_lock(&t->lock);
+	count_late(t, t->tls->pos);
+	t->stop_chunk = NULL;
 	if (t->chunk)
 		handoff(t, t->tls->pos, 1);
 	t->tls->pos = t->tls->end = NULL;
@@ -270,6 +279,38 @@ static void count_lost(void)
 	atomic_fetch_add_explicit(&weft_g.after_stop, 1, memory_order_relaxed);
 }
 
+/* Events committed into t's stopped chunk after the stop's snapshot: after_stop. Under t->lock. */
+static void count_late(struct weft_thread *t, char *pos)
+{
+	struct weft_chunk *c = t->stop_chunk;
+	if (!c || !pos || pos < t->stop_pos || pos > c->data + chunk_bytes)
+		return;
+	const uint64_t *w = (const uint64_t *)t->stop_pos;
+	size_t n = (size_t)(pos - t->stop_pos) / 8, i = 0;
+	uint64_t late = 0;
+	while (i + 2 <= n) {
+		unsigned type = weft_rec_type(w[i + 1]), extra = weft_rec_extra(w[i + 1]);
+		if (i + 2 + extra > n)
+			break;
+		late += weft_rec_is_event(type);
+		i += 2 + extra;
+	}
+	t->stop_pos = (char *)(w + i);
+	atomic_fetch_add_explicit(&weft_g.after_stop, late, memory_order_relaxed);
+}
+
+void weft_threads_count_late(void)
+{
+	pthread_mutex_lock(&threads_lock);
+	for (struct weft_thread *t = threads; t; t = t->next) {
+		pthread_mutex_lock(&t->lock);
+		if (t->alive) /* an exited thread's window is gone; thread_exit counted it */
+			count_late(t, __atomic_load_n(&t->tls->pos, __ATOMIC_ACQUIRE));
+		pthread_mutex_unlock(&t->lock);
+	}
+	pthread_mutex_unlock(&threads_lock);
+}
+
 void *weft__reserve_slow(size_t bytes)
 {
 	int saved = errno;
@@ -291,6 +332,8 @@ void *weft__reserve_slow(size_t bytes)
 	pthread_mutex_lock(&t->lock);
 	if (atomic_load(&weft_g.run) != WEFT_RUN_ON) {
 		count_lost();
+		count_late(t, t->tls->pos);
+		t->stop_chunk = NULL;
 		t->tls->pos = t->tls->end = NULL;
 		goto unlock;
 	}
@@ -355,9 +398,14 @@ void weft_threads_flush_all(void)
 		pthread_mutex_lock(&t->lock);
 		if (t->alive && t->chunk) {
 			char *pos = __atomic_load_n(&t->tls->pos, __ATOMIC_ACQUIRE);
+			struct weft_chunk *c = t->chunk;
 			handoff(t, pos, t == self);
-			if (t == self)
+			if (t == self) {
 				t->tls->pos = t->tls->end = NULL;
+			} else if (pos >= c->data && pos <= c->data + chunk_bytes) {
+				t->stop_chunk = c;
+				t->stop_pos = pos;
+			}
 		}
 		if (t->alive) {
 			uint64_t rec[4] = {t->tid, 0, t->dropped, t->seq};

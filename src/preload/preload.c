@@ -65,8 +65,14 @@ static void count_filtered(uint64_t n)
 	__atomic_store_n(my_counter, __atomic_load_n(my_counter, __ATOMIC_RELAXED) + n, __ATOMIC_RELAXED);
 }
 
+/* Set at stop (before_stop): every later function event goes the filtered way, where it is
+ * counted as after_stop (weft.h's promise) instead of written into a stale buffer window. */
+static int func_stopped;
+
 static void sum_filtered(void)
 {
+	func_stopped = 1;
+	__atomic_store_n(&func_filters, 1, __ATOMIC_RELAXED);
 	unsigned n = atomic_load(&ncounters);
 	for (unsigned i = 0; i < n && i < MAX_COUNTERS; i++)
 		atomic_fetch_add(&weft_g.func_filtered, __atomic_exchange_n(&counters[i], 0, __ATOMIC_RELAXED));
@@ -75,6 +81,10 @@ static void sum_filtered(void)
 static void enter_filtered(void *fn) NOINST;
 static void enter_filtered(void *fn)
 {
+	if (__atomic_load_n(&func_stopped, __ATOMIC_RELAXED)) {
+		atomic_fetch_add_explicit(&weft_g.after_stop, 1, memory_order_relaxed);
+		return;
+	}
 	if (func_select && !weft_func_allowed(fn)) {
 		count_filtered(1);
 		return;
@@ -91,6 +101,10 @@ static void enter_filtered(void *fn)
 static void exit_filtered(void *fn) NOINST;
 static void exit_filtered(void *fn)
 {
+	if (__atomic_load_n(&func_stopped, __ATOMIC_RELAXED)) {
+		atomic_fetch_add_explicit(&weft_g.after_stop, 1, memory_order_relaxed);
+		return;
+	}
 	if (func_select && !weft_func_allowed(fn)) {
 		count_filtered(1);
 		return;

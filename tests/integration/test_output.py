@@ -25,10 +25,11 @@ class Output(TraceTest):
         self.assertAlmostEqual(float(m.group(3)), os.path.getsize(pf) / 1e6, delta=0.051)
         self.assertGreater(events, 100000)
         self.assertLess(os.path.getsize(pf) / events, 6.0)  # ~3.5 B/event; plain packets are ~18
-        text = self.protoc_decode(pf)
+        text = self.protoc_decode(pf, inflate=False)
         if text is not None:
             self.assertIn("compressed_packets:", text)
             self.assertNotIn("track_event {", text)  # every event is inside a compressed batch
+            self.assertIn("track_event {", self.protoc_decode(pf))  # and decodes once inflated
         plain, _ = self.convert(data, "plain.pftrace", "--compress=none")
         self.assertGreater(os.path.getsize(plain), 3 * os.path.getsize(pf))
         q = ("select name, count(*) n, sum(dur) d, max(depth) md from slice group by name order by name",

@@ -9,6 +9,7 @@ import subprocess
 import sys
 import tempfile
 import unittest
+import zlib
 
 BUILD = os.path.abspath(os.environ.get("WEFT_BUILD", os.path.join(os.path.dirname(__file__), "..", "..", "build")))
 SRC = os.path.abspath(os.environ.get("WEFT_SRC", os.path.join(os.path.dirname(__file__), "..", "..")))
@@ -25,6 +26,38 @@ def run(cmd, env=None, cwd=None, check=True, timeout=240):
     if check and p.returncode != 0:
         raise AssertionError(f"{cmd} exited {p.returncode}\nstdout:{p.stdout}\nstderr:{p.stderr}")
     return p
+
+
+def _varint(b, i):
+    v = shift = 0
+    while True:
+        c = b[i]
+        i += 1
+        v |= (c & 0x7F) << shift
+        shift += 7
+        if c < 0x80:
+            return v, i
+
+
+def inflate_packets(raw):
+    """A Trace (repeated field 1 packets) with every packet that holds compressed_packets
+    (field 50, zlib) replaced by the packets it holds: a plain trace with the same content."""
+    out, i = bytearray(), 0
+    while i < len(raw):
+        start = i
+        tag, i = _varint(raw, i)
+        assert tag == (1 << 3) | 2, f"unexpected top-level tag {tag} at {start}"
+        n, i = _varint(raw, i)
+        body, i = raw[i:i + n], i + n
+        j, inner = 0, None
+        if body:
+            t, j2 = _varint(body, 0)
+            if t == (50 << 3) | 2:
+                m, j3 = _varint(body, j2)
+                if j3 + m == len(body):
+                    inner = zlib.decompress(body[j3:j3 + m])
+        out += inflate_packets(inner) if inner is not None else raw[start:i]
+    return bytes(out)
 
 
 class TraceTest(unittest.TestCase):
@@ -49,19 +82,27 @@ class TraceTest(unittest.TestCase):
         p = run([WEFT, "convert", data, "-o", out, *extra], check=check)
         return out, p
 
-    def protoc_decode(self, pftrace):
+    def protoc_decode(self, pftrace, inflate=True):
         """Decodes with Perfetto's schema; fails on any field the schema does not know.
-        Returns the decoded text, or None (saying so) where the schema is absent."""
+        Packets in TracePacket.compressed_packets batches are decoded too: the file as it is,
+        then (inflate=True) with every batch inflated in place, whose text is returned.
+        Returns None (saying so) where the schema is absent."""
         if not os.path.exists(PROTO):
             print(f"SKIP protoc check: {PROTO} absent", file=sys.stderr)
             return None
         with open(pftrace, "rb") as f:
-            p = subprocess.run(["protoc", "--decode=perfetto.protos.Trace", "-I", os.path.dirname(PROTO),
-                                PROTO], stdin=f, capture_output=True, text=True)
+            raw = f.read()
+        text = self._protoc(raw)
+        return self._protoc(inflate_packets(raw)) if inflate and "compressed_packets:" in text else text
+
+    def _protoc(self, data):
+        p = subprocess.run(["protoc", "--decode=perfetto.protos.Trace", "-I", os.path.dirname(PROTO),
+                            PROTO], input=data, capture_output=True)
         self.assertEqual(p.returncode, 0, p.stderr)
-        unknown = UNKNOWN_FIELD.findall(p.stdout)
+        out = p.stdout.decode("utf-8", "replace")
+        unknown = UNKNOWN_FIELD.findall(out)
         self.assertEqual(unknown, [], "fields unknown to the Perfetto schema")
-        return p.stdout
+        return out
 
     def tp(self, pftrace, *queries):
         """Runs SQL in Perfetto's trace_processor; returns a list of row lists."""
