@@ -32,6 +32,14 @@ cleanup() {
 trap cleanup EXIT
 tar -C "$root" -xf "$cache"
 cp /etc/resolv.conf "$root/etc/resolv.conf"
+# the network's trust, not the project's: where this machine reaches the registries through a
+# TLS-inspecting proxy, its local CA certificates go into the root too (Node reads them from
+# NODE_EXTRA_CA_CERTS, as on this machine)
+if ls /usr/local/share/ca-certificates/*.crt >/dev/null 2>&1; then
+  mkdir -p "$root/usr/local/share/ca-certificates"
+  cp /usr/local/share/ca-certificates/*.crt "$root/usr/local/share/ca-certificates/"
+  chroot "$root" update-ca-certificates >/dev/null 2>&1 || true
+fi
 mkdir -p "$root/work/weft"
 git -C "$src" archive HEAD | tar -x -C "$root/work/weft"
 [ -d "$src/../shared" ] && cp -r "$src/../shared" "$root/work/shared"
@@ -41,7 +49,7 @@ mount --bind /dev "$root/dev"
 mount --bind /dev/pts "$root/dev/pts"
 t1=$(date +%s)
 chroot "$root" /usr/bin/env -i PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin HOME=/root \
-  LANG=C.UTF-8 /bin/bash -c '
+  LANG=C.UTF-8 NODE_EXTRA_CA_CERTS=/etc/ssl/certs/ca-certificates.crt /bin/bash -c '
     set -e
     cd /work/weft
     echo "pristine-check: make demo"

