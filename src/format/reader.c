@@ -298,6 +298,8 @@ static void parse_meta(struct weft_trace *t, const char *name, const unsigned ch
 			memcpy(v, r, 32);
 			struct weft_thread_data *th = thread_get(p, (uint32_t)v[0]);
 			th->ended = 1;
+			if (v[3] > th->seq_end)
+				th->seq_end = v[3];
 			if (v[2] > th->dropped)
 				th->dropped = v[2];
 			break;
@@ -647,6 +649,8 @@ static void finish(struct weft_trace *t)
 		if (!p->has_meta)
 			weft_trace_warn(t, "process %d: no metadata file; names are unknown", p->pid);
 		setup_clock(t, p);
+		uint64_t missing_chunks = 0, events_read = 0;
+		uint32_t missing_tid = 0;
 		for (size_t k = 0; k < p->nthreads; k++) {
 			struct weft_thread_data *th = &p->threads[k];
 			if (th->nchunks)
@@ -667,6 +671,17 @@ static void finish(struct weft_trace *t)
 			th->nchunks = o;
 			if (drops > th->dropped)
 				th->dropped = drops;
+			/* chunk numbers run 0..n-1 per thread: gaps, and the count THREAD_END gives, say
+			 * what was handed to the writers and is not here (deleted or cut out) */
+			uint64_t expect = o ? th->chunks[o - 1].seq + 1 : 0;
+			if (th->seq_end > expect)
+				expect = th->seq_end;
+			if (expect > o) {
+				missing_chunks += expect - o;
+				if (!missing_tid)
+					missing_tid = th->tid;
+			}
+			events_read += th->events;
 			/* a thread's records are in time order: its first and last chunk bound it
 			 * (complete slices, whose times the program gives, may reach further) */
 			if (o)
@@ -678,6 +693,17 @@ static void finish(struct weft_trace *t)
 				snprintf(name, sizeof(name), "thread %u", th->tid);
 				th->name = strdup(name);
 			}
+		}
+		if (p->write_errno) {
+			/* the runtime said so: those chunks were never written, and counted as dropped */
+		} else if (missing_chunks) {
+			weft_trace_warn(t, "process %d: %llu chunks missing (first in thread %u): the events files "
+				    "were cut or deleted; their events are not in the trace", p->pid,
+				    (unsigned long long)missing_chunks, missing_tid);
+		} else if (p->finished && p->fin[0] > events_read) {
+			weft_trace_warn(t, "process %d: %llu of %llu recorded events missing: an events file was "
+				    "cut or deleted", p->pid, (unsigned long long)(p->fin[0] - events_read),
+				    (unsigned long long)p->fin[0]);
 		}
 		if (!p->name) {
 			if (p->argc > 0) {

@@ -34,6 +34,7 @@ struct weft_thread_data {
 	uint64_t events;  /* events in its chunks (frame headers) */
 	uint64_t dropped; /* sum of DROPPED records, or THREAD_END if larger */
 	int ended;        /* THREAD_END seen */
+	uint64_t seq_end; /* chunks the thread handed off (THREAD_END), to find missing ones */
 };
 
 struct weft_clock_pt { uint64_t ticks, boot_ns, real_ns; };

@@ -1,0 +1,54 @@
+"""Missing data the reader can detect from the metadata: a deleted events file, a chunk cut
+out cleanly (frames intact, one missing). Converting keeps what is there and warns once, with
+the count, instead of a clean-looking exit 0 (tests/programs/stress.c makes the trace)."""
+import glob
+import os
+import struct
+from weftlib import TraceTest, main, run, WEFT, BUILD
+
+
+class Salvage(TraceTest):
+    def make(self):
+        out = os.path.join(self.tmp, "s.data")
+        p = run([os.path.join(BUILD, "stress"), "2", "100000"], env={"WEFT_OPTIONS": f"output={out}:chunk_size=8K"})
+        self.assertIn("emitted 200000 written 200000 dropped 0", p.stdout)
+        return out
+
+    def test_deleted_events_file(self):
+        data = self.make()
+        pid = os.path.basename(glob.glob(data + "/*.wmeta")[0]).split(".")[0]
+        os.unlink(glob.glob(data + "/*.wevents")[0])
+        pf, p = self.convert(data, "x.pftrace")
+        warn = [l for l in p.stderr.splitlines() if "warning" in l]
+        self.assertEqual(len(warn), 1, p.stderr)
+        self.assertRegex(warn[0], rf"^weft: convert: warning: process {pid}: \d+ chunks missing \(first in thread \d+\): "
+                                  r"the events files were cut or deleted; their events are not in the trace$")
+
+    def test_chunk_cut_out(self):
+        data = self.make()
+        ev = glob.glob(data + "/*.wevents")[0]
+        with open(ev, "rb") as f:
+            d = f.read()
+        off, frames = 32, []
+        while off + 40 <= len(d):
+            magic, flags, tid, raw, stored, ck, seq, events = struct.unpack_from("<IIIIIIQI", d, off)
+            frames.append((off, 40 + stored, tid, seq, events))
+            off += 40 + stored
+        cut = frames[len(frames) // 2]
+        with open(ev, "wb") as f:
+            f.write(d[:cut[0]] + d[cut[0] + cut[1]:])
+        pf, p = self.convert(data, "x.pftrace")
+        self.assertIn(f"1 chunks missing (first in thread {cut[2]})", p.stderr)
+        self.assertEqual(len([l for l in p.stderr.splitlines() if "warning" in l]), 1, p.stderr)
+        self.assertRegex(p.stderr, rf"wrote .*x.pftrace: {200000 - cut[4]} events")
+        rows, = self.tp(pf, "select count(*) n from slice where name = 'tick'")
+        self.assertEqual(rows, [{"n": 200000 - cut[4]}])
+
+    def test_intact_trace_has_no_warning(self):
+        data = self.make()
+        pf, p = self.convert(data, "x.pftrace")
+        self.assertNotIn("warning", p.stderr)
+
+
+if __name__ == "__main__":
+    main()
