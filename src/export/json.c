@@ -63,6 +63,10 @@ struct jthread {
 	size_t bufcap, chunk;
 	int finished;
 	struct weft_walk_stats st;
+	uint64_t *aflows; /* pass 1: ids of arrows that leave or reach an async slice */
+	size_t naflows, acap;
+	const uint64_t *aset; /* pass 2: every thread's aflows, sorted */
+	size_t naset;
 };
 #define JD_UNTERM (1ull << 63)
 
@@ -286,16 +290,56 @@ static unsigned arg_pairs(struct jthread *j, struct pb *b, const struct weft_ev 
 	return n;
 }
 
-static void flows(struct jthread *j, struct jlist *L, const struct weft_ev *ev)
+/* Arrows. A v1 flow event ("s"/"f") binds to the slice enclosing it on its thread; an async
+ * slice is on no thread, so an arrow with an async end is written on the events themselves at
+ * both ends (flow v2: bind_id with flow_out/flow_in), one such arrow per event. Pass 1 collects
+ * the ids of arrows that touch an async slice; pass 2 looks them up. */
+static uint64_t flow_id(const struct weft_ev *ev, unsigned k)
+{
+	return k < ev->nout ? ev->flows_out[k] : ev->flows_in[k - ev->nout];
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+	return x < y ? -1 : x > y;
+}
+
+/* Which of the event's arrows goes on the event itself (v2), or -1. */
+static int inline_flow(const struct jthread *j, const struct weft_ev *ev, int async)
+{
+	for (unsigned k = 0; k < ev->nout + ev->nin; k++) {
+		uint64_t id = flow_id(ev, k);
+		if (async || (j->naset && bsearch(&id, j->aset, j->naset, sizeof(id), cmp_u64)))
+			return (int)k;
+	}
+	return -1;
+}
+
+static void put_bind(struct pb *b, const struct weft_ev *ev, int k)
+{
+	if (k < 0)
+		return;
+	PUTS(b, ",\"bind_id\":");
+	put_u64(b, flow_id(ev, (unsigned)k));
+	if ((unsigned)k < ev->nout)
+		PUTS(b, ",\"flow_out\":true");
+	else
+		PUTS(b, ",\"flow_in\":true");
+}
+
+/* v1 flow events for the event's arrows but the one written on the event (skip). */
+static void flows_but(struct jthread *j, struct jlist *L, const struct weft_ev *ev, int skip)
 {
 	struct pb *b = &L->text;
 	for (unsigned k = 0; k < ev->nout + ev->nin; k++) {
+		if ((int)k == skip)
+			continue;
 		int out = k < ev->nout;
-		uint64_t id = out ? ev->flows_out[k] : ev->flows_in[k - ev->nout];
 		struct jent *e = add(L, ev->ts, 0);
 		head(j, b, out ? "s" : "f", ev->ts, ev->track, 1);
 		PUTS(b, ",\"name\":\"flow\",\"cat\":\"flow\",\"id\":");
-		put_u64(b, id);
+		put_u64(b, flow_id(ev, k));
 		if (!out)
 			PUTS(b, ",\"bp\":\"e\"");
 		PUTS(b, "}");
@@ -303,12 +347,19 @@ static void flows(struct jthread *j, struct jlist *L, const struct weft_ev *ev)
 	}
 }
 
-static void simple(struct jthread *j, struct jlist *L, const struct weft_ev *ev, const char *ph, uint64_t ts)
+static void flows(struct jthread *j, struct jlist *L, const struct weft_ev *ev)
+{
+	flows_but(j, L, ev, -1);
+}
+
+static void simple_bind(struct jthread *j, struct jlist *L, const struct weft_ev *ev, const char *ph,
+			uint64_t ts, int bind)
 {
 	struct pb *b = &L->text;
 	struct jent *e = add(L, ts, 0);
 	head(j, b, ph, ts, ev->track, 1);
 	name_cat(j, b, ev);
+	put_bind(b, ev, bind);
 	if (ph[0] == 'i')
 		PUTS(b, ",\"s\":\"t\"");
 	if (ev->nargs || ev->kind == WEFT_EV_DROPPED) {
@@ -320,13 +371,19 @@ static void simple(struct jthread *j, struct jlist *L, const struct weft_ev *ev,
 	close_entry(L, e);
 }
 
+static void simple(struct jthread *j, struct jlist *L, const struct weft_ev *ev, const char *ph, uint64_t ts)
+{
+	simple_bind(j, L, ev, ph, ts, -1);
+}
+
 /* An X event up to its open args object; dur and the closing come when it is written out. */
-static void x_event(struct jthread *j, struct jlist *L, const struct weft_ev *ev, uint64_t dur)
+static void x_event(struct jthread *j, struct jlist *L, const struct weft_ev *ev, uint64_t dur, int bind)
 {
 	struct pb *b = &L->text;
 	struct jent *e = add(L, ev->ts, JF_X);
 	head(j, b, "X", ev->ts, ev->track, 1);
 	name_cat(j, b, ev);
+	put_bind(b, ev, bind);
 	PUTS(b, ",\"args\":{");
 	if (arg_pairs(j, b, ev))
 		e->flags |= JF_ARGS;
@@ -340,11 +397,25 @@ static void x_event(struct jthread *j, struct jlist *L, const struct weft_ev *ev
 static void pass1_event(void *ud, const struct weft_ev *ev)
 {
 	struct jthread *j = ud;
+	if ((ev->kind == WEFT_EV_ASYNC_BEGIN || ev->kind == WEFT_EV_ASYNC_END || ev->kind == WEFT_EV_ASYNC_INSTANT) &&
+	    ev->nout + ev->nin) {
+		if (j->naflows == j->acap) {
+			size_t cap = j->acap ? j->acap * 2 : 64;
+			uint64_t *a = realloc(j->aflows, cap * sizeof(*a));
+			if (!a) {
+				j->st.oom++;
+				return;
+			}
+			j->aflows = a;
+			j->acap = cap;
+		}
+		j->aflows[j->naflows++] = flow_id(ev, 0);
+	}
 	if (ev->track)
 		note_lane(j, ev->track);
 	if (ev->kind == WEFT_EV_COMPLETE) {
 		if (j->style == WEFT_JSON_X) {
-			x_event(j, &j->side, ev, ev->end_ts - ev->ts);
+			x_event(j, &j->side, ev, ev->end_ts - ev->ts, -1);
 		} else {
 			simple(j, &j->side, ev, "B", ev->ts);
 			struct jent *e = add(&j->side, ev->end_ts, 0);
@@ -386,13 +457,15 @@ static void pass2_event(void *ud, const struct weft_ev *ev)
 	struct jlist *L = &j->out;
 	struct pb *b = &L->text;
 	switch (ev->kind) {
-	case WEFT_EV_BEGIN:
+	case WEFT_EV_BEGIN: {
+		int bind = inline_flow(j, ev, 0);
 		if (j->style == WEFT_JSON_X)
-			x_event(j, L, ev, j->dnext < j->ndurs ? j->durs[j->dnext++] : 0);
+			x_event(j, L, ev, j->dnext < j->ndurs ? j->durs[j->dnext++] : 0, bind);
 		else
-			simple(j, L, ev, "B", ev->ts);
-		flows(j, L, ev);
+			simple_bind(j, L, ev, "B", ev->ts, bind);
+		flows_but(j, L, ev, bind);
 		break;
+	}
 	case WEFT_EV_END:
 		if (j->style == WEFT_JSON_X)
 			break;
@@ -408,10 +481,12 @@ static void pass2_event(void *ud, const struct weft_ev *ev)
 		}
 		break;
 	case WEFT_EV_INSTANT:
-	case WEFT_EV_DROPPED:
-		simple(j, L, ev, "i", ev->ts);
-		flows(j, L, ev);
+	case WEFT_EV_DROPPED: {
+		int bind = inline_flow(j, ev, 0);
+		simple_bind(j, L, ev, "i", ev->ts, bind);
+		flows_but(j, L, ev, bind);
 		break;
+	}
 	case WEFT_EV_COUNTER: {
 		struct jent *e = add(L, ev->ts, 0);
 		head(j, b, "C", ev->ts, 0, 0);
@@ -445,8 +520,11 @@ static void pass2_event(void *ud, const struct weft_ev *ev)
 			arg_pairs(j, b, ev);
 			PUTS(b, "}");
 		}
+		int bind = inline_flow(j, ev, 1);
+		put_bind(b, ev, bind);
 		PUTS(b, "}");
 		close_entry(L, e);
+		flows_but(j, L, ev, bind);
 		break;
 	}
 	default: /* complete slices: the side list of pass 1 */
@@ -586,6 +664,26 @@ int weft_export_json(const struct weft_trace *t, FILE *out, int style, int jobs,
 			js[k].end_ns = t->last_ns;
 		}
 	weft_parallel_for(n, jobs, pass1, js);
+	size_t naset = 0;
+	for (size_t i = 0; i < n; i++)
+		naset += js[i].naflows;
+	uint64_t *aset = naset ? malloc(naset * sizeof(*aset)) : NULL;
+	if (naset && !aset) {
+		sum->oom++;
+		naset = 0;
+	}
+	for (size_t i = 0, at = 0; i < n && aset; i++) {
+		memcpy(aset + at, js[i].aflows, js[i].naflows * sizeof(*aset));
+		at += js[i].naflows;
+		free(js[i].aflows);
+		js[i].aflows = NULL;
+	}
+	if (naset)
+		qsort(aset, naset, sizeof(*aset), cmp_u64);
+	for (size_t i = 0; i < n; i++) {
+		js[i].aset = aset;
+		js[i].naset = naset;
+	}
 
 	struct ctx c = {.out = out, .first = 1};
 	PUTS(&c.buf, "{\"displayTimeUnit\":\"ns\",\"traceEvents\":[\n");
@@ -678,6 +776,9 @@ int weft_export_json(const struct weft_trace *t, FILE *out, int style, int jobs,
 	out_flush(&c, 1);
 	free(c.buf.p);
 	free(heap);
+	free(aset);
+	for (size_t i = 0; i < n; i++)
+		free(js[i].aflows); /* where the merge ran out of memory */
 	free(js);
 	sum->events = pass1_events;
 	sum->dropped = dropped;
