@@ -25,6 +25,7 @@ if [ ! -s "$cache" ]; then
   echo "pristine-check: root built in $(( $(date +%s) - t0 )) s"
 fi
 root=$(mktemp -d /var/tmp/weft-pristine.XXXXXX)
+chmod 755 "$root" # a root directory others can enter (mktemp makes it 0700)
 cleanup() {
   for m in dev/pts dev sys proc; do umount -l "$root/$m" 2>/dev/null || true; done
   rm -rf --one-file-system "$root"

@@ -60,7 +60,7 @@ class RecordSafety(TraceTest):
         os.chown(exe, 65534, -1)
         os.chmod(exe, 0o4755)
         p = run([WEFT, "record", "-o", os.path.join(self.tmp, "s.data"), "--", exe, "_exit", "9"], check=False)
-        self.assertEqual(p.returncode, 9)
+        self.assertEqual(p.returncode, 9, p.stderr)
         self.assertEqual(p.stderr, f"weft: record: {exe} is setuid/setgid: the loader ignores LD_PRELOAD for it, "
                                    "so nothing was traced\n")
 
