@@ -90,11 +90,12 @@ extern "C" {
 	WEFT__COUNTER(name, unit, 1, WEFT_R_COUNTER_F64, weft__d2w(v))
 
 /* WEFT_RATE("name", n) - adds n to a running count and, at most every 100 ms, emits the rate
- * since the previous point (n per second, double) on the counter track "name" with unit "/s".
+ * since the previous point (n per second, double) on the counter track "name" with unit "/s";
+ * what is still counted when tracing stops is emitted then, so a short run shows a point too.
  * Thread-safe: all threads calling the same WEFT_RATE site add to one count. */
 #define WEFT_RATE(name, n) \
 	do { \
-		static struct weft_rate weft__r_ = {{0, WEFT_KIND_COUNTER, 1, 0, 0, name, "", "/s", 0}, 0, 0}; \
+		static struct weft_rate weft__r_ = {{0, WEFT_KIND_COUNTER, 1, 0, 0, name, "", "/s", 0}, 0, 0, 0}; \
 		weft_rate_add(&weft__r_, (uint64_t)(n)); \
 	} while (0)
 
@@ -215,6 +216,7 @@ struct weft_rate {
 	struct weft_site site;
 	uint64_t count; /* atomically added by weft_rate_add */
 	uint64_t last;  /* ticks of the last point; CAS by the thread that emits it */
+	struct weft_rate *next; /* the runtime's list of rates, flushed at weft_stop */
 };
 WEFT_API void weft_rate_add(struct weft_rate *r, uint64_t n);
 

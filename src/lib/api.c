@@ -86,6 +86,21 @@ void weft_flow_in(uint64_t id)
  * emits count/interval as a double counter point. The interval in ticks is refreshed from the
  * calibration at every point. */
 static _Atomic uint64_t rate_interval; /* ticks per 100 ms; 0 until first measured */
+static struct weft_rate *_Atomic rates; /* every rate used: pushed by its first call */
+
+/* At stop: each rate's count since its last point becomes a final point. */
+void weft_rates_flush(void)
+{
+	double tpn = weft_ticks_per_ns();
+	for (struct weft_rate *r = atomic_load(&rates); r; r = r->next) {
+		uint64_t count = __atomic_exchange_n(&r->count, 0, __ATOMIC_RELAXED);
+		uint64_t now = weft__ticks(), last = __atomic_exchange_n(&r->last, now, __ATOMIC_RELAXED);
+		if (!count || !r->site.id || now <= last || tpn <= 0)
+			continue;
+		double rate = (double)count / ((double)(now - last) / tpn / 1e9);
+		weft__rec3(weft__hdr(r->site.id, WEFT_R_COUNTER_F64, 1, 0), weft__d2w(rate));
+	}
+}
 
 void weft_rate_add(struct weft_rate *r, uint64_t n)
 {
@@ -95,7 +110,13 @@ void weft_rate_add(struct weft_rate *r, uint64_t n)
 	uint64_t now = weft__ticks();
 	uint64_t last = __atomic_load_n(&r->last, __ATOMIC_RELAXED);
 	if (last == 0) {
-		__atomic_compare_exchange_n(&r->last, &last, now, 0, __ATOMIC_RELAXED, __ATOMIC_RELAXED);
+		/* the first call: the thread that sets `last` puts the rate on the list */
+		if (__atomic_compare_exchange_n(&r->last, &last, now, 0, __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
+			struct weft_rate *head = atomic_load(&rates);
+			do
+				r->next = head;
+			while (!atomic_compare_exchange_weak(&rates, &head, r));
+		}
 		return;
 	}
 	uint64_t interval = atomic_load_explicit(&rate_interval, memory_order_relaxed);

@@ -83,6 +83,9 @@ WEFT_HIDDEN int weft_glob_list_match(const char *list, const char *s, int empty_
 WEFT_HIDDEN int weft_glob_check(const char *pat, char *err, size_t errlen);
 WEFT_HIDDEN int weft_glob_list_check(const char *list);
 
+/* ---- api.c ---- */
+WEFT_HIDDEN void weft_rates_flush(void); /* stop: pending rate counts as final points */
+
 /* ---- registry.c ---- */
 WEFT_HIDDEN void weft_registry_reevaluate(void);
 WEFT_HIDDEN void weft_registry_write_all(void); /* re-emit every site/track (fork child) */

@@ -265,6 +265,8 @@ int weft_stop(void)
 		weft_in_runtime--;
 		return 0;
 	}
+	if (!weft_g.in_signal)
+		weft_rates_flush(); /* while the run is on, so the points are recorded */
 	atomic_store(&weft_g.run, WEFT_RUN_STOPPED);
 	if (weft_g.before_stop)
 		weft_g.before_stop();

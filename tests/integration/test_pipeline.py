@@ -109,6 +109,10 @@ class Pipeline(TraceTest):
         counters = collections.Counter(e["name"] for e in ev if e["ph"] == "C")
         self.assertEqual((counters["queue depth"], counters["work done"]), (S * E * 6, 1))
         self.assertEqual(set(counters) - {"module steps/s"}, {"queue depth", "work done"})
+        # the rate shows in a run shorter than its 100 ms period: its count is flushed at stop
+        self.assertGreaterEqual(counters["module steps/s"], 1)
+        rate = [e["args"]["value"] for e in ev if e["ph"] == "C" and e["name"] == "module steps/s"]
+        self.assertTrue(all(v > 0 for v in rate), rate)
         names = {e["args"]["name"] for e in ev if e["ph"] == "M" and e["name"] == "thread_name"}
         for s in range(S):
             self.assertTrue(any(n.startswith(f"stream {s} / worker ") for n in names), names)
