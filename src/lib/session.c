@@ -258,6 +258,10 @@ int weft_start(void)
 
 int weft_stop(void)
 {
+	/* pending rate counts become points while the run is on, through the ordinary event
+	 * path (not from inside the runtime, where a new chunk would be refused) */
+	if (!weft_g.in_signal && !weft_in_runtime && atomic_load(&weft_g.run) == WEFT_RUN_ON)
+		weft_rates_flush();
 	weft_in_runtime++;
 	pthread_mutex_lock(&weft_g.lock);
 	if (atomic_load(&weft_g.run) != WEFT_RUN_ON) {
@@ -265,8 +269,6 @@ int weft_stop(void)
 		weft_in_runtime--;
 		return 0;
 	}
-	if (!weft_g.in_signal)
-		weft_rates_flush(); /* while the run is on, so the points are recorded */
 	atomic_store(&weft_g.run, WEFT_RUN_STOPPED);
 	if (weft_g.before_stop)
 		weft_g.before_stop();
