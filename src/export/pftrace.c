@@ -421,6 +421,17 @@ struct job {
 	struct seq_enc *encs;
 };
 
+/* The images of one process (pid): exec starts a new one (gen 1, 2, ...), the same process. */
+static const struct weft_proc *last_image(const struct weft_trace *t, const struct weft_proc *p)
+{
+	const struct weft_proc *l = p;
+	for (size_t i = 0; i < t->nprocs; i++)
+		if (t->procs[i].pid == p->pid && t->procs[i].gen > l->gen)
+			l = &t->procs[i];
+	return l;
+}
+
+
 static void encode_thread(size_t i, void *ud)
 {
 	struct job *j = ud;
@@ -446,7 +457,18 @@ static void encode_thread(size_t i, void *ud)
 	size_t thd = pb_begin(b, TD_THREAD);
 	pb_varint(b, THD_PID, (uint64_t)(uint32_t)p->pid);
 	pb_varint(b, THD_TID, e->th->tid);
-	pb_string(b, THD_NAME, e->th->name);
+	/* a thread has one name in the UI: the main thread of a process that exec'd is named
+	 * after its last image, like the process */
+	const struct weft_proc *last = last_image(j->t, p);
+	if (last != p && e->th->tid == (uint32_t)p->pid) {
+		const char *name = last->name;
+		for (size_t k = 0; k < last->nthreads; k++)
+			if (last->threads[k].tid == e->th->tid)
+				name = last->threads[k].name;
+		pb_string(b, THD_NAME, name);
+	} else {
+		pb_string(b, THD_NAME, e->th->name);
+	}
 	pb_end(b, thd);
 	pb_end(b, td);
 	pb_end(b, pk);
@@ -508,18 +530,20 @@ static void header(const struct weft_trace *t, struct pb *b)
 
 	for (size_t i = 0; i < t->nprocs; i++) {
 		const struct weft_proc *p = &t->procs[i];
-		pk = pb_begin(b, TRACE_PACKET);
-		pb_varint(b, TP_SEQ_ID, 1);
-		size_t td = pb_begin(b, TP_TRACK_DESCRIPTOR);
-		pb_varint(b, TD_UUID, proc_uuid(p->pid));
-		size_t pd = pb_begin(b, TD_PROCESS);
-		pb_varint(b, PD_PID, (uint64_t)(uint32_t)p->pid);
-		for (int a = 0; a < p->argc; a++)
-			pb_string(b, PD_CMDLINE, p->argv[a]);
-		pb_string(b, PD_NAME, p->name);
-		pb_end(b, pd);
-		pb_end(b, td);
-		pb_end(b, pk);
+		if (last_image(t, p) == p) { /* one descriptor per pid: its last image's name */
+			pk = pb_begin(b, TRACE_PACKET);
+			pb_varint(b, TP_SEQ_ID, 1);
+			size_t td = pb_begin(b, TP_TRACK_DESCRIPTOR);
+			pb_varint(b, TD_UUID, proc_uuid(p->pid));
+			size_t pd = pb_begin(b, TD_PROCESS);
+			pb_varint(b, PD_PID, (uint64_t)(uint32_t)p->pid);
+			for (int a = 0; a < p->argc; a++)
+				pb_string(b, PD_CMDLINE, p->argv[a]);
+			pb_string(b, PD_NAME, p->name);
+			pb_end(b, pd);
+			pb_end(b, td);
+			pb_end(b, pk);
+		}
 		for (size_t tr = 1; tr < p->ntracks; tr++)
 			if (p->tracks[tr])
 				describe(b, 1, track_uuid(p->pid, (unsigned)tr), proc_uuid(p->pid), p->tracks[tr], 0);
@@ -529,7 +553,7 @@ static void header(const struct weft_trace *t, struct pb *b)
 				continue;
 			pk = pb_begin(b, TRACE_PACKET);
 			pb_varint(b, TP_SEQ_ID, 1);
-			td = pb_begin(b, TP_TRACK_DESCRIPTOR);
+			size_t td = pb_begin(b, TP_TRACK_DESCRIPTOR);
 			pb_varint(b, TD_UUID, counter_uuid(p->pid, (uint32_t)id));
 			pb_varint(b, TD_PARENT, proc_uuid(p->pid));
 			pb_string(b, TD_NAME, s->name);

@@ -421,7 +421,9 @@ static void on_fatal(int sig, siginfo_t *si, void *uc)
 	if (!weft_in_runtime && getpid() == weft_g.pid) {
 		weft_g.in_signal = 1;
 		if (atomic_load(&weft_g.run) == WEFT_RUN_ON) {
-			struct weft_site *m = fatal_site(sig);
+			/* not when the signal came inside an event of this thread: the marker would be
+			 * dropped (and counted as a loss); the metadata record below still says it */
+			struct weft_site *m = weft__tls.busy ? NULL : fatal_site(sig);
 			if (m && weft__on(m))
 				weft__rec2(weft__hdr(m->id, WEFT_R_INSTANT, 0, 0));
 			/* where and when the process ended, for `weft info` and a marker in the trace */

@@ -43,5 +43,23 @@ class Output(TraceTest):
         self.assertEqual((p.returncode, p.stderr), (2, "weft: convert: unknown --compress 'zip' (valid: deflate, none)\n"))
 
 
+@unittest.skipIf(os.environ.get("WEFT_TEST_NO_PRELOAD"), "preloading is not testable in this build (TSan)")
+class ProcessNames(TraceTest):
+    def test_cmdline_and_exec_rename(self):
+        prog = os.path.join(BUILD, "ft_exits_O2")
+        data = os.path.join(self.tmp, "x.data")
+        run([WEFT, "record", "-q", "-o", data, "--", "sh", "-c", f"exec {prog} _exit 0"], cwd=self.tmp)
+        pf = os.path.join(data, "trace.pftrace")
+        procs, threads = self.tp(pf, "select pid, name from process where pid != 0",
+                                 "select t.tid, t.name from thread t where t.tid != 0")
+        self.assertEqual(len(procs), 1, procs)  # one process, two images: named after the last
+        self.assertEqual(procs[0]["name"], "ft_exits_O2")
+        self.assertEqual([t["name"] for t in threads], ["ft_exits_O2"])
+        text = self.protoc_decode(pf)
+        if text is not None:  # the command line is in the process descriptor
+            self.assertIn(f'cmdline: "{prog}"', text)
+            self.assertIn('cmdline: "_exit"', text)
+
+
 if __name__ == "__main__":
     main()
