@@ -25,13 +25,13 @@ if [ ! -s "$cache" ]; then
   echo "pristine-check: root built in $(( $(date +%s) - t0 )) s"
 fi
 root=$(mktemp -d /var/tmp/weft-pristine.XXXXXX)
-chmod 755 "$root" # a root directory others can enter (mktemp makes it 0700)
 cleanup() {
   for m in dev/pts dev sys proc; do umount -l "$root/$m" 2>/dev/null || true; done
   rm -rf --one-file-system "$root"
 }
 trap cleanup EXIT
 tar -C "$root" -xf "$cache"
+chmod 755 "$root" # a root directory others can enter (mktemp made it, and the cache's ".", 0700)
 cp /etc/resolv.conf "$root/etc/resolv.conf"
 # the network's trust, not the project's: where this machine reaches the registries through a
 # TLS-inspecting proxy, its local CA certificates go into the root too (Node reads them from
