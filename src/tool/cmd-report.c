@@ -5,6 +5,7 @@
  * as a call tree with --tree (like `uftrace graph`), as CSV or JSON for scripts.
  */
 #include "tool/cmd.h"
+#include "tool/shortname.h"
 #include "export/profile.h"
 #include <getopt.h>
 #include <stdio.h>
@@ -13,7 +14,7 @@
 
 static void help(FILE *f)
 {
-	fprintf(f, "usage: weft report [OPTIONS] DIR\n"
+	fprintf(f, "usage: weft report [OPTIONS] [DIR]   (default weft.data)\n"
 		   "Where the time went in the trace DIR.\n\n"
 		   "  -s, --sort KEY      total (default), self, calls, avg, max or name\n"
 		   "      --threads       one table per thread\n"
@@ -22,6 +23,8 @@ static void help(FILE *f)
 		   "  -f, --format FMT    text (default), csv or json\n"
 		   "  -n, --limit N       at most N rows (default: all)\n"
 		   "  -j, --jobs N        threads to use (default 2)\n"
+		   "      --full-names    C++ names with return type and parameters (the text table\n"
+		   "                      shows them without; csv and json always give them whole)\n"
 		   "  -h, --help          this text\n\n"
 		   "Total time counts a recursive function once (its outermost call); self time is\n"
 		   "total minus the recorded calls it made. Exit status: 0, 1 unreadable, 2 usage.\n");
@@ -49,17 +52,42 @@ static int cmp(const void *a, const void *b)
 	return strcmp(x->name, y->name);
 }
 
-static const char *fmt_ns(uint64_t ns, char *buf, size_t n)
+/* One unit per column, chosen from the column's largest value, so a column reads down. */
+struct unit {
+	const char *name;
+	double div;
+	int decimals;
+};
+static struct unit unit_for(uint64_t max_ns)
 {
-	if (ns < 10000)
-		snprintf(buf, n, "%6llu ns", (unsigned long long)ns);
-	else if (ns < 10000000)
-		snprintf(buf, n, "%6.1f us", (double)ns / 1e3);
-	else if (ns < 10000000000ull)
-		snprintf(buf, n, "%6.1f ms", (double)ns / 1e6);
-	else
-		snprintf(buf, n, "%6.2f  s", (double)ns / 1e9);
+	if (max_ns < 100000)
+		return (struct unit){"ns", 1, 0};
+	if (max_ns < 100000000)
+		return (struct unit){"us", 1e3, 3};
+	if (max_ns < 100000000000ull)
+		return (struct unit){"ms", 1e6, 3};
+	return (struct unit){"s", 1e9, 2};
+}
+
+static const char *fmt_in(uint64_t ns, struct unit u, char *buf, size_t n)
+{
+	snprintf(buf, n, "%12.*f", u.decimals, (double)ns / u.div);
 	return buf;
+}
+
+/* A column header right-aligned over its numbers: "Total (ms)". */
+static const char *col(const char *what, struct unit u, char *buf, size_t n)
+{
+	char t[32];
+	snprintf(t, sizeof(t), "%s (%s)", what, u.name);
+	snprintf(buf, n, "%12s", t);
+	return buf;
+}
+
+static int full_names; /* --full-names: C++ names with return type and parameters */
+static const char *shown_name(const char *name, char *buf, size_t n)
+{
+	return full_names ? name : weft_short_name(name, buf, n);
 }
 
 static void json_str(const char *s)
@@ -88,6 +116,17 @@ static void csv_str(const char *s)
 	putchar('"');
 }
 
+static void max_self(const struct weft_tnode *n, uint64_t *m)
+{
+	for (const struct weft_tnode *c = n->child; c; c = c->next) {
+		if (c->self > *m)
+			*m = c->self;
+		max_self(c, m);
+	}
+}
+
+static struct unit tree_units[2]; /* total, self: from the root's largest child */
+
 static void print_tree(const struct weft_tnode *n, int depth, int fmt, int *first)
 {
 	/* children by total time */
@@ -108,10 +147,11 @@ static void print_tree(const struct weft_tnode *n, int depth, int fmt, int *firs
 		}
 	for (size_t i = 0; i < k; i++) {
 		const struct weft_tnode *c = v[i];
-		char a[32], b[32];
+		char a[32], b[32], nm[1024];
 		if (fmt == 0)
-			printf("  %s  %s  %9llu  %*s%s\n", fmt_ns(c->total, a, sizeof(a)), fmt_ns(c->self, b, sizeof(b)),
-			       (unsigned long long)c->calls, depth * 2, "", c->name);
+			printf("%s  %s  %9llu  %*s%s\n", fmt_in(c->total, tree_units[0], a, sizeof(a)),
+			       fmt_in(c->self, tree_units[1], b, sizeof(b)), (unsigned long long)c->calls, depth * 2, "",
+			       shown_name(c->name, nm, sizeof(nm)));
 		else if (fmt == 1) {
 			printf("%d,%llu,%llu,%llu,", depth, (unsigned long long)c->total, (unsigned long long)c->self,
 			       (unsigned long long)c->calls);
@@ -137,11 +177,13 @@ int cmd_report(int argc, char **argv)
 		{"processes", no_argument, 0, 'P'},
 		{"tree", no_argument, 0, 'G'}, {"format", required_argument, 0, 'f'},
 		{"limit", required_argument, 0, 'n'}, {"jobs", required_argument, 0, 'j'},
+		{"full-names", no_argument, 0, 'F'},
 		{"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
 	static const char *keys[] = {"total", "self", "calls", "avg", "max", "name"};
 	int per_thread = 0, tree = 0, fmt = 0, jobs = 2, c;
 	long limit = -1;
 	sort_key = 0;
+	full_names = 0;
 	optind = 1;
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, "s:f:n:j:h", opts, NULL)) != -1) {
@@ -157,6 +199,7 @@ int cmd_report(int argc, char **argv)
 		case 'T': per_thread = WEFT_PROFILE_THREADS; break;
 		case 'P': per_thread = WEFT_PROFILE_PROCESSES; break;
 		case 'G': tree = 1; break;
+		case 'F': full_names = 1; break;
 		case 'f':
 			if (!strcmp(optarg, "text"))
 				fmt = 0;
@@ -215,8 +258,19 @@ int cmd_report(int argc, char **argv)
 		weft_cli_warn_undecoded("report", pr.bad_chunks, pr.bad_why, NULL);
 	int first = 1;
 	if (tree) {
-		if (fmt == 0)
-			printf("  Total time    Self time      Calls  Call tree\n");
+		if (fmt == 0) {
+			uint64_t mt = 0, ms = 0;
+			for (const struct weft_tnode *c = pr.root->child; c; c = c->next) {
+				mt = c->total > mt ? c->total : mt;
+				ms = c->self > ms ? c->self : ms;
+			}
+			max_self(pr.root, &ms);
+			tree_units[0] = unit_for(mt);
+			tree_units[1] = unit_for(ms);
+			char h1[32], h2[32];
+			printf("%s  %s  %9s  Call tree\n", col("Total", tree_units[0], h1, sizeof(h1)),
+			       col("Self", tree_units[1], h2, sizeof(h2)), "Calls");
+		}
 		else if (fmt == 1)
 			printf("depth,total_ns,self_ns,calls,name\n");
 		else
@@ -233,6 +287,7 @@ int cmd_report(int argc, char **argv)
 		else if (fmt == 2)
 			printf("[");
 		long shown = 0;
+		struct unit units[4];
 		uint32_t cur_tid = UINT32_MAX;
 		int cur_pid = -1;
 		for (size_t i = 0; i < pr.nrows; i++) {
@@ -246,19 +301,37 @@ int cmd_report(int argc, char **argv)
 						printf("%s# process %d, thread %u\n", i ? "\n" : "", r->pid, r->tid);
 					else if (per_thread)
 						printf("%s# process %d\n", i ? "\n" : "", r->pid);
-					printf("  Total time    Self time      Calls     Average      Maximum  Function\n"
-					       "  ==========  ===========  =========  ==========  ===========  ========\n");
+					/* units per column, from the rows this table shows */
+					uint64_t mx[4] = {0, 0, 0, 0};
+					long rows = 0;
+					for (size_t k = i; k < pr.nrows && pr.rows[k].pid == r->pid && pr.rows[k].tid == r->tid &&
+							   (limit <= 0 || rows < limit); k++, rows++) {
+						const struct weft_fstat *q = &pr.rows[k];
+						uint64_t v[4] = {q->total, q->self, q->total / q->calls, q->max};
+						for (int m = 0; m < 4; m++)
+							mx[m] = v[m] > mx[m] ? v[m] : mx[m];
+					}
+					char h[4][32];
+					static const char *heads[4] = {"Total", "Self", "Average", "Maximum"};
+					for (int m = 0; m < 4; m++) {
+						units[m] = unit_for(mx[m]);
+						col(heads[m], units[m], h[m], sizeof(h[m]));
+					}
+					printf("%s  %s  %9s  %s  %s  Function\n", h[0], h[1], "Calls", h[2], h[3]);
+					printf("%s  %s  %9s  %s  %s  ========\n", "============", "============", "=========",
+					       "============", "============");
 				}
 			}
 			if (limit > 0 && shown >= limit)
 				continue;
 			shown++;
 			uint64_t avg = r->total / r->calls;
-			char a[32], b[32], d[32], e[32];
+			char a[32], b[32], d[32], e[32], nm[1024];
 			if (fmt == 0)
-				printf("  %s  %s  %9llu  %s  %s  %s\n", fmt_ns(r->total, a, sizeof(a)),
-				       fmt_ns(r->self, b, sizeof(b)), (unsigned long long)r->calls,
-				       fmt_ns(avg, d, sizeof(d)), fmt_ns(r->max, e, sizeof(e)), r->name);
+				printf("%s  %s  %9llu  %s  %s  %s\n", fmt_in(r->total, units[0], a, sizeof(a)),
+				       fmt_in(r->self, units[1], b, sizeof(b)), (unsigned long long)r->calls,
+				       fmt_in(avg, units[2], d, sizeof(d)), fmt_in(r->max, units[3], e, sizeof(e)),
+				       shown_name(r->name, nm, sizeof(nm)));
 			else if (fmt == 1) {
 				if (per_thread == WEFT_PROFILE_THREADS)
 					printf("%d,%u,", r->pid, r->tid);

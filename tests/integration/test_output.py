@@ -61,5 +61,32 @@ class ProcessNames(TraceTest):
             self.assertIn('cmdline: "_exit"', text)
 
 
+
+@unittest.skipIf(os.environ.get("WEFT_TEST_NO_PRELOAD"), "preloading is not testable in this build (TSan)")
+class ReportTable(TraceTest):
+    def test_columns_and_names(self):
+        data = os.path.join(self.tmp, "r.data")
+        run([WEFT, "record", "-q", "-o", data, "--", os.path.join(BUILD, "ft_except_O2")], cwd=self.tmp)
+        for args in ((), ("--tree",)):
+            with self.subTest(args=args):
+                lines = run([WEFT, "report", *args, data]).stdout.splitlines()
+                head = lines[0]
+                cols = [(m.group(1), m.end()) for m in re.finditer(r"(?:Total|Self|Average|Maximum) \((ns|us|ms|s)\)", head)]
+                self.assertEqual(len(cols), 2 if args else 4, head)
+                rows = [l for l in lines[1:] if l and not l.startswith("=")]
+                self.assertTrue(rows)
+                for row in rows:
+                    for unit, end in cols:  # right-aligned under the header, in its unit
+                        cell = row[:end].split()[-1]
+                        self.assertRegex(cell, r"^\d+$" if unit == "ns" else r"^\d+\.\d{3}$", (row, unit))
+                        self.assertEqual(row[end:end + 1], " ", row)
+                names = {l.split()[-1] for l in rows}
+                self.assertIn("thrower", names)  # no return type, no parameters
+                self.assertIn("ns::twice<int>", names)
+                self.assertFalse([n for n in names if "(" in n], names)
+        full = run([WEFT, "report", "--full-names", data]).stdout
+        self.assertIn("thrower()", full)
+
+
 if __name__ == "__main__":
     main()

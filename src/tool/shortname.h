@@ -1,0 +1,7 @@
+/* shortname.h - short forms of demangled C++ names for reports (see shortname.c). */
+#ifndef WEFT_SHORTNAME_H
+#define WEFT_SHORTNAME_H
+#include <stddef.h>
+/* Writes the short form of `name` into out (n bytes) and returns out. */
+const char *weft_short_name(const char *name, char *out, size_t n);
+#endif
