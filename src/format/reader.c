@@ -23,6 +23,19 @@
 
 static pthread_mutex_t warn_lock = PTHREAD_MUTEX_INITIALIZER;
 
+/* Warnings are kept per kind (the format string): the first WARN_SHOWN of a kind word for
+ * word, the rest counted, and one line says how many more there were (weft_trace_warn_close),
+ * so a trace damaged in a thousand places gives a few lines, not a thousand. */
+#define WARN_SHOWN 3
+static void add_warning(struct weft_trace *t, const char *text)
+{
+	char **w = realloc(t->warnings, (t->nwarnings + 1) * sizeof(*w));
+	if (w) {
+		t->warnings = w;
+		t->warnings[t->nwarnings++] = strdup(text);
+	}
+}
+
 void weft_trace_warn(struct weft_trace *t, const char *fmt, ...)
 {
 	char buf[512];
@@ -31,13 +44,33 @@ void weft_trace_warn(struct weft_trace *t, const char *fmt, ...)
 	vsnprintf(buf, sizeof(buf), fmt, ap);
 	va_end(ap);
 	pthread_mutex_lock(&warn_lock);
-	if (t->nwarnings < 1000) {
-		char **w = realloc(t->warnings, (t->nwarnings + 1) * sizeof(*w));
-		if (w) {
-			t->warnings = w;
-			t->warnings[t->nwarnings++] = strdup(buf);
-		}
+	size_t k = 0;
+	while (k < t->nwkinds && t->wkinds[k].fmt != fmt)
+		k++;
+	if (k == t->nwkinds && k < sizeof(t->wkinds) / sizeof(t->wkinds[0])) {
+		t->wkinds[k].fmt = fmt;
+		t->wkinds[k].n = 0;
+		t->nwkinds++;
 	}
+	uint64_t n = k < t->nwkinds ? ++t->wkinds[k].n : 1;
+	if (n <= WARN_SHOWN)
+		add_warning(t, buf);
+	else if (k < t->nwkinds)
+		snprintf(t->wkinds[k].last, sizeof(t->wkinds[k].last), "%s", buf);
+	pthread_mutex_unlock(&warn_lock);
+}
+
+void weft_trace_warn_close(struct weft_trace *t)
+{
+	pthread_mutex_lock(&warn_lock);
+	for (size_t k = 0; k < t->nwkinds; k++)
+		if (t->wkinds[k].n > WARN_SHOWN) {
+			char buf[700];
+			snprintf(buf, sizeof(buf), "... and %llu more of this kind (the last: %s)",
+				 (unsigned long long)(t->wkinds[k].n - WARN_SHOWN), t->wkinds[k].last);
+			add_warning(t, buf);
+			t->wkinds[k].n = WARN_SHOWN; /* said once */
+		}
 	pthread_mutex_unlock(&warn_lock);
 }
 
@@ -780,6 +813,7 @@ int weft_trace_from_buffers(const char *const *names, const unsigned char *const
 		weft_trace_free(t);
 		return rc;
 	}
+	weft_trace_warn_close(t);
 	*out = t;
 	return 0;
 }
@@ -853,6 +887,7 @@ int weft_trace_open(const char *dir, struct weft_trace **out, char *err, size_t 
 		weft_trace_free(t);
 		return rc;
 	}
+	weft_trace_warn_close(t);
 	*out = t;
 	return 0;
 }

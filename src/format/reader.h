@@ -82,6 +82,8 @@ struct weft_trace {
 	size_t nprocs;
 	char **warnings;
 	size_t nwarnings;
+	struct { const char *fmt; uint64_t n; char last[512]; } wkinds[32]; /* warnings by kind */
+	size_t nwkinds;
 	void **blobs; /* file contents owned by the trace */
 	size_t nblobs;
 	uint64_t first_ns, last_ns; /* span of all events */
@@ -124,6 +126,8 @@ static inline uint64_t weft_proc_ns(const struct weft_proc *p, uint64_t ticks)
 }
 
 void weft_trace_warn(struct weft_trace *t, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Adds one "... and N more of this kind" line per kind that had more warnings than shown. */
+void weft_trace_warn_close(struct weft_trace *t);
 /* Adds a site definition to a process (symbolized functions); returns its id. */
 uint32_t weft_proc_add_site(struct weft_proc *p, const char *name, const char *cat);
 /* Events the process dropped: per thread, or the runtime's total at a clean stop if larger

@@ -49,6 +49,28 @@ class Salvage(TraceTest):
         pf, p = self.convert(data, "x.pftrace")
         self.assertNotIn("warning", p.stderr)
 
+    def test_many_damages_one_kind_few_lines(self):
+        data = self.make()
+        ev = glob.glob(data + "/*.wevents")[0]
+        with open(ev, "rb") as f:
+            d = bytearray(f.read())
+        off, frames = 32, []
+        while off + 40 <= len(d):
+            stored = struct.unpack_from("<I", d, off + 16)[0]
+            frames.append(off)
+            off += 40 + stored
+        broken = frames[1::2]
+        for fo in broken:  # every other chunk's magic broken: many damaged ranges
+            d[fo] ^= 0xFF
+        with open(ev, "wb") as f:
+            f.write(d)
+        pf, p = self.convert(data, "x.pftrace")
+        lines = [l for l in p.stderr.splitlines() if "damaged bytes" in l]
+        self.assertGreater(len(broken), 10)
+        self.assertEqual(len(lines), 4, p.stderr)  # three as they are, one with the count
+        self.assertRegex(lines[3], r"^weft: convert: warning: \.\.\. and %d more of this kind \(the last: .*damaged bytes"
+                         % (len(broken) - 3))
+
 
 if __name__ == "__main__":
     main()
