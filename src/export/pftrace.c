@@ -49,7 +49,12 @@ static uint64_t mix(uint64_t a, uint64_t b)
 	return (z ^ (z >> 31)) | 1;
 }
 static uint64_t proc_uuid(int pid) { return mix(1, (uint64_t)(uint32_t)pid); }
-static uint64_t thread_uuid(int pid, uint32_t tid) { return mix(2, ((uint64_t)(uint32_t)pid << 32) | tid); }
+/* a reused tid (another serial) is another thread: its own track */
+static uint64_t thread_uuid(int pid, uint32_t tid, uint32_t serial)
+{
+	uint64_t u = mix(2, ((uint64_t)(uint32_t)pid << 32) | tid);
+	return serial ? mix(u, serial) : u;
+}
 static uint64_t track_uuid(int pid, unsigned tr) { return mix(3, ((uint64_t)(uint32_t)pid << 32) | tr); }
 static uint64_t lane_uuid(int pid, unsigned tr, uint32_t tid) { return mix(mix(4, ((uint64_t)(uint32_t)pid << 32) | tr), tid); }
 static uint64_t counter_uuid(int pid, uint32_t id) { return mix(5, ((uint64_t)(uint32_t)pid << 32) | id); }
@@ -596,7 +601,7 @@ int weft_export_pftrace(const struct weft_trace *t, FILE *out, int jobs, int def
 			encs[k].cats = &cats[i];
 			encs[k].file = &file;
 			encs[k].seq = (uint32_t)(k + 2);
-			encs[k].tuuid = thread_uuid(p->pid, p->threads[h].tid);
+			encs[k].tuuid = thread_uuid(p->pid, p->threads[h].tid, p->threads[h].serial);
 			sum->dropped += p->threads[h].dropped;
 		}
 	}

@@ -15,7 +15,7 @@
 #include "weft_fastpath.h" /* record types and site kinds */
 
 #define WEFT_FMT_MAJOR 1
-#define WEFT_FMT_MINOR 1 /* 1: packing version 2 */
+#define WEFT_FMT_MINOR 2 /* 1: packing version 2; 2: thread serials (chunk seq, THREAD records) */
 #define WEFT_META_MAGIC "WEFTMETA"
 #define WEFT_EVENTS_MAGIC "WEFTEVTS"
 #define WEFT_CHUNK_MAGIC 0x4b4e4843u /* "CHNK" */
@@ -43,10 +43,16 @@ struct weft_chunk_header { /* 40 bytes */
 	uint32_t raw_size;    /* bytes of records once decompressed and unpacked (multiple of 8) */
 	uint32_t stored_size; /* bytes that follow this header */
 	uint32_t checksum;    /* FNV-1a 32 of the stored bytes */
-	uint64_t seq;         /* per-thread sequence number of this chunk, from 0 */
+	uint64_t seq;         /* the thread's serial << 40 | its chunk index (from 0); see below */
 	uint32_t events;      /* events in the chunk (args and flows are part of their event) */
 	uint32_t dropped;     /* events dropped just before the chunk (its DROPPED record) */
 };
+
+/* A chunk's seq: the runtime numbers the threads of a process (serial, 24 bits; tids are
+ * reused by the kernel) and each thread's chunks (index, 40 bits). Traces before format 1.2
+ * have serial 0 everywhere. */
+#define WEFT_SEQ_SERIAL_SHIFT 40
+#define WEFT_SEQ_INDEX_MASK ((1ull << WEFT_SEQ_SERIAL_SHIFT) - 1)
 
 /* Metadata record types. */
 enum weft_meta_type {
@@ -55,8 +61,8 @@ enum weft_meta_type {
 	WEFT_M_CLOCK = 3,   /* u64 ticks, u64 boottime_ns, u64 realtime_ns */
 	WEFT_M_SITE = 4,    /* u32 id, u8 kind, u8 flags(bit0 double counter), u16 0, then name\0 category\0 unit\0 */
 	WEFT_M_TRACK = 5,   /* u32 id, then name\0 */
-	WEFT_M_THREAD = 6,  /* u32 tid, then name\0 (also used to rename) */
-	WEFT_M_THREAD_END = 7, /* u32 tid, u32 0, u64 events, u64 dropped, u64 chunks */
+	WEFT_M_THREAD = 6,  /* u32 tid, then name\0 (also used to rename), then u64 serial (1.2) */
+	WEFT_M_THREAD_END = 7, /* u64 tid, u64 serial (1.2; 0 before), u64 dropped, u64 next seq */
 	WEFT_M_PROCESS_NAME = 8, /* name\0 */
 	WEFT_M_FINISH = 9,  /* u64 events, dropped, after_stop, bytes_raw, bytes_written, chunks, end_ns */
 	WEFT_M_CLOCK_SOURCE = 10, /* u32 kind (0 ns, 1 x86 tsc, 2 arm64 cntvct), u32 0, u64 nominal_hz */

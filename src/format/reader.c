@@ -113,15 +113,51 @@ static struct weft_proc *proc_get(struct weft_trace *t, const char *stem, int pi
 	return p;
 }
 
-static struct weft_thread_data *thread_get(struct weft_proc *p, uint32_t tid)
+/* A thread is (tid, serial): the kernel reuses tids, the runtime numbers its threads. Found
+ * through a hash table (a trace may hold 100,000 short-lived threads). */
+static uint64_t thread_key(uint32_t tid, uint32_t serial)
 {
-	for (size_t i = 0; i < p->nthreads; i++)
-		if (p->threads[i].tid == tid)
-			return &p->threads[i];
-	p->threads = xrealloc(p->threads, (p->nthreads + 1) * sizeof(*p->threads));
-	struct weft_thread_data *th = &p->threads[p->nthreads++];
+	return ((uint64_t)serial << 32 | tid) + 1; /* never 0: 0 marks a free slot */
+}
+
+static void thash_put(struct weft_proc *p, uint64_t key, size_t idx)
+{
+	size_t mask = p->thcap - 1;
+	for (size_t i = (size_t)((key * 0x9e3779b97f4a7c15ull) >> 17) & mask;; i = (i + 1) & mask)
+		if (!p->thkey[i]) {
+			p->thkey[i] = key;
+			p->thidx[i] = idx;
+			return;
+		}
+}
+
+static struct weft_thread_data *thread_get(struct weft_proc *p, uint32_t tid, uint32_t serial)
+{
+	uint64_t key = thread_key(tid, serial);
+	if (p->thcap) {
+		size_t mask = p->thcap - 1;
+		for (size_t i = (size_t)((key * 0x9e3779b97f4a7c15ull) >> 17) & mask; p->thkey[i]; i = (i + 1) & mask)
+			if (p->thkey[i] == key)
+				return &p->threads[p->thidx[i]];
+	}
+	if (p->nthreads == p->thread_cap) {
+		p->thread_cap = p->thread_cap ? p->thread_cap * 2 : 8;
+		p->threads = xrealloc(p->threads, p->thread_cap * sizeof(*p->threads));
+	}
+	if ((p->nthreads + 1) * 2 > p->thcap) { /* grow the table, keep it at most half full */
+		free(p->thkey);
+		free(p->thidx);
+		p->thcap = p->thcap ? p->thcap * 2 : 16;
+		p->thkey = xcalloc(p->thcap, sizeof(*p->thkey));
+		p->thidx = xcalloc(p->thcap, sizeof(*p->thidx));
+		for (size_t i = 0; i < p->nthreads; i++)
+			thash_put(p, thread_key(p->threads[i].tid, p->threads[i].serial), i);
+	}
+	struct weft_thread_data *th = &p->threads[p->nthreads];
 	memset(th, 0, sizeof(*th));
 	th->tid = tid;
+	th->serial = serial;
+	thash_put(p, key, p->nthreads++);
 	return th;
 }
 
@@ -319,9 +355,13 @@ static void parse_meta(struct weft_trace *t, const char *name, const unsigned ch
 				break;
 			uint32_t tid;
 			memcpy(&tid, r, 4);
-			struct weft_thread_data *th = thread_get(p, tid);
+			size_t nl = bounded_len((const char *)r + 4, len - 4);
+			uint64_t serial = 0; /* after the name (format 1.2); 0 in older traces */
+			if (len >= 4 + nl + 1 + 8)
+				memcpy(&serial, r + 4 + nl + 1, 8);
+			struct weft_thread_data *th = thread_get(p, tid, (uint32_t)serial);
 			free(th->name);
-			th->name = xstrndup((const char *)r + 4, bounded_len((const char *)r + 4, len - 4));
+			th->name = xstrndup((const char *)r + 4, nl);
 			break;
 		}
 		case WEFT_M_THREAD_END: {
@@ -329,7 +369,7 @@ static void parse_meta(struct weft_trace *t, const char *name, const unsigned ch
 				break;
 			uint64_t v[4];
 			memcpy(v, r, 32);
-			struct weft_thread_data *th = thread_get(p, (uint32_t)v[0]);
+			struct weft_thread_data *th = thread_get(p, (uint32_t)v[0], (uint32_t)v[1]);
 			th->ended = 1;
 			if (v[3] > th->seq_end)
 				th->seq_end = v[3];
@@ -386,7 +426,7 @@ static void parse_meta(struct weft_trace *t, const char *name, const unsigned ch
 
 static void add_chunk(struct weft_proc *p, const struct weft_chunk_header *h, const unsigned char *payload)
 {
-	struct weft_thread_data *th = thread_get(p, h->tid);
+	struct weft_thread_data *th = thread_get(p, h->tid, (uint32_t)(h->seq >> WEFT_SEQ_SERIAL_SHIFT));
 	if (th->nchunks == th->cap) {
 		th->cap = th->cap ? th->cap * 2 : 16;
 		th->chunks = xrealloc(th->chunks, th->cap * sizeof(*th->chunks));
@@ -706,9 +746,9 @@ static void finish(struct weft_trace *t)
 				th->dropped = drops;
 			/* chunk numbers run 0..n-1 per thread: gaps, and the count THREAD_END gives, say
 			 * what was handed to the writers and is not here (deleted or cut out) */
-			uint64_t expect = o ? th->chunks[o - 1].seq + 1 : 0;
-			if (th->seq_end > expect)
-				expect = th->seq_end;
+			uint64_t expect = o ? (th->chunks[o - 1].seq & WEFT_SEQ_INDEX_MASK) + 1 : 0;
+			if ((th->seq_end & WEFT_SEQ_INDEX_MASK) > expect)
+				expect = th->seq_end & WEFT_SEQ_INDEX_MASK;
 			if (expect > o) {
 				missing_chunks += expect - o;
 				if (!missing_tid)
@@ -903,6 +943,8 @@ void weft_trace_free(struct weft_trace *t)
 			free(p->threads[k].name);
 		}
 		free(p->threads);
+		free(p->thkey);
+		free(p->thidx);
 		for (size_t s = 0; s < p->nsites; s++) {
 			free(p->sites[s].name);
 			free(p->sites[s].cat);

@@ -28,6 +28,7 @@ struct weft_chunk_view {
 
 struct weft_thread_data {
 	uint32_t tid;
+	uint32_t serial; /* the runtime's number for the thread: tells reused tids apart */
 	char *name;
 	struct weft_chunk_view *chunks;
 	size_t nchunks, cap;
@@ -59,7 +60,9 @@ struct weft_proc {
 	char **tracks; /* indexed by track id */
 	size_t ntracks;
 	struct weft_thread_data *threads;
-	size_t nthreads;
+	size_t nthreads, thread_cap;
+	uint64_t *thkey; /* hash table (tid, serial) -> index in threads */
+	size_t *thidx, thcap;
 	char *maps;            /* every MAPS record's text, concatenated */
 	size_t maps_len;
 	uint64_t *func_addr;   /* open-addressing table: function address -> site id */

@@ -30,7 +30,8 @@ struct weft_thread {
 	struct weft__tls *tls;    /* the owner's window; pos read with acquire by flush_all */
 	struct weft_chunk *chunk; /* current chunk, under lock */
 	uint32_t tid;
-	uint64_t seq;             /* next chunk sequence number */
+	uint64_t seq;             /* next chunk sequence number: serial << 40 | chunk index */
+	uint32_t serial;          /* this thread's number in the process (tids are reused) */
 	uint64_t dropped;         /* total dropped, written by owner under lock */
 	uint64_t drops_pending;   /* dropped since the last DROPPED record */
 	int alive;
@@ -219,7 +220,7 @@ static void thread_exit(void *arg)
 		handoff(t, t->tls->pos, 1);
 	t->tls->pos = t->tls->end = NULL;
 	t->alive = 0;
-	uint64_t rec[4] = {t->tid, 0, t->dropped, t->seq};
+	uint64_t rec[4] = {t->tid, t->serial, t->dropped, t->seq};
 	pthread_mutex_unlock(&t->lock);
 	weft_meta_write(WEFT_M_THREAD_END, rec, sizeof(rec), NULL, 0);
 	self = NULL;
@@ -235,9 +236,20 @@ static uint32_t gettid_(void)
 	return (uint32_t)syscall(SYS_gettid);
 }
 
-static void write_thread_name(uint32_t tid, const char *name)
+/* Threads are told apart by a serial number, not by tid alone: the kernel reuses the tids of
+ * threads that ended. The serial is in the high bits of each chunk's seq and follows the name
+ * in THREAD records (docs/format.md). Written by thread_init (and reset in a fork child). */
+static _Atomic uint32_t next_serial;
+
+static void write_thread_name(const struct weft_thread *t, const char *name)
 {
-	weft_meta_write(WEFT_M_THREAD, &tid, 4, name, strlen(name) + 1);
+	char rec[256 + 1 + 8];
+	size_t l = strnlen(name, 255);
+	memcpy(rec, name, l);
+	rec[l] = 0;
+	uint64_t serial = t->serial;
+	memcpy(rec + l + 1, &serial, 8);
+	weft_meta_write(WEFT_M_THREAD, &t->tid, 4, rec, l + 1 + 8);
 }
 
 static struct weft_thread *thread_init(void)
@@ -250,6 +262,8 @@ static struct weft_thread *thread_init(void)
 	pthread_mutex_init(&t->lock, NULL);
 	t->tls = &weft__tls;
 	t->tid = gettid_();
+	t->serial = atomic_fetch_add(&next_serial, 1) & 0xffffffu;
+	t->seq = (uint64_t)t->serial << 40;
 	t->alive = 1;
 	pthread_once(&key_once, make_key);
 	pthread_setspecific(exit_key, t);
@@ -260,7 +274,7 @@ static struct weft_thread *thread_init(void)
 	char name[64] = "";
 	if (pthread_getname_np(pthread_self(), name, sizeof(name)) || !name[0])
 		snprintf(name, sizeof(name), "thread %u", t->tid);
-	write_thread_name(t->tid, name);
+	write_thread_name(t, name);
 	self = t;
 	return t;
 }
@@ -271,7 +285,7 @@ void weft_thread_name(const char *name)
 		return;
 	struct weft_thread *t = self ? self : thread_init();
 	if (t)
-		write_thread_name(t->tid, name);
+		write_thread_name(t, name);
 }
 
 static void count_lost(void)
@@ -408,7 +422,7 @@ void weft_threads_flush_all(void)
 			}
 		}
 		if (t->alive) {
-			uint64_t rec[4] = {t->tid, 0, t->dropped, t->seq};
+			uint64_t rec[4] = {t->tid, t->serial, t->dropped, t->seq};
 			weft_meta_write(WEFT_M_THREAD_END, rec, sizeof(rec), NULL, 0);
 		}
 		pthread_mutex_unlock(&t->lock);
@@ -466,6 +480,8 @@ void weft_threads_atfork_child(void)
 		return;
 	pthread_mutex_init(&t->lock, NULL);
 	t->tid = gettid_();
+	t->serial = 0;
+	atomic_store(&next_serial, 1);
 	t->seq = 0;
 	t->dropped = t->drops_pending = 0;
 	t->next = NULL;
@@ -485,6 +501,6 @@ void weft_threads_after_fork(void)
 		char name[64] = "";
 		if (pthread_getname_np(pthread_self(), name, sizeof(name)) || !name[0])
 			snprintf(name, sizeof(name), "thread %u", self->tid);
-		write_thread_name(self->tid, name);
+		write_thread_name(self, name);
 	}
 }

@@ -288,6 +288,63 @@ static void packing_v1_reads(void **s)
 	assert_int_equal(weft_unpack(v1, sizeof(v1), back, 8, 1, 1), (size_t)-1);
 }
 
+/* The kernel reuses tids: two threads with tid 90 (serials 1 and 2, format 1.2), each with
+ * chunks 0 and 1, stay two threads with all their events; 20,000 threads load through the
+ * (tid, serial) table. */
+static void reused_tids_are_separate_threads(void **s)
+{
+	(void)s;
+	struct tb m = {0}, e = {0};
+	tb_header(&m, WEFT_META_MAGIC, 1, 77);
+	tb_clock_kind(&m, 1);
+	tb_clock(&m, 1000, 5000000);
+	tb_clock(&m, 201000, 5100000);
+	tb_site(&m, 1, 0, "work");
+	tb_header(&e, WEFT_EVENTS_MAGIC, 1, 77);
+	const uint32_t nthreads = 20000;
+	for (uint32_t k = 0; k < nthreads; k++) {
+		uint32_t tid = k < 2 ? 90 : 1000 + k, serial = k + 1;
+		char rec[4 + 16 + 8];
+		memcpy(rec, &tid, 4);
+		int l = snprintf(rec + 4, 16, "t%u", serial);
+		uint64_t s64 = serial;
+		memcpy(rec + 4 + l + 1, &s64, 8);
+		tb_meta(&m, WEFT_M_THREAD, rec, (size_t)(4 + l + 1 + 8));
+		uint64_t base = (uint64_t)serial << WEFT_SEQ_SERIAL_SHIFT, t0 = 2000 + 1000 * (uint64_t)k;
+		uint64_t c0[] = {t0, HDR(1, WEFT_R_BEGIN, 0, 0)}, c1[] = {t0 + 10, HDR(1, WEFT_R_END, 0, 0)};
+		tb_chunk(&e, tid, base | 1, c1, 2, 0);
+		tb_chunk(&e, tid, base | 0, c0, 2, 0);
+		uint64_t end[4] = {tid, serial, 0, base | 2};
+		tb_meta(&m, WEFT_M_THREAD_END, end, sizeof(end));
+	}
+	const char *names[2] = {"77.wmeta", "77-0.wevents"};
+	const unsigned char *data[2] = {m.p, e.p};
+	size_t sizes[2] = {m.n, e.n};
+	struct weft_trace *t = NULL;
+	char err[256];
+	assert_int_equal(weft_trace_from_buffers(names, data, sizes, 2, &t, err, sizeof(err)), 0);
+	assert_int_equal(t->nwarnings, 0); /* no "chunk appears twice", nothing missing */
+	struct weft_proc *p = &t->procs[0];
+	assert_int_equal(p->nthreads, nthreads);
+	uint64_t events = 0;
+	int with90 = 0;
+	for (size_t i = 0; i < p->nthreads; i++) {
+		events += p->threads[i].events;
+		assert_int_equal(p->threads[i].nchunks, 2);
+		if (p->threads[i].tid == 90) {
+			with90++;
+			char want[16];
+			snprintf(want, sizeof(want), "t%u", p->threads[i].serial);
+			assert_string_equal(p->threads[i].name, want);
+		}
+	}
+	assert_int_equal(with90, 2);
+	assert_int_equal(events, 2 * (uint64_t)nthreads);
+	weft_trace_free(t);
+	free(m.p);
+	free(e.p);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -295,6 +352,7 @@ int main(void)
 		cmocka_unit_test(corruption_is_skipped), cmocka_unit_test(newer_major_is_refused),
 		cmocka_unit_test(nothing_to_read), cmocka_unit_test(packing_round_trips),
 		cmocka_unit_test(packing_v2_bytes), cmocka_unit_test(packing_v1_reads),
+		cmocka_unit_test(reused_tids_are_separate_threads),
 	};
 	int rc = cmocka_run_group_tests(tests, NULL, NULL);
 	free(meta.p);
