@@ -169,7 +169,7 @@ static struct jent *add(struct jlist *L, uint64_t ts, unsigned flags)
 		L->cap = L->cap ? L->cap * 2 : 1024;
 		L->ents = realloc(L->ents, L->cap * sizeof(*L->ents));
 		if (!L->ents)
-			abort();
+			weft_oom("writing JSON");
 	}
 	if (L->nents && ts < L->ents[L->nents - 1].ts)
 		L->unsorted = 1;
@@ -194,7 +194,7 @@ static struct jstack *stack_for(struct jthread *j, unsigned track)
 			return &j->stacks[i];
 	j->stacks = realloc(j->stacks, (j->nstacks + 1) * sizeof(*j->stacks));
 	if (!j->stacks)
-		abort();
+		weft_oom("writing JSON");
 	struct jstack *s = &j->stacks[j->nstacks++];
 	memset(s, 0, sizeof(*s));
 	s->track = track;
@@ -213,7 +213,7 @@ static void note_lane(struct jthread *j, unsigned track)
 			return;
 	j->lanes = realloc(j->lanes, (j->nlanes + 1) * sizeof(unsigned));
 	if (!j->lanes)
-		abort();
+		weft_oom("writing JSON");
 	j->lanes[j->nlanes++] = track;
 }
 
@@ -434,14 +434,14 @@ static void pass1_event(void *ud, const struct weft_ev *ev)
 			j->dcap = j->dcap ? j->dcap * 2 : 1024;
 			j->durs = realloc(j->durs, j->dcap * sizeof(uint64_t));
 			if (!j->durs)
-				abort();
+				weft_oom("writing JSON");
 		}
 		j->durs[j->ndurs] = ev->ts; /* start, until the end comes */
 		if (s->n == s->cap) {
 			s->cap = s->cap ? s->cap * 2 : 64;
 			s->idx = realloc(s->idx, s->cap * sizeof(size_t));
 			if (!s->idx)
-				abort();
+				weft_oom("writing JSON");
 		}
 		s->idx[s->n++] = j->ndurs++;
 	} else if (s->n) { /* the walker balances: an end always has its begin */
@@ -653,7 +653,7 @@ int weft_export_json(const struct weft_trace *t, FILE *out, int style, int jobs,
 		n += t->procs[i].nthreads;
 	struct jthread *js = calloc(n + 1, sizeof(*js));
 	if (!js)
-		abort();
+		weft_oom("writing JSON");
 	size_t k = 0;
 	for (size_t i = 0; i < t->nprocs; i++)
 		for (size_t h = 0; h < t->procs[i].nthreads; h++, k++) {
@@ -716,7 +716,7 @@ int weft_export_json(const struct weft_trace *t, FILE *out, int style, int jobs,
 	/* the heap of streams, keyed by the timestamp of each stream's current entry */
 	size_t *heap = calloc(2 * n + 1, sizeof(size_t)), hn = 0;
 	if (!heap)
-		abort();
+		weft_oom("writing JSON");
 #define KEY(s) (stream_list(js, s)->ents[stream_list(js, s)->pos].ts)
 #define SIFT_DOWN(at0)                                                                   \
 	do {                                                                             \

@@ -12,6 +12,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+__attribute__((noreturn)) void weft_oom(const char *what); /* format/reader.h */
+
 struct pb {
 	uint8_t *p;
 	size_t n, cap;
@@ -26,7 +28,7 @@ static inline void pb_reserve(struct pb *b, size_t more)
 		cap *= 2;
 	b->p = realloc(b->p, cap);
 	if (!b->p)
-		abort();
+		weft_oom("encoding the trace");
 	b->cap = cap;
 }
 

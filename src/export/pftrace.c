@@ -100,7 +100,7 @@ static int seen(struct seq_enc *e, uint64_t uuid)
 		e->lanes_cap = e->lanes_cap ? e->lanes_cap * 2 : 16;
 		e->lanes_seen = realloc(e->lanes_seen, e->lanes_cap * sizeof(uint64_t));
 		if (!e->lanes_seen)
-			abort();
+			weft_oom("writing the .pftrace");
 	}
 	e->lanes_seen[e->nlanes++] = uuid;
 	return 0;
@@ -446,7 +446,7 @@ static void encode_thread(size_t i, void *ud)
 	e->keyed = calloc(p->nsites + 1, 1);
 	e->catted = calloc(e->cats->n + 1, 1);
 	if (!e->named || !e->keyed || !e->catted)
-		abort();
+		weft_oom("writing the .pftrace");
 	struct pb *b = &e->out;
 	size_t pk = pb_begin(b, TRACE_PACKET);
 	pb_varint(b, TP_SEQ_ID, e->seq);
@@ -492,7 +492,7 @@ static void build_cats(const struct weft_proc *p, struct proc_cats *c)
 	c->iid = calloc(p->nsites + 1, sizeof(uint32_t));
 	c->names = calloc(p->nsites + 2, sizeof(char *));
 	if (!c->iid || !c->names)
-		abort();
+		weft_oom("writing the .pftrace");
 	c->n = 0;
 	for (size_t id = 0; id < p->nsites; id++) {
 		const struct weft_site_def *s = &p->sites[id];
@@ -589,7 +589,7 @@ int weft_export_pftrace(const struct weft_trace *t, FILE *out, int jobs, int def
 	struct seq_enc *encs = calloc(n + 1, sizeof(*encs));
 	struct proc_cats *cats = calloc(t->nprocs + 1, sizeof(*cats));
 	if (!encs || !cats)
-		abort();
+		weft_oom("writing the .pftrace");
 	struct out_file file = {.f = out, .lock = PTHREAD_MUTEX_INITIALIZER, .level = deflate};
 	size_t k = 0;
 	for (size_t i = 0; i < t->nprocs; i++) {

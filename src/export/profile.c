@@ -40,7 +40,7 @@ static struct weft_tnode *child_of(struct weft_tnode *parent, const char *name)
 			return c;
 	struct weft_tnode *c = calloc(1, sizeof(*c));
 	if (!c)
-		abort();
+		weft_oom("building the profile");
 	c->name = name;
 	c->next = parent->child;
 	parent->child = c;
@@ -65,7 +65,7 @@ static void on_event(void *ud, const struct weft_ev *ev)
 			j->cap = j->cap ? j->cap * 2 : 256;
 			j->stack = realloc(j->stack, j->cap * sizeof(*j->stack));
 			if (!j->stack)
-				abort();
+				weft_oom("building the profile");
 		}
 		struct frame *f = &j->stack[j->depth];
 		f->id = ev->id;
@@ -123,7 +123,7 @@ static void walk(size_t i, void *ud)
 	j->st = calloc(j->nsites, sizeof(*j->st));
 	j->open = calloc(j->nsites, sizeof(*j->open));
 	if (!j->st || !j->open)
-		abort();
+		weft_oom("building the profile");
 	uint64_t *buf = NULL;
 	size_t cap = 0;
 	weft_walk_thread(j->p, j->th, j->end_ns, on_event, j, &j->ws, &buf, &cap);
@@ -179,7 +179,7 @@ int weft_profile_build(const struct weft_trace *t, int per_thread, int tree, int
 	struct weft_fstat *r = NULL;
 	out->root = calloc(1, sizeof(*out->root));
 	if (!out->root)
-		abort();
+		weft_oom("building the profile");
 	out->root->name = "";
 	for (size_t i = 0; i < n; i++) {
 		struct pthread_job *j = &js[i];
@@ -195,7 +195,7 @@ int weft_profile_build(const struct weft_trace *t, int per_thread, int tree, int
 				cap = cap ? cap * 2 : 256;
 				r = realloc(r, cap * sizeof(*r));
 				if (!r)
-					abort();
+					weft_oom("building the profile");
 			}
 			r[rows++] = (struct weft_fstat){name_of(j->p, (uint32_t)id),
 							 per_thread ? j->p->pid : 0,

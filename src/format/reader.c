@@ -74,11 +74,25 @@ void weft_trace_warn_close(struct weft_trace *t)
 	pthread_mutex_unlock(&warn_lock);
 }
 
+static weft_oom_fn oom_fn; /* set once by the program before reading */
+
+void weft_set_oom_handler(weft_oom_fn fn)
+{
+	oom_fn = fn;
+}
+
+void weft_oom(const char *what)
+{
+	if (oom_fn)
+		oom_fn(what);
+	abort(); /* no handler, or it returned */
+}
+
 static void *xcalloc(size_t n, size_t s)
 {
 	void *p = calloc(n ? n : 1, s ? s : 1);
 	if (!p)
-		abort(); /* the reader is used by the CLI only; out of memory is fatal there */
+		weft_oom("reading the trace");
 	return p;
 }
 
@@ -86,7 +100,7 @@ static void *xrealloc(void *p, size_t n)
 {
 	p = realloc(p, n ? n : 1);
 	if (!p)
-		abort();
+		weft_oom("reading the trace");
 	return p;
 }
 

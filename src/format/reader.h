@@ -128,6 +128,14 @@ static inline uint64_t weft_proc_ns(const struct weft_proc *p, uint64_t ticks)
 	return back > p->base_ns ? 0 : p->base_ns - back;
 }
 
+/* Out of memory in the readers' and converters' bookkeeping (a chunk that cannot be decoded
+ * for want of memory is counted and reported instead): weft_oom calls the handler the program
+ * set, which must not return (the CLI prints one line and exits 1: the output is incomplete);
+ * without one it aborts. `what` says where. */
+typedef void (*weft_oom_fn)(const char *what);
+void weft_set_oom_handler(weft_oom_fn fn);
+__attribute__((noreturn)) void weft_oom(const char *what);
+
 void weft_trace_warn(struct weft_trace *t, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* Adds one "... and N more of this kind" line per kind that had more warnings than shown. */
 void weft_trace_warn_close(struct weft_trace *t);

@@ -3,6 +3,9 @@
  * own options and --help (the model is perf's builtin commands).
  */
 #include "tool/cmd.h"
+#include "format/reader.h"
+#include <stdlib.h>
+#include <unistd.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -32,6 +35,20 @@ void weft_cli_warn_undecoded(const char *cmd, unsigned long long n, const char *
 {
 	weft_cli_error(cmd, "warning: %llu chunks could not be decoded (%s); their events are left out%s%s", n,
 		       why ? why : "?", of ? " of " : "", of ? of : "");
+}
+
+/* Out of memory inside the reader or a converter: one line, exit 1 (never SIGABRT). What
+ * was written so far stays, and is said to be incomplete. */
+static const char *running = "weft";
+static void on_oom(const char *what)
+{
+	char line[256];
+	int n = snprintf(line, sizeof(line), "weft: %s: out of memory %s; the output is incomplete\n", running, what);
+	if (n > 0) {
+		ssize_t r = write(2, line, (size_t)n < sizeof(line) ? (size_t)n : sizeof(line) - 1);
+		(void)r;
+	}
+	_exit(WEFT_EXIT_FAIL);
 }
 
 static void usage(FILE *f)
@@ -65,9 +82,12 @@ int main(int argc, char **argv)
 		printf("weft 0.1\n");
 		return WEFT_EXIT_OK;
 	}
+	weft_set_oom_handler(on_oom);
 	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
-		if (!strcmp(argv[1], commands[i].name))
+		if (!strcmp(argv[1], commands[i].name)) {
+			running = commands[i].name;
 			return commands[i].fn(argc - 1, argv + 1);
+		}
 	fprintf(stderr, "weft: unknown command '%s' (try 'weft --help')\n", argv[1]);
 	return WEFT_EXIT_USAGE;
 }

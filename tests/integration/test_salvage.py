@@ -75,5 +75,28 @@ class Salvage(TraceTest):
         self.assertIn(int(m.group(1)) + 3, (len(broken), len(broken) - 1))
 
 
+    def test_out_of_memory_anywhere_is_exit_1(self):
+        from test_damage import sanitized
+        if sanitized():
+            self.skipTest("a malloc shim cannot be preloaded into a sanitizer build")
+        data = self.make()
+        cmds = (["convert", data, "-o", os.path.join(self.tmp, "o.pftrace")],
+                ["convert", data, "-o", os.path.join(self.tmp, "o.json")],
+                ["convert", data, "-o", os.path.join(self.tmp, "x.json"), "--json-style=x"],
+                ["report", data], ["report", "--tree", data], ["info", data])
+        failed = 0
+        for limit in (256, 4096, 65536, 100000, 140000, 200000, 600000, 1 << 21):
+            for cmd in cmds:
+                with self.subTest(limit=limit, cmd=cmd[:2]):
+                    p = run([WEFT, *cmd], check=False,
+                            env={"LD_PRELOAD": os.path.join(BUILD, "failbig.so"), "WEFT_TEST_FAIL_ABOVE": str(limit)})
+                    self.assertIn(p.returncode, (0, 1), p.stderr)  # never a signal (SIGABRT was)
+                    if p.returncode:
+                        failed += 1
+                        self.assertRegex(p.stderr.splitlines()[-1],
+                                         r"^weft: (convert|report|info): .*(out of memory|Cannot allocate memory)")
+        self.assertGreater(failed, 0)
+
+
 if __name__ == "__main__":
     main()
