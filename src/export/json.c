@@ -752,10 +752,11 @@ int weft_export_json(const struct weft_trace *t, FILE *out, int style, int jobs,
 	}
 #undef SIFT_DOWN
 #undef KEY
-	uint64_t dropped = 0;
+	uint64_t dropped = 0; /* the process totals: drops not attributed to a thread count too */
+	for (size_t i = 0; i < t->nprocs; i++)
+		dropped += weft_proc_dropped(&t->procs[i]);
 	for (size_t i = 0; i < n; i++) {
 		struct jthread *j = &js[i];
-		dropped += j->th->dropped;
 		sum->unmatched_end += j->st.unmatched_end;
 		sum->unterminated += j->st.unterminated;
 		sum->unwound += j->st.unwound;

@@ -602,9 +602,11 @@ int weft_export_pftrace(const struct weft_trace *t, FILE *out, int jobs, int def
 			encs[k].file = &file;
 			encs[k].seq = (uint32_t)(k + 2);
 			encs[k].tuuid = thread_uuid(p->pid, p->threads[h].tid, p->threads[h].serial);
-			sum->dropped += p->threads[h].dropped;
+
 		}
 	}
+	for (size_t i = 0; i < t->nprocs; i++) /* drops not attributed to a thread count too */
+		sum->dropped += weft_proc_dropped(&t->procs[i]);
 	/* descriptors of processes, named tracks and counters first, then the threads */
 	struct seq_enc head = {.file = &file};
 	header(t, &head.out);

@@ -105,8 +105,11 @@ WEFT_HIDDEN void weft_meta_atfork_parent(void);
 WEFT_HIDDEN void weft_meta_atfork_child(void);
 
 /* ---- chunk pool and queue (thread.c) ---- */
+struct weft_thread;
 struct weft_chunk {
 	struct weft_chunk *next;
+	struct weft_thread *owner; /* its thread (never freed): a chunk that cannot be written
+				    * counts its events as that thread's drops */
 	uint32_t tid;
 	uint32_t events;
 	uint64_t seq;
@@ -118,6 +121,7 @@ WEFT_HIDDEN struct weft_chunk *weft_queue_pop_wait(int *stopping); /* writers */
 WEFT_HIDDEN void weft_pool_release(struct weft_chunk *c);           /* writers */
 WEFT_HIDDEN void weft_threads_flush_all(void);                      /* stop */
 WEFT_HIDDEN void weft_threads_count_late(void); /* stop: events committed after the flush */
+WEFT_HIDDEN void weft_chunk_unwritten(struct weft_chunk *c, uint32_t events); /* writers */
 WEFT_HIDDEN void weft_threads_atfork_prepare(void);
 WEFT_HIDDEN void weft_threads_atfork_parent(void);
 WEFT_HIDDEN void weft_threads_atfork_child(void);

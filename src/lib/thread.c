@@ -34,6 +34,7 @@ struct weft_thread {
 	uint32_t serial;          /* this thread's number in the process (tids are reused) */
 	uint64_t dropped;         /* total dropped, written by owner under lock */
 	uint64_t drops_pending;   /* dropped since the last DROPPED record */
+	_Atomic uint64_t unwritten; /* events of its chunks a writer could not write (disk full) */
 	int alive;
 	/* At stop, another thread's chunk is handed off up to stop_pos while its owner may still
 	 * commit events after it (into a chunk that is not recycled): they are counted as
@@ -320,9 +321,20 @@ void weft_threads_count_late(void)
 		pthread_mutex_lock(&t->lock);
 		if (t->alive) /* an exited thread's window is gone; thread_exit counted it */
 			count_late(t, __atomic_load_n(&t->tls->pos, __ATOMIC_ACQUIRE));
+		uint64_t lost = atomic_load(&t->unwritten);
+		if (lost) { /* the writers are done: the thread's drops, those chunks included */
+			uint64_t rec[4] = {t->tid, t->serial, t->dropped + lost, t->seq};
+			weft_meta_write(WEFT_M_THREAD_END, rec, sizeof(rec), NULL, 0);
+		}
 		pthread_mutex_unlock(&t->lock);
 	}
 	pthread_mutex_unlock(&threads_lock);
+}
+
+void weft_chunk_unwritten(struct weft_chunk *c, uint32_t events)
+{
+	if (c->owner)
+		atomic_fetch_add(&c->owner->unwritten, events);
 }
 
 void *weft__reserve_slow(size_t bytes)
@@ -361,6 +373,7 @@ void *weft__reserve_slow(size_t bytes)
 		t->tls->pos = t->tls->end = NULL;
 		goto unlock;
 	}
+	c->owner = t;
 	c->tid = t->tid;
 	c->seq = t->seq++;
 	t->chunk = c;

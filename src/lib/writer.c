@@ -134,8 +134,12 @@ static void write_chunk(struct writer *w, struct weft_chunk *c)
 	h.checksum = weft_fnv1a(payload, stored);
 	struct iovec iov[2] = {{&h, sizeof(h)}, {(void *)payload, stored}};
 	int fd = w->failed ? -EIO : weft_file_fd(&w->file);
+	off_t before = fd < 0 ? -1 : lseek(fd, 0, SEEK_END);
 	int rc = fd < 0 ? fd : write_all(fd, iov, 2);
+	if (rc && before >= 0 && ftruncate(fd, before)) /* no half frame left behind */
+		rc = rc ? rc : -errno;
 	if (rc) {
+		weft_chunk_unwritten(c, events);
 		if (!w->failed) {
 			weft_log(WEFT_LOG_ERROR, "writing the trace failed (%s): later events are dropped",
 				 strerror(-rc));
