@@ -200,6 +200,24 @@ static int check_option(const char *flag, const char *key, const char *val)
 	return -1;
 }
 
+/* Options record passes on to the runtime as WEFT_OPTIONS keys. */
+struct passed_option {
+	int opt;
+	const char *flag, *key;
+};
+static const struct passed_option *passed_option(int opt)
+{
+	static const struct passed_option table[] = {
+		{'b', "-b/--buffer-size", "buffer_size"}, {'w', "--writers", "writers"},
+		{'z', "-z/--compression", "compression"}, {'D', "-D/--depth", "func_depth"},
+		{'t', "-t/--time-filter", "func_min"},
+	};
+	for (size_t i = 0; i < sizeof(table) / sizeof(table[0]); i++)
+		if (table[i].opt == opt)
+			return &table[i];
+	return &table[0];
+}
+
 /* The library's log, for the runtime files the CLI shares (config.c). */
 void weft_log(int level, const char *fmt, ...)
 {
@@ -234,30 +252,16 @@ int cmd_record(int argc, char **argv)
 		case 'o': outdir = optarg; break;
 		case 'n': convert = 0; break;
 		case 'b':
-			if (check_option("-b/--buffer-size", "buffer_size", optarg))
-				return WEFT_EXIT_USAGE;
-			ADD(":buffer_size=%s", optarg);
-			break;
 		case 'w':
-			if (check_option("--writers", "writers", optarg))
-				return WEFT_EXIT_USAGE;
-			ADD(":writers=%s", optarg);
-			break;
 		case 'z':
-			if (check_option("-z/--compression", "compression", optarg))
-				return WEFT_EXIT_USAGE;
-			ADD(":compression=%s", optarg);
-			break;
 		case 'D':
-			if (check_option("-D/--depth", "func_depth", optarg))
+		case 't': {
+			const struct passed_option *po = passed_option(c);
+			if (check_option(po->flag, po->key, optarg))
 				return WEFT_EXIT_USAGE;
-			ADD(":func_depth=%s", optarg);
+			ADD(":%s=%s", po->key, optarg);
 			break;
-		case 't':
-			if (check_option("-t/--time-filter", "func_min", optarg))
-				return WEFT_EXIT_USAGE;
-			ADD(":func_min=%s", optarg);
-			break;
+		}
 		case 'O': {
 			static struct weft_config scratch;
 			weft_config_defaults(&scratch);
