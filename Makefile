@@ -50,7 +50,7 @@ pristine:
 # library into instrumented programs, so ASan must not insist on coming first, and must let
 # the program's own (weft's) fatal-signal handling run, which the crash tests check.
 test-asan:
-	@ASAN_OPTIONS="verify_asan_link_order=0:handle_segv=0:handle_abort=0:$$ASAN_OPTIONS" \
+	@ASAN_OPTIONS="verify_asan_link_order=0:handle_segv=0:handle_sigbus=0:handle_sigfpe=0:handle_sigill=0:handle_abort=0:$$ASAN_OPTIONS" \
 	  $(MAKE) --no-print-directory test BUILD=build-asan \
 	  CMAKE_FLAGS="-DWEFT_SANITIZE=address,undefined -DCMAKE_BUILD_TYPE=Debug"
 # TSan cannot follow threads created in a forked child, nor host an instrumented library

@@ -129,10 +129,19 @@ static struct weft_chunk *pool_get(void)
 	return c;
 }
 
+/* Chunks handed off at stop by threads that were still running: their owners may still
+ * write into them, so they are never reused or freed; kept here (one per such thread). */
+static struct weft_chunk *retired; /* under pool_lock */
+
 void weft_pool_release(struct weft_chunk *c)
 {
-	if (!c->recycle)
-		return; /* its owner may still be writing into it (flushed at stop) */
+	if (!c->recycle) { /* its owner may still be writing into it (flushed at stop) */
+		pthread_mutex_lock(&pool_lock);
+		c->next = retired;
+		retired = c;
+		pthread_mutex_unlock(&pool_lock);
+		return;
+	}
 	pthread_mutex_lock(&pool_lock);
 	c->next = free_list;
 	free_list = c;

@@ -15,6 +15,15 @@ CXX_SRC = os.path.join(SRC, "tests", "compile", "use_all.cpp")
 WARN = ["-Wall", "-Wextra", "-Werror"]
 
 
+def sanitize_flags():
+    with open(os.path.join(BUILD, "CMakeCache.txt")) as f:
+        for line in f:
+            if line.startswith("WEFT_SANITIZE:"):
+                v = line.strip().split("=", 1)[1]
+                return [f"-fsanitize={v}"] if v else []
+    return []
+
+
 def have(tool):
     return shutil.which(tool) is not None
 
@@ -23,8 +32,8 @@ class Header(TraceTest):
     def build(self, compiler, src, *flags, link=True):
         exe = os.path.join(self.tmp, "a.out")
         cmd = [compiler, *WARN, "-I", INC, src, *flags, "-o", exe]
-        if link:
-            cmd += ["-L", BUILD, "-lweft", "-Wl,-rpath," + BUILD]
+        if link:  # a program using a sanitizer build of libweft is built with that sanitizer
+            cmd += ["-L", BUILD, "-lweft", "-Wl,-rpath," + BUILD] + sanitize_flags()
         run(cmd)
         return exe
 

@@ -53,5 +53,6 @@ int main(int argc, char **argv)
 	weft_stats_get(&st);
 	printf("emitted %lu events %llu dropped %llu after_stop %llu\n", total, (unsigned long long)st.events,
 	       (unsigned long long)st.dropped, (unsigned long long)st.after_stop);
+	free(ws);
 	return 0;
 }
