@@ -17,7 +17,7 @@ need make command -v make
 need pkg-config command -v pkg-config
 need libzstd-dev have_pc libzstd
 need libelf-dev have_pc libelf
-need zlib1g-dev have_pc zlib
+need libdeflate-dev have_pc libdeflate
 need g++ command -v g++
 if [ "$what" = test ] || [ "$what" = bench ]; then
   need libcmocka-dev have_pc cmocka

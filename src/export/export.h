@@ -21,7 +21,7 @@ void weft_export_summary_add(struct weft_export_summary *sum, const struct weft_
  * way -ENOMEM with the reason in err (the output is incomplete). */
 int weft_export_result(const struct weft_export_summary *sum, int rc, char *err, size_t errlen);
 
-/* deflate: zlib level (1-9) for packets written as TracePacket.compressed_packets batches
+/* deflate: level (1-12, libdeflate) for packets written as TracePacket.compressed_packets batches
  * (Perfetto inflates them on import; ~5x smaller for function traces), 0 for plain packets. */
 #define WEFT_PFTRACE_DEFLATE 1
 int weft_export_pftrace(const struct weft_trace *t, FILE *out, int jobs, int deflate,

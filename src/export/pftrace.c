@@ -20,7 +20,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <zlib.h>
+#include <libdeflate.h>
 
 enum {
 	TRACE_PACKET = 1,
@@ -89,6 +89,9 @@ struct seq_enc {
 	uint64_t *lanes_seen;            /* lane/async uuids already described here */
 	size_t nlanes, lanes_cap;
 	struct weft_walk_stats st;
+	struct libdeflate_compressor *zc; /* this sequence's compressor, made at its first batch */
+	uint8_t *zbuf;                    /* and its output buffer, reused */
+	size_t zcap;
 };
 
 static int seen(struct seq_enc *e, uint64_t uuid)
@@ -349,24 +352,38 @@ static void packet(struct seq_enc *e, const struct weft_ev *ev, uint64_t ts, uns
 
 /* A batch of whole packets as one TracePacket whose compressed_packets field holds them
  * zlib-deflated (trace_processor and the Perfetto UI inflate it on import). Compressed by the
- * encoding thread itself, outside the file lock, so threads compress in parallel. NULL when
- * memory or zlib fails: the batch is then written as it is, still a valid trace. */
-static struct pb *compressed(const struct pb *in, struct pb *zp, int level)
+ * encoding thread itself with libdeflate (zlib format, about twice zlib's speed), outside the
+ * file lock, so threads compress in parallel. NULL when memory fails: the batch is then
+ * written as it is, still a valid trace. */
+static struct pb *compressed(struct seq_enc *e, struct pb *zp, int level)
 {
-	uLongf zn = compressBound((uLong)in->n);
-	uint8_t *z = malloc(zn);
-	if (!z)
+	if (!e->zc && !(e->zc = libdeflate_alloc_compressor(level)))
 		return NULL;
-	if (compress2(z, &zn, in->p, (uLong)in->n, level) != Z_OK) {
-		free(z);
-		return NULL;
+	size_t bound = libdeflate_zlib_compress_bound(e->zc, e->out.n);
+	if (bound > e->zcap) {
+		free(e->zbuf);
+		e->zcap = 0;
+		if (!(e->zbuf = malloc(bound)))
+			return NULL;
+		e->zcap = bound;
 	}
+	size_t zn = libdeflate_zlib_compress(e->zc, e->out.p, e->out.n, e->zbuf, e->zcap);
+	if (!zn)
+		return NULL;
 	zp->n = 0;
 	size_t pk = pb_begin(zp, TRACE_PACKET);
-	pb_bytes(zp, TP_COMPRESSED_PACKETS, z, zn);
+	pb_bytes(zp, TP_COMPRESSED_PACKETS, e->zbuf, zn);
 	pb_end(zp, pk);
-	free(z);
 	return zp;
+}
+
+static void enc_free(struct seq_enc *e)
+{
+	if (e->zc)
+		libdeflate_free_compressor(e->zc);
+	free(e->zbuf);
+	e->zc = NULL;
+	e->zbuf = NULL;
 }
 
 /* Whole packets go to the file in batches of about 1 MiB, so memory stays bounded whatever
@@ -377,7 +394,7 @@ static void drain(struct seq_enc *e, size_t threshold)
 		return;
 	struct out_file *o = e->file;
 	struct pb zp = {0};
-	const struct pb *w = o->level ? compressed(&e->out, &zp, o->level) : NULL;
+	const struct pb *w = o->level ? compressed(e, &zp, o->level) : NULL;
 	if (!w)
 		w = &e->out;
 	pthread_mutex_lock(&o->lock);
@@ -479,6 +496,7 @@ static void encode_thread(size_t i, void *ud)
 	pb_end(b, pk);
 	weft_walk_thread(p, e->th, j->t->last_ns, on_event, e, &e->st, &e->buf, &e->cap);
 	drain(e, 1);
+	enc_free(e);
 	free(e->out.p);
 	free(e->buf);
 	free(e->named);
@@ -611,6 +629,7 @@ int weft_export_pftrace(const struct weft_trace *t, FILE *out, int jobs, int def
 	struct seq_enc head = {.file = &file};
 	header(t, &head.out);
 	drain(&head, 1);
+	enc_free(&head);
 	free(head.out.p);
 	struct job j = {t, encs};
 	weft_parallel_for(n, jobs, encode_thread, &j);
