@@ -377,7 +377,13 @@ EXPORT int posix_spawnp(pid_t *pid, const char *file, const posix_spawn_file_act
  * leaves the runtime alone. */
 __attribute__((noreturn)) static void exit_now(int status)
 {
-	before_exec();
+	/* _exit is async-signal-safe and often called from a signal handler: the stop frees
+	 * nothing (the process ends anyway; the interrupted code may hold malloc's lock) and is
+	 * skipped when this thread was interrupted inside the runtime, holding its locks */
+	if (!weft_in_runtime && getpid() == weft_g.pid) { /* not in a vfork child: parent's memory */
+		weft_g.in_signal = 1;
+		before_exec();
+	}
 	for (;;)
 		syscall(SYS_exit_group, status);
 }

@@ -4,6 +4,8 @@
  *                          untraced, the process dies of it; prints "survived" if it does not
  *   forkexec            the child makes 20 calls, then execl()s this program with "exec", which
  *                       makes 5 calls of exec_step() and ends with _exit(0)
+ *   sigexit             calls step() in a loop until a SIGALRM handler ends the process with
+ *                       _exit(3) (a signal may land anywhere, the runtime included)
  *   closefds LOG        makes calls that fill chunks, closes every descriptor above 2
  *                       (close_range), opens LOG and writes lines into it while making more
  *                       calls, so any write weft made through a stale descriptor would land in
@@ -21,6 +23,11 @@
 static volatile int sink;
 NI void step(int i) { sink += i; }
 NI void exec_step(int i) { sink += i; }
+__attribute__((no_instrument_function)) static void on_alarm_exit(int sig)
+{
+	(void)sig;
+	_exit(3);
+}
 static void steps(int n)
 {
 	for (int i = 0; i < n; i++)
@@ -59,6 +66,11 @@ int main(int argc, char **argv)
 		for (int i = 0; i < 5; i++)
 			exec_step(i);
 		_exit(0);
+	} else if (!strcmp(mode, "sigexit")) {
+		signal(SIGALRM, on_alarm_exit);
+		ualarm(20000, 0);
+		for (int i = 0;; i++)
+			step(i);
 	} else if (!strcmp(mode, "closefds") && argc > 2) {
 		steps(100000);
 		syscall(SYS_close_range, 3u, ~0u, 0u);
