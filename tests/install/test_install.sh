@@ -35,7 +35,9 @@ export PKG_CONFIG_PATH=$libdir/pkgconfig
 cd "$tmp"
 cc -o c_pc_shared "$src/tests/install/app.c" $(pkg-config --cflags --libs weft) -Wl,-rpath,"$libdir"
 c++ -o cxx_pc_shared "$src/tests/install/app.cpp" $(pkg-config --cflags --libs weft) -Wl,-rpath,"$libdir"
-ldd c_pc_shared | grep -q "libweft.so.0 => $libdir/libweft.so.0" || fail "c_pc_shared does not use the installed libweft.so.0"
+# linked against the installed library by its SONAME (read from the file, not from a loader run)
+readelf -d c_pc_shared | grep -q 'NEEDED.*\[libweft\.so\.0\]' || fail "c_pc_shared does not need libweft.so.0"
+readelf -d c_pc_shared | grep -q "R.*PATH.*\[$libdir\]" || fail "c_pc_shared has no run path to $libdir"
 static_libs=$(pkg-config --static --libs weft | sed 's/-lweft//')
 cc -o c_pc_static "$src/tests/install/app.c" $(pkg-config --cflags weft) "$libdir/libweft.a" $static_libs
 c++ -o cxx_pc_static "$src/tests/install/app.cpp" $(pkg-config --cflags weft) -Wl,-Bstatic -lweft -Wl,-Bdynamic -L"$libdir" $static_libs
