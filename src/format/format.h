@@ -12,6 +12,7 @@
 #define WEFT_FORMAT_H
 
 #include <stdint.h>
+#include <string.h>
 #include "weft_fastpath.h" /* record types and site kinds */
 
 #define WEFT_FMT_MAJOR 1
@@ -47,6 +48,13 @@ struct weft_chunk_header { /* 40 bytes */
 	uint32_t events;      /* events in the chunk (args and flows are part of their event) */
 	uint32_t dropped;     /* events dropped just before the chunk (its DROPPED record) */
 };
+
+/* Is this file name one of a trace directory's data files (P.wmeta, P-W.wevents)? */
+static inline int weft_is_trace_file(const char *name)
+{
+	const char *dot = strrchr(name, '.');
+	return dot && (!strcmp(dot, ".wmeta") || !strcmp(dot, ".wevents"));
+}
 
 /* A chunk's seq: the runtime numbers the threads of a process (serial, 24 bits; tids are
  * reused by the kernel) and each thread's chunks (index, 40 bits). Traces before format 1.2

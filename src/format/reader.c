@@ -889,8 +889,7 @@ int weft_trace_open(const char *dir, struct weft_trace **out, char *err, size_t 
 	size_t n = 0;
 	struct dirent *e;
 	while ((e = readdir(d))) {
-		const char *dot = strrchr(e->d_name, '.');
-		if (dot && (!strcmp(dot, ".wmeta") || !strcmp(dot, ".wevents"))) {
+		if (weft_is_trace_file(e->d_name)) {
 			names = xrealloc(names, (n + 1) * sizeof(*names));
 			names[n++] = strdup(e->d_name);
 		}

@@ -125,8 +125,7 @@ static void move_old(const char *dir)
 	if (d) {
 		struct dirent *e;
 		while ((e = readdir(d))) {
-			const char *dot = strrchr(e->d_name, '.');
-			if (dot && (!strcmp(dot, ".wmeta") || !strcmp(dot, ".wevents"))) {
+			if (weft_is_trace_file(e->d_name)) {
 				char p[PATH_MAX + 256];
 				snprintf(p, sizeof(p), "%s/%s", old, e->d_name);
 				unlink(p);

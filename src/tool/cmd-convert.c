@@ -5,6 +5,7 @@
  */
 #include "tool/cmd.h"
 #include "export/export.h"
+#include "format/format.h"
 #include <errno.h>
 #include <getopt.h>
 #include <dirent.h>
@@ -36,8 +37,7 @@ static void help(FILE *f)
  * .wmeta/.wevents file that the next read would take for part of the trace)? */
 static int overwrites_input(const char *dir, const char *out)
 {
-	const char *dot = strrchr(out, '.');
-	if (dot && (!strcmp(dot, ".wmeta") || !strcmp(dot, ".wevents")))
+	if (weft_is_trace_file(out))
 		return 1;
 	struct stat so;
 	if (stat(out, &so))

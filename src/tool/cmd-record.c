@@ -97,9 +97,8 @@ static int is_trace_dir(const char *dir)
 	int ok = 1;
 	struct dirent *e;
 	while (ok && (e = readdir(d))) {
-		const char *dot = strrchr(e->d_name, '.');
 		ok = !strcmp(e->d_name, ".") || !strcmp(e->d_name, "..") || !strcmp(e->d_name, "trace.pftrace") ||
-		     (dot && (!strcmp(dot, ".wmeta") || !strcmp(dot, ".wevents")));
+		     weft_is_trace_file(e->d_name);
 	}
 	closedir(d);
 	return ok;
@@ -114,8 +113,7 @@ static int remove_trace_dir(const char *dir)
 		return -errno;
 	struct dirent *e;
 	while ((e = readdir(d))) {
-		const char *dot = strrchr(e->d_name, '.');
-		if (!strcmp(e->d_name, "trace.pftrace") || (dot && (!strcmp(dot, ".wmeta") || !strcmp(dot, ".wevents")))) {
+		if (!strcmp(e->d_name, "trace.pftrace") || weft_is_trace_file(e->d_name)) {
 			char p[PATH_MAX + 300];
 			snprintf(p, sizeof(p), "%s/%s", dir, e->d_name);
 			unlink(p);
