@@ -193,7 +193,28 @@ WEFT_API void weft_set_log(weft_log_fn fn, void *ud);
 WEFT_API const char *weft_strerror(int err);
 
 /* ============================================================================================
- * 4. Less common: events built by hand
+ * 4. Memory: named heaps (memory pools, arenas, GPU caching allocators)
+ * ========================================================================================== */
+
+/* A heap the program manages itself, by name ("gpu0", "pool"). Its transactions go into the
+ * calling thread's stream like every event, so each is attributed to the innermost open slice
+ * of the thread (the module that triggered it); the converters show live and peak bytes per
+ * heap as counters, the usage reports as counters too, and `weft report --memory` lists them.
+ * Independent of the malloc interposer (weft record --memory): works in any traced program.
+ *
+ * weft_heap returns the heap of that name (the same pointer for the same name, from any
+ * thread), or NULL when out of memory or name is NULL; the calls below accept NULL and then do
+ * nothing. Thread-safe; not async-signal-safe (the first call for a name allocates).
+ * weft_heap_alloc / weft_heap_free / weft_heap_usage: thread-safe and async-signal-safe, no
+ * allocation, no lock, no syscall; when tracing is off they cost one load. A free of a pointer
+ * the heap never saw is counted as unknown, never an error. weft_heap_usage reports the heap's
+ * own figures: bytes live (handed out), cached (held by the pool, not handed out) and
+ * requested (asked of the system). */
+typedef struct weft_site weft_heap_t;
+WEFT_API weft_heap_t *weft_heap(const char *name);
+
+/* ============================================================================================
+ * 5. Less common: events built by hand
  * ========================================================================================== */
 
 /* A typed argument, built by WEFT_I/WEFT_U/WEFT_D/WEFT_B/WEFT_S/WEFT_P. */
@@ -344,6 +365,44 @@ WEFT__INLINE struct weft_site *weft__begin(struct weft_site *s, unsigned track,
 			weft__rec3(weft__hdr(weft__s_.id, type, 1, 0), (uint64_t)(aid)); \
 	} while (0)
 
+WEFT__INLINE void weft__rec4(uint64_t hdr, uint64_t a, uint64_t b)
+{
+	uint64_t t = weft__ticks();
+	uint64_t *p = weft__reserve(32);
+	if (__builtin_expect(p == 0, 0))
+		return;
+	p[0] = t;
+	p[1] = hdr;
+	p[2] = a;
+	p[3] = b;
+	weft__commit(p + 4);
+}
+WEFT__INLINE void weft_heap_alloc(weft_heap_t *h, const void *ptr, size_t size)
+{
+	if (h && weft__on(h))
+		weft__rec4(weft__hdr(h->id, WEFT_R_ALLOC, 2, WEFT_MEM_HEAP_API), (uint64_t)(uintptr_t)ptr, size);
+}
+WEFT__INLINE void weft_heap_free(weft_heap_t *h, const void *ptr)
+{
+	if (h && weft__on(h))
+		weft__rec3(weft__hdr(h->id, WEFT_R_FREE, 1, WEFT_MEM_HEAP_API), (uint64_t)(uintptr_t)ptr);
+}
+WEFT__INLINE void weft_heap_usage(weft_heap_t *h, uint64_t live, uint64_t cached, uint64_t requested)
+{
+	if (!h || !weft__on(h))
+		return;
+	uint64_t t = weft__ticks();
+	uint64_t *p = weft__reserve(40);
+	if (__builtin_expect(p == 0, 0))
+		return;
+	p[0] = t;
+	p[1] = weft__hdr(h->id, WEFT_R_HEAP_USAGE, 3, WEFT_MEM_HEAP_API);
+	p[2] = live;
+	p[3] = cached;
+	p[4] = requested;
+	weft__commit(p + 5);
+}
+
 #else /* WEFT_DISABLE: everything compiles out, arguments are not evaluated */
 
 /* sizeof marks a variable used without evaluating it: no unused-variable warnings */
@@ -392,6 +451,10 @@ WEFT__INLINE int weft__off_stats(struct weft_stats *st)
 #define weft_strerror(e) ("tracing compiled out (WEFT_DISABLE)")
 #define weft_event_args(s, t, tr, a, n) ((void)0)
 #define weft_rate_add(r, n) ((void)0)
+#define weft_heap(n) ((weft_heap_t *)0)
+#define weft_heap_alloc(h, p, n) ((void)sizeof(h), (void)sizeof(p), (void)sizeof(n))
+#define weft_heap_free(h, p) ((void)sizeof(h), (void)sizeof(p))
+#define weft_heap_usage(h, l, c, r) ((void)sizeof(h), (void)sizeof(l), (void)sizeof(c), (void)sizeof(r))
 
 #endif /* WEFT_DISABLE */
 

@@ -45,11 +45,27 @@ enum weft_rec_type {
 	/* setjmp / longjmp on a jmp_buf (address packed as for FUNC): the walker unwinds the
 	 * slices a longjmp skips, at the longjmp */
 	WEFT_R_SETJMP = 21, WEFT_R_LONGJMP = 22,
+	/* memory (format 1.3): id = heap (0 the C heap, else a heap site), track = the function
+	 * (enum weft_mem_fn); extra words: ALLOC addr, size; FREE addr; REALLOC old addr, new
+	 * addr, new size; HEAP_USAGE live, cached, requested (a named heap's own report) */
+	WEFT_R_ALLOC = 23, WEFT_R_FREE = 24, WEFT_R_REALLOC = 25, WEFT_R_HEAP_USAGE = 26,
+	/* the return addresses of the allocation before it (memory_stacks=1), innermost first:
+	 * word0 is the number of frames, the extra words the addresses */
+	WEFT_R_STACK = 27,
+};
+
+/* Which function made a memory record (its track field). */
+enum weft_mem_fn {
+	WEFT_MEM_MALLOC = 1, WEFT_MEM_CALLOC = 2, WEFT_MEM_REALLOC = 3, WEFT_MEM_REALLOCARRAY = 4,
+	WEFT_MEM_MEMALIGN = 5, WEFT_MEM_POSIX_MEMALIGN = 6, WEFT_MEM_ALIGNED_ALLOC = 7,
+	WEFT_MEM_VALLOC = 8, WEFT_MEM_PVALLOC = 9, WEFT_MEM_FREE = 10, WEFT_MEM_MMAP = 11,
+	WEFT_MEM_MUNMAP = 12, WEFT_MEM_MREMAP = 13, WEFT_MEM_HEAP_API = 14,
 };
 
 enum weft_site_state { WEFT__SITE_NEW = 0, WEFT__SITE_ON = 1, WEFT__SITE_OFF = 2 };
 enum weft_site_kind {
 	WEFT_KIND_EVENT = 0, WEFT_KIND_COUNTER = 1, WEFT_KIND_ARG = 2, WEFT_KIND_TRACK = 3,
+	WEFT_KIND_HEAP = 4, /* a named heap (weft_heap) */
 };
 
 /* One per call site (static storage). `state` and `id` are written by the registry (slow path,

@@ -15,6 +15,7 @@
 struct weft_walk_stack {
 	unsigned track;
 	uint32_t *ids;
+	uint64_t *serials; /* of the open slices, as ids */
 	size_t n, cap;
 };
 
@@ -53,11 +54,14 @@ static struct weft_walk_stack *room_on(struct weft_walker *w, unsigned track)
 	if (s && s->n == s->cap) {
 		size_t cap = s->cap ? s->cap * 2 : 64;
 		uint32_t *ids = realloc(s->ids, cap * sizeof(*ids));
-		if (!ids) {
+		if (ids)
+			s->ids = ids;
+		uint64_t *ser = ids ? realloc(s->serials, cap * sizeof(*ser)) : NULL;
+		if (!ser) {
 			w->st->oom++;
 			return NULL;
 		}
-		s->ids = ids;
+		s->serials = ser;
 		s->cap = cap;
 	}
 	return s;
@@ -103,9 +107,13 @@ static void flush(struct weft_walker *w)
 	w->fn(w->ud, &w->ev);
 }
 
-static void emit_end(struct weft_walker *w, uint64_t ts, uint32_t id, unsigned track, unsigned flags)
+static void emit_end(struct weft_walker *w, uint64_t ts, uint32_t id, uint64_t serial, unsigned track,
+		     unsigned flags)
 {
 	struct weft_ev e;
+	e.serial = serial;
+	e.nframes = 0;
+	e.frames = NULL;
 	e.kind = WEFT_EV_END;
 	e.flags = flags;
 	e.ts = ts;
@@ -131,6 +139,9 @@ static void start(struct weft_walker *w, unsigned kind, uint64_t ts, uint32_t id
 	e->value = 0;
 	e->is_double = 0;
 	e->nargs = e->nout = e->nin = 0;
+	e->serial = 0;
+	e->nframes = 0;
+	e->frames = NULL;
 	w->pending = 1;
 	if (ts > w->last_ts)
 		w->last_ts = ts;
@@ -162,11 +173,12 @@ static void on_end(struct weft_walker *w, uint64_t ts, uint32_t id, unsigned tra
 	}
 	while (s->n > i) { /* inner slices whose ends never came */
 		w->st->unwound++;
-		emit_end(w, ts, s->ids[--s->n], track, WEFT_EVF_UNWOUND);
+		s->n--;
+		emit_end(w, ts, s->ids[s->n], s->serials[s->n], track, WEFT_EVF_UNWOUND);
 	}
 	s->n--;
 	w->st->events++;
-	emit_end(w, ts, id, track, 0);
+	emit_end(w, ts, id, s->serials[s->n], track, 0);
 }
 
 /* setjmp: remember how deep the thread's own track was; longjmp to that jmp_buf closes what
@@ -206,7 +218,8 @@ static void on_longjmp(struct weft_walker *w, uint64_t ts, uint64_t env)
 		if (w->jmps[i].env == env) {
 			while (s->n > w->jmps[i].depth) {
 				w->st->unwound++;
-				emit_end(w, ts, s->ids[--s->n], 0, WEFT_EVF_UNWOUND);
+				s->n--;
+				emit_end(w, ts, s->ids[s->n], s->serials[s->n], 0, WEFT_EVF_UNWOUND);
 			}
 			return;
 		}
@@ -223,6 +236,19 @@ void weft_walker_init(struct weft_walker *w, const struct weft_proc *p, weft_ev_
 }
 
 static void walk(struct weft_walker *wk, const uint64_t *r, size_t n);
+
+/* The serial of the innermost slice open on any track of the thread (the latest begun of the
+ * stacks' tops), 0 when none is. */
+static uint64_t innermost(const struct weft_walker *w)
+{
+	uint64_t best = 0;
+	for (size_t i = 0; i < w->nstacks; i++) {
+		const struct weft_walk_stack *s = &w->stacks[i];
+		if (s->n && s->serials[s->n - 1] > best)
+			best = s->serials[s->n - 1];
+	}
+	return best;
+}
 
 void weft_walker_feed(struct weft_walker *wk, uint64_t *r, size_t n)
 {
@@ -251,6 +277,8 @@ static void walk(struct weft_walker *wk, const uint64_t *r, size_t n)
 				break;
 			}
 			start(wk, WEFT_EV_BEGIN, r[i], id, tr);
+			wk->ev.serial = ++wk->next_serial;
+			s->serials[s->n] = wk->next_serial;
 			s->ids[s->n++] = id;
 			break;
 		}
@@ -315,6 +343,31 @@ static void walk(struct weft_walker *wk, const uint64_t *r, size_t n)
 			if (type == WEFT_R_FLOW_IN && wk->ev.nin < WEFT_EV_MAX_FLOWS)
 				wk->ev.flows_in[wk->ev.nin++] = r[i];
 			break;
+		case WEFT_R_ALLOC:
+		case WEFT_R_FREE:
+		case WEFT_R_REALLOC:
+		case WEFT_R_HEAP_USAGE: {
+			static const unsigned kinds[] = {WEFT_EV_ALLOC, WEFT_EV_FREE, WEFT_EV_REALLOC,
+							 WEFT_EV_HEAP_USAGE};
+			start(wk, kinds[type - WEFT_R_ALLOC], r[i], id, 0);
+			struct weft_ev *e = &wk->ev;
+			e->mfn = track;
+			e->serial = innermost(wk);
+			e->addr = x;
+			e->addr2 = extra > 1 ? r[i + 3] : 0;
+			e->size = extra > 2 ? r[i + 4] : 0;
+			if (type == WEFT_R_ALLOC) {
+				e->size = e->addr2;
+				e->addr2 = 0;
+			}
+			break;
+		}
+		case WEFT_R_STACK:
+			if (wk->pending && wk->ev.kind == WEFT_EV_ALLOC) {
+				wk->ev.nframes = extra;
+				wk->ev.frames = r + i + 2;
+			}
+			break;
 		default:
 			break; /* unknown record type of a newer minor version: skipped */
 		}
@@ -334,9 +387,11 @@ void weft_walker_finish(struct weft_walker *w, uint64_t end_ns)
 		struct weft_walk_stack *k = &w->stacks[s];
 		while (k->n > 0) {
 			w->st->unterminated++;
-			emit_end(w, end_ns, k->ids[--k->n], k->track, WEFT_EVF_UNTERMINATED);
+			k->n--;
+			emit_end(w, end_ns, k->ids[k->n], k->serials[k->n], k->track, WEFT_EVF_UNTERMINATED);
 		}
 		free(k->ids);
+		free(k->serials);
 	}
 	free(w->stacks);
 	w->stacks = NULL;

@@ -16,6 +16,11 @@
 enum weft_ev_kind {
 	WEFT_EV_BEGIN, WEFT_EV_END, WEFT_EV_INSTANT, WEFT_EV_COUNTER, WEFT_EV_ASYNC_BEGIN,
 	WEFT_EV_ASYNC_END, WEFT_EV_ASYNC_INSTANT, WEFT_EV_COMPLETE, WEFT_EV_DROPPED,
+	/* memory: id is the heap (0 the C heap, else a heap site), mfn the function (enum
+	 * weft_mem_fn), `slice` the innermost open slice of the thread; addr, size (ALLOC), addr
+	 * (FREE), addr -> addr2 with size (REALLOC), value/addr/addr2/size = -/live/cached/
+	 * requested (HEAP_USAGE) */
+	WEFT_EV_ALLOC, WEFT_EV_FREE, WEFT_EV_REALLOC, WEFT_EV_HEAP_USAGE,
 };
 #define WEFT_EVF_UNTERMINATED 1u
 #define WEFT_EVF_UNWOUND 2u
@@ -38,6 +43,13 @@ struct weft_ev {
 	unsigned track;      /* named track id, 0 = the thread's own */
 	uint64_t value;      /* counter bits, async id, dropped count */
 	int is_double;
+	/* the slice's number in its thread (1, 2, ... in begin order) on BEGIN and END; on memory
+	 * events the innermost slice open on any track of the thread (0: none) */
+	uint64_t serial;
+	uint64_t addr, addr2, size; /* memory events */
+	unsigned mfn;
+	unsigned nframes;        /* memory_stacks: return addresses of an ALLOC, innermost first */
+	const uint64_t *frames;
 	unsigned nargs, nout, nin;
 	struct weft_ev_arg args[WEFT_EV_MAX_ARGS];
 	uint64_t flows_out[WEFT_EV_MAX_FLOWS], flows_in[WEFT_EV_MAX_FLOWS];
@@ -58,6 +70,7 @@ typedef void (*weft_ev_fn)(void *ud, const struct weft_ev *e);
  * the chunk being fed: they are valid during the callback only. */
 struct weft_walk_stack;
 struct weft_walker {
+	uint64_t next_serial; /* slices begun so far in this thread */
 	const struct weft_proc *p;
 	weft_ev_fn fn;
 	void *ud;

@@ -14,6 +14,7 @@
  */
 #include "export/export.h"
 #include "export/pb.h"
+#include "export/pftrace-memory.h"
 #include "format/format.h"
 #include <errno.h>
 #include <pthread.h>
@@ -89,6 +90,8 @@ struct seq_enc {
 	uint64_t *lanes_seen;            /* lane/async uuids already described here */
 	size_t nlanes, lanes_cap;
 	struct weft_walk_stats st;
+	const struct weft_mem_proc *mem;  /* the process's memory analysis, or NULL */
+	uint64_t big_alloc;               /* allocations at least this big are instants too */
 	struct libdeflate_compressor *zc; /* this sequence's compressor, made at its first batch */
 	uint8_t *zbuf;                    /* and its output buffer, reused */
 	size_t zcap;
@@ -251,7 +254,7 @@ static int packet_fast(struct seq_enc *e, const struct weft_ev *ev, uint64_t ts,
 {
 	const struct weft_proc *p = e->p;
 	if (track != e->tuuid || ev->nargs || ev->nout || ev->nin || ev->flags ||
-	    ev->kind == WEFT_EV_DROPPED || type == TYPE_COUNTER)
+	    ev->kind == WEFT_EV_DROPPED || type == TYPE_COUNTER || (e->mem && type == TYPE_END))
 		return 0;
 	uint32_t id = ev->id, ci = 0;
 	if (type != TYPE_END) {
@@ -345,6 +348,10 @@ static void packet(struct seq_enc *e, const struct weft_ev *ev, uint64_t ts, uns
 			annotation_flag(b, "weft_unterminated");
 		if (ev->flags & WEFT_EVF_UNWOUND)
 			annotation_flag(b, "weft_unwound");
+		const struct weft_mem_slice *ms =
+			e->mem && ev->kind == WEFT_EV_END ? weft_mem_slice(e->mem, (size_t)(e->th - p->threads), ev->serial) : NULL;
+		if (ms)
+			weft_pf_mem_slice_args(b, ms);
 	}
 	pb_end(b, te);
 	pb_end(b, pk);
@@ -406,6 +413,35 @@ static void drain(struct seq_enc *e, size_t threshold)
 	e->out.n = 0;
 }
 
+/* An allocation of at least big_alloc bytes: an instant on its thread, with its size, address
+ * and function. */
+static void big_alloc(struct seq_enc *e, const struct weft_ev *ev)
+{
+	struct pb *b = &e->out;
+	size_t pk = pb_begin(b, TRACE_PACKET);
+	pb_varint(b, TP_TIMESTAMP, ev->ts);
+	pb_varint(b, TP_SEQ_ID, e->seq);
+	pb_varint(b, TP_SEQ_FLAGS, SEQ_NEEDS);
+	size_t te = pb_begin(b, TP_TRACK_EVENT);
+	pb_varint(b, TE_TYPE, TYPE_INSTANT);
+	pb_string(b, TE_NAME, "large allocation");
+	size_t m = pb_begin(b, TE_DEBUG);
+	pb_string(b, DA_NAME, "size");
+	pb_varint(b, DA_UINT, ev->size);
+	pb_end(b, m);
+	m = pb_begin(b, TE_DEBUG);
+	pb_string(b, DA_NAME, "ptr");
+	pb_varint(b, DA_POINTER, ev->kind == WEFT_EV_REALLOC ? ev->addr2 : ev->addr);
+	pb_end(b, m);
+	m = pb_begin(b, TE_DEBUG);
+	pb_string(b, DA_NAME, "function");
+	pb_string(b, DA_STRING, ev->id ? weft_site_name(e->p, ev->id) ? weft_site_name(e->p, ev->id) : "heap"
+				       : weft_mem_fn_name(ev->mfn));
+	pb_end(b, m);
+	pb_end(b, te);
+	pb_end(b, pk);
+}
+
 static void on_event(void *ud, const struct weft_ev *ev)
 {
 	struct seq_enc *e = ud;
@@ -423,6 +459,10 @@ static void on_event(void *ud, const struct weft_ev *ev)
 		break;
 	case WEFT_EV_COUNTER:
 		packet(e, ev, ev->ts, TYPE_COUNTER, track);
+		break;
+	case WEFT_EV_ALLOC: case WEFT_EV_REALLOC:
+		if (ev->size >= e->big_alloc && e->mem)
+			big_alloc(e, ev);
 		break;
 	case WEFT_EV_COMPLETE: {
 		packet(e, ev, ev->ts, TYPE_BEGIN, track);
@@ -526,7 +566,7 @@ static void build_cats(const struct weft_proc *p, struct proc_cats *c)
 	}
 }
 
-static void header(const struct weft_trace *t, struct pb *b)
+static void header(const struct weft_trace *t, const struct weft_mem *mem, struct pb *b)
 {
 	/* Clock snapshot: BOOTTIME is the trace clock; REALTIME lets the UI show wall time. */
 	uint64_t boot = t->first_ns, real = 0;
@@ -539,6 +579,12 @@ static void header(const struct weft_trace *t, struct pb *b)
 	size_t cs = pb_begin(b, TP_CLOCK_SNAPSHOT);
 	size_t c1 = pb_begin(b, 1);
 	pb_varint(b, 1, 6);
+	pb_varint(b, 2, boot);
+	pb_end(b, c1);
+	/* MONOTONIC_COARSE, the clock trace_processor reads heap-profile dumps on: the same
+	 * timeline (without it every dump is dropped) */
+	c1 = pb_begin(b, 1);
+	pb_varint(b, 1, 4);
 	pb_varint(b, 2, boot);
 	pb_end(b, c1);
 	if (real) {
@@ -594,7 +640,15 @@ static void header(const struct weft_trace *t, struct pb *b)
 			pb_end(b, td);
 			pb_end(b, pk);
 		}
+		const struct weft_mem_proc *mp = weft_mem_for(mem, p);
+		if (mp)
+			weft_pf_mem_tracks(b, mp, proc_uuid(p->pid), mix);
 	}
+}
+
+static void drain_cb(void *ctx)
+{
+	drain(ctx, 1u << 20);
 }
 
 int weft_export_pftrace(const struct weft_trace *t, FILE *out, int jobs, int deflate,
@@ -609,6 +663,13 @@ int weft_export_pftrace(const struct weft_trace *t, FILE *out, int jobs, int def
 	if (!encs || !cats)
 		weft_oom("writing the .pftrace");
 	struct out_file file = {.f = out, .lock = PTHREAD_MUTEX_INITIALIZER, .level = deflate};
+	struct weft_mem *mem = NULL;
+	int rc = weft_mem_analyze(t, &mem, err, errlen);
+	if (rc) {
+		free(encs);
+		free(cats);
+		return rc;
+	}
 	size_t k = 0;
 	for (size_t i = 0; i < t->nprocs; i++) {
 		const struct weft_proc *p = &t->procs[i];
@@ -620,6 +681,8 @@ int weft_export_pftrace(const struct weft_trace *t, FILE *out, int jobs, int def
 			encs[k].file = &file;
 			encs[k].seq = (uint32_t)(k + 2);
 			encs[k].tuuid = thread_uuid(p->pid, p->threads[h].tid, p->threads[h].serial);
+			encs[k].mem = weft_mem_for(mem, p);
+			encs[k].big_alloc = mem->big_alloc;
 
 		}
 	}
@@ -627,12 +690,23 @@ int weft_export_pftrace(const struct weft_trace *t, FILE *out, int jobs, int def
 		sum->dropped += weft_proc_dropped(&t->procs[i]);
 	/* descriptors of processes, named tracks and counters first, then the threads */
 	struct seq_enc head = {.file = &file};
-	header(t, &head.out);
+	header(t, mem, &head.out);
+	drain(&head, 1);
+	struct job j = {t, encs};
+	weft_parallel_for(n, jobs, encode_thread, &j);
+	/* memory counters and heap profiles, each on sequences of their own after the threads' */
+	uint32_t seq = (uint32_t)n + 2;
+	for (size_t i = 0; i < t->nprocs; i++) {
+		const struct weft_mem_proc *mp = weft_mem_for(mem, &t->procs[i]);
+		if (!mp)
+			continue;
+		weft_pf_mem_counters(&head.out, mp, seq++, mix, drain_cb, &head);
+		seq += weft_pf_mem_profiles(&head.out, mp, seq, drain_cb, &head);
+	}
 	drain(&head, 1);
 	enc_free(&head);
 	free(head.out.p);
-	struct job j = {t, encs};
-	weft_parallel_for(n, jobs, encode_thread, &j);
+	weft_mem_free(mem);
 	for (size_t i = 0; i < n; i++)
 		weft_export_summary_add(sum, &encs[i].st);
 	sum->bytes = file.bytes;
@@ -642,7 +716,7 @@ int weft_export_pftrace(const struct weft_trace *t, FILE *out, int jobs, int def
 	}
 	free(cats);
 	free(encs);
-	int rc = file.err ? -file.err : 0;
+	rc = file.err ? -file.err : 0;
 	if (!rc && fflush(out))
 		rc = -errno;
 	if (rc)

@@ -16,7 +16,8 @@
 #include "weft_fastpath.h" /* record types and site kinds */
 
 #define WEFT_FMT_MAJOR 1
-#define WEFT_FMT_MINOR 2 /* 1: packing version 2; 2: thread serials (chunk seq, THREAD records) */
+#define WEFT_FMT_MINOR 3 /* 1: packing version 2; 2: thread serials (chunk seq, THREAD records);
+                          * 3: memory records (ALLOC..STACK), RUSAGE */
 #define WEFT_META_MAGIC "WEFTMETA"
 #define WEFT_EVENTS_MAGIC "WEFTEVTS"
 #define WEFT_CHUNK_MAGIC 0x4b4e4843u /* "CHNK" */
@@ -79,6 +80,10 @@ enum weft_meta_type {
 	WEFT_M_OVERHEAD = 13, /* u64 CPU ns used by writer threads, u64 slow paths taken (at stop) */
 	WEFT_M_WRITE_FAILED = 14, /* u32 errno, u32 0: writing events failed; later chunks dropped */
 	WEFT_M_SIGNAL = 15, /* u32 signal, u32 tid, u64 ticks: the process ended by this signal */
+	WEFT_M_RUSAGE = 16, /* at stop: u64 max RSS bytes, u64 user ns, u64 system ns (getrusage) */
+	WEFT_M_MEMORY = 17, /* u32 flags (1 recording, 2 stacks), u32 0, u64 threshold bytes, u64
+			     * sampling bytes (0: every block), u64 frees not recorded (unknown
+			     * to the interposer) */
 };
 
 struct weft_meta_rec_header {
@@ -98,14 +103,21 @@ static inline uint64_t weft_rec_addr(uint64_t h) { return (h & 0xffffffffu) | ((
 static inline int weft_rec_has_ticks(unsigned type)
 {
 	return (type >= WEFT_R_BEGIN && type <= WEFT_R_ASYNC_END) ||
-	       (type >= WEFT_R_DROPPED && type <= WEFT_R_LONGJMP);
+	       (type >= WEFT_R_DROPPED && type <= WEFT_R_HEAP_USAGE);
+}
+
+/* Memory records: their extra words are packed as varints (addresses as differences). */
+static inline int weft_rec_is_mem(unsigned type)
+{
+	return type >= WEFT_R_ALLOC && type <= WEFT_R_REALLOC;
 }
 
 /* Records that are an event of the program (counted as such; the rest annotate or mark). */
 static inline int weft_rec_is_event(unsigned type)
 {
 	return (type >= WEFT_R_BEGIN && type <= WEFT_R_COMPLETE) ||
-	       (type >= WEFT_R_ASYNC_INSTANT && type <= WEFT_R_FUNC_EXIT);
+	       (type >= WEFT_R_ASYNC_INSTANT && type <= WEFT_R_FUNC_EXIT) ||
+	       (type >= WEFT_R_ALLOC && type <= WEFT_R_HEAP_USAGE);
 }
 
 static inline void weft_file_header_init(struct weft_file_header *h, const char *magic, int pid,

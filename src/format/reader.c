@@ -426,6 +426,25 @@ static void parse_meta(struct weft_trace *t, const char *name, const unsigned ch
 				memcpy(&p->end_signal_ticks, r + 8, 8);
 			}
 			break;
+		case WEFT_M_MEMORY:
+			if (len >= 32) {
+				uint32_t flags;
+				memcpy(&flags, r, 4);
+				p->mem_recorded = (flags & 1) != 0;
+				p->mem_stacks = (flags & 2) != 0;
+				memcpy(&p->mem_threshold, r + 8, 8);
+				memcpy(&p->mem_sample, r + 16, 8);
+				memcpy(&p->mem_sample_full, r + 24, 8);
+			}
+			break;
+		case WEFT_M_RUSAGE:
+			if (len >= 24) {
+				memcpy(&p->max_rss, r, 8);
+				memcpy(&p->user_ns, r + 8, 8);
+				memcpy(&p->sys_ns, r + 16, 8);
+				p->has_rusage = 1;
+			}
+			break;
 		case WEFT_M_FINISH:
 			if (len >= sizeof(p->fin)) {
 				memcpy(p->fin, r, sizeof(p->fin));

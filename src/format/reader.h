@@ -76,6 +76,10 @@ struct weft_proc {
 	uint32_t end_signal, end_signal_tid; /* the fatal signal that ended it, and on which thread */
 	uint64_t end_signal_ticks;
 	uint64_t fin[7]; /* events, dropped, after_stop, bytes_raw, bytes_written, chunks, end_ns */
+	int mem_recorded, mem_stacks; /* the allocation interposer ran (MEMORY record) */
+	uint64_t mem_threshold, mem_sample, mem_sample_full;
+	int has_rusage;                       /* RUSAGE record (at a clean stop) */
+	uint64_t max_rss, user_ns, sys_ns;
 	uint64_t bytes_stored, bytes_raw, nchunks_read, bad_chunks;
 };
 

@@ -170,6 +170,24 @@ SETTER(set_func_depth)
 SETTER(set_func_min) { return weft_parse_duration(v, &c->func_min_ns); }
 SETTER(set_func_filter) { return set_patterns(c->func_filter, sizeof(c->func_filter), v); }
 SETTER(set_func_libs) { return set_patterns(c->func_libs, sizeof(c->func_libs), v); }
+SETTER(set_memory) { return parse_int(v, 0, 1, &c->memory); }
+SETTER(set_memory_stacks) { return parse_int(v, 0, 1, &c->memory_stacks); }
+SETTER(set_memory_threshold)
+{
+	uint64_t x;
+	if (weft_parse_size(v, &x) || x > (1ull << 48))
+		return -EINVAL;
+	c->memory_threshold = x;
+	return 0;
+}
+SETTER(set_memory_sample)
+{
+	uint64_t x;
+	if (weft_parse_size(v, &x) || x > (1ull << 40))
+		return -EINVAL;
+	c->memory_sample = x;
+	return 0;
+}
 SETTER(set_overflow)
 {
 	if (!strcmp(v, "drop"))
@@ -201,6 +219,10 @@ static const struct {
 	{"func_min", set_func_min, "a duration such as 500ns, 5us, 1ms"},
 	{"func_filter", set_func_filter, "comma-separated globs or /regex/ of function names, '-' excludes"},
 	{"func_libs", set_func_libs, "comma-separated globs or /regex/ of library file names, '-' excludes"},
+	{"memory", set_memory, "0 or 1 (record allocations; weft record's runtime)"},
+	{"memory_stacks", set_memory_stacks, "0 or 1"},
+	{"memory_threshold", set_memory_threshold, "a size such as 4K (only blocks at least that big)"},
+	{"memory_sample", set_memory_sample, "a size such as 64K (mean bytes between samples), 0 = every block"},
 };
 
 const char *weft_config_valid(const char *key)

@@ -40,6 +40,10 @@ struct weft_config {
 	uint64_t func_min_ns; /* drop function slices shorter than this that have no children */
 	char func_filter[1024]; /* function names: globs, '-' excludes (like filter=) */
 	char func_libs[1024];   /* files (basenames) whose functions are recorded: globs, '-' excludes */
+	int memory;             /* the preload library records malloc & co. and anonymous mmap */
+	int memory_stacks;      /* ... with the return addresses of each allocation */
+	uint64_t memory_threshold; /* ... only blocks of at least this size */
+	uint64_t memory_sample;    /* ... one sample per this many bytes on average (0: every block) */
 	char given[2048]; /* the options as given, for the trace metadata */
 };
 /* Written by config functions under weft_g.lock before start, read-only after start (except
@@ -153,6 +157,9 @@ struct weft_global {
 /* Set while the calling thread is inside the runtime's slow paths (holding its locks): a
  * signal handler that finds it set must not stop the trace from this thread. */
 WEFT_HIDDEN extern __thread int weft_in_runtime WEFT_TLS;
+/* Set when the thread's end was recorded (its key destructor): the frees glibc makes for it
+ * afterwards are not recorded as a new thread's. */
+WEFT_HIDDEN extern __thread int weft_thread_ended WEFT_TLS;
 WEFT_HIDDEN int weft_parse_duration(const char *s, uint64_t *ns);
 WEFT_HIDDEN extern struct weft_global weft_g;
 WEFT_HIDDEN int weft_ensure_started(void);

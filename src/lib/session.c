@@ -15,6 +15,7 @@
 #include <string.h>
 #include <dirent.h>
 #include <sys/auxv.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -190,7 +191,17 @@ static void fork_parent(void)
 	pthread_mutex_unlock(&weft_g.lock);
 }
 
+static void fork_child_locked(void);
+/* The child frees the parent's buffers and opens its own files: inside the runtime, so the
+ * allocation interposer leaves those calls alone. */
 static void fork_child(void)
+{
+	weft_in_runtime++;
+	fork_child_locked();
+	weft_in_runtime--;
+}
+
+static void fork_child_locked(void)
 {
 	weft_meta_atfork_child();
 	weft_threads_atfork_child();
@@ -286,6 +297,13 @@ int weft_stop(void)
 		weft_meta_write(WEFT_M_FUNC_FILTER, &ff, sizeof(ff), NULL, 0);
 	uint64_t ov[2] = {atomic_load(&weft_g.writer_cpu_ns), atomic_load(&weft_g.slow_paths)};
 	weft_meta_write(WEFT_M_OVERHEAD, ov, sizeof(ov), NULL, 0);
+	struct rusage ru;
+	if (!getrusage(RUSAGE_SELF, &ru)) {
+		uint64_t r[3] = {(uint64_t)ru.ru_maxrss * 1024,
+				 (uint64_t)ru.ru_utime.tv_sec * 1000000000ull + (uint64_t)ru.ru_utime.tv_usec * 1000,
+				 (uint64_t)ru.ru_stime.tv_sec * 1000000000ull + (uint64_t)ru.ru_stime.tv_usec * 1000};
+		weft_meta_write(WEFT_M_RUSAGE, r, sizeof(r), NULL, 0);
+	}
 	weft_meta_close();
 	pthread_mutex_unlock(&weft_g.lock);
 	weft_in_runtime--;

@@ -46,6 +46,7 @@ struct weft_thread {
 /* The calling thread's state; written only by that thread. */
 static __thread struct weft_thread *self __attribute__((tls_model("initial-exec")));
 __thread int weft_in_runtime __attribute__((tls_model("initial-exec")));
+__thread int weft_thread_ended __attribute__((tls_model("initial-exec")));
 
 static pthread_mutex_t threads_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct weft_thread *threads; /* under threads_lock */
@@ -234,6 +235,7 @@ static void thread_exit(void *arg)
 	pthread_mutex_unlock(&t->lock);
 	weft_meta_write(WEFT_M_THREAD_END, rec, sizeof(rec), NULL, 0);
 	self = NULL;
+	weft_thread_ended = 1;
 }
 
 static void make_key(void)

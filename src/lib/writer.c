@@ -158,6 +158,7 @@ static void write_chunk(struct writer *w, struct weft_chunk *c)
 static void *writer_main(void *arg)
 {
 	struct writer *w = arg;
+	weft_in_runtime = 1; /* for its whole life: nothing it does is the program's */
 	atomic_store(&w->running, 1);
 	char name[16];
 	snprintf(name, sizeof(name), "weft-writer-%d", w->idx);

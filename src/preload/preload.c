@@ -69,8 +69,12 @@ static void count_filtered(uint64_t n)
  * counted as after_stop (weft.h's promise) instead of written into a stale buffer window. */
 static int func_stopped;
 
+void weft_memory_start(void); /* memory.c */
+void weft_memory_stop(void);
+
 static void sum_filtered(void)
 {
+	weft_memory_stop();
 	func_stopped = 1;
 	__atomic_store_n(&func_filters, 1, __ATOMIC_RELAXED);
 	unsigned n = atomic_load(&ncounters);
@@ -154,7 +158,15 @@ EXPORT NOINST void __cyg_profile_func_exit(void *fn, void *site)
 }
 
 /* The memory map as a MAPS metadata record: where each library's code lies. */
+static void record_maps_locked(void);
 static void record_maps(void)
+{
+	weft_in_runtime++; /* its own allocations are not the program's */
+	record_maps_locked();
+	weft_in_runtime--;
+}
+
+static void record_maps_locked(void)
 {
 	if (atomic_load(&weft_g.run) != WEFT_RUN_ON)
 		return;
@@ -484,6 +496,7 @@ __attribute__((constructor(101))) static void preload_init(void)
 	 * after the runtime's, which opened that file) */
 	pthread_atfork(NULL, NULL, record_maps);
 	install_signals();
+	weft_memory_start();
 }
 
 

@@ -1,0 +1,219 @@
+#!/usr/bin/env bash
+# bench/memory/run.sh BUILD_DIR - malloc/free tracing, side by side: mem_bench (2 threads x
+# ITERS malloc+free pairs of 16..4096 bytes) untraced, under weft (preloaded with memory off,
+# record --memory, record --memory=stacks), heaptrack and LTTng-UST's libc wrapper with a session.
+# Rounds are interleaved (every configuration once per round, ROUNDS rounds); the tables show
+# medians. Rows whose tool is missing are skipped with a message. Env: ROUNDS (5), ITERS (500000).
+#   cpu ns/event:   CPU time of the benchmark's own threads (CLOCK_THREAD_CPUTIME_ID) / events
+#   wall ns/event:  wall time creation..join / events of one thread
+#   all-proc cpu:   user+sys CPU of the whole command and the processes it waited for (weft's
+#                   writer threads, heaptrack_interpret; not lttng-sessiond/consumerd), start-up
+#                   included, / events
+set -euo pipefail
+arg=${1:-build}
+here=$(cd "$(dirname "$0")" && pwd)
+ROUNDS=${ROUNDS:-5}
+ITERS=${ITERS:-500000}
+THREADS=2
+work=$(mktemp -d /tmp/weft-membench.XXXXXX)
+sessiond_pid=""   # the lttng-sessiond this script started (only that one is stopped)
+session_up=0
+cleanup() {
+  if [ "$session_up" = 1 ]; then lttng destroy membench >/dev/null 2>&1 || true; fi
+  if [ -n "$sessiond_pid" ]; then kill "$sessiond_pid" 2>/dev/null || true; fi
+  rm -rf "$work"
+}
+trap cleanup EXIT
+notes=()
+
+cpu=$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//')
+echo "machine: $(uname -m), $cpu, $(nproc) cores, $(free -g | awk '/Mem:/{print $2}') GiB, Linux $(uname -r)"
+echo "command: bench/memory/run.sh $arg   (ROUNDS=$ROUNDS ITERS=$ITERS, $(date -u +%Y-%m-%d))"
+echo
+
+# what is there
+build="" weft="" preload="" have_memory=0
+if [ -d "$arg" ]; then
+  build=$(cd "$arg" && pwd)
+  [ -x "$build/weft" ] && weft="$build/weft"
+  preload=$(ls "$build"/libweft-preload.so* 2>/dev/null | head -1 || true)
+fi
+[ -n "$weft" ] || notes+=("(weft not built in '$arg': weft record rows skipped)")
+[ -n "$preload" ] || notes+=("(libweft-preload.so not built in '$arg': preload row skipped)")
+if [ -n "$weft" ] && "$weft" record --help 2>&1 | grep -q -- '--memory'; then have_memory=1; fi
+gcc -O2 -pthread "$here/mem_bench.c" -o "$work/mem_bench"
+cd "$work"
+have_ht=0
+if command -v heaptrack >/dev/null; then have_ht=1; else notes+=("(heaptrack not installed: row skipped)"); fi
+lttng_wrap=$(ls /usr/lib/*/liblttng-ust-libc-wrapper.so* 2>/dev/null | head -1 || true)
+have_lttng=0
+if command -v lttng >/dev/null && command -v lttng-sessiond >/dev/null && [ -n "$lttng_wrap" ]; then
+  have_lttng=1
+  if ! pgrep -x lttng-sessiond >/dev/null; then
+    lttng-sessiond --daemonize --no-kernel >/dev/null 2>&1 || true
+    sessiond_pid=$(pgrep -x -n lttng-sessiond || true)
+    [ -n "$sessiond_pid" ] || { have_lttng=0; notes+=("(lttng-sessiond did not start: LTTng row skipped)"); }
+  fi
+else
+  notes+=("(LTTng-UST libc wrapper not installed (lttng-tools + liblttng-ust-dev): row skipped)")
+fi
+
+# configurations, as ID:THREADS; the 1-thread ones feed the second table
+cfgs=("untraced:$THREADS")
+[ -n "$preload" ] && cfgs+=("off:$THREADS")
+[ "$have_memory" = 1 ] && cfgs+=("memory:$THREADS" "stacks:$THREADS")
+[ "$have_ht" = 1 ] && cfgs+=("heaptrack:$THREADS")
+[ "$have_lttng" = 1 ] && cfgs+=("lttng:$THREADS")
+cfgs+=("untraced:1")
+[ "$have_memory" = 1 ] && cfgs+=("memory:1")
+[ "$have_ht" = 1 ] && cfgs+=("heaptrack:1")
+mkdir -p res
+
+# run_cfg ID THREADS: one run; appends "cpu wall allproc" (ns/event) to res/ID.THREADS,
+# or records the failure in res/ID.THREADS.err
+run_cfg() {
+  local id=$1 t=$2 cmd=() out line tm rc
+  local mb=("$work/mem_bench" "$t" "$ITERS")
+  case $id in
+    untraced)  cmd=("${mb[@]}") ;;
+    off)       rm -rf off.data off.data.old
+               cmd=(env "WEFT_OPTIONS=output=$work/off.data" "LD_PRELOAD=$preload" "${mb[@]}") ;;
+    memory)    rm -rf "on$t.data" "on$t.data.old"
+               cmd=("$weft" record -q -o "$work/on$t.data" --no-convert --memory -- "${mb[@]}") ;;
+    stacks)    rm -rf stacks.data stacks.data.old
+               cmd=("$weft" record -q -o "$work/stacks.data" --no-convert --memory=stacks -- "${mb[@]}") ;;
+    heaptrack) rm -f "ht$t".*; cmd=(heaptrack -o "$work/ht$t" "${mb[@]}") ;;
+    lttng)     rm -rf lttng
+               if ! lttng create membench --output="$work/lttng" >/dev/null 2>"res/$id.$t.stderr"; then
+                 echo "lttng create failed: $(head -1 "res/$id.$t.stderr");" >>"res/$id.$t.err"; return 0
+               fi
+               session_up=1
+               lttng enable-event -u 'lttng_ust_libc:*' >/dev/null || echo "lttng enable-event failed;" >>"res/$id.$t.err"
+               lttng start >/dev/null || echo "lttng start failed;" >>"res/$id.$t.err"
+               cmd=(env "LD_PRELOAD=$lttng_wrap" "${mb[@]}") ;;
+  esac
+  rc=0
+  out=$("${cmd[@]}" 2>"res/$id.$t.stderr"; rc=$?; times >times.txt; exit $rc) || rc=$?
+  [ "$rc" = 0 ] || echo "exit $rc;" >>"res/$id.$t.err"
+  if [ "$id" = lttng ]; then
+    lttng stop >/dev/null 2>lttng-stop.txt || true
+    lttng destroy membench >/dev/null 2>&1 || true
+    session_up=0
+  fi
+  line=$(printf '%s\n' "$out" | grep -m1 '^threads=' || true)
+  if [ -z "$line" ]; then
+    tail -3 "res/$id.$t.stderr" >>"res/$id.$t.err" 2>/dev/null || true
+    return 0
+  fi
+  # `times` in the subshell: second line is the user and sys time of the processes it waited for
+  tm=$(awk 'NR==2{ for (i = 1; i <= 2; i++) { split($i, a, /[ms]/); s += a[1] * 60 + a[2] } print s }' times.txt)
+  printf '%s\n' "$line" | awk -v tm="$tm" -v ev="$((2 * ITERS * t))" '{
+    for (i = 1; i <= NF; i++) { split($i, kv, "="); v[kv[1]] = kv[2] }
+    printf "%s %s %.2f\n", v["cpu_ns_per_event"], v["wall_ns_per_event"], tm * 1e9 / ev }' >>"res/$id.$t"
+}
+
+for ((r = 1; r <= ROUNDS; r++)); do
+  for c in "${cfgs[@]}"; do run_cfg "${c%%:*}" "${c##*:}"; done
+done
+
+# median FILE COLUMN
+median() {
+  [ -s "$1" ] || { echo "-"; return; }
+  awk -v c="$2" '{print $c}' "$1" | sort -g | awk '{a[NR]=$1} END{
+    if (NR % 2) printf "%.2f", a[(NR + 1) / 2]; else printf "%.2f", (a[NR / 2] + a[NR / 2 + 1]) / 2 }'
+}
+base=$(median "res/untraced.$THREADS" 1)
+fmt='| %-40s | %12s | %13s | %15s | %10s | %13s |\n'
+row() { # row ID LABEL
+  local id=$1 label=$2 f="res/$1.$THREADS" c w a
+  if [ ! -s "$f" ]; then
+    printf "$fmt" "$label" "failed" "-" "-" "-" "-"
+    notes+=("($label failed: $(tr '\n' ' ' <"res/$id.$THREADS.err" 2>/dev/null))")
+    return
+  fi
+  c=$(median "$f" 1); w=$(median "$f" 2); a=$(median "$f" 3)
+  if [ "$id" = untraced ]; then
+    printf "$fmt" "$label" "$c" "$w" "-" "1.00x" "$a"
+  else
+    printf "$fmt" "$label" "$c" "$w" "$(awk -v c="$c" -v b="$base" 'BEGIN{printf "%+.2f", c - b}')" \
+      "$(awk -v c="$c" -v b="$base" 'BEGIN{printf "%.2fx", c / b}')" "$a"
+  fi
+}
+na() { printf "$fmt" "$1" "n/a ($2)" "" "" "" ""; }
+
+echo "## malloc+free, $THREADS threads x $ITERS iterations ($((2 * THREADS * ITERS)) events), median of $ROUNDS interleaved rounds"
+echo
+printf "$fmt" "configuration" "cpu ns/event" "wall ns/event" "added cpu ns/ev" "x untraced" "all-proc cpu"
+printf '|%s|%s|%s|%s|%s|%s|\n' "------------------------------------------" "--------------" "---------------" \
+  "-----------------" "------------" "---------------"
+row untraced "untraced"
+if [ -n "$preload" ]; then row off "weft preloaded, memory off"; fi
+if [ "$have_memory" = 1 ]; then
+  row memory "weft record --memory"
+  row stacks "weft record --memory=stacks"
+elif [ -n "$weft" ]; then
+  na "weft record --memory" "--memory not built yet"
+  na "weft record --memory=stacks" "--memory not built yet"
+fi
+if [ "$have_ht" = 1 ]; then row heaptrack "heaptrack"; fi
+if [ "$have_lttng" = 1 ]; then row lttng "LTTng-UST libc wrapper, session"; fi
+echo
+echo "cpu: the benchmark threads' own CPU time; all-proc cpu: user+sys of the command and the processes it"
+echo "waited for (weft's writer threads, heaptrack_interpret; not LTTng's daemons), start-up included."
+
+echo
+echo "## wall ns/event per thread, 1 vs $THREADS threads (medians)"
+echo
+fmt2='| %-40s | %10s | %10s | %8s |\n'
+printf "$fmt2" "configuration" "1 thread" "$THREADS threads" "ratio"
+printf '|%s|%s|%s|%s|\n' "------------------------------------------" "------------" "------------" "----------"
+row2() {
+  local one two
+  one=$(median "res/$1.1" 2); two=$(median "res/$1.$THREADS" 2)
+  printf "$fmt2" "$2" "$one" "$two" "$(awk -v a="$one" -v b="$two" 'BEGIN{ if (a + 0 > 0 && b + 0 > 0) printf "%.2fx", b / a; else print "-" }')"
+}
+row2 untraced "untraced"
+if [ "$have_memory" = 1 ]; then row2 memory "weft record --memory"
+elif [ -n "$weft" ]; then printf "$fmt2" "weft record --memory" "n/a" "n/a" "-"; fi
+if [ "$have_ht" = 1 ]; then row2 heaptrack "heaptrack"; fi
+
+echo
+echo "## trace size of the last round ($((2 * THREADS * ITERS)) malloc+free events; B/event: per event the trace holds, B/mem event: per malloc or free)"
+echo
+fmt3='| %-40s | %11s | %9s | %12s | %9s | %13s |\n'
+printf "$fmt3" "configuration" "events" "dropped" "bytes disk" "B/event" "B/mem event"
+printf '|%s|%s|%s|%s|%s|%s|\n' "------------------------------------------" "-------------" "-----------" "--------------" \
+  "-----------" "---------------"
+nev=$((2 * THREADS * ITERS))
+size_row() { # label events dropped bytes
+  printf "$fmt3" "$1" "$2" "$3" "$4" \
+    "$(awk -v b="$4" -v e="$2" 'BEGIN{ if (b + 0 > 0 && e + 0 > 0) printf "%.2f", b / e; else print "-" }')" "$(awk -v b="$4" -v e="$nev" 'BEGIN{ if (b + 0 > 0) printf "%.2f", b / e; else print "-" }')"
+}
+info_row() { # label dir
+  local inf
+  if [ -d "$2" ] && inf=$("$weft" info "$2" 2>&1); then
+    size_row "$1" "$(awk '/^events:/{print $2}' <<<"$inf")" "$(awk '/^dropped:/{print $2}' <<<"$inf")" \
+      "$(awk '/^bytes disk:/{print $3}' <<<"$inf")"
+  else
+    printf "$fmt3" "$1" "n/a" "" "" "" ""
+  fi
+}
+if [ "$have_memory" = 1 ]; then
+  info_row "weft record --memory" "on$THREADS.data"
+  info_row "weft record --memory=stacks" "stacks.data"
+elif [ -n "$weft" ]; then
+  printf "$fmt3" "weft record --memory" "n/a" "" "" "" ""
+  printf "$fmt3" "weft record --memory=stacks" "n/a" "" "" "" ""
+fi
+htf=$(ls "ht$THREADS".* 2>/dev/null | head -1 || true)
+if [ "$have_ht" = 1 ] && [ -n "$htf" ]; then
+  size_row "heaptrack (${htf#ht$THREADS} file)" "-" "-" "$(stat -c %s "$htf")"
+fi
+if [ "$have_lttng" = 1 ] && [ -d lttng ]; then
+  lost=$(grep -oE '[0-9]+ events? (were |was )?discarded' lttng-stop.txt 2>/dev/null | awk '{print $1}' | head -1 || true)
+  size_row "LTTng-UST libc wrapper" "-" "${lost:-0}" "$(du -sb lttng | cut -f1)"
+fi
+if [ ${#notes[@]} -gt 0 ]; then
+  echo
+  printf '%s\n' "${notes[@]}"
+fi

@@ -1,0 +1,752 @@
+/*
+ * memory.c - see memory.h. Two steps per process that has memory records:
+ *   1. collect: each thread is walked (model.c) with its slice stacks mirrored here; every
+ *      memory record is copied out with the slice stack (interned: (parent, site) -> id) and
+ *      the slice that was innermost on the thread at that moment;
+ *   2. replay: the threads' records are merged by time (a binary heap over threads) and
+ *      replayed against a table of live blocks (heap, address) -> block, which joins each
+ *      free to its allocation whatever thread made either. Everything the outputs show is
+ *      counted on the way. A second, shorter replay up to each heap's peak gives each
+ *      stack's share of the peak and the dump at the peak.
+ * Memory is proportional to the memory records of one process (48 bytes each) plus the live
+ * blocks; traces too big for that are issue-10 territory (bounded-memory export).
+ */
+#include "analysis/memory.h"
+#include "export/model.h"
+#include "format/format.h"
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define NO_SLICE UINT32_MAX
+
+struct rec {
+	uint64_t ts, addr, addr2, size;
+	uint64_t rsize;   /* replay: the (scaled) bytes this record allocated or freed */
+	uint32_t stack;   /* stack of the allocation (a free: of the block it freed, after replay) */
+	uint32_t slice;   /* index in the thread's slices, or NO_SLICE */
+	uint32_t heap;
+	uint16_t type;    /* WEFT_EV_ALLOC... */
+	uint8_t fn, freed_known; /* replay: a FREE/REALLOC's old block was found */
+	uint64_t rcount;  /* replay: (scaled) blocks */
+	uint32_t fstack;  /* replay: a REALLOC's freed block's stack */
+	uint32_t pad;
+	uint64_t fsize, fcount; /* replay: a REALLOC's freed block */
+};
+
+struct tstack_ent { uint64_t serial; uint32_t stack, slice; };
+struct tstack { unsigned track; struct tstack_ent *e; size_t n, cap; };
+
+struct collect {
+	struct weft_mem_proc *mp;
+	struct weft_mem_thread *mt;
+	struct tstack *stacks;
+	size_t nstacks;
+	struct rec *recs;
+	size_t nrecs, rcap;
+};
+
+static void *xrealloc(void *p, size_t n)
+{
+	void *q = realloc(p, n ? n : 1);
+	if (!q)
+		weft_oom("the memory analysis");
+	return q;
+}
+
+#define GROW(arr, n, cap)                                                       \
+	do {                                                                    \
+		if ((n) == (cap)) {                                             \
+			(cap) = (cap) ? (cap) * 2 : 64;                         \
+			(arr) = xrealloc((arr), (cap) * sizeof(*(arr)));        \
+		}                                                               \
+	} while (0)
+
+/* ---- stacks ---- */
+
+static uint32_t intern(struct weft_mem_proc *mp, uint32_t parent, uint32_t site)
+{
+	if (mp->nstacks * 2 >= mp->icap) { /* rehash */
+		size_t cap = mp->icap ? mp->icap * 2 : 1024;
+		uint64_t *k = calloc(cap, sizeof(*k));
+		uint32_t *v = calloc(cap, sizeof(*v));
+		if (!k || !v)
+			weft_oom("the memory analysis");
+		for (size_t i = 0; i < mp->icap; i++) {
+			if (!mp->ikeys[i])
+				continue;
+			size_t h = (size_t)((mp->ikeys[i] * 0x9e3779b97f4a7c15ull) >> 20) & (cap - 1);
+			while (k[h])
+				h = (h + 1) & (cap - 1);
+			k[h] = mp->ikeys[i];
+			v[h] = mp->ivals[i];
+		}
+		free(mp->ikeys);
+		free(mp->ivals);
+		mp->ikeys = k;
+		mp->ivals = v;
+		mp->icap = cap;
+	}
+	uint64_t key = (((uint64_t)parent << 32) | site) + 1;
+	size_t h = (size_t)((key * 0x9e3779b97f4a7c15ull) >> 20) & (mp->icap - 1);
+	while (mp->ikeys[h]) {
+		if (mp->ikeys[h] == key)
+			return mp->ivals[h];
+		h = (h + 1) & (mp->icap - 1);
+	}
+	GROW(mp->stacks, mp->nstacks, mp->stack_cap);
+	uint32_t id = (uint32_t)mp->nstacks++;
+	mp->stacks[id].parent = parent;
+	mp->stacks[id].site = site;
+	mp->stacks[id].depth = mp->stacks[parent].depth + 1;
+	mp->ikeys[h] = key;
+	mp->ivals[h] = id;
+	return id;
+}
+
+static struct tstack *tstack_for(struct collect *c, unsigned track)
+{
+	for (size_t i = 0; i < c->nstacks; i++)
+		if (c->stacks[i].track == track)
+			return &c->stacks[i];
+	c->stacks = xrealloc(c->stacks, (c->nstacks + 1) * sizeof(*c->stacks));
+	struct tstack *s = &c->stacks[c->nstacks++];
+	memset(s, 0, sizeof(*s));
+	s->track = track;
+	return s;
+}
+
+/* The open slice with this serial (a top of some track's stack), or NULL. */
+static struct tstack_ent *open_slice(struct collect *c, uint64_t serial)
+{
+	if (!serial)
+		return NULL;
+	for (size_t i = 0; i < c->nstacks; i++) {
+		struct tstack *s = &c->stacks[i];
+		if (s->n && s->e[s->n - 1].serial == serial)
+			return &s->e[s->n - 1];
+	}
+	return NULL;
+}
+
+static void on_event(void *ud, const struct weft_ev *ev)
+{
+	struct collect *c = ud;
+	switch (ev->kind) {
+	case WEFT_EV_BEGIN: {
+		struct tstack *s = tstack_for(c, ev->track);
+		uint32_t parent = s->n ? s->e[s->n - 1].stack : 0;
+		GROW(s->e, s->n, s->cap);
+		s->e[s->n].serial = ev->serial;
+		s->e[s->n].stack = intern(c->mp, parent, ev->id);
+		s->e[s->n].slice = NO_SLICE;
+		s->n++;
+		break;
+	}
+	case WEFT_EV_END: {
+		struct tstack *s = tstack_for(c, ev->track);
+		while (s->n && s->e[s->n - 1].serial != ev->serial)
+			s->n--;
+		if (s->n)
+			s->n--;
+		break;
+	}
+	case WEFT_EV_ALLOC: case WEFT_EV_FREE: case WEFT_EV_REALLOC: case WEFT_EV_HEAP_USAGE: {
+		struct tstack_ent *se = open_slice(c, ev->serial);
+		GROW(c->recs, c->nrecs, c->rcap);
+		struct rec *r = &c->recs[c->nrecs++];
+		memset(r, 0, sizeof(*r));
+		r->ts = ev->ts;
+		r->addr = ev->addr;
+		r->addr2 = ev->addr2;
+		r->size = ev->size;
+		r->heap = ev->id;
+		r->type = (uint16_t)ev->kind;
+		r->fn = (uint8_t)ev->mfn;
+		r->stack = se ? se->stack : 0;
+		r->slice = NO_SLICE;
+		if (se && ev->kind != WEFT_EV_HEAP_USAGE) {
+			if (se->slice == NO_SLICE) {
+				struct weft_mem_thread *mt = c->mt;
+				GROW(mt->slices, mt->nslices, mt->scap);
+				memset(&mt->slices[mt->nslices], 0, sizeof(mt->slices[0]));
+				mt->slices[mt->nslices].serial = se->serial;
+				se->slice = (uint32_t)mt->nslices++;
+			}
+			r->slice = se->slice;
+		}
+		break;
+	}
+	default:
+		break;
+	}
+}
+
+/* ---- the live-block table: (heap, address) -> block ---- */
+
+struct block {
+	uint64_t key;  /* address ^ heap << 48 rotated; 0 empty, 1 removed */
+	uint64_t size, count, ts;
+	uint32_t stack, thread;
+	uint64_t order; /* replay index of its allocation */
+};
+
+struct table {
+	struct block *b;
+	size_t cap, used, live;
+};
+
+static uint64_t bkey(uint32_t heap, uint64_t addr)
+{
+	uint64_t k = addr ^ ((uint64_t)heap << 48) ^ ((uint64_t)heap >> 16);
+	return k < 2 ? k + 0x8000000000000000ull : k;
+}
+
+static size_t bslot(uint64_t k, size_t cap)
+{
+	return (size_t)((k * 0x9e3779b97f4a7c15ull) >> 17) & (cap - 1);
+}
+
+static struct block *tfind(struct table *t, uint64_t k)
+{
+	if (!t->cap)
+		return NULL;
+	for (size_t h = bslot(k, t->cap);; h = (h + 1) & (t->cap - 1)) {
+		if (t->b[h].key == k)
+			return &t->b[h];
+		if (!t->b[h].key)
+			return NULL;
+	}
+}
+
+static struct block *tinsert(struct table *t, uint64_t k)
+{
+	if ((t->used + 1) * 2 > t->cap) {
+		size_t cap = t->cap ? t->cap : 1024;
+		while (cap < (t->live + 1) * 4)
+			cap *= 2;
+		struct block *nb = calloc(cap, sizeof(*nb));
+		if (!nb)
+			weft_oom("the memory analysis");
+		for (size_t i = 0; i < t->cap; i++) {
+			if (t->b[i].key < 2)
+				continue;
+			size_t h = bslot(t->b[i].key, cap);
+			while (nb[h].key)
+				h = (h + 1) & (cap - 1);
+			nb[h] = t->b[i];
+		}
+		free(t->b);
+		t->b = nb;
+		t->cap = cap;
+		t->used = t->live;
+	}
+	size_t h = bslot(k, t->cap);
+	while (t->b[h].key >= 2)
+		h = (h + 1) & (t->cap - 1);
+	if (!t->b[h].key)
+		t->used++;
+	t->live++;
+	t->b[h].key = k;
+	return &t->b[h];
+}
+
+static void tremove(struct table *t, struct block *b)
+{
+	b->key = 1;
+	t->live--;
+}
+
+/* ---- replay ---- */
+
+struct replay {
+	struct weft_mem_proc *mp;
+	struct collect *threads; /* one per thread: its records */
+	size_t nthreads;
+	uint64_t *order;         /* thread << 32 | index, in replay order */
+	size_t norder;
+	struct table blocks;
+	struct { uint64_t key, order; } *last_alloc; /* per thread */
+	uint64_t resolution;
+	uint64_t next_dump, dump_every;
+	int filtered;
+	double sample;
+};
+
+static struct weft_mem_heap *heap_for(struct weft_mem_proc *mp, uint32_t id)
+{
+	for (size_t i = 0; i < mp->nheaps; i++)
+		if (mp->heaps[i].id == id)
+			return &mp->heaps[i];
+	mp->heaps = xrealloc(mp->heaps, (mp->nheaps + 1) * sizeof(*mp->heaps));
+	struct weft_mem_heap *h = &mp->heaps[mp->nheaps++];
+	memset(h, 0, sizeof(*h));
+	h->id = id;
+	const char *n = id ? weft_site_name(mp->p, id) : "malloc";
+	h->name = n ? n : "heap";
+	return h;
+}
+
+static struct weft_mem_total *total(struct weft_mem_proc *mp, struct weft_mem_heap *h, uint32_t stack)
+{
+	(void)mp;
+	return &h->totals[stack];
+}
+
+static void point(struct replay *rp, struct weft_mem_heap *h, uint64_t ts)
+{
+	if (h->npoints && ts - h->points[h->npoints - 1].ts < rp->resolution) {
+		h->points[h->npoints - 1].live = h->live;
+		h->points[h->npoints - 1].peak = h->peak;
+		return;
+	}
+	GROW(h->points, h->npoints, h->pcap);
+	h->points[h->npoints++] = (struct weft_mem_point){ts, h->live, h->peak};
+}
+
+static void dump(struct weft_mem_proc *mp, uint64_t ts, int at_peak, struct weft_mem_heap *only)
+{
+	for (size_t i = 0; i < mp->nheaps; i++) {
+		struct weft_mem_heap *h = &mp->heaps[i];
+		if (only && h != only)
+			continue;
+		h->dumps = xrealloc(h->dumps, (h->ndumps + 1) * sizeof(*h->dumps));
+		struct weft_mem_dump *d = &h->dumps[h->ndumps++];
+		d->ts = ts;
+		d->at_peak = at_peak;
+		d->alloc_bytes = xrealloc(NULL, mp->nstacks * sizeof(uint64_t) * 4);
+		d->freed_bytes = d->alloc_bytes + mp->nstacks;
+		d->alloc_count = d->freed_bytes + mp->nstacks;
+		d->free_count = d->alloc_count + mp->nstacks;
+		for (size_t s = 0; s < mp->nstacks; s++) {
+			d->alloc_bytes[s] = h->totals[s].bytes;
+			d->freed_bytes[s] = h->totals[s].freed;
+			d->alloc_count[s] = h->totals[s].allocs;
+			d->free_count[s] = h->totals[s].frees;
+		}
+	}
+}
+
+static unsigned bucket(uint64_t size)
+{
+	return size ? 64 - (unsigned)__builtin_clzll(size) : 0;
+}
+
+/* Scaled size and count of a recorded block (sampling: divided by its chance of a sample). */
+static void scaled(const struct replay *rp, uint64_t size, uint64_t *bytes, uint64_t *count)
+{
+	if (rp->sample <= 0) {
+		*bytes = size;
+		*count = 1;
+		return;
+	}
+	double p = -expm1(-(double)size / rp->sample);
+	double w = p > 0 ? 1.0 / p : rp->sample;
+	*bytes = (uint64_t)llround((double)size * w);
+	*count = (uint64_t)llround(w);
+	if (!*count)
+		*count = 1;
+}
+
+static struct weft_mem_slice *slice_of(struct replay *rp, uint32_t thread, uint32_t slice)
+{
+	if (slice == NO_SLICE)
+		return NULL;
+	return &rp->mp->threads[thread].slices[slice];
+}
+
+/* Frees the block at (heap, addr); returns whether there was one. */
+static int do_free(struct replay *rp, struct weft_mem_heap *h, struct rec *r, uint32_t thread, uint64_t addr)
+{
+	uint64_t k = bkey(h->id, addr);
+	struct block *b = tfind(&rp->blocks, k);
+	if (!b) {
+		if (h->id && !strcmp(h->name, "mmap"))
+			; /* munmap of a mapping not made by the program's mmap (a file, glibc's own) */
+		else if (rp->filtered)
+			h->unrecorded_frees++;
+		else
+			h->unknown_frees++;
+		return 0;
+	}
+	h->live -= b->size;
+	h->frees += b->count;
+	h->freed_bytes += b->size;
+	struct weft_mem_total *tt = total(rp->mp, h, b->stack);
+	tt->frees += b->count;
+	tt->freed += b->size;
+	tt->live -= b->size;
+	struct weft_mem_slice *s = slice_of(rp, thread, r->slice);
+	if (s) {
+		s->free_count += b->count;
+		s->freed_bytes += b->size;
+	}
+	if (rp->last_alloc[b->thread].key == k && rp->last_alloc[b->thread].order == b->order)
+		tt->temporary += b->count;
+	if (r->type == WEFT_EV_REALLOC) {
+		r->fstack = b->stack;
+		r->fsize = b->size;
+		r->fcount = b->count;
+	} else {
+		r->stack = b->stack;
+		r->rsize = b->size;
+		r->rcount = b->count;
+	}
+	r->freed_known = 1;
+	tremove(&rp->blocks, b);
+	return 1;
+}
+
+static void do_alloc(struct replay *rp, struct weft_mem_heap *h, struct rec *r, uint32_t thread, uint64_t addr,
+		     uint64_t size, uint64_t order)
+{
+	uint64_t k = bkey(h->id, addr);
+	struct block *old = tfind(&rp->blocks, k);
+	if (old) { /* the free of what was there never came (lost or not recorded) */
+		h->missed_frees++;
+		struct rec tmp = *r;
+		tmp.type = WEFT_EV_FREE;
+		tmp.slice = NO_SLICE;
+		do_free(rp, h, &tmp, thread, addr);
+	}
+	uint64_t bytes, count;
+	scaled(rp, size, &bytes, &count);
+	struct block *b = tinsert(&rp->blocks, k);
+	b->size = bytes;
+	b->count = count;
+	b->ts = r->ts;
+	b->stack = r->stack;
+	b->thread = thread;
+	b->order = order;
+	r->rsize = bytes;
+	r->rcount = count;
+	h->live += bytes;
+	h->allocs += count;
+	h->alloc_bytes += bytes;
+	struct weft_mem_total *tt = total(rp->mp, h, r->stack);
+	tt->allocs += count;
+	tt->bytes += bytes;
+	tt->live += bytes;
+	struct weft_mem_slice *s = slice_of(rp, thread, r->slice);
+	if (s) {
+		s->alloc_count += count;
+		s->alloc_bytes += bytes;
+	}
+	rp->mp->hist[bucket(size)] += count;
+	rp->last_alloc[thread].key = k;
+	rp->last_alloc[thread].order = order;
+	if (h->live > h->peak) {
+		h->peak = h->live;
+		h->peak_ts = r->ts;
+		h->peak_event = order;
+	}
+}
+
+static void apply(struct replay *rp, struct rec *r, uint32_t thread, uint64_t order)
+{
+	struct weft_mem_proc *mp = rp->mp;
+	struct weft_mem_heap *h = heap_for(mp, r->heap);
+	if (!h->totals)
+		h->totals = xrealloc(NULL, mp->nstacks * sizeof(*h->totals)), memset(h->totals, 0, mp->nstacks * sizeof(*h->totals));
+	switch (r->type) {
+	case WEFT_EV_ALLOC:
+		mp->alloc_calls++;
+		do_alloc(rp, h, r, thread, r->addr, r->size, order);
+		break;
+	case WEFT_EV_FREE:
+		mp->free_calls++;
+		do_free(rp, h, r, thread, r->addr);
+		break;
+	case WEFT_EV_REALLOC:
+		mp->realloc_calls++;
+		if (r->addr)
+			do_free(rp, h, r, thread, r->addr);
+		if (r->addr2)
+			do_alloc(rp, h, r, thread, r->addr2, r->size, order);
+		break;
+	case WEFT_EV_HEAP_USAGE:
+		GROW(h->usage, h->nusage, h->ucap);
+		h->usage[h->nusage++] = (struct weft_mem_usage){r->ts, r->addr, r->addr2, r->size};
+		return;
+	default:
+		return;
+	}
+	point(rp, h, r->ts);
+}
+
+/* k-way merge of the threads' records by time (stable: ties go to the lower thread). */
+static void merge(struct replay *rp)
+{
+	size_t n = 0;
+	for (size_t i = 0; i < rp->nthreads; i++)
+		n += rp->threads[i].nrecs;
+	rp->order = xrealloc(NULL, n * sizeof(uint64_t));
+	size_t *pos = calloc(rp->nthreads + 1, sizeof(size_t));
+	uint32_t *heap = calloc(rp->nthreads + 1, sizeof(uint32_t));
+	if (!pos || !heap)
+		weft_oom("the memory analysis");
+	size_t hn = 0;
+#define KEY(t) (rp->threads[t].recs[pos[t]].ts)
+#define LESS(a, b) (KEY(a) < KEY(b) || (KEY(a) == KEY(b) && (a) < (b)))
+	for (uint32_t t = 0; t < rp->nthreads; t++) {
+		if (!rp->threads[t].nrecs)
+			continue;
+		size_t i = hn++;
+		heap[i] = t;
+		while (i && LESS(heap[i], heap[(i - 1) / 2])) {
+			uint32_t x = heap[i];
+			heap[i] = heap[(i - 1) / 2];
+			heap[(i - 1) / 2] = x;
+			i = (i - 1) / 2;
+		}
+	}
+	while (hn) {
+		uint32_t t = heap[0];
+		rp->order[rp->norder++] = ((uint64_t)t << 32) | pos[t];
+		if (++pos[t] == rp->threads[t].nrecs)
+			heap[0] = heap[--hn];
+		for (size_t i = 0;;) {
+			size_t l = 2 * i + 1, r = l + 1, m = i;
+			if (l < hn && LESS(heap[l], heap[m]))
+				m = l;
+			if (r < hn && LESS(heap[r], heap[m]))
+				m = r;
+			if (m == i)
+				break;
+			uint32_t x = heap[i];
+			heap[i] = heap[m];
+			heap[m] = x;
+			i = m;
+		}
+	}
+#undef LESS
+#undef KEY
+	free(pos);
+	free(heap);
+}
+
+/* Each stack's live bytes at the heap's peak, and the cumulative dump there: the records up to
+ * the peak again, with what the first replay resolved. */
+static void peak_pass(struct replay *rp, struct weft_mem_heap *h)
+{
+	struct weft_mem_proc *mp = rp->mp;
+	if (!h->peak)
+		return;
+	struct weft_mem_total *save = xrealloc(NULL, mp->nstacks * sizeof(*save));
+	memcpy(save, h->totals, mp->nstacks * sizeof(*save));
+	memset(h->totals, 0, mp->nstacks * sizeof(*save));
+	int64_t *live = calloc(mp->nstacks + 1, sizeof(int64_t));
+	if (!live)
+		weft_oom("the memory analysis");
+	for (size_t o = 0; o <= h->peak_event && o < rp->norder; o++) {
+		struct rec *r = &rp->threads[rp->order[o] >> 32].recs[(uint32_t)rp->order[o]];
+		if (r->heap != h->id)
+			continue;
+		if ((r->type == WEFT_EV_FREE || r->type == WEFT_EV_REALLOC) && r->freed_known) {
+			uint32_t st = r->type == WEFT_EV_REALLOC ? r->fstack : r->stack;
+			uint64_t sz = r->type == WEFT_EV_REALLOC ? r->fsize : r->rsize;
+			uint64_t ct = r->type == WEFT_EV_REALLOC ? r->fcount : r->rcount;
+			live[st] -= (int64_t)sz;
+			h->totals[st].frees += ct;
+			h->totals[st].freed += sz;
+		}
+		if (r->type == WEFT_EV_ALLOC || (r->type == WEFT_EV_REALLOC && r->addr2)) {
+			live[r->stack] += (int64_t)r->rsize;
+			h->totals[r->stack].allocs += r->rcount;
+			h->totals[r->stack].bytes += r->rsize;
+		}
+	}
+	dump(mp, h->peak_ts, 1, h);
+	memcpy(h->totals, save, mp->nstacks * sizeof(*save));
+	for (size_t s = 0; s < mp->nstacks; s++)
+		h->totals[s].peak = live[s] > 0 ? (uint64_t)live[s] : 0;
+	free(save);
+	free(live);
+}
+
+static int cmp_slice(const void *a, const void *b)
+{
+	const struct weft_mem_slice *x = a, *y = b;
+	return x->serial < y->serial ? -1 : x->serial > y->serial;
+}
+
+static int cmp_dump(const void *a, const void *b)
+{
+	const struct weft_mem_dump *x = a, *y = b;
+	return x->ts < y->ts ? -1 : x->ts > y->ts ? 1 : x->at_peak - y->at_peak;
+}
+
+static int has_heaps(const struct weft_proc *p)
+{
+	if (p->mem_recorded)
+		return 1;
+	for (size_t i = 0; i < p->nsites; i++)
+		if (p->sites[i].defined && p->sites[i].kind == WEFT_KIND_HEAP)
+			return 1;
+	return 0;
+}
+
+static void analyze_proc(const struct weft_trace *t, struct weft_mem_proc *mp)
+{
+	const struct weft_proc *p = mp->p;
+	mp->threads = calloc(p->nthreads + 1, sizeof(*mp->threads));
+	if (!mp->threads)
+		weft_oom("the memory analysis");
+	intern(mp, 0, 0); /* stack 0: outside any slice (its own parent) */
+	if (!has_heaps(p))
+		return;
+	struct replay rp = {.mp = mp, .nthreads = p->nthreads};
+	rp.threads = calloc(p->nthreads + 1, sizeof(*rp.threads));
+	rp.last_alloc = calloc(p->nthreads + 1, sizeof(*rp.last_alloc));
+	if (!rp.threads || !rp.last_alloc)
+		weft_oom("the memory analysis");
+	uint64_t *buf = NULL;
+	size_t cap = 0;
+	for (size_t i = 0; i < p->nthreads; i++) {
+		struct collect *c = &rp.threads[i];
+		c->mp = mp;
+		c->mt = &mp->threads[i];
+		struct weft_walk_stats st = {0};
+		weft_walk_thread(p, &p->threads[i], t->last_ns, on_event, c, &st, &buf, &cap);
+		for (size_t s = 0; s < c->nstacks; s++)
+			free(c->stacks[s].e);
+		free(c->stacks);
+		if (c->nrecs) {
+			mp->has_records = 1;
+			if (!mp->first_ts || c->recs[0].ts < mp->first_ts)
+				mp->first_ts = c->recs[0].ts;
+			if (c->recs[c->nrecs - 1].ts > mp->last_ts)
+				mp->last_ts = c->recs[c->nrecs - 1].ts;
+		}
+	}
+	free(buf);
+	rp.filtered = p->mem_threshold || p->mem_sample;
+	rp.sample = (double)p->mem_sample;
+	mp->scale_note = rp.sample;
+	uint64_t span = mp->last_ts - mp->first_ts;
+	rp.resolution = span / 50000 > 1000 ? span / 50000 : 1000;
+	rp.dump_every = span / 16 ? span / 16 : 1;
+	rp.next_dump = mp->first_ts + rp.dump_every;
+	merge(&rp);
+	for (size_t o = 0; o < rp.norder; o++) {
+		uint32_t th = (uint32_t)(rp.order[o] >> 32);
+		struct rec *r = &rp.threads[th].recs[(uint32_t)rp.order[o]];
+		while (r->ts >= rp.next_dump && rp.next_dump < mp->last_ts) {
+			dump(mp, rp.next_dump, 0, NULL);
+			rp.next_dump += rp.dump_every;
+		}
+		apply(&rp, r, th, o);
+	}
+	dump(mp, mp->last_ts, 0, NULL);
+	for (size_t i = 0; i < mp->nheaps; i++)
+		peak_pass(&rp, &mp->heaps[i]);
+	for (size_t k = 0; k < mp->nheaps; k++) {
+		struct weft_mem_heap *h = &mp->heaps[k];
+		qsort(h->dumps, h->ndumps, sizeof(*h->dumps), cmp_dump);
+	}
+	for (size_t o = 0; o < rp.norder; o++) { /* leaks: allocations whose block is still live */
+		uint32_t th = (uint32_t)(rp.order[o] >> 32);
+		struct rec *r = &rp.threads[th].recs[(uint32_t)rp.order[o]];
+		uint64_t addr = r->type == WEFT_EV_ALLOC ? r->addr : r->type == WEFT_EV_REALLOC ? r->addr2 : 0;
+		if (!addr)
+			continue;
+		struct block *b = tfind(&rp.blocks, bkey(r->heap, addr));
+		if (!b || b->order != o)
+			continue;
+		struct weft_mem_heap *h = heap_for(mp, r->heap);
+		GROW(h->leaks, h->nleaks, h->lcap);
+		h->leaks[h->nleaks++] = (struct weft_mem_leak){addr, b->size, b->ts, p->threads[th].tid, b->stack};
+		h->totals[b->stack].leaked_count += b->count;
+	}
+	for (size_t i = 0; i < p->nthreads; i++) {
+		struct weft_mem_thread *mt = &mp->threads[i];
+		qsort(mt->slices, mt->nslices, sizeof(*mt->slices), cmp_slice);
+		free(rp.threads[i].recs);
+	}
+	free(rp.threads);
+	free(rp.order);
+	free(rp.blocks.b);
+	free(rp.last_alloc);
+}
+
+int weft_mem_analyze(const struct weft_trace *t, struct weft_mem **out, char *err, size_t errlen)
+{
+	(void)err;
+	(void)errlen;
+	struct weft_mem *m = calloc(1, sizeof(*m));
+	if (!m || !(m->procs = calloc(t->nprocs + 1, sizeof(*m->procs))))
+		weft_oom("the memory analysis");
+	m->nprocs = t->nprocs;
+	m->big_alloc = 1u << 20;
+	for (size_t i = 0; i < t->nprocs; i++) {
+		m->procs[i].p = &t->procs[i];
+		analyze_proc(t, &m->procs[i]);
+	}
+	*out = m;
+	return 0;
+}
+
+void weft_mem_free(struct weft_mem *m)
+{
+	if (!m)
+		return;
+	for (size_t i = 0; i < m->nprocs; i++) {
+		struct weft_mem_proc *mp = &m->procs[i];
+		for (size_t k = 0; k < mp->nheaps; k++) {
+			struct weft_mem_heap *h = &mp->heaps[k];
+			free(h->totals);
+			free(h->points);
+			free(h->usage);
+			for (size_t d = 0; d < h->ndumps; d++)
+				free(h->dumps[d].alloc_bytes);
+			free(h->dumps);
+			free(h->leaks);
+		}
+		free(mp->heaps);
+		if (mp->threads)
+			for (size_t k = 0; k < mp->p->nthreads; k++)
+				free(mp->threads[k].slices);
+		free(mp->threads);
+		free(mp->stacks);
+		free(mp->ikeys);
+		free(mp->ivals);
+	}
+	free(m->procs);
+	free(m);
+}
+
+const struct weft_mem_proc *weft_mem_for(const struct weft_mem *m, const struct weft_proc *p)
+{
+	if (!m)
+		return NULL;
+	for (size_t i = 0; i < m->nprocs; i++)
+		if (m->procs[i].p == p)
+			return m->procs[i].has_records ? &m->procs[i] : NULL;
+	return NULL;
+}
+
+const struct weft_mem_slice *weft_mem_slice(const struct weft_mem_proc *mp, size_t thread, uint64_t serial)
+{
+	if (!mp || thread >= mp->p->nthreads)
+		return NULL;
+	const struct weft_mem_thread *mt = &mp->threads[thread];
+	size_t lo = 0, hi = mt->nslices;
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+		if (mt->slices[mid].serial < serial)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo < mt->nslices && mt->slices[lo].serial == serial ? &mt->slices[lo] : NULL;
+}
+
+const char *weft_mem_fn_name(unsigned fn)
+{
+	static const char *const names[] = {"?", "malloc", "calloc", "realloc", "reallocarray", "memalign",
+					    "posix_memalign", "aligned_alloc", "valloc", "pvalloc", "free",
+					    "mmap", "munmap", "mremap", "heap api"};
+	return fn < sizeof(names) / sizeof(names[0]) ? names[fn] : "?";
+}

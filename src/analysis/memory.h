@@ -1,0 +1,116 @@
+/*
+ * memory.h - what a trace's allocation records mean: every block's life joined from its
+ * allocation to its free (across threads), each charged to the slice stack open on its thread
+ * when it was allocated, and from that the figures the outputs show: live and peak bytes per
+ * heap over time, per-slice own (self) counts, per-stack totals (allocations, bytes, peak
+ * contribution, leaked at exit, temporary), cumulative heap-profile dumps, a size histogram
+ * and what could not be matched. Used by the .pftrace and JSON writers and `weft report
+ * --memory`. Sampled traces (memory_sample) are scaled back here: every figure is an unbiased
+ * estimate of the whole program's.
+ */
+#ifndef WEFT_ANALYSIS_MEMORY_H
+#define WEFT_ANALYSIS_MEMORY_H
+
+#include "format/reader.h"
+#include <stddef.h>
+#include <stdint.h>
+
+/* A slice's own memory traffic (not its children's): keyed by (thread, serial). */
+struct weft_mem_slice {
+	uint64_t serial;
+	uint64_t alloc_count, alloc_bytes; /* blocks allocated while it was the innermost slice */
+	uint64_t free_count, freed_bytes;  /* blocks freed while it was (whoever allocated them) */
+};
+
+/* A slice stack: interned per process; 0 is the empty stack (outside any slice). */
+struct weft_mem_stack {
+	uint32_t parent; /* stack id */
+	uint32_t site;   /* the innermost slice's site id */
+	uint32_t depth;
+};
+
+/* Per (heap, stack): totals over the run. */
+struct weft_mem_total {
+	uint64_t allocs, bytes;     /* allocated here */
+	uint64_t frees, freed;      /* of those, freed (by any thread, anywhere) */
+	uint64_t live;              /* still live at the end: leaked (bytes) */
+	uint64_t leaked_count;
+	uint64_t peak;              /* live at the heap's peak */
+	uint64_t temporary;         /* freed before the thread allocated anything else */
+};
+
+struct weft_mem_point { uint64_t ts, live, peak; };
+struct weft_mem_usage { uint64_t ts, live, cached, requested; };
+
+/* A cumulative heap-profile dump: per stack (index = stack id) allocated/freed so far. */
+struct weft_mem_dump {
+	uint64_t ts;
+	int at_peak;
+	uint64_t *alloc_bytes, *freed_bytes, *alloc_count, *free_count; /* nstacks each */
+};
+
+struct weft_mem_leak { uint64_t addr, size, ts; uint32_t tid, stack; };
+
+struct weft_mem_heap {
+	uint32_t id;           /* 0: the C heap, else the heap's site id */
+	const char *name;      /* "malloc", "mmap", or the program's name for it */
+	struct weft_mem_total *totals; /* by stack id (nstacks) */
+	uint64_t live, peak, peak_ts;
+	uint64_t allocs, frees, alloc_bytes, freed_bytes;
+	struct weft_mem_point *points; /* live/peak over time, at most one per `resolution` ns */
+	size_t npoints, pcap;
+	struct weft_mem_usage *usage;  /* weft_heap_usage reports */
+	size_t nusage, ucap;
+	struct weft_mem_dump *dumps;
+	size_t ndumps;
+	struct weft_mem_leak *leaks;   /* blocks live at the end */
+	size_t nleaks, lcap;
+	uint64_t unknown_frees;        /* of blocks never seen allocated */
+	uint64_t unrecorded_frees;     /* of blocks left out by threshold/sampling (expected) */
+	uint64_t missed_frees;         /* a block allocated at an address still live: its free was not seen */
+	uint64_t peak_event;           /* index (in replay order) of the event that made the peak */
+};
+
+struct weft_mem_thread {
+	struct weft_mem_slice *slices; /* sorted by serial */
+	size_t nslices, scap;
+};
+
+struct weft_mem_proc {
+	const struct weft_proc *p;
+	int has_records;               /* any memory record in this process */
+	struct weft_mem_thread *threads; /* as p->threads */
+	struct weft_mem_stack *stacks;
+	size_t nstacks, stack_cap;
+	struct weft_mem_heap *heaps;
+	size_t nheaps;
+	uint64_t alloc_calls, free_calls, realloc_calls; /* records (sampled: as recorded) */
+	uint64_t first_ts, last_ts;
+	uint64_t hist[64];             /* allocations by size: bucket k holds [2^(k-1), 2^k) */
+	double scale_note;             /* sampling: mean bytes per sample (0: exact) */
+	/* interning table: (parent, site) -> stack id */
+	uint64_t *ikeys;
+	uint32_t *ivals;
+	size_t icap;
+};
+
+struct weft_mem {
+	struct weft_mem_proc *procs; /* as t->procs */
+	size_t nprocs;
+	uint64_t big_alloc;          /* allocations at least this big are also instants */
+};
+
+/* Analyse every process of t (memory records, named heaps). Returns 0 and *out (free with
+ * weft_mem_free), or -ENOMEM with a reason. A trace without memory records gives procs with
+ * has_records 0. */
+int weft_mem_analyze(const struct weft_trace *t, struct weft_mem **out, char *err, size_t errlen);
+void weft_mem_free(struct weft_mem *m);
+
+/* The process's analysis, or NULL. */
+const struct weft_mem_proc *weft_mem_for(const struct weft_mem *m, const struct weft_proc *p);
+/* A slice's own figures (thread = index in p->threads), or NULL when it had none. */
+const struct weft_mem_slice *weft_mem_slice(const struct weft_mem_proc *mp, size_t thread, uint64_t serial);
+/* The heap's display name for counters: "heap" for the C heap, else "heap NAME". */
+const char *weft_mem_fn_name(unsigned fn);
+
+#endif

@@ -1,0 +1,414 @@
+/*
+ * memory.c - the allocation interposer of libweft-preload.so (memory=1, `weft record --memory`):
+ * malloc, calloc, realloc, reallocarray, free, cfree, memalign, posix_memalign, aligned_alloc,
+ * valloc, pvalloc, and direct mmap/munmap/mremap of anonymous memory. Each call goes to glibc's
+ * own entry points (__libc_malloc & co., exported by glibc for this purpose: no dlsym, which
+ * may itself allocate), then, when recording is on, appends one record to the calling thread's
+ * stream: ALLOC (address, size), FREE (address) or REALLOC (old, new, size), tagged with the
+ * function (enum weft_mem_fn) and the heap (0 = the C heap, the "mmap" heap for mappings).
+ * glibc's own large-block mmaps are internal calls that never come through here.
+ *
+ * Attribution costs nothing here: the record lands in the same stream as the thread's slices,
+ * and the converters charge it to the innermost slice open at that moment.
+ *
+ * Off (memory not set) each call costs one relaxed load more than glibc's. Records are skipped,
+ * uncounted, while the thread is inside the runtime (weft_in_runtime: its own chunk and
+ * registry allocations, and its writer threads for their whole life) or inside another
+ * record (weft__tls.busy: a signal handler that interrupted one); those blocks are untraced and
+ * a later free of one shows as a free of an unknown block, never an error. Times are taken
+ * before a block is given back (free, realloc), so another thread that gets the same address
+ * next always has a later record.
+ *
+ * memory_threshold=N records only blocks of at least N bytes (a free when the block's usable
+ * size reaches N, so some frees of unrecorded blocks are recorded: expected, not "unknown").
+ * memory_sample=N records a Poisson sample by bytes (mean N bytes between samples, the
+ * heapprofd/jemalloc method; the converters scale every total back) and remembers the sampled
+ * addresses in a lock-free set, so only their frees are recorded.
+ */
+#include "lib/internal.h"
+#include <errno.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#define EXPORT __attribute__((visibility("default")))
+
+extern void *__libc_malloc(size_t);
+extern void *__libc_calloc(size_t, size_t);
+extern void *__libc_realloc(void *, size_t);
+extern void __libc_free(void *);
+extern void *__libc_memalign(size_t, size_t);
+extern void *__libc_valloc(size_t);
+extern void *__libc_pvalloc(size_t);
+extern size_t malloc_usable_size(void *);
+
+/* What is recorded: 0 nothing, MEM_ALL every block, MEM_FILTERED through threshold/sample.
+ * Written at start (preload_init) and at stop (before the flush); read relaxed by every call:
+ * a call that still sees the old value records one event more or less, at the edge. */
+enum { MEM_OFF = 0, MEM_ALL = 1, MEM_FILTERED = 2 };
+static int mem_mode;
+static uint64_t threshold; /* set before mem_mode, read-only after */
+static uint64_t sample_mean;
+static struct weft_site *mmap_heap;
+static _Atomic uint64_t sample_set_full; /* samples left out: the set had no room */
+
+static inline int recording(void)
+{
+	return __builtin_expect(__atomic_load_n(&mem_mode, __ATOMIC_RELAXED) != MEM_OFF, 0);
+}
+
+/* Not from inside the runtime or inside another record of this thread. */
+static inline int may_record(void)
+{
+	return !(weft_in_runtime | weft__tls.busy | weft_thread_ended);
+}
+
+static inline void put_alloc(uint64_t t, unsigned heap, unsigned fn, const void *p, size_t n)
+{
+	uint64_t *w = weft__reserve(32);
+	if (__builtin_expect(w == 0, 0))
+		return;
+	w[0] = t;
+	w[1] = weft__hdr(heap, WEFT_R_ALLOC, 2, fn);
+	w[2] = (uint64_t)(uintptr_t)p;
+	w[3] = n;
+	weft__commit(w + 4);
+}
+
+static inline void put_free(uint64_t t, unsigned heap, unsigned fn, const void *p)
+{
+	uint64_t *w = weft__reserve(24);
+	if (__builtin_expect(w == 0, 0))
+		return;
+	w[0] = t;
+	w[1] = weft__hdr(heap, WEFT_R_FREE, 1, fn);
+	w[2] = (uint64_t)(uintptr_t)p;
+	weft__commit(w + 3);
+}
+
+static inline void put_realloc(uint64_t t, unsigned heap, unsigned fn, const void *old, const void *p, size_t n)
+{
+	uint64_t *w = weft__reserve(40);
+	if (__builtin_expect(w == 0, 0))
+		return;
+	w[0] = t;
+	w[1] = weft__hdr(heap, WEFT_R_REALLOC, 3, fn);
+	w[2] = (uint64_t)(uintptr_t)old;
+	w[3] = (uint64_t)(uintptr_t)p;
+	w[4] = n;
+	weft__commit(w + 5);
+}
+
+/* ---- sampling: the per-thread byte countdown and the set of sampled addresses ---- */
+
+static __thread int64_t sample_left WEFT_TLS; /* bytes to the next sample; <= 0 before the first */
+static __thread uint64_t rng WEFT_TLS;
+
+static int64_t next_gap(void)
+{
+	if (!rng)
+		rng = weft__ticks() ^ ((uint64_t)syscall(SYS_gettid) << 32) ^ 0x9e3779b97f4a7c15ull;
+	rng ^= rng << 13;
+	rng ^= rng >> 7;
+	rng ^= rng << 17;
+	double u = ((double)(rng >> 11) + 0.5) / 9007199254740992.0; /* (0, 1) */
+	double gap = -log(u) * (double)sample_mean;
+	return gap < 1 ? 1 : gap > 1e15 ? (int64_t)1e15 : (int64_t)gap;
+}
+
+/* Does this block of n bytes carry a sample? The number of samples a block gets is Poisson
+ * with mean n / sample_mean; it is recorded once if that is at least one (probability
+ * 1 - exp(-n / mean), which the converters divide by). */
+static int sampled(size_t n)
+{
+	if (sample_left <= 0 && !rng)
+		sample_left = next_gap();
+	sample_left -= (int64_t)n;
+	if (sample_left > 0)
+		return 0;
+	while (sample_left <= 0)
+		sample_left += next_gap();
+	return 1;
+}
+
+#define SET_BITS 20
+#define SET_PROBES 64
+#define SET_TOMB 1ull
+static uint64_t *sample_set; /* open addressing; 0 empty, SET_TOMB removed; mmap'd at start */
+
+static inline size_t set_slot(uint64_t a)
+{
+	return (size_t)((a * 0x9e3779b97f4a7c15ull) >> (64 - SET_BITS));
+}
+
+static int set_add(uint64_t a)
+{
+	size_t mask = (1u << SET_BITS) - 1;
+	for (size_t i = 0, k = set_slot(a); i < SET_PROBES; i++, k = (k + 1) & mask) {
+		uint64_t cur = __atomic_load_n(&sample_set[k], __ATOMIC_RELAXED);
+		if ((cur == 0 || cur == SET_TOMB) &&
+		    __atomic_compare_exchange_n(&sample_set[k], &cur, a, 0, __ATOMIC_RELAXED, __ATOMIC_RELAXED))
+			return 0;
+	}
+	atomic_fetch_add_explicit(&sample_set_full, 1, memory_order_relaxed);
+	return -1;
+}
+
+/* Removes a, if the set has it; returns whether it had. */
+static int set_take(uint64_t a)
+{
+	size_t mask = (1u << SET_BITS) - 1;
+	for (size_t i = 0, k = set_slot(a); i < SET_PROBES; i++, k = (k + 1) & mask) {
+		uint64_t cur = __atomic_load_n(&sample_set[k], __ATOMIC_RELAXED);
+		if (cur == 0)
+			return 0;
+		if (cur == a)
+			return __atomic_compare_exchange_n(&sample_set[k], &cur, SET_TOMB, 0, __ATOMIC_RELAXED,
+							   __ATOMIC_RELAXED);
+	}
+	return 0;
+}
+
+/* With a threshold or sampling: is this new block recorded? */
+static int keep_alloc(const void *p, size_t n)
+{
+	if (n < threshold)
+		return 0;
+	if (!sample_mean)
+		return 1;
+	return sampled(n) && set_add((uint64_t)(uintptr_t)p) == 0;
+}
+
+/* With a threshold or sampling: is the free of this (still allocated) block recorded? */
+static int keep_free(void *p)
+{
+	if (sample_mean)
+		return set_take((uint64_t)(uintptr_t)p);
+	return malloc_usable_size(p) >= threshold;
+}
+
+/* ---- the C heap ---- */
+
+static void on_alloc(unsigned fn, void *p, size_t n)
+{
+	if (!may_record())
+		return;
+	if (mem_mode == MEM_FILTERED && !keep_alloc(p, n))
+		return;
+	put_alloc(weft__ticks(), 0, fn, p, n);
+}
+
+EXPORT void *malloc(size_t n)
+{
+	void *p = __libc_malloc(n);
+	if (recording() && p)
+		on_alloc(WEFT_MEM_MALLOC, p, n);
+	return p;
+}
+
+EXPORT void *calloc(size_t k, size_t n)
+{
+	void *p = __libc_calloc(k, n);
+	if (recording() && p)
+		on_alloc(WEFT_MEM_CALLOC, p, k * n);
+	return p;
+}
+
+static void on_free(unsigned fn, void *p)
+{
+	if (!may_record())
+		return;
+	if (mem_mode == MEM_FILTERED && !keep_free(p))
+		return;
+	put_free(weft__ticks(), 0, fn, p);
+}
+
+EXPORT void free(void *p)
+{
+	if (recording() && p)
+		on_free(WEFT_MEM_FREE, p); /* before the block can go to another thread */
+	__libc_free(p);
+}
+
+EXPORT void cfree(void *p)
+{
+	free(p);
+}
+
+/* realloc keeps the old block when it fails (n > 0): nothing happened. realloc(p, 0) frees p. */
+static void *do_realloc(unsigned fn, void *old, size_t n)
+{
+	if (!recording())
+		return __libc_realloc(old, n);
+	uint64_t t = weft__ticks();
+	int filtered = mem_mode == MEM_FILTERED;
+	int had = old && (!filtered || (may_record() && keep_free(old)));
+	void *p = __libc_realloc(old, n);
+	if (!p && n) { /* failed: the old block stays */
+		if (had && filtered && sample_mean)
+			set_add((uint64_t)(uintptr_t)old);
+		return p;
+	}
+	if (!may_record())
+		return p;
+	int keep = p && (!filtered || keep_alloc(p, n));
+	if (had && keep)
+		put_realloc(t, 0, fn, old, p, n);
+	else if (had)
+		put_free(t, 0, fn, old);
+	else if (keep)
+		put_alloc(t, 0, fn, p, n);
+	return p;
+}
+
+EXPORT void *realloc(void *old, size_t n)
+{
+	return do_realloc(WEFT_MEM_REALLOC, old, n);
+}
+
+EXPORT void *reallocarray(void *old, size_t k, size_t n)
+{
+	size_t bytes;
+	if (__builtin_mul_overflow(k, n, &bytes)) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	return do_realloc(WEFT_MEM_REALLOCARRAY, old, bytes);
+}
+
+EXPORT void *memalign(size_t align, size_t n)
+{
+	void *p = __libc_memalign(align, n);
+	if (recording() && p)
+		on_alloc(WEFT_MEM_MEMALIGN, p, n);
+	return p;
+}
+
+/* aligned_alloc, posix_memalign, valloc and pvalloc inside glibc do not come back through an
+ * interposed malloc or memalign: each is wrapped here, built on __libc_memalign where glibc
+ * exports no __libc_ name for it (as glibc itself builds them). */
+EXPORT void *aligned_alloc(size_t align, size_t n)
+{
+	void *p = __libc_memalign(align, n);
+	if (recording() && p)
+		on_alloc(WEFT_MEM_ALIGNED_ALLOC, p, n);
+	return p;
+}
+
+EXPORT int posix_memalign(void **out, size_t align, size_t n)
+{
+	if (align % sizeof(void *) || (align & (align - 1)) || !align)
+		return EINVAL;
+	int saved = errno;
+	void *p = __libc_memalign(align, n);
+	if (!p)
+		return ENOMEM;
+	errno = saved;
+	*out = p;
+	if (recording())
+		on_alloc(WEFT_MEM_POSIX_MEMALIGN, p, n);
+	return 0;
+}
+
+EXPORT void *valloc(size_t n)
+{
+	void *p = __libc_valloc(n);
+	if (recording() && p)
+		on_alloc(WEFT_MEM_VALLOC, p, n);
+	return p;
+}
+
+EXPORT void *pvalloc(size_t n)
+{
+	void *p = __libc_pvalloc(n);
+	if (recording() && p) {
+		size_t page = (size_t)sysconf(_SC_PAGESIZE);
+		on_alloc(WEFT_MEM_PVALLOC, p, n ? (n + page - 1) & ~(page - 1) : page);
+	}
+	return p;
+}
+
+/* ---- anonymous mappings (the program's own mmap calls) ---- */
+
+static inline int heap_ok(void)
+{
+	return mmap_heap && weft__on(mmap_heap) && may_record();
+}
+
+EXPORT void *mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off)
+{
+	void *p = (void *)syscall(SYS_mmap, addr, len, prot, flags, fd, off);
+	if (recording() && p != MAP_FAILED && (flags & MAP_ANONYMOUS) && len >= threshold && heap_ok())
+		put_alloc(weft__ticks(), mmap_heap->id, WEFT_MEM_MMAP, p, len);
+	return p;
+}
+
+EXPORT void *mmap64(void *addr, size_t len, int prot, int flags, int fd, off_t off)
+{
+	return mmap(addr, len, prot, flags, fd, off);
+}
+
+EXPORT int munmap(void *addr, size_t len)
+{
+	if (recording() && heap_ok() && len >= threshold)
+		put_free(weft__ticks(), mmap_heap->id, WEFT_MEM_MUNMAP, addr);
+	return (int)syscall(SYS_munmap, addr, len);
+}
+
+EXPORT void *mremap(void *old, size_t old_len, size_t len, int flags, ...)
+{
+	void *want = NULL;
+	if (flags & MREMAP_FIXED) {
+		va_list ap;
+		va_start(ap, flags);
+		want = va_arg(ap, void *);
+		va_end(ap);
+	}
+	uint64_t t = weft__ticks();
+	void *p = (void *)syscall(SYS_mremap, old, old_len, len, flags, want);
+	if (recording() && p != MAP_FAILED && heap_ok() && len >= threshold)
+		put_realloc(t, mmap_heap->id, WEFT_MEM_MREMAP, old, p, len);
+	return p;
+}
+
+/* ---- start and stop (preload.c) ---- */
+
+static void write_memory_record(void)
+{
+	uint32_t head[2] = {1u | (weft_cfg.memory_stacks ? 2u : 0u), 0};
+	uint64_t v[3] = {threshold, sample_mean, atomic_load(&sample_set_full)};
+	weft_meta_write(WEFT_M_MEMORY, head, sizeof(head), v, sizeof(v));
+}
+
+void weft_memory_start(void)
+{
+	if (!weft_cfg.memory)
+		return;
+	threshold = weft_cfg.memory_threshold;
+	sample_mean = weft_cfg.memory_sample;
+	if (sample_mean) {
+		void *s = (void *)syscall(SYS_mmap, NULL, sizeof(uint64_t) << SET_BITS, PROT_READ | PROT_WRITE,
+					  MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		if (s == MAP_FAILED) {
+			weft_log(WEFT_LOG_WARN, "memory: no room for the sample set; recording every block");
+			sample_mean = 0;
+		} else {
+			sample_set = s;
+		}
+	}
+	mmap_heap = weft_heap("mmap");
+	write_memory_record();
+	__atomic_store_n(&mem_mode, threshold || sample_mean ? MEM_FILTERED : MEM_ALL, __ATOMIC_RELEASE);
+}
+
+void weft_memory_stop(void)
+{
+	if (!__atomic_load_n(&mem_mode, __ATOMIC_RELAXED))
+		return;
+	__atomic_store_n(&mem_mode, MEM_OFF, __ATOMIC_RELEASE);
+	write_memory_record();
+}
