@@ -43,6 +43,11 @@ static void help(FILE *f)
 		"  -D, --depth N           record functions only up to call depth N\n"
 		"  -t, --time-filter T     leave out function calls shorter than T (e.g. 5us) that\n"
 		"                          made no recorded call themselves\n"
+		"  -m, --memory[=OPTS]     record every allocation (malloc & co., anonymous mmap), each\n"
+		"                          charged to the innermost slice; OPTS, comma-separated:\n"
+		"                          threshold:SIZE  only blocks of at least SIZE (e.g. 4K)\n"
+		"                          sample:SIZE     a Poisson sample, one per SIZE bytes on\n"
+		"                                          average (e.g. 64K); totals are scaled back\n"
 		"      --options OPTS      further WEFT_OPTIONS, key=value:key=value\n"
 		"  -q, --quiet             no summary line\n"
 		"  -h, --help              this text\n\n"
@@ -216,6 +221,35 @@ static const struct passed_option *passed_option(int opt)
 	return &table[0];
 }
 
+/* --memory[=threshold:SIZE,sample:SIZE] as WEFT_OPTIONS keys appended to out. */
+static int memory_options(const char *arg, char *out, size_t n)
+{
+	size_t l = strlen(out);
+	snprintf(out + l, n - l, ":memory=1");
+	if (!arg || !*arg)
+		return 0;
+	char buf[256];
+	snprintf(buf, sizeof(buf), "%s", arg);
+	char *save = NULL;
+	for (char *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+		char *colon = strchr(tok, ':');
+		const char *key = NULL;
+		if (colon) {
+			*colon = 0;
+			key = !strcmp(tok, "threshold") ? "memory_threshold" : !strcmp(tok, "sample") ? "memory_sample" : NULL;
+		}
+		if (!key) {
+			weft_cli_error("record", "bad --memory option '%s': expected threshold:SIZE or sample:SIZE", tok);
+			return -1;
+		}
+		if (check_option("--memory", key, colon + 1))
+			return -1;
+		l = strlen(out);
+		snprintf(out + l, n - l, ":%s=%s", key, colon + 1);
+	}
+	return 0;
+}
+
 /* The library's log, for the runtime files the CLI shares (config.c). */
 void weft_log(int level, const char *fmt, ...)
 {
@@ -236,7 +270,7 @@ int cmd_record(int argc, char **argv)
 		{"compression", required_argument, 0, 'z'}, {"depth", required_argument, 0, 'D'},
 		{"time-filter", required_argument, 0, 't'}, {"options", required_argument, 0, 'O'},
 		{"filter", required_argument, 0, 'F'}, {"notrace", required_argument, 0, 'N'},
-		{"libs", required_argument, 0, 'L'},
+		{"libs", required_argument, 0, 'L'}, {"memory", optional_argument, 0, 'm'},
 		{"quiet", no_argument, 0, 'q'}, {"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
 	char names[1024] = "", why[128];
 	const char *outdir = "weft.data";
@@ -245,7 +279,7 @@ int cmd_record(int argc, char **argv)
 	optind = 1;
 	opterr = 0;
 #define ADD(...) snprintf(extra + strlen(extra), sizeof(extra) - strlen(extra), __VA_ARGS__)
-	while ((c = getopt_long(argc, argv, "+o:b:z:D:t:F:N:L:qh", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "+o:b:z:D:t:F:N:L:mqh", opts, NULL)) != -1) {
 		switch (c) {
 		case 'o': outdir = optarg; break;
 		case 'n': convert = 0; break;
@@ -289,6 +323,10 @@ int cmd_record(int argc, char **argv)
 				return WEFT_EXIT_USAGE;
 			}
 			ADD(":func_libs=%s", optarg);
+			break;
+		case 'm':
+			if (memory_options(optarg, extra, sizeof(extra)))
+				return WEFT_EXIT_USAGE;
 			break;
 		case 'q': quiet = 1; break;
 		case 'h': help(stdout); return WEFT_EXIT_OK;
@@ -430,9 +468,12 @@ int cmd_record(int argc, char **argv)
 		size_t funcs = 0; /* the conversion named every function address it met */
 		for (size_t i = 0; i < t->nprocs; i++)
 			funcs += t->procs[i].nfuncs;
-		if (!funcs)
+		if (!funcs && !strstr(extra, ":memory=1"))
 			weft_cli_error("record", "no function events were recorded: was %s built with "
 				       "-finstrument-functions? (only weft.h events are traced otherwise)", argv[optind]);
+		else if (!funcs)
+			weft_cli_error("record", "no function events: allocations are charged to weft.h slices "
+				      "only (build with -finstrument-functions to see functions)");
 	}
 	if (!quiet) {
 		/* every file the run left in DIR, the converted trace included */

@@ -6,6 +6,8 @@
  */
 #include "tool/cmd.h"
 #include "tool/shortname.h"
+#include "tool/textout.h"
+#include "tool/report-memory.h"
 #include "export/profile.h"
 #include <getopt.h>
 #include <stdio.h>
@@ -23,9 +25,15 @@ static void help(FILE *f)
 		   "  -f, --format FMT    text (default), csv or json\n"
 		   "  -n, --limit N       at most N rows (default: all)\n"
 		   "  -j, --jobs N        threads to use (default 2)\n"
+		   "  -m, --memory        allocations instead of time (a trace recorded with --memory or\n"
+		   "                      weft_heap_*): per slice allocations, bytes, frees, bytes at the\n"
+		   "                      peak, leaked, temporary, average; a summary and a size histogram\n"
+		   "      --leaks         with --memory: every leaked block and its slice stack\n"
 		   "      --full-names    C++ names with return type and parameters (the text table\n"
 		   "                      shows them without; csv and json always give them whole)\n"
 		   "  -h, --help          this text\n\n"
+		   "With --memory, -s takes bytes (default), allocs, peak, leaked, temporary, avg, frees\n"
+		   "or name.\n"
 		   "Total time counts a recursive function once (its outermost call); self time is\n"
 		   "total minus the recorded calls it made. Exit status: 0, 1 unreadable, 2 usage.\n");
 }
@@ -90,32 +98,6 @@ static const char *shown_name(const char *name, char *buf, size_t n)
 	return full_names ? name : weft_short_name(name, buf, n);
 }
 
-static void json_str(const char *s)
-{
-	putchar('"');
-	for (; *s; s++) {
-		if (*s == '"' || *s == '\\')
-			printf("\\%c", *s);
-		else if ((unsigned char)*s < 0x20)
-			printf("\\u%04x", *s);
-		else
-			putchar(*s);
-	}
-	putchar('"');
-}
-
-/* RFC 4180: quoted, with quotes doubled (C++ names may hold commas and quotes) */
-static void csv_str(const char *s)
-{
-	putchar('"');
-	for (; *s; s++) {
-		if (*s == '"')
-			putchar('"');
-		putchar(*s);
-	}
-	putchar('"');
-}
-
 static void max_self(const struct weft_tnode *n, uint64_t *m)
 {
 	for (const struct weft_tnode *c = n->child; c; c = c->next) {
@@ -155,13 +137,13 @@ static void print_tree(const struct weft_tnode *n, int depth, int fmt, int *firs
 		else if (fmt == 1) {
 			printf("%d,%llu,%llu,%llu,", depth, (unsigned long long)c->total, (unsigned long long)c->self,
 			       (unsigned long long)c->calls);
-			csv_str(c->name);
+			weft_csv_str(c->name);
 			putchar('\n');
 		} else {
 			printf("%s{\"depth\":%d,\"total_ns\":%llu,\"self_ns\":%llu,\"calls\":%llu,\"name\":",
 			       *first ? "" : ",\n", depth, (unsigned long long)c->total, (unsigned long long)c->self,
 			       (unsigned long long)c->calls);
-			json_str(c->name);
+			weft_json_str(c->name);
 			printf("}");
 			*first = 0;
 		}
@@ -177,24 +159,25 @@ int cmd_report(int argc, char **argv)
 		{"processes", no_argument, 0, 'P'},
 		{"tree", no_argument, 0, 'G'}, {"format", required_argument, 0, 'f'},
 		{"limit", required_argument, 0, 'n'}, {"jobs", required_argument, 0, 'j'},
-		{"full-names", no_argument, 0, 'F'},
+		{"full-names", no_argument, 0, 'F'}, {"memory", no_argument, 0, 'm'},
+		{"leaks", no_argument, 0, 'K'},
 		{"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
 	static const char *keys[] = {"total", "self", "calls", "avg", "max", "name"};
-	int per_thread = 0, tree = 0, fmt = 0, jobs = 2, c;
+	int per_thread = 0, tree = 0, fmt = 0, jobs = 2, c, memory = 0, leaks = 0;
+	const char *sort_name = NULL;
 	long limit = -1;
 	sort_key = 0;
 	full_names = 0;
 	optind = 1;
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, "s:f:n:j:h", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "s:f:n:j:mh", opts, NULL)) != -1) {
 		switch (c) {
+		case 'm': memory = 1; break;
+		case 'K': leaks = 1; break;
 		case 's':
+			sort_name = optarg;
 			for (sort_key = 0; sort_key < 6 && strcmp(keys[sort_key], optarg); sort_key++)
 				;
-			if (sort_key == 6) {
-				weft_cli_error("report", "unknown sort key '%s' (valid: total, self, calls, avg, max, name)", optarg);
-				return WEFT_EXIT_USAGE;
-			}
 			break;
 		case 'T': per_thread = WEFT_PROFILE_THREADS; break;
 		case 'P': per_thread = WEFT_PROFILE_PROCESSES; break;
@@ -232,6 +215,25 @@ int cmd_report(int argc, char **argv)
 			return WEFT_EXIT_USAGE;
 		}
 	}
+	if (sort_name && memory && weft_report_memory_sort(sort_name)) {
+		weft_cli_error("report", "unknown sort key '%s' for --memory (valid: %s)", sort_name,
+			       weft_report_memory_sort_keys());
+		return WEFT_EXIT_USAGE;
+	}
+	if (!sort_name && memory)
+		weft_report_memory_sort("bytes");
+	if (sort_name && !memory && sort_key == 6) {
+		weft_cli_error("report", "unknown sort key '%s' (valid: total, self, calls, avg, max, name)", sort_name);
+		return WEFT_EXIT_USAGE;
+	}
+	if (leaks && !memory) {
+		weft_cli_error("report", "--leaks goes with --memory");
+		return WEFT_EXIT_USAGE;
+	}
+	if (memory && (tree || per_thread)) {
+		weft_cli_error("report", "--memory reports per process and heap; --tree, --threads and --processes do not apply");
+		return WEFT_EXIT_USAGE;
+	}
 	if (optind < argc - 1) {
 		weft_cli_error("report", "expected one trace directory (usage: weft report [OPTIONS] [DIR], default weft.data)");
 		return WEFT_EXIT_USAGE;
@@ -248,6 +250,11 @@ int cmd_report(int argc, char **argv)
 	}
 	for (size_t i = 0; i < t->nwarnings; i++)
 		weft_cli_error("report", "warning: %s", t->warnings[i]);
+	if (memory) {
+		int rc = weft_report_memory(t, fmt, limit, leaks, full_names);
+		weft_trace_free(t);
+		return rc;
+	}
 	struct weft_profile pr;
 	if (weft_profile_build(t, per_thread, tree, jobs, &pr)) {
 		weft_cli_error("report", "out of memory reading %s: no report (it would be incomplete)", argv[optind]);
@@ -337,7 +344,7 @@ int cmd_report(int argc, char **argv)
 					printf("%d,%u,", r->pid, r->tid);
 				else if (per_thread)
 					printf("%d,", r->pid);
-				csv_str(r->name);
+				weft_csv_str(r->name);
 				printf(",%llu,%llu,%llu,%llu,%llu\n", (unsigned long long)r->calls,
 				       (unsigned long long)r->total, (unsigned long long)r->self,
 				       (unsigned long long)avg, (unsigned long long)r->max);
@@ -349,7 +356,7 @@ int cmd_report(int argc, char **argv)
 				else if (per_thread)
 					printf("\"pid\":%d,", r->pid);
 				printf("\"function\":");
-				json_str(r->name);
+				weft_json_str(r->name);
 				printf(",\"calls\":%llu,\"total_ns\":%llu,\"self_ns\":%llu,\"avg_ns\":%llu,\"max_ns\":%llu}",
 				       (unsigned long long)r->calls, (unsigned long long)r->total,
 				       (unsigned long long)r->self, (unsigned long long)avg, (unsigned long long)r->max);

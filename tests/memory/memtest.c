@@ -16,7 +16,7 @@
 
 #define NOINLINE __attribute__((noinline))
 static void *volatile sink;
-static void *leaked;
+void *volatile memtest_leaked; /* read by nobody: a leak the compiler must keep */
 
 /* 10 x malloc(64), each freed before the next: 10 temporary allocations, 640 bytes */
 NOINLINE void temp_allocs(void)
@@ -31,8 +31,9 @@ NOINLINE void temp_allocs(void)
 /* one leak of 4096 bytes (live at exit) */
 NOINLINE void leak_known(void)
 {
-	leaked = malloc(4096);
-	memset(leaked, 1, 4096);
+	char *p = malloc(4096);
+	memset(p, 1, 4096);
+	memtest_leaked = p;
 }
 
 /* malloc(10) -> realloc 100 -> realloc 1000 -> free: allocations 10 + 100 + 1000 bytes (3),
