@@ -15,6 +15,7 @@
  */
 #include "export/export.h"
 #include "export/pb.h"
+#include "analysis/memory.h"
 #include "format/format.h"
 #include <errno.h>
 #include <stdio.h>
@@ -67,6 +68,7 @@ struct jthread {
 	size_t naflows, acap;
 	const uint64_t *aset; /* pass 2: every thread's aflows, sorted */
 	size_t naset;
+	const struct weft_mem_proc *mem; /* the process's memory analysis, or NULL */
 };
 #define JD_UNTERM (1ull << 63)
 
@@ -377,6 +379,30 @@ static void simple(struct jthread *j, struct jlist *L, const struct weft_ev *ev,
 }
 
 /* An X event up to its open args object; dur and the closing come when it is written out. */
+/* A slice's own memory figures as args ("mem.alloc_count":N, ...), after a comma when `comma`;
+ * returns whether it wrote any. */
+static int mem_pairs(struct jthread *j, struct pb *b, const struct weft_ev *ev, int comma)
+{
+	const struct weft_mem_slice *s = j->mem ? weft_mem_slice(j->mem, j->thread_index, ev->serial) : NULL;
+	if (!s)
+		return 0;
+	const char *keys[4] = {"mem.alloc_count", "mem.alloc_bytes", "mem.free_count", "mem.freed_bytes"};
+	uint64_t v[4] = {s->alloc_count, s->alloc_bytes, s->free_count, s->freed_bytes};
+	int wrote = 0;
+	for (int k = 0; k < 4; k++) {
+		if (!v[k])
+			continue;
+		if (comma || wrote)
+			PUTS(b, ",");
+		PUTS(b, "\"");
+		put(b, keys[k], strlen(keys[k]));
+		PUTS(b, "\":");
+		put_u64(b, v[k]);
+		wrote = 1;
+	}
+	return wrote;
+}
+
 static void x_event(struct jthread *j, struct jlist *L, const struct weft_ev *ev, uint64_t dur, int bind)
 {
 	struct pb *b = &L->text;
@@ -385,7 +411,10 @@ static void x_event(struct jthread *j, struct jlist *L, const struct weft_ev *ev
 	name_cat(j, b, ev);
 	put_bind(b, ev, bind);
 	PUTS(b, ",\"args\":{");
-	if (arg_pairs(j, b, ev))
+	int any = arg_pairs(j, b, ev) != 0;
+	if (ev->kind == WEFT_EV_BEGIN && mem_pairs(j, b, ev, any))
+		any = 1;
+	if (any)
 		e->flags |= JF_ARGS;
 	close_entry(L, e);
 	e->dur = dur & ~JD_UNTERM;
@@ -472,10 +501,19 @@ static void pass2_event(void *ud, const struct weft_ev *ev)
 		{
 			struct jent *e = add(L, ev->ts, 0);
 			head(j, b, "E", ev->ts, ev->track, 1);
+			size_t at = b->n;
+			PUTS(b, ",\"args\":{");
+			int any = 1;
 			if (ev->flags & WEFT_EVF_UNTERMINATED)
-				PUTS(b, ",\"args\":{\"weft_unterminated\":true}");
+				PUTS(b, "\"weft_unterminated\":true");
 			else if (ev->flags & WEFT_EVF_UNWOUND)
-				PUTS(b, ",\"args\":{\"weft_unwound\":true}");
+				PUTS(b, "\"weft_unwound\":true");
+			else
+				any = 0;
+			if (mem_pairs(j, b, ev, any) || any)
+				PUTS(b, "}");
+			else
+				b->n = at; /* no args */
 			PUTS(b, "}");
 			close_entry(L, e);
 		}
@@ -530,6 +568,45 @@ static void pass2_event(void *ud, const struct weft_ev *ev)
 	default: /* complete slices: the side list of pass 1 */
 		break;
 	}
+}
+
+static int cmp_ent(const void *a, const void *b);
+
+/* The heaps' counters ("heap live bytes", "heap peak bytes", per named heap too) as "C" events
+ * in the side list of the process's first thread. */
+static void mem_counter(struct jthread *j, uint64_t ts, const char *name, uint64_t v)
+{
+	struct jlist *L = &j->side;
+	struct pb *b = &L->text;
+	struct jent *e = add(L, ts, 0);
+	head(j, b, "C", ts, 0, 0);
+	PUTS(b, ",\"name\":\"");
+	put(b, name, strlen(name)); /* heap names come from the program: escaped below */
+	PUTS(b, "\",\"args\":{\"value\":");
+	put_u64(b, v);
+	PUTS(b, "}}");
+	close_entry(L, e);
+}
+
+static void mem_counters(struct jthread *j)
+{
+	const struct weft_mem_proc *mp = j->mem;
+	for (size_t i = 0; i < mp->nheaps; i++) {
+		const struct weft_mem_heap *h = &mp->heaps[i];
+		char live[300], peak[300], safe[200];
+		size_t k = 0;
+		for (const char *c = h->name; *c && k + 1 < sizeof(safe); c++) /* no quoting needed */
+			safe[k++] = (*c == '"' || *c == '\\' || (unsigned char)*c < 0x20) ? '_' : *c;
+		safe[k] = 0;
+		snprintf(live, sizeof(live), h->id ? "heap live bytes: %s" : "heap live bytes", safe);
+		snprintf(peak, sizeof(peak), h->id ? "heap peak bytes: %s" : "heap peak bytes", safe);
+		for (size_t p = 0; p < h->npoints; p++) {
+			mem_counter(j, h->points[p].ts, live, h->points[p].live);
+			mem_counter(j, h->points[p].ts, peak, h->points[p].peak);
+		}
+	}
+	if (j->side.unsorted)
+		qsort(j->side.ents, j->side.nents, sizeof(struct jent), cmp_ent);
 }
 
 static int cmp_ent(const void *a, const void *b)
@@ -663,7 +740,19 @@ int weft_export_json(const struct weft_trace *t, FILE *out, int style, int jobs,
 			js[k].style = style;
 			js[k].end_ns = t->last_ns;
 		}
+	struct weft_mem *mem = NULL;
+	int mrc = weft_mem_analyze(t, &mem, err, errlen);
+	if (mrc) {
+		free(js);
+	weft_mem_free(mem);
+		return mrc;
+	}
+	for (size_t i = 0; i < n; i++)
+		js[i].mem = weft_mem_for(mem, js[i].p);
 	weft_parallel_for(n, jobs, pass1, js);
+	for (size_t i = 0; i < n; i++)
+		if (js[i].mem && js[i].thread_index == 0)
+			mem_counters(&js[i]);
 	size_t naset = 0;
 	for (size_t i = 0; i < n; i++)
 		naset += js[i].naflows;

@@ -21,6 +21,7 @@ weft_heap_t *weft_heap(const char *name)
 {
 	if (!name)
 		return NULL;
+	weft_in_runtime++; /* its allocations are weft's, not the program's */
 	pthread_mutex_lock(&heaps_lock);
 	struct heap_entry *e;
 	for (e = heaps; e; e = e->next)
@@ -41,6 +42,7 @@ weft_heap_t *weft_heap(const char *name)
 		}
 	}
 	pthread_mutex_unlock(&heaps_lock);
+	weft_in_runtime--;
 	if (!e)
 		return NULL;
 	weft__on(&e->site); /* registers it (its definition goes into the metadata now) */

@@ -142,6 +142,7 @@ unsigned weft_track(const char *name)
 	if (!name)
 		return 0;
 	weft_ensure_started();
+	weft_in_runtime++;
 	pthread_mutex_lock(&reg_lock);
 	unsigned id = 0;
 	for (unsigned i = 1; i <= ntracks; i++)
@@ -155,6 +156,7 @@ unsigned weft_track(const char *name)
 		weft_meta_write(WEFT_M_TRACK, &id32, 4, name, strlen(name) + 1);
 	}
 	pthread_mutex_unlock(&reg_lock);
+	weft_in_runtime--;
 	return id;
 }
 

@@ -336,9 +336,11 @@ int weft_option_set(const char *key, const char *value)
 {
 	if (!key || !value)
 		return -EINVAL;
+	weft_in_runtime++;
 	pthread_mutex_lock(&weft_g.lock);
 	int rc = weft_config_set(&weft_cfg, key, value, 1);
 	pthread_mutex_unlock(&weft_g.lock);
+	weft_in_runtime--;
 	if (!rc && (!strcmp(key, "categories") || !strcmp(key, "filter")))
 		weft_registry_reevaluate();
 	return rc;
@@ -348,9 +350,11 @@ int weft_configure(const char *opts)
 {
 	if (!opts)
 		return -EINVAL;
+	weft_in_runtime++;
 	pthread_mutex_lock(&weft_g.lock);
 	int rc = weft_config_apply(&weft_cfg, opts, 1);
 	pthread_mutex_unlock(&weft_g.lock);
+	weft_in_runtime--;
 	weft_registry_reevaluate();
 	return rc;
 }

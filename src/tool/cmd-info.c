@@ -135,6 +135,19 @@ int cmd_info(int argc, char **argv)
 		if (p->has_overhead)
 			printf("  overhead: writer threads %.1f ms CPU, %llu buffer switches (slow paths)\n",
 			       (double)p->writer_cpu_ns / 1e6, (unsigned long long)p->slow_paths);
+		if (p->mem_recorded) {
+			printf("  memory:   allocations recorded");
+			if (p->mem_threshold)
+				printf(", only blocks of at least %llu bytes", (unsigned long long)p->mem_threshold);
+			if (p->mem_sample)
+				printf(", sampled: one per %llu bytes on average", (unsigned long long)p->mem_sample);
+			if (p->mem_sample_full)
+				printf(" (%llu samples left out: sample set full)", (unsigned long long)p->mem_sample_full);
+			printf("\n");
+		}
+		if (p->has_rusage)
+			printf("  usage:    peak RSS %.1f MiB, CPU %.3f s user, %.3f s system\n", (double)p->max_rss / 1048576.0,
+			       (double)p->user_ns / 1e9, (double)p->sys_ns / 1e9);
 		for (size_t k = 0; k < p->nthreads; k++) {
 			const struct weft_thread_data *th = &p->threads[k];
 			printf("  thread %u \"%s\": %llu events, %llu dropped, %zu chunks\n", th->tid, th->name,
