@@ -295,15 +295,46 @@ static struct weft_mem_total *total(struct weft_mem_proc *mp, struct weft_mem_he
 	return &h->totals[stack];
 }
 
-static void point(struct replay *rp, struct weft_mem_heap *h, uint64_t ts)
+/* Counter points: every change where changes are further apart than the resolution; within
+ * one resolution-wide bucket, the bucket's highest value and its last (so neither a peak nor
+ * the final value is lost, and a long trace gets at most ~4 points per bucket). */
+static void push_point(struct weft_mem_heap *h, uint64_t ts, uint64_t live, uint64_t peak)
 {
-	if (h->npoints && ts - h->points[h->npoints - 1].ts < rp->resolution) {
-		h->points[h->npoints - 1].live = h->live;
-		h->points[h->npoints - 1].peak = h->peak;
+	if (h->npoints && h->points[h->npoints - 1].ts == ts) {
+		h->points[h->npoints - 1].live = live;
+		h->points[h->npoints - 1].peak = peak;
 		return;
 	}
 	GROW(h->points, h->npoints, h->pcap);
-	h->points[h->npoints++] = (struct weft_mem_point){ts, h->live, h->peak};
+	h->points[h->npoints++] = (struct weft_mem_point){ts, live, peak};
+}
+
+static void flush_bucket(struct weft_mem_heap *h)
+{
+	if (!h->bucket_n)
+		return;
+	push_point(h, h->bucket_max_ts, h->bucket_max, h->bucket_max_peak);
+	push_point(h, h->bucket_last_ts, h->bucket_last, h->bucket_last_peak); /* same ts: replaces */
+	h->bucket_n = 0;
+}
+
+static void point(struct replay *rp, struct weft_mem_heap *h, uint64_t ts)
+{
+	if (h->bucket_n && ts - h->bucket_start >= rp->resolution)
+		flush_bucket(h);
+	if (!h->bucket_n) {
+		h->bucket_start = ts;
+		h->bucket_max = 0;
+	}
+	h->bucket_n++;
+	if (h->bucket_n == 1 || h->live >= h->bucket_max) {
+		h->bucket_max = h->live;
+		h->bucket_max_ts = ts;
+		h->bucket_max_peak = h->peak;
+	}
+	h->bucket_last = h->live;
+	h->bucket_last_ts = ts;
+	h->bucket_last_peak = h->peak;
 }
 
 static void dump(struct weft_mem_proc *mp, uint64_t ts, int at_peak, struct weft_mem_heap *only)
@@ -626,7 +657,7 @@ static void analyze_proc(const struct weft_trace *t, struct weft_mem_proc *mp)
 	rp.sample = (double)p->mem_sample;
 	mp->scale_note = rp.sample;
 	uint64_t span = mp->last_ts - mp->first_ts;
-	rp.resolution = span / 50000 > 1000 ? span / 50000 : 1000;
+	rp.resolution = span / 50000 ? span / 50000 : 1; /* at most ~100000 points per heap */
 	rp.dump_every = span / 16 ? span / 16 : 1;
 	rp.next_dump = mp->first_ts + rp.dump_every;
 	merge(&rp);
@@ -640,8 +671,10 @@ static void analyze_proc(const struct weft_trace *t, struct weft_mem_proc *mp)
 		apply(&rp, r, th, o);
 	}
 	dump(mp, mp->last_ts, 0, NULL);
-	for (size_t i = 0; i < mp->nheaps; i++)
+	for (size_t i = 0; i < mp->nheaps; i++) {
+		flush_bucket(&mp->heaps[i]);
 		peak_pass(&rp, &mp->heaps[i]);
+	}
 	for (size_t k = 0; k < mp->nheaps; k++) {
 		struct weft_mem_heap *h = &mp->heaps[k];
 		qsort(h->dumps, h->ndumps, sizeof(*h->dumps), cmp_dump);

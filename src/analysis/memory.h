@@ -69,6 +69,9 @@ struct weft_mem_heap {
 	uint64_t unrecorded_frees;     /* of blocks left out by threshold/sampling (expected) */
 	uint64_t missed_frees;         /* a block allocated at an address still live: its free was not seen */
 	uint64_t peak_event;           /* index (in replay order) of the event that made the peak */
+	/* replay: the counter bucket being filled (see point() in memory.c) */
+	uint64_t bucket_start, bucket_n, bucket_max, bucket_max_ts, bucket_max_peak;
+	uint64_t bucket_last, bucket_last_ts, bucket_last_peak;
 };
 
 struct weft_mem_thread {

@@ -169,6 +169,10 @@ static void summary_text(const struct weft_mem_proc *mp, const struct weft_mem_h
 	if (h->missed_frees)
 		printf("; %llu frees not seen (an address allocated again while live)", (unsigned long long)h->missed_frees);
 	printf("\n");
+	uint64_t dropped = weft_proc_dropped(p);
+	if (dropped)
+		printf("%llu events were dropped (buffers full): blocks and frees are missing, so some frees are "
+		       "unknown and the figures are low\n", (unsigned long long)dropped);
 	if (!h->id && p->mem_sample)
 		printf("sampled: one sample per %llu bytes on average; figures are estimates scaled back\n",
 		       (unsigned long long)p->mem_sample);
@@ -188,7 +192,7 @@ static void table_text(const struct row *rows, size_t n, long limit, int full)
 		       (unsigned long long)r->bytes, (unsigned long long)r->frees, (unsigned long long)r->peak,
 		       (unsigned long long)r->leaked, (unsigned long long)r->leaked_count,
 		       (unsigned long long)r->temporary, (unsigned long long)(r->allocs ? r->bytes / r->allocs : 0),
-		       full ? r->name : weft_short_name(r->name, nm, sizeof(nm)));
+		       full || r->name[0] == '[' ? r->name : weft_short_name(r->name, nm, sizeof(nm)));
 	}
 }
 

@@ -1,0 +1,201 @@
+"""Memory: `weft record --memory` on programs whose allocations are known exactly
+(tests/memory/memtest.c, memtest_cpp.cpp). Every figure is asserted three ways: weft report
+--memory (csv and json), the .pftrace read back by trace_processor (slice args, counters, the
+heap profile, the large-allocation instant) and protoc against Perfetto's schema."""
+import json
+import os
+import re
+from weftlib import TraceTest, main, run, WEFT, BUILD
+
+PAGE = os.sysconf("SC_PAGE_SIZE")
+PLUGIN = os.path.join(BUILD, "libmemplugin.so")
+
+# slice -> (allocations, bytes, frees of its blocks, freed bytes, leaked bytes, temporary)
+C_EXPECT = {
+    "temp_allocs": (10, 640, 10, 640, 0, 10),
+    "leak_known": (1, 4096, 0, 0, 4096, 0),
+    "realloc_chain": (3, 1110, 3, 1110, 0, 3),
+    "every_function": (7, 100 + 128 + 256 + 512 + 100 + PAGE + 100, 7, 100 + 128 + 256 + 512 + 100 + PAGE + 100, 0, 1),
+    "worker": (100, 3200, 100, 3200, 0, 4),
+    "produce": (5, 1000, 5, 1000, 0, 1),
+    "big_block": (1, 2 << 20, 1, 2 << 20, 0, 1),
+    "plugin_alloc": (1, 333, 1, 333, 0, 1),
+}
+
+
+class Memory(TraceTest):
+    def record_mem(self, prog, *args, memory="--memory"):
+        data = os.path.join(self.tmp, "m.data")
+        run([WEFT, "record", "-q", "-o", data, memory, "--", os.path.join(BUILD, prog), *args], cwd=self.tmp)
+        return data
+
+    def report_rows(self, data):
+        out = run([WEFT, "report", "--memory", "--format=csv", data]).stdout.splitlines()
+        self.assertEqual(out[0], "pid,heap,slice,allocs,bytes,frees,freed_bytes,peak_bytes,leaked_bytes,"
+                                 "leaked_blocks,temporary,avg_bytes")
+        rows = {}
+        for line in out[1:]:
+            m = re.match(r'(\d+),"([^"]*)","(.*)",(\d+),(\d+),(\d+),(\d+),(\d+),(\d+),(\d+),(\d+),(\d+)$', line)
+            self.assertIsNotNone(m, line)
+            pid, heap, name = int(m.group(1)), m.group(2), m.group(3)
+            rows[(pid, heap, name)] = tuple(int(x) for x in m.groups()[3:])
+        return rows
+
+    def report_json(self, data, *extra):
+        return json.loads(run([WEFT, "report", "--memory", "--format=json", *extra, data]).stdout)
+
+    def test_c_program_exact_per_function(self):
+        data = self.record_mem("memtest", PLUGIN)
+        rows = self.report_rows(data)
+        procs = sorted({pid for pid, _, _ in rows})
+        self.assertEqual(len(procs), 2, rows)  # the program and its fork child
+        parent, child = procs
+        for name, (allocs, nbytes, frees, freed, leaked, temp) in C_EXPECT.items():
+            with self.subTest(slice=name):
+                r = rows[(parent, "malloc", name)]
+                self.assertEqual((r[0], r[1], r[2], r[3], r[5], r[7]), (allocs, nbytes, frees, freed, leaked, temp))
+                self.assertEqual(r[8], nbytes // allocs)  # average
+        # frees happen where the block is freed, charged to where it was allocated
+        self.assertNotIn((parent, "malloc", "consume"), rows)
+        # the fork child traces into its own stream
+        self.assertEqual(rows[(child, "malloc", "child_work")][:4], (3, 150, 3, 150))
+        # anonymous mmap on its own heap
+        self.assertEqual(rows[(parent, "mmap", "map_anon")][:4], (1, 1 << 20, 1, 1 << 20))
+        doc = self.report_json(data, "--leaks")
+        p = next(d for d in doc if d["pid"] == parent)
+        heap = next(h for h in p["heaps"] if h["heap"] == "malloc")
+        self.assertEqual(heap["unknown_frees"], 0)
+        self.assertEqual(heap["missed_frees"], 0)
+        # the peak is the 2 MiB block plus what was live then (the 4 KiB leak among it)
+        self.assertGreaterEqual(heap["peak_bytes"], (2 << 20) + 4096)
+        leak = [l for l in heap["leaks"] if l["stack"].endswith("leak_known")]
+        self.assertEqual([(l["size"], l["stack"]) for l in leak], [(4096, "main > leak_known")])
+        # every leaked byte is in the leak list
+        self.assertEqual(sum(l["size"] for l in heap["leaks"]), heap["leaked_bytes"])
+        hist = {h["min"]: h["count"] for h in p["histogram"]}
+        self.assertGreaterEqual(hist[32], 100)
+        self.assertEqual(hist[1 << 21], 1)  # the 2 MiB block
+
+        # the same figures in the .pftrace, read by trace_processor
+        pf = os.path.join(data, "trace.pftrace")
+        self.tp_no_errors(pf)
+        self.protoc_decode(pf)
+        args, counters, big, prof = self.tp(
+            pf,
+            "select s.name, a.key, a.int_value v from slice s join args a using(arg_set_id) "
+            "where a.key like 'debug.mem%' and s.name in ('temp_allocs', 'consume', 'produce', 'leak_known')",
+            "select t.name, max(c.value) mx, (select c2.value from counter c2 where c2.track_id = t.id "
+            "order by c2.ts desc limit 1) last from counter_track t join counter c on c.track_id = t.id "
+            "join process_counter_track pct on pct.id = t.id join process p using(upid) "
+            f"where p.pid = {parent} group by t.id",
+            "select s.name, a.key, a.int_value v, p.name parent from slice s join args a using(arg_set_id) "
+            "join slice p on s.parent_id = p.id where s.name = 'large allocation' and a.key = 'debug.size'",
+            "select heap_name, sum(case when size > 0 then size else 0 end) alloc, "
+            "sum(case when count > 0 then count else 0 end) n, sum(size) net from heap_profile_allocation "
+            f"join process using(upid) where pid = {parent} group by heap_name")
+        a = {(r["name"], r["key"]): r["v"] for r in args}
+        self.assertEqual(a[("temp_allocs", "debug.mem_alloc_count")], 10)
+        self.assertEqual(a[("temp_allocs", "debug.mem_alloc_bytes")], 640)
+        self.assertEqual(a[("temp_allocs", "debug.mem_free_count")], 10)
+        self.assertEqual(a[("temp_allocs", "debug.mem_freed_bytes")], 640)
+        self.assertEqual(a[("produce", "debug.mem_alloc_bytes")], 1000)
+        self.assertNotIn(("produce", "debug.mem_free_count"), a)  # freed elsewhere
+        self.assertEqual(a[("consume", "debug.mem_freed_bytes")], 1000)
+        self.assertEqual(a[("consume", "debug.mem_free_count")], 5)
+        self.assertNotIn(("consume", "debug.mem_alloc_count"), a)
+        self.assertEqual(a[("leak_known", "debug.mem_alloc_bytes")], 4096)
+        c = {r["name"]: (r["mx"], r["last"]) for r in counters}
+        self.assertEqual(c["heap peak bytes"][0], heap["peak_bytes"])
+        self.assertEqual(c["heap live bytes"][1], heap["leaked_bytes"])  # what is left at the end
+        self.assertEqual(c["heap live bytes: mmap"], (1 << 20, 0))
+        # allocations of 1 MiB or more are instants too (the mapping of map_anon as well)
+        self.assertEqual(sorted((r["parent"], r["v"]) for r in big), [("big_block", 2 << 20), ("map_anon", 1 << 20)])
+        prof = {r["heap_name"]: r for r in prof}
+        self.assertEqual(prof["libc.malloc"]["alloc"], heap["alloc_bytes"])
+        self.assertEqual(prof["libc.malloc"]["n"], heap["allocs"])
+        self.assertEqual(prof["libc.malloc"]["net"], heap["leaked_bytes"])
+        # the flame graph's frames are the slice stacks: leak_known under main
+        frames, = self.tp(pf, "select f.name from stack_profile_frame f join stack_profile_callsite c "
+                              "on c.frame_id = f.id where c.depth = 1 and f.name = 'leak_known'")
+        self.assertEqual(len(frames), 1)
+
+    def test_cxx_new_delete_and_named_heap(self):
+        data = self.record_mem("memtest_cpp")
+        rows = self.report_rows(data)
+        (pid,) = {p for p, _, _ in rows}
+        self.assertEqual(rows[(pid, "malloc", "new_one()")][:4], (1, 4, 1, 4))
+        self.assertEqual(rows[(pid, "malloc", "new_array()")][:4], (1, 1000, 1, 1000))
+        self.assertEqual(rows[(pid, "malloc", "new_aligned()")][:4], (1, 128, 1, 128))  # aligned new
+        pool = rows[(pid, "pool", "Pool::get()")]
+        self.assertEqual((pool[0], pool[1], pool[2], pool[3], pool[5], pool[6]), (3, 768, 2, 512, 256, 1))
+        doc = self.report_json(data)
+        for h in doc[0]["heaps"]:
+            self.assertEqual(h["unknown_frees"], 0, h["heap"])
+        pf = os.path.join(data, "trace.pftrace")
+        self.tp_no_errors(pf)
+        counters, = self.tp(pf, "select t.name, max(c.value) mx from counter_track t join counter c "
+                                "on c.track_id = t.id group by t.name")
+        c = {r["name"]: r["mx"] for r in counters}
+        self.assertEqual(c["heap live bytes: pool"], 768)
+        self.assertEqual(c["pool reported requested bytes"], 4096)
+        self.assertEqual(c["pool reported cached bytes"], 4096 - 256)
+
+    def test_threshold_records_only_big_blocks(self):
+        data = self.record_mem("memtest", PLUGIN, memory="--memory=threshold:4K")
+        rows = self.report_rows(data)
+        parent = min(p for p, _, _ in rows)
+        names = {n for p, h, n in rows if p == parent and h == "malloc"}
+        self.assertIn("leak_known", names)
+        self.assertIn("big_block", names)
+        self.assertNotIn("temp_allocs", names)
+        self.assertEqual(rows[(parent, "malloc", "leak_known")][:2], (1, 4096))
+        heap = next(h for h in self.report_json(data)[0]["heaps"] if h["heap"] == "malloc")
+        self.assertEqual(heap["unknown_frees"], 0)  # frees of small blocks are expected, not unknown
+        info = run([WEFT, "info", data]).stdout
+        self.assertIn("only blocks of at least 4096 bytes", info)
+
+    def test_sampling_scales_back(self):
+        # with one sample per 64 bytes on average, blocks of 4 KiB and more are always sampled and
+        # their scaled size is their size (the chance of no sample is e^-64)
+        data = self.record_mem("memtest", PLUGIN, memory="--memory=sample:64")
+        rows = self.report_rows(data)
+        parent = min(p for p, _, _ in rows)
+        self.assertEqual(rows[(parent, "malloc", "leak_known")][:2], (1, 4096))
+        self.assertEqual(rows[(parent, "malloc", "big_block")][:4], (1, 2 << 20, 1, 2 << 20))
+        heap = next(h for h in self.report_json(data)[0]["heaps"] if h["heap"] == "malloc")
+        self.assertEqual(heap["unknown_frees"], 0)
+        self.assertIn("sampled: one sample per 64 bytes", run([WEFT, "report", "--memory", data]).stdout)
+
+    def test_off_without_memory_option(self):
+        data = os.path.join(self.tmp, "off.data")
+        run([WEFT, "record", "-q", "-o", data, "--", os.path.join(BUILD, "memtest")], cwd=self.tmp)
+        p = run([WEFT, "report", "--memory", data], check=False)
+        self.assertEqual(p.returncode, 1)
+        self.assertIn("no memory records", p.stderr)
+        self.assertNotIn("heap live bytes", run([WEFT, "info", data]).stdout)
+
+    def test_memory_option_errors(self):
+        for bad, why in (("--memory=bogus", "bad --memory option 'bogus'"),
+                         ("--memory=sample:abc", "bad value 'abc' for --memory")):
+            p = run([WEFT, "record", "-o", os.path.join(self.tmp, "x"), bad, "--", "true"], check=False)
+            self.assertEqual(p.returncode, 2, bad)
+            self.assertIn(why, p.stderr)
+        p = run([WEFT, "report", "--leaks", self.tmp], check=False)
+        self.assertEqual(p.returncode, 2)
+        self.assertIn("--leaks goes with --memory", p.stderr)
+
+    def test_json_export_has_counters_and_args(self):
+        data = self.record_mem("memtest", PLUGIN)
+        for style in ("be", "x"):
+            out, _ = self.convert(data, f"m-{style}.json", f"--json-style={style}")
+            doc = self.load_json(out)
+            ev = doc["traceEvents"]
+            self.assertTrue(any(e["ph"] == "C" and e["name"] == "heap peak bytes" for e in ev))
+            args = [e["args"] for e in ev if e.get("args", {}).get("mem.alloc_count") == 10
+                    and e["args"].get("mem.alloc_bytes") == 640]
+            self.assertEqual(args, [{"mem.alloc_count": 10, "mem.alloc_bytes": 640, "mem.free_count": 10,
+                                     "mem.freed_bytes": 640}], style)
+
+
+if __name__ == "__main__":
+    main()
