@@ -60,6 +60,11 @@ int main()
 	weft_flow_out(9);
 	WEFT_ASYNC_END("async", 42);
 	weft_flow_in(9);
+	weft_heap_t *heap = weft_heap("pool");
+	static char pool[64];
+	weft_heap_alloc(heap, pool, sizeof(pool));
+	weft_heap_usage(heap, sizeof(pool), 0, sizeof(pool));
+	weft_heap_free(heap, pool);
 	weft_process_name("use_all");
 	weft_thread_name("main thread");
 	weft_flush();

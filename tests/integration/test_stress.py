@@ -1,7 +1,8 @@
 """4 threads x 1M events through a deliberately small buffer: every event is either written
 or counted as dropped, exactly; with overflow=block none is dropped."""
+import os
 import re
-from weftlib import TraceTest, main, run, WEFT
+from weftlib import TraceTest, main, run, WEFT, BUILD
 
 THREADS, EVENTS = 4, 1_000_000
 
@@ -13,8 +14,8 @@ def info_numbers(text):
 
 
 class Stress(TraceTest):
-    def check(self, options, expect_drops):
-        data, p = self.record("stress", [THREADS, EVENTS], options=options)
+    def check(self, options, expect_drops, mode=None):
+        data, p = self.record("stress", [THREADS, EVENTS] + ([0, mode] if mode else []), options=options)
         emitted, written, dropped = map(int, re.match(r"emitted (\d+) written (\d+) dropped (\d+)",
                                                       p.stdout).groups())
         self.assertEqual(emitted, THREADS * EVENTS)
@@ -39,6 +40,25 @@ class Stress(TraceTest):
 
     def test_drop_and_count(self):
         self.check("buffer_size=64K:chunk_size=16K", expect_drops=True)
+
+    def test_memory_records_drop_and_count(self):
+        # allocation records (weft_heap_alloc/free) through the same small buffer
+        self.check("buffer_size=64K:chunk_size=16K", expect_drops=True, mode="heap")
+
+    def test_interposed_mallocs_drop_and_count(self):
+        data = os.path.join(self.tmp, "m.data")
+        p = run([WEFT, "record", "-q", "-o", data, "--memory", "-b", "64K", "--options", "chunk_size=16K", "--",
+                 os.path.join(BUILD, "stress"), str(THREADS), str(EVENTS // 4), "0", "malloc"], cwd=self.tmp)
+        emitted, written, dropped = map(int, re.match(r"emitted (\d+) written (\d+) dropped (\d+)",
+                                                      p.stdout).groups())
+        # the runtime also saw libc's own allocations (thread creation): a few more
+        self.assertGreaterEqual(written + dropped, emitted)
+        self.assertLess(written + dropped, emitted + 100)
+        self.assertGreater(dropped, 0, "the small buffer was expected to overflow")
+        events, drops = info_numbers(run([WEFT, "info", data]).stdout)
+        self.assertEqual((events, drops), (written, dropped))
+        report = run([WEFT, "report", "--memory", data]).stdout
+        self.assertIn(f"{dropped} events were dropped", report)
 
     def test_block_loses_nothing(self):
         self.check("buffer_size=64K:chunk_size=16K:overflow=block", expect_drops=False)
