@@ -435,6 +435,9 @@ static void parse_meta(struct weft_trace *t, const char *name, const unsigned ch
 				memcpy(&p->mem_threshold, r + 8, 8);
 				memcpy(&p->mem_sample, r + 16, 8);
 				memcpy(&p->mem_sample_full, r + 24, 8);
+				p->mem_not_interposed = (flags & 4) != 0;
+				free(p->mem_allocator);
+				p->mem_allocator = len > 32 ? xstrndup((const char *)r + 32, bounded_len((const char *)r + 32, len - 32)) : NULL;
 			}
 			break;
 		case WEFT_M_RUSAGE:
@@ -996,6 +999,7 @@ void weft_trace_free(struct weft_trace *t)
 		free(p->name);
 		free(p->host);
 		free(p->options);
+		free(p->mem_allocator);
 	}
 	free(t->procs);
 	for (size_t i = 0; i < t->nwarnings; i++)

@@ -1,9 +1,9 @@
 /*
  * memory.c - the allocation interposer of libweft-preload.so (memory=1, `weft record --memory`):
  * malloc, calloc, realloc, reallocarray, free, cfree, memalign, posix_memalign, aligned_alloc,
- * valloc, pvalloc, and direct mmap/munmap/mremap of anonymous memory. Each call goes to glibc's
- * own entry points (__libc_malloc & co., exported by glibc for this purpose: no dlsym, which
- * may itself allocate), then, when recording is on, appends one record to the calling thread's
+ * valloc, pvalloc, and direct mmap/munmap/mremap of anonymous memory. Each call goes on to the
+ * allocator underneath (glibc's, or the jemalloc/tcmalloc a program links: see below), then,
+ * when recording is on, appends one record to the calling thread's
  * stream: ALLOC (address, size), FREE (address) or REALLOC (old, new, size), tagged with the
  * function (enum weft_mem_fn) and the heap (0 = the C heap, the "mmap" heap for mappings).
  * glibc's own large-block mmaps are internal calls that never come through here.
@@ -26,8 +26,10 @@
  * addresses in a lock-free set, so only their frees are recorded.
  */
 #include "lib/internal.h"
+#include <dlfcn.h>
 #include <errno.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <string.h>
@@ -38,13 +40,180 @@
 #define EXPORT __attribute__((visibility("default")))
 
 extern void *__libc_malloc(size_t);
-extern void *__libc_calloc(size_t, size_t);
 extern void *__libc_realloc(void *, size_t);
 extern void __libc_free(void *);
 extern void *__libc_memalign(size_t, size_t);
-extern void *__libc_valloc(size_t);
-extern void *__libc_pvalloc(size_t);
-extern size_t malloc_usable_size(void *);
+
+/* ---- the allocator underneath ----
+ * Every call goes on to the definition that follows this library in the lookup order: glibc's,
+ * or a jemalloc/tcmalloc the program links as a shared library (sending its calls to glibc
+ * instead would change the program's allocator and free blocks into the wrong one). It is
+ * looked up at the first call; dlsym may allocate, so while the lookup runs (on any thread)
+ * blocks come from a static bootstrap area, never handed back. Where a definition is missing
+ * the function is built on memalign of the same allocator. */
+struct next_fns {
+	void *(*malloc)(size_t);
+	void *(*calloc)(size_t, size_t);
+	void *(*realloc)(void *, size_t);
+	void (*free)(void *);
+	void *(*memalign)(size_t, size_t);
+	int (*posix_memalign)(void **, size_t, size_t);
+	void *(*aligned_alloc)(size_t, size_t);
+	void *(*valloc)(size_t);
+	void *(*pvalloc)(size_t);
+	size_t (*usable_size)(void *);
+};
+static struct next_fns next; /* written once by lookup(), before next_state becomes READY */
+enum { NEXT_NONE = 0, NEXT_LOOKING = 1, NEXT_READY = 2 };
+static int next_state;
+
+static char boot_area[64 << 10] __attribute__((aligned(64)));
+static size_t boot_used; /* atomic bump pointer */
+
+static int is_boot(const void *p)
+{
+	return (const char *)p >= boot_area && (const char *)p < boot_area + sizeof(boot_area);
+}
+
+/* A bootstrap block: 16 bytes holding its size, then the block (aligned to `align`). */
+static void *boot_alloc(size_t n, size_t align)
+{
+	if (align < 16)
+		align = 16;
+	size_t cur = __atomic_load_n(&boot_used, __ATOMIC_RELAXED), start, end;
+	do {
+		start = (cur + 16 + align - 1) & ~(align - 1);
+		end = start + n;
+		if (end > sizeof(boot_area) || end < start) {
+			errno = ENOMEM;
+			return NULL;
+		}
+	} while (!__atomic_compare_exchange_n(&boot_used, &cur, end, 1, __ATOMIC_RELAXED, __ATOMIC_RELAXED));
+	memcpy(boot_area + start - 16, &n, sizeof(n));
+	return boot_area + start;
+}
+
+static size_t boot_size(const void *p)
+{
+	size_t n;
+	memcpy(&n, (const char *)p - 16, sizeof(n));
+	return n;
+}
+
+#define NEXT(name, fallback) \
+	do { \
+		void *f_ = dlsym(RTLD_NEXT, #name); \
+		memcpy(&next.name, &f_, sizeof(f_)); \
+		if (!next.name) \
+			next.name = fallback; \
+	} while (0)
+
+static void *memalign_via_malloc(size_t a, size_t n);
+static void *valloc_via_memalign(size_t n) { return next.memalign((size_t)sysconf(_SC_PAGESIZE), n); }
+static void *pvalloc_via_memalign(size_t n)
+{
+	size_t page = (size_t)sysconf(_SC_PAGESIZE);
+	return next.memalign(page, n ? (n + page - 1) & ~(page - 1) : page);
+}
+static int posix_memalign_via_memalign(void **out, size_t a, size_t n)
+{
+	void *p = next.memalign(a, n);
+	if (!p)
+		return ENOMEM;
+	*out = p;
+	return 0;
+}
+static void *aligned_via_memalign(size_t a, size_t n) { return next.memalign(a, n); }
+static void *calloc_via_malloc(size_t k, size_t n)
+{
+	size_t b;
+	if (__builtin_mul_overflow(k, n, &b)) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	void *p = next.malloc(b);
+	if (p)
+		memset(p, 0, b);
+	return p;
+}
+static size_t usable_unknown(void *p) { (void)p; return 0; }
+
+/* An allocator other than glibc's that lacks some of the functions: the next definition found
+ * for those is glibc's, whose blocks it cannot free. Those are built on its own memalign. */
+static int same_object(const void *a, const void *b)
+{
+	Dl_info x, y;
+	return dladdr(a, &x) && dladdr(b, &y) && x.dli_fbase == y.dli_fbase;
+}
+
+static void same_allocator(void)
+{
+	void *m;
+	memcpy(&m, &next.malloc, sizeof(m));
+	if (m == (void *)__libc_malloc)
+		return;
+#define SAME(name, fallback)                                  \
+	do {                                                  \
+		void *f_;                                     \
+		memcpy(&f_, &next.name, sizeof(f_));          \
+		if (!same_object(f_, m))                      \
+			next.name = fallback;                 \
+	} while (0)
+	SAME(calloc, calloc_via_malloc);
+	SAME(memalign, memalign_via_malloc);
+	SAME(posix_memalign, posix_memalign_via_memalign);
+	SAME(aligned_alloc, aligned_via_memalign);
+	SAME(valloc, valloc_via_memalign);
+	SAME(pvalloc, pvalloc_via_memalign);
+	SAME(usable_size, usable_unknown);
+#undef SAME
+}
+
+static void lookup(void)
+{
+	int expect = NEXT_NONE;
+	if (!__atomic_compare_exchange_n(&next_state, &expect, NEXT_LOOKING, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+		return; /* done, or being done (here, recursively, or on another thread) */
+	int saved = errno;
+	NEXT(malloc, __libc_malloc);
+	NEXT(free, __libc_free);
+	NEXT(realloc, __libc_realloc);
+	NEXT(calloc, calloc_via_malloc);
+	NEXT(memalign, memalign_via_malloc);
+	NEXT(posix_memalign, posix_memalign_via_memalign);
+	NEXT(aligned_alloc, aligned_via_memalign);
+	NEXT(valloc, valloc_via_memalign);
+	NEXT(pvalloc, pvalloc_via_memalign);
+	void *u = dlsym(RTLD_NEXT, "malloc_usable_size");
+	memcpy(&next.usable_size, &u, sizeof(u));
+	if (!next.usable_size)
+		next.usable_size = usable_unknown;
+	same_allocator();
+	errno = saved;
+	__atomic_store_n(&next_state, NEXT_READY, __ATOMIC_RELEASE);
+}
+
+/* No memalign in the allocator underneath: its aligned_alloc, else its malloc when that
+ * alignment is what malloc gives anyway; else the request fails (ENOMEM) rather than take a
+ * block from another allocator. */
+static void *memalign_via_malloc(size_t a, size_t n)
+{
+	if (next.aligned_alloc && next.aligned_alloc != aligned_via_memalign)
+		return next.aligned_alloc(a, (n + a - 1) & ~(a - 1));
+	if (a <= 16)
+		return next.malloc(n);
+	errno = ENOMEM;
+	return NULL;
+}
+
+/* Whether calls can go to the allocator underneath (else: the bootstrap area). */
+static inline int ready(void)
+{
+	if (__builtin_expect(__atomic_load_n(&next_state, __ATOMIC_ACQUIRE) == NEXT_READY, 1))
+		return 1;
+	lookup();
+	return __atomic_load_n(&next_state, __ATOMIC_ACQUIRE) == NEXT_READY;
+}
 
 /* What is recorded: 0 nothing, MEM_ALL every block, MEM_FILTERED through threshold/sample.
  * Written at start (preload_init) and at stop (before the flush); read relaxed by every call:
@@ -188,7 +357,7 @@ static int keep_free(void *p)
 {
 	if (sample_mean)
 		return set_take((uint64_t)(uintptr_t)p);
-	return malloc_usable_size(p) >= threshold;
+	return !is_boot(p) && next.usable_size(p) >= threshold;
 }
 
 /* ---- the C heap ---- */
@@ -204,7 +373,7 @@ static void on_alloc(unsigned fn, void *p, size_t n)
 
 EXPORT void *malloc(size_t n)
 {
-	void *p = __libc_malloc(n);
+	void *p = ready() ? next.malloc(n) : boot_alloc(n, 16);
 	if (recording() && p)
 		on_alloc(WEFT_MEM_MALLOC, p, n);
 	return p;
@@ -212,7 +381,10 @@ EXPORT void *malloc(size_t n)
 
 EXPORT void *calloc(size_t k, size_t n)
 {
-	void *p = __libc_calloc(k, n);
+	size_t bytes;
+	if (!ready()) /* the area is zeroed static memory */
+		return __builtin_mul_overflow(k, n, &bytes) ? NULL : boot_alloc(bytes, 16);
+	void *p = next.calloc(k, n);
 	if (recording() && p)
 		on_alloc(WEFT_MEM_CALLOC, p, k * n);
 	return p;
@@ -229,9 +401,12 @@ static void on_free(unsigned fn, void *p)
 
 EXPORT void free(void *p)
 {
+	if (__builtin_expect(is_boot(p), 0))
+		return; /* a bootstrap block: never given back */
 	if (recording() && p)
 		on_free(WEFT_MEM_FREE, p); /* before the block can go to another thread */
-	__libc_free(p);
+	if (ready())
+		next.free(p);
 }
 
 EXPORT void cfree(void *p)
@@ -242,12 +417,22 @@ EXPORT void cfree(void *p)
 /* realloc keeps the old block when it fails (n > 0): nothing happened. realloc(p, 0) frees p. */
 static void *do_realloc(unsigned fn, void *old, size_t n)
 {
+	if (__builtin_expect(!ready() || is_boot(old), 0)) { /* a new block, the old one's bytes copied */
+		if (old && !is_boot(old)) { /* cannot be: no other block exists before the lookup */
+			errno = ENOMEM;
+			return NULL;
+		}
+		void *p = ready() ? malloc(n) : boot_alloc(n, 16);
+		if (p && old)
+			memcpy(p, old, boot_size(old) < n ? boot_size(old) : n);
+		return p;
+	}
 	if (!recording())
-		return __libc_realloc(old, n);
+		return next.realloc(old, n);
 	uint64_t t = weft__ticks();
 	int filtered = mem_mode == MEM_FILTERED;
 	int had = old && (!filtered || (may_record() && keep_free(old)));
-	void *p = __libc_realloc(old, n);
+	void *p = next.realloc(old, n);
 	if (!p && n) { /* failed: the old block stays */
 		if (had && filtered && sample_mean)
 			set_add((uint64_t)(uintptr_t)old);
@@ -282,18 +467,17 @@ EXPORT void *reallocarray(void *old, size_t k, size_t n)
 
 EXPORT void *memalign(size_t align, size_t n)
 {
-	void *p = __libc_memalign(align, n);
+	void *p = ready() ? next.memalign(align, n) : boot_alloc(n, align);
 	if (recording() && p)
 		on_alloc(WEFT_MEM_MEMALIGN, p, n);
 	return p;
 }
 
 /* aligned_alloc, posix_memalign, valloc and pvalloc inside glibc do not come back through an
- * interposed malloc or memalign: each is wrapped here, built on __libc_memalign where glibc
- * exports no __libc_ name for it (as glibc itself builds them). */
+ * interposed malloc or memalign: each is wrapped here. */
 EXPORT void *aligned_alloc(size_t align, size_t n)
 {
-	void *p = __libc_memalign(align, n);
+	void *p = ready() ? next.aligned_alloc(align, n) : boot_alloc(n, align);
 	if (recording() && p)
 		on_alloc(WEFT_MEM_ALIGNED_ALLOC, p, n);
 	return p;
@@ -301,13 +485,17 @@ EXPORT void *aligned_alloc(size_t align, size_t n)
 
 EXPORT int posix_memalign(void **out, size_t align, size_t n)
 {
-	if (align % sizeof(void *) || (align & (align - 1)) || !align)
-		return EINVAL;
-	int saved = errno;
-	void *p = __libc_memalign(align, n);
-	if (!p)
-		return ENOMEM;
-	errno = saved;
+	void *p = NULL;
+	if (ready()) {
+		int rc = next.posix_memalign(&p, align, n);
+		if (rc)
+			return rc;
+	} else {
+		if (align % sizeof(void *) || (align & (align - 1)) || !align)
+			return EINVAL;
+		if (!(p = boot_alloc(n, align)))
+			return ENOMEM;
+	}
 	*out = p;
 	if (recording())
 		on_alloc(WEFT_MEM_POSIX_MEMALIGN, p, n);
@@ -316,7 +504,7 @@ EXPORT int posix_memalign(void **out, size_t align, size_t n)
 
 EXPORT void *valloc(size_t n)
 {
-	void *p = __libc_valloc(n);
+	void *p = ready() ? next.valloc(n) : boot_alloc(n, 4096);
 	if (recording() && p)
 		on_alloc(WEFT_MEM_VALLOC, p, n);
 	return p;
@@ -324,7 +512,7 @@ EXPORT void *valloc(size_t n)
 
 EXPORT void *pvalloc(size_t n)
 {
-	void *p = __libc_pvalloc(n);
+	void *p = ready() ? next.pvalloc(n) : boot_alloc((n + 4095) & ~(size_t)4095, 4096);
 	if (recording() && p) {
 		size_t page = (size_t)sysconf(_SC_PAGESIZE);
 		on_alloc(WEFT_MEM_PVALLOC, p, n ? (n + page - 1) & ~(page - 1) : page);
@@ -377,17 +565,58 @@ EXPORT void *mremap(void *old, size_t old_len, size_t len, int flags, ...)
 
 /* ---- start and stop (preload.c) ---- */
 
+/* Flags of the MEMORY record (docs/format.md). */
+#define MEMF_ON 1u
+#define MEMF_STACKS 2u
+#define MEMF_NOT_INTERPOSED 4u /* the program's own malloc comes first: calls do not reach us */
+static uint32_t mem_flags;
+static char allocator[512]; /* the object whose malloc the program uses, when not glibc's */
+
 static void write_memory_record(void)
 {
-	uint32_t head[2] = {1u | (weft_cfg.memory_stacks ? 2u : 0u), 0};
+	uint32_t head[2] = {mem_flags, 0};
 	uint64_t v[3] = {threshold, sample_mean, atomic_load(&sample_set_full)};
-	weft_meta_write(WEFT_M_MEMORY, head, sizeof(head), v, sizeof(v));
+	char buf[sizeof(v) + sizeof(allocator)];
+	memcpy(buf, v, sizeof(v));
+	size_t n = strlen(allocator);
+	memcpy(buf + sizeof(v), allocator, n + 1);
+	weft_meta_write(WEFT_M_MEMORY, head, sizeof(head), buf, sizeof(v) + n + 1);
+}
+
+/* Our own malloc, whatever the lookup order makes of the name (a hidden alias: &malloc here
+ * would be the lookup's answer). */
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmissing-attributes"
+extern __typeof__(malloc) weft_own_malloc __attribute__((alias("malloc"), visibility("hidden")));
+#pragma GCC diagnostic pop
+
+/* Which allocator the program's calls reach: ours (then which one is underneath), or one the
+ * executable defines itself, which comes before any preloaded library and is not seen. */
+static void find_allocator(void)
+{
+	ready();
+	void *def = dlsym(RTLD_DEFAULT, "malloc");
+	Dl_info di;
+	if (def && def != (void *)weft_own_malloc) {
+		mem_flags |= MEMF_NOT_INTERPOSED;
+		snprintf(allocator, sizeof(allocator), "%s",
+			 dladdr(def, &di) && di.dli_fname && *di.dli_fname ? di.dli_fname : "the program");
+		weft_log(WEFT_LOG_WARN, "memory: %s defines its own malloc, which comes before weft's: its "
+			 "allocations are not recorded (anonymous mmap and weft_heap_* are)", allocator);
+		return;
+	}
+	void *under = NULL;
+	memcpy(&under, &next.malloc, sizeof(under));
+	if (under && under != (void *)__libc_malloc && dladdr(under, &di) && di.dli_fname)
+		snprintf(allocator, sizeof(allocator), "%s", di.dli_fname);
 }
 
 void weft_memory_start(void)
 {
 	if (!weft_cfg.memory)
 		return;
+	mem_flags = MEMF_ON | (weft_cfg.memory_stacks ? MEMF_STACKS : 0);
+	find_allocator();
 	threshold = weft_cfg.memory_threshold;
 	sample_mean = weft_cfg.memory_sample;
 	if (sample_mean) {

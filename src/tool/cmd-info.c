@@ -144,6 +144,11 @@ int cmd_info(int argc, char **argv)
 			if (p->mem_sample_full)
 				printf(" (%llu samples left out: sample set full)", (unsigned long long)p->mem_sample_full);
 			printf("\n");
+			if (p->mem_not_interposed)
+				printf("            NOT the program's malloc: %s defines its own, which comes first "
+				       "(only mmap and weft_heap_* recorded)\n", p->mem_allocator ? p->mem_allocator : "it");
+			else if (p->mem_allocator)
+				printf("            allocator: %s (its calls recorded)\n", p->mem_allocator);
 		}
 		if (p->has_rusage)
 			printf("  usage:    peak RSS %.1f MiB, CPU %.3f s user, %.3f s system\n", (double)p->max_rss / 1048576.0,

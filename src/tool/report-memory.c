@@ -176,6 +176,11 @@ static void summary_text(const struct weft_mem_proc *mp, const struct weft_mem_h
 	if (!h->id && p->mem_sample)
 		printf("sampled: one sample per %llu bytes on average; figures are estimates scaled back\n",
 		       (unsigned long long)p->mem_sample);
+	if (!h->id && p->mem_not_interposed)
+		printf("the program's own malloc (%s) came before weft's: its allocations are not in the trace\n",
+		       p->mem_allocator ? p->mem_allocator : "?");
+	else if (!h->id && p->mem_allocator)
+		printf("allocator: %s\n", p->mem_allocator);
 	if (!h->id && p->mem_threshold)
 		printf("threshold: only blocks of at least %llu bytes were recorded\n",
 		       (unsigned long long)p->mem_threshold);

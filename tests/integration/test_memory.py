@@ -184,6 +184,32 @@ class Memory(TraceTest):
         self.assertEqual(p.returncode, 2)
         self.assertIn("--leaks goes with --memory", p.stderr)
 
+    def test_program_with_its_own_allocator_library(self):
+        # libmyalloc.so replaces malloc (as jemalloc does): calls must reach it, not glibc (its
+        # free aborts on a foreign block), and they are recorded
+        exe = os.path.join(BUILD, "allocuser")
+        plain = run([exe], cwd=self.tmp).stdout
+        data = self.record_mem("allocuser")
+        traced = run([WEFT, "record", "-q", "-o", os.path.join(self.tmp, "b.data"), "--memory", "--", exe],
+                     cwd=self.tmp).stdout
+        self.assertEqual(plain, "myalloc: 50 mallocs, 50 frees in user_work\n")
+        self.assertEqual(traced, plain)
+        rows = self.report_rows(data)
+        (pid,) = {p for p, _, _ in rows}
+        self.assertEqual(rows[(pid, "malloc", "user_work")][:4], (50, 3200, 50, 3200))
+        self.assertIn("allocator: " + os.path.join(BUILD, "libmyalloc.so"), run([WEFT, "info", data]).stdout)
+
+    def test_program_defining_malloc_is_told(self):
+        exe = os.path.join(BUILD, "ownmalloc")
+        plain = run([exe], cwd=self.tmp).stdout
+        data = os.path.join(self.tmp, "o.data")
+        p = run([WEFT, "record", "-q", "-o", data, "--memory", "--", exe], cwd=self.tmp)
+        self.assertEqual(p.stdout, plain)
+        self.assertEqual(plain, "own mallocs: 100\n")
+        self.assertIn("defines its own malloc, which comes before weft's: its allocations are not recorded",
+                      p.stderr)
+        self.assertIn("NOT the program's malloc", run([WEFT, "info", data]).stdout)
+
     def test_json_export_has_counters_and_args(self):
         data = self.record_mem("memtest", PLUGIN)
         for style in ("be", "x"):
