@@ -14,6 +14,7 @@
 #include "analysis/memory.h"
 #include "export/model.h"
 #include "format/format.h"
+#include "format/symbols.h"
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
@@ -34,13 +35,52 @@ struct rec {
 	uint32_t fstack;  /* replay: a REALLOC's freed block's stack */
 	uint32_t pad;
 	uint64_t fsize, fcount; /* replay: a REALLOC's freed block */
+	uint64_t stack_hash;    /* memory_stacks: its call stack */
 };
+
+/* memory_stacks: the call stacks defined in the process's streams, by hash. */
+struct frames { uint64_t hash; uint32_t n, stack; uint64_t *pcs; };
+struct frame_map { struct frames *e; size_t cap, n; };
+
+static struct frames *frames_slot(struct frame_map *m, uint64_t hash, int add)
+{
+	if (add && (m->n + 1) * 2 > m->cap) {
+		size_t cap = m->cap ? m->cap * 2 : 256;
+		struct frames *ne = calloc(cap, sizeof(*ne));
+		if (!ne)
+			weft_oom("the memory analysis");
+		for (size_t i = 0; i < m->cap; i++) {
+			if (!m->e[i].hash)
+				continue;
+			size_t h = (size_t)(m->e[i].hash >> 7) & (cap - 1);
+			while (ne[h].hash)
+				h = (h + 1) & (cap - 1);
+			ne[h] = m->e[i];
+		}
+		free(m->e);
+		m->e = ne;
+		m->cap = cap;
+	}
+	if (!m->cap)
+		return NULL;
+	size_t h = (size_t)(hash >> 7) & (m->cap - 1);
+	while (m->e[h].hash && m->e[h].hash != hash)
+		h = (h + 1) & (m->cap - 1);
+	if (!m->e[h].hash && !add)
+		return NULL;
+	if (!m->e[h].hash) {
+		m->e[h].hash = hash;
+		m->n++;
+	}
+	return &m->e[h];
+}
 
 struct tstack_ent { uint64_t serial; uint32_t stack, slice; };
 struct tstack { unsigned track; struct tstack_ent *e; size_t n, cap; };
 
 struct collect {
 	struct weft_mem_proc *mp;
+	struct frame_map *frames;
 	struct weft_mem_thread *mt;
 	struct tstack *stacks;
 	size_t nstacks;
@@ -167,6 +207,15 @@ static void on_event(void *ud, const struct weft_ev *ev)
 		r->fn = (uint8_t)ev->mfn;
 		r->stack = se ? se->stack : 0;
 		r->slice = NO_SLICE;
+		r->stack_hash = ev->stack_hash;
+		if (ev->stack_hash && ev->nframes) {
+			struct frames *f = frames_slot(c->frames, ev->stack_hash, 1);
+			if (!f->pcs) {
+				f->pcs = xrealloc(NULL, ev->nframes * sizeof(uint64_t));
+				memcpy(f->pcs, ev->frames, ev->nframes * sizeof(uint64_t));
+				f->n = ev->nframes;
+			}
+		}
 		if (se && ev->kind != WEFT_EV_HEAP_USAGE) {
 			if (se->slice == NO_SLICE) {
 				struct weft_mem_thread *mt = c->mt;
@@ -609,6 +658,76 @@ static int cmp_dump(const void *a, const void *b)
 	return x->ts < y->ts ? -1 : x->ts > y->ts ? 1 : x->at_peak - y->at_peak;
 }
 
+/* memory_stacks: each distinct call stack as an interned stack of function frames (outermost
+ * first, named by the process's symbols; a return address is looked up one byte back, inside
+ * the call), then every record that has one takes it instead of its slice stack. */
+static void resolve_stacks(struct weft_mem_proc *mp, struct frame_map *fm, struct collect *threads, size_t n)
+{
+	if (!fm->n)
+		return;
+	struct weft_proc *p = (struct weft_proc *)mp->p; /* frame names become sites of the process */
+	struct weft_symtab *st = weft_symtab_open(p);
+	struct { uint64_t pc; uint32_t site; } *pcs = NULL; /* pc -> site */
+	size_t pcap = 0, npcs = 0;
+	struct { const char *name; uint32_t site; } *names = NULL; /* name -> site, linear per pc miss */
+	size_t ncap = 0, nnames = 0;
+	for (size_t i = 0; i < fm->cap; i++) {
+		struct frames *f = &fm->e[i];
+		if (!f->hash || !f->pcs)
+			continue;
+		/* names, innermost first; a return address outside every mapped file ends the stack
+		 * (past it the walk read a frame pointer the code did not keep) */
+		uint32_t sites[64], depth = 0;
+		for (uint32_t k = 0; k < f->n && k < 64; k++) {
+			uint64_t pc = f->pcs[k];
+			uint32_t site = 0;
+			for (size_t j = 0; j < npcs && !site; j++) /* stacks share most pcs: few distinct */
+				if (pcs[j].pc == pc)
+					site = pcs[j].site;
+			if (!site) {
+				char name[1024];
+				if (st)
+					weft_symtab_name(st, pc - 1, name, sizeof(name));
+				else
+					snprintf(name, sizeof(name), "0x%llx", (unsigned long long)pc);
+				if (name[0] == '0' && name[1] == 'x')
+					site = UINT32_MAX;
+				for (size_t j = 0; j < nnames && !site; j++)
+					if (!strcmp(names[j].name, name))
+						site = names[j].site;
+				if (!site) {
+					site = weft_proc_add_site(p, name, "");
+					GROW(names, nnames, ncap);
+					names[nnames].name = weft_site_name(p, site);
+					names[nnames++].site = site;
+				}
+				GROW(pcs, npcs, pcap);
+				pcs[npcs].pc = pc;
+				pcs[npcs++].site = site;
+			}
+			if (site == UINT32_MAX)
+				break;
+			sites[depth++] = site;
+		}
+		uint32_t stack = 0;
+		while (depth)
+			stack = intern(mp, stack, sites[--depth]);
+		f->stack = stack;
+	}
+	weft_symtab_close(st);
+	free(pcs);
+	free(names);
+	for (size_t t = 0; t < n; t++)
+		for (size_t i = 0; i < threads[t].nrecs; i++) {
+			struct rec *r = &threads[t].recs[i];
+			struct frames *f = r->stack_hash ? frames_slot(fm, r->stack_hash, 0) : NULL;
+			if (f && f->pcs)
+				r->stack = f->stack;
+		}
+	for (size_t i = 0; i < fm->cap; i++)
+		free(fm->e[i].pcs);
+}
+
 static int has_heaps(const struct weft_proc *p)
 {
 	if (p->mem_recorded)
@@ -635,9 +754,11 @@ static void analyze_proc(const struct weft_trace *t, struct weft_mem_proc *mp)
 		weft_oom("the memory analysis");
 	uint64_t *buf = NULL;
 	size_t cap = 0;
+	struct frame_map fm = {0};
 	for (size_t i = 0; i < p->nthreads; i++) {
 		struct collect *c = &rp.threads[i];
 		c->mp = mp;
+		c->frames = &fm;
 		c->mt = &mp->threads[i];
 		struct weft_walk_stats st = {0};
 		weft_walk_thread(p, &p->threads[i], t->last_ns, on_event, c, &st, &buf, &cap);
@@ -653,6 +774,8 @@ static void analyze_proc(const struct weft_trace *t, struct weft_mem_proc *mp)
 		}
 	}
 	free(buf);
+	resolve_stacks(mp, &fm, rp.threads, p->nthreads);
+	free(fm.e);
 	rp.filtered = p->mem_threshold || p->mem_sample;
 	rp.sample = (double)p->mem_sample;
 	mp->scale_note = rp.sample;

@@ -112,6 +112,7 @@ static void emit_end(struct weft_walker *w, uint64_t ts, uint32_t id, uint64_t s
 {
 	struct weft_ev e;
 	e.serial = serial;
+	e.stack_hash = 0;
 	e.nframes = 0;
 	e.frames = NULL;
 	e.kind = WEFT_EV_END;
@@ -140,6 +141,7 @@ static void start(struct weft_walker *w, unsigned kind, uint64_t ts, uint32_t id
 	e->is_double = 0;
 	e->nargs = e->nout = e->nin = 0;
 	e->serial = 0;
+	e->stack_hash = 0;
 	e->nframes = 0;
 	e->frames = NULL;
 	w->pending = 1;
@@ -363,7 +365,8 @@ static void walk(struct weft_walker *wk, const uint64_t *r, size_t n)
 			break;
 		}
 		case WEFT_R_STACK:
-			if (wk->pending && wk->ev.kind == WEFT_EV_ALLOC) {
+			if (wk->pending && (wk->ev.kind == WEFT_EV_ALLOC || wk->ev.kind == WEFT_EV_REALLOC)) {
+				wk->ev.stack_hash = r[i];
 				wk->ev.nframes = extra;
 				wk->ev.frames = r + i + 2;
 			}

@@ -48,7 +48,10 @@ struct weft_ev {
 	uint64_t serial;
 	uint64_t addr, addr2, size; /* memory events */
 	unsigned mfn;
-	unsigned nframes;        /* memory_stacks: return addresses of an ALLOC, innermost first */
+	/* memory_stacks: the call stack of an ALLOC or REALLOC, by hash; its return addresses
+	 * (innermost first) where this record defines it, else nframes 0 (defined earlier) */
+	uint64_t stack_hash;
+	unsigned nframes;
 	const uint64_t *frames;
 	unsigned nargs, nout, nin;
 	struct weft_ev_arg args[WEFT_EV_MAX_ARGS];

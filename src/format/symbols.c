@@ -297,6 +297,64 @@ static void *collect_main(void *arg)
 	return NULL;
 }
 
+struct weft_symtab {
+	char *text;
+	struct mapping *maps;
+	size_t nmaps;
+	struct elf_file *files;
+	size_t nfiles;
+};
+
+struct weft_symtab *weft_symtab_open(const struct weft_proc *p)
+{
+	struct weft_symtab *st = calloc(1, sizeof(*st));
+	if (!st || !(st->text = malloc(p->maps_len + 1))) {
+		free(st);
+		return NULL;
+	}
+	if (p->maps_len)
+		memcpy(st->text, p->maps, p->maps_len);
+	st->text[p->maps_len] = 0;
+	st->maps = parse_maps(st->text, &st->nmaps);
+	elf_version(EV_CURRENT);
+	st->files = calloc(st->nmaps + 1, sizeof(*st->files));
+	for (size_t i = 0; st->files && st->maps && i < st->nmaps; i++) {
+		int seen = 0;
+		for (size_t k = 0; k < st->nfiles && !seen; k++)
+			seen = !strcmp(st->files[k].path, st->maps[i].path);
+		if (!seen) {
+			st->files[st->nfiles].path = strdup(st->maps[i].path);
+			st->files[st->nfiles].fd = -1;
+			load_elf(&st->files[st->nfiles++]);
+		}
+	}
+	return st;
+}
+
+void weft_symtab_name(struct weft_symtab *st, uint64_t addr, char *out, size_t n)
+{
+	name_of(st->files, st->nfiles, st->maps, st->maps ? st->nmaps : 0, addr, out, n);
+}
+
+void weft_symtab_close(struct weft_symtab *st)
+{
+	if (!st)
+		return;
+	for (size_t k = 0; k < st->nfiles; k++) {
+		if (st->files[k].elf)
+			elf_end(st->files[k].elf);
+		if (st->files[k].fd >= 0)
+			close(st->files[k].fd);
+		free(st->files[k].syms);
+		free(st->files[k].loads);
+		free(st->files[k].path);
+	}
+	free(st->files);
+	free(st->maps);
+	free(st->text);
+	free(st);
+}
+
 void weft_symbolize(struct weft_trace *t, struct weft_proc *p)
 {
 	/* 1. distinct addresses (id 0 until named) */
@@ -333,31 +391,15 @@ void weft_symbolize(struct weft_trace *t, struct weft_proc *p)
 	if (!p->nfuncs)
 		goto out;
 	/* 2. name each: maps -> file -> symbol */
-	char *text = malloc(p->maps_len + 1);
-	if (!text)
+	struct weft_symtab *st = weft_symtab_open(p);
+	if (!st)
 		goto out;
-	memcpy(text, p->maps, p->maps_len + 1);
-	size_t nmaps;
-	struct mapping *maps = parse_maps(text, &nmaps);
-	elf_version(EV_CURRENT);
-	struct elf_file *files = calloc(nmaps + 1, sizeof(*files));
-	size_t nfiles = 0;
-	for (size_t i = 0; files && i < nmaps; i++) {
-		int seen = 0;
-		for (size_t k = 0; k < nfiles && !seen; k++)
-			seen = !strcmp(files[k].path, maps[i].path);
-		if (!seen) {
-			files[nfiles].path = strdup(maps[i].path);
-			files[nfiles].fd = -1;
-			load_elf(&files[nfiles++]);
-		}
-	}
 	size_t unnamed = 0;
 	for (size_t i = 0; i < p->func_cap; i++) {
 		if (!p->func_addr[i])
 			continue;
 		char name[1024];
-		name_of(files, nfiles, maps, maps ? nmaps : 0, p->func_addr[i], name, sizeof(name));
+		weft_symtab_name(st, p->func_addr[i], name, sizeof(name));
 		if (name[0] == '0' && name[1] == 'x')
 			unnamed++;
 		p->func_id[i] = weft_proc_add_site(p, name, "");
@@ -365,18 +407,7 @@ void weft_symbolize(struct weft_trace *t, struct weft_proc *p)
 	if (unnamed)
 		weft_trace_warn(t, "process %d: %zu function addresses outside any recorded file mapping",
 				p->pid, unnamed);
-	for (size_t k = 0; k < nfiles; k++) {
-		if (files[k].elf)
-			elf_end(files[k].elf);
-		if (files[k].fd >= 0)
-			close(files[k].fd);
-		free(files[k].syms);
-		free(files[k].loads);
-		free(files[k].path);
-	}
-	free(files);
-	free(maps);
-	free(text);
+	weft_symtab_close(st);
 out:
 	free(buf);
 }

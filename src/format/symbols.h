@@ -10,6 +10,15 @@
 
 #include "format/reader.h"
 
+/* A process's symbol table: its recorded memory maps and the ELF symbols of their files,
+ * opened once, for naming any code address (weft_symtab_name: "function" demangled, or
+ * "file+0xOFFSET" without a symbol, or "0xADDR" outside every mapping). NULL when memory
+ * fails. */
+struct weft_symtab;
+struct weft_symtab *weft_symtab_open(const struct weft_proc *p);
+void weft_symtab_name(struct weft_symtab *st, uint64_t addr, char *out, size_t n);
+void weft_symtab_close(struct weft_symtab *st);
+
 /* Symbolize every function address used by the process's chunks. */
 void weft_symbolize(struct weft_trace *t, struct weft_proc *p);
 

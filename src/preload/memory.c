@@ -29,6 +29,7 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdarg.h>
 #include <stdint.h>
@@ -360,22 +361,117 @@ static int keep_free(void *p)
 	return !is_boot(p) && next.usable_size(p) >= threshold;
 }
 
+/* ---- call stacks (memory_stacks=1) ----
+ * A frame-pointer walk from the interposed function's frame: each frame's saved frame pointer
+ * and return address, while the frame pointer stays inside the thread's stack, aligned and
+ * rising (code built without frame pointers ends the walk early or gives a short stack; it
+ * never faults). The stack goes as a STACK record right after the allocation, in the same
+ * reservation: word0 its hash, then the return addresses, innermost first; a stack already
+ * written in the thread's current chunk is sent as its hash alone (extra 0). */
+#define MAX_FRAMES 32
+static int with_stacks; /* set at start */
+static __thread uintptr_t stack_lo WEFT_TLS, stack_hi WEFT_TLS; /* the thread's stack; hi 1: unknown */
+static __thread struct stack_seen { uint64_t hash; const char *chunk; } stack_seen[256] WEFT_TLS;
+
+static void thread_stack_bounds(void)
+{
+	weft_in_runtime++; /* pthread_getattr_np allocates (and reads /proc for the main thread) */
+	pthread_attr_t a;
+	void *addr;
+	size_t size;
+	stack_hi = 1;
+	if (!pthread_getattr_np(pthread_self(), &a)) {
+		if (!pthread_attr_getstack(&a, &addr, &size)) {
+			stack_lo = (uintptr_t)addr;
+			stack_hi = (uintptr_t)addr + size;
+		}
+		pthread_attr_destroy(&a);
+	}
+	weft_in_runtime--;
+}
+
+static unsigned walk_stack(void *frame, uint64_t *pcs)
+{
+	if (__builtin_expect(!stack_hi, 0))
+		thread_stack_bounds();
+	uintptr_t fp = (uintptr_t)frame, lo = stack_lo, hi = stack_hi;
+	unsigned n = 0;
+	while (n < MAX_FRAMES && fp >= lo && fp + 16 <= hi && !(fp & 7)) {
+		const uintptr_t *f = (const uintptr_t *)fp;
+		if (!f[1])
+			break;
+		pcs[n++] = f[1];
+		if (f[0] <= fp)
+			break;
+		fp = f[0];
+	}
+	return n;
+}
+
+static uint64_t stack_hash(const uint64_t *pcs, unsigned n)
+{
+	uint64_t h = 0x9e3779b97f4a7c15ull ^ n;
+	for (unsigned i = 0; i < n; i++) {
+		h ^= pcs[i];
+		h *= 0xbf58476d1ce4e5b9ull;
+		h ^= h >> 31;
+	}
+	return h | 1;
+}
+
+/* An allocation record (ALLOC, or REALLOC when old is set) followed by its STACK record. */
+static void put_with_stack(uint64_t t, unsigned fn, const void *old, const void *p, size_t n, void *frame)
+{
+	uint64_t pcs[MAX_FRAMES];
+	unsigned nf = walk_stack(frame, pcs);
+	uint64_t h = stack_hash(pcs, nf);
+	unsigned head = old ? 5 : 4;
+	uint64_t *w = weft__reserve((head + 2 + nf) * 8);
+	if (__builtin_expect(w == 0, 0))
+		return;
+	w[0] = t;
+	if (old) {
+		w[1] = weft__hdr(0, WEFT_R_REALLOC, 3, fn);
+		w[2] = (uint64_t)(uintptr_t)old;
+		w[3] = (uint64_t)(uintptr_t)p;
+		w[4] = n;
+	} else {
+		w[1] = weft__hdr(0, WEFT_R_ALLOC, 2, fn);
+		w[2] = (uint64_t)(uintptr_t)p;
+		w[3] = n;
+	}
+	struct stack_seen *seen = &stack_seen[h & 255];
+	int known = seen->hash == h && seen->chunk == weft__tls.start; /* the window is open: start is this chunk's */
+	w[head] = h;
+	w[head + 1] = weft__hdr(0, WEFT_R_STACK, known ? 0 : nf, 0);
+	if (!known) {
+		memcpy(w + head + 2, pcs, nf * 8);
+		seen->hash = h;
+		seen->chunk = weft__tls.start;
+	}
+	weft__commit(w + head + 2 + (known ? 0 : nf));
+}
+
 /* ---- the C heap ---- */
 
-static void on_alloc(unsigned fn, void *p, size_t n)
+static void on_alloc(unsigned fn, void *p, size_t n, void *frame)
 {
 	if (!may_record())
 		return;
 	if (mem_mode == MEM_FILTERED && !keep_alloc(p, n))
 		return;
-	put_alloc(weft__ticks(), 0, fn, p, n);
+	if (with_stacks)
+		put_with_stack(weft__ticks(), fn, NULL, p, n, frame);
+	else
+		put_alloc(weft__ticks(), 0, fn, p, n);
 }
+#define FRAME __builtin_frame_address(0)
 
 EXPORT void *malloc(size_t n)
 {
 	void *p = ready() ? next.malloc(n) : boot_alloc(n, 16);
 	if (recording() && p)
-		on_alloc(WEFT_MEM_MALLOC, p, n);
+		on_alloc(WEFT_MEM_MALLOC, p, n, FRAME);
 	return p;
 }
 
@@ -386,7 +482,7 @@ EXPORT void *calloc(size_t k, size_t n)
 		return __builtin_mul_overflow(k, n, &bytes) ? NULL : boot_alloc(bytes, 16);
 	void *p = next.calloc(k, n);
 	if (recording() && p)
-		on_alloc(WEFT_MEM_CALLOC, p, k * n);
+		on_alloc(WEFT_MEM_CALLOC, p, k * n, FRAME);
 	return p;
 }
 
@@ -415,7 +511,7 @@ EXPORT void cfree(void *p)
 }
 
 /* realloc keeps the old block when it fails (n > 0): nothing happened. realloc(p, 0) frees p. */
-static void *do_realloc(unsigned fn, void *old, size_t n)
+static void *do_realloc(unsigned fn, void *old, size_t n, void *frame)
 {
 	if (__builtin_expect(!ready() || is_boot(old), 0)) { /* a new block, the old one's bytes copied */
 		if (old && !is_boot(old)) { /* cannot be: no other block exists before the lookup */
@@ -441,18 +537,20 @@ static void *do_realloc(unsigned fn, void *old, size_t n)
 	if (!may_record())
 		return p;
 	int keep = p && (!filtered || keep_alloc(p, n));
-	if (had && keep)
+	if (keep && with_stacks)
+		put_with_stack(t, fn, had ? old : NULL, p, n, frame);
+	else if (had && keep)
 		put_realloc(t, 0, fn, old, p, n);
-	else if (had)
+	if (had && !keep)
 		put_free(t, 0, fn, old);
-	else if (keep)
+	else if (keep && !had && !with_stacks)
 		put_alloc(t, 0, fn, p, n);
 	return p;
 }
 
 EXPORT void *realloc(void *old, size_t n)
 {
-	return do_realloc(WEFT_MEM_REALLOC, old, n);
+	return do_realloc(WEFT_MEM_REALLOC, old, n, FRAME);
 }
 
 EXPORT void *reallocarray(void *old, size_t k, size_t n)
@@ -462,14 +560,14 @@ EXPORT void *reallocarray(void *old, size_t k, size_t n)
 		errno = ENOMEM;
 		return NULL;
 	}
-	return do_realloc(WEFT_MEM_REALLOCARRAY, old, bytes);
+	return do_realloc(WEFT_MEM_REALLOCARRAY, old, bytes, FRAME);
 }
 
 EXPORT void *memalign(size_t align, size_t n)
 {
 	void *p = ready() ? next.memalign(align, n) : boot_alloc(n, align);
 	if (recording() && p)
-		on_alloc(WEFT_MEM_MEMALIGN, p, n);
+		on_alloc(WEFT_MEM_MEMALIGN, p, n, FRAME);
 	return p;
 }
 
@@ -479,7 +577,7 @@ EXPORT void *aligned_alloc(size_t align, size_t n)
 {
 	void *p = ready() ? next.aligned_alloc(align, n) : boot_alloc(n, align);
 	if (recording() && p)
-		on_alloc(WEFT_MEM_ALIGNED_ALLOC, p, n);
+		on_alloc(WEFT_MEM_ALIGNED_ALLOC, p, n, FRAME);
 	return p;
 }
 
@@ -498,7 +596,7 @@ EXPORT int posix_memalign(void **out, size_t align, size_t n)
 	}
 	*out = p;
 	if (recording())
-		on_alloc(WEFT_MEM_POSIX_MEMALIGN, p, n);
+		on_alloc(WEFT_MEM_POSIX_MEMALIGN, p, n, FRAME);
 	return 0;
 }
 
@@ -506,7 +604,7 @@ EXPORT void *valloc(size_t n)
 {
 	void *p = ready() ? next.valloc(n) : boot_alloc(n, 4096);
 	if (recording() && p)
-		on_alloc(WEFT_MEM_VALLOC, p, n);
+		on_alloc(WEFT_MEM_VALLOC, p, n, FRAME);
 	return p;
 }
 
@@ -515,7 +613,7 @@ EXPORT void *pvalloc(size_t n)
 	void *p = ready() ? next.pvalloc(n) : boot_alloc((n + 4095) & ~(size_t)4095, 4096);
 	if (recording() && p) {
 		size_t page = (size_t)sysconf(_SC_PAGESIZE);
-		on_alloc(WEFT_MEM_PVALLOC, p, n ? (n + page - 1) & ~(page - 1) : page);
+		on_alloc(WEFT_MEM_PVALLOC, p, n ? (n + page - 1) & ~(page - 1) : page, FRAME);
 	}
 	return p;
 }
@@ -630,6 +728,7 @@ void weft_memory_start(void)
 		}
 	}
 	mmap_heap = weft_heap("mmap");
+	with_stacks = weft_cfg.memory_stacks;
 	write_memory_record();
 	__atomic_store_n(&mem_mode, threshold || sample_mean ? MEM_FILTERED : MEM_ALL, __ATOMIC_RELEASE);
 }

@@ -136,7 +136,7 @@ int cmd_info(int argc, char **argv)
 			printf("  overhead: writer threads %.1f ms CPU, %llu buffer switches (slow paths)\n",
 			       (double)p->writer_cpu_ns / 1e6, (unsigned long long)p->slow_paths);
 		if (p->mem_recorded) {
-			printf("  memory:   allocations recorded");
+			printf("  memory:   allocations recorded%s", p->mem_stacks ? ", with call stacks" : "");
 			if (p->mem_threshold)
 				printf(", only blocks of at least %llu bytes", (unsigned long long)p->mem_threshold);
 			if (p->mem_sample)

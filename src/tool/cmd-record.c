@@ -48,6 +48,9 @@ static void help(FILE *f)
 		"                          threshold:SIZE  only blocks of at least SIZE (e.g. 4K)\n"
 		"                          sample:SIZE     a Poisson sample, one per SIZE bytes on\n"
 		"                                          average (e.g. 64K); totals are scaled back\n"
+		"                          stacks          each allocation's call stack (frame pointers:\n"
+		"                                          build with -fno-omit-frame-pointer), which the\n"
+		"                                          reports and heap profile show instead of slices\n"
 		"      --options OPTS      further WEFT_OPTIONS, key=value:key=value\n"
 		"  -q, --quiet             no summary line\n"
 		"  -h, --help              this text\n\n"
@@ -232,6 +235,11 @@ static int memory_options(const char *arg, char *out, size_t n)
 	snprintf(buf, sizeof(buf), "%s", arg);
 	char *save = NULL;
 	for (char *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+		if (!strcmp(tok, "stacks")) {
+			l = strlen(out);
+			snprintf(out + l, n - l, ":memory_stacks=1");
+			continue;
+		}
 		char *colon = strchr(tok, ':');
 		const char *key = NULL;
 		if (colon) {
@@ -239,7 +247,7 @@ static int memory_options(const char *arg, char *out, size_t n)
 			key = !strcmp(tok, "threshold") ? "memory_threshold" : !strcmp(tok, "sample") ? "memory_sample" : NULL;
 		}
 		if (!key) {
-			weft_cli_error("record", "bad --memory option '%s': expected threshold:SIZE or sample:SIZE", tok);
+			weft_cli_error("record", "bad --memory option '%s': expected stacks, threshold:SIZE or sample:SIZE", tok);
 			return -1;
 		}
 		if (check_option("--memory", key, colon + 1))
@@ -471,7 +479,7 @@ int cmd_record(int argc, char **argv)
 		if (!funcs && !strstr(extra, ":memory=1"))
 			weft_cli_error("record", "no function events were recorded: was %s built with "
 				       "-finstrument-functions? (only weft.h events are traced otherwise)", argv[optind]);
-		else if (!funcs)
+		else if (!funcs && !strstr(extra, ":memory_stacks=1"))
 			weft_cli_error("record", "no function events: allocations are charged to weft.h slices "
 				      "only (build with -finstrument-functions to see functions)");
 	}

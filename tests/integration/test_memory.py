@@ -184,6 +184,33 @@ class Memory(TraceTest):
         self.assertEqual(p.returncode, 2)
         self.assertIn("--leaks goes with --memory", p.stderr)
 
+    def test_stacks_give_call_paths(self):
+        # built with frame pointers and no -finstrument-functions: the frame walk alone names
+        # the allocating functions and their callers
+        data = self.record_mem("memstacks", memory="--memory=stacks")
+        doc = self.report_json(data, "--leaks")
+        heap = next(h for h in doc[0]["heaps"] if h["heap"] == "malloc")
+        rows = {r["slice"]: r for r in heap["rows"]}
+        self.assertEqual((rows["inner"]["allocs"], rows["inner"]["bytes"], rows["inner"]["leaked_bytes"]), (1, 777, 777))
+        self.assertEqual((rows["other"]["allocs"], rows["other"]["bytes"], rows["other"]["frees"]), (3, 165, 3))
+        leak = [l for l in heap["leaks"] if l["size"] == 777]
+        self.assertEqual(len(leak), 1)
+        self.assertTrue(leak[0]["stack"].endswith("main > outer > inner"), leak[0]["stack"])
+        self.assertIn("stacks", run([WEFT, "info", data]).stdout)
+        pf = os.path.join(data, "trace.pftrace")
+        self.tp_no_errors(pf)
+        # the heap profile's frames are the functions: inner under outer under main
+        rows, = self.tp(pf, "with recursive up(id, depth, name, parent_id) as ("
+                            " select c.id, c.depth, f.name, c.parent_id from stack_profile_callsite c"
+                            " join stack_profile_frame f on c.frame_id = f.id where f.name = 'inner'"
+                            " union all select c.id, c.depth, f.name, c.parent_id from stack_profile_callsite c"
+                            " join stack_profile_frame f on c.frame_id = f.id join up on c.id = up.parent_id)"
+                            " select name from up order by depth")
+        names = [r["name"] for r in rows]
+        self.assertEqual(names[-3:], ["main", "outer", "inner"])
+        alloc, = self.tp(pf, "select sum(size) s from heap_profile_allocation where size > 0")
+        self.assertEqual(alloc[0]["s"], heap["alloc_bytes"])
+
     def test_program_with_its_own_allocator_library(self):
         # libmyalloc.so replaces malloc (as jemalloc does): calls must reach it, not glibc (its
         # free aborts on a foreign block), and they are recorded
