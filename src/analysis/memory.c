@@ -194,6 +194,11 @@ static void on_event(void *ud, const struct weft_ev *ev)
 		break;
 	}
 	case WEFT_EV_ALLOC: case WEFT_EV_FREE: case WEFT_EV_REALLOC: case WEFT_EV_HEAP_USAGE: {
+		const struct weft_proc *p = c->mp->p;
+		if (ev->id && (ev->id >= p->nsites || !p->sites[ev->id].defined || p->sites[ev->id].kind != WEFT_KIND_HEAP)) {
+			c->mp->bad_records++; /* a heap that was never defined (a damaged trace) */
+			break;
+		}
 		struct tstack_ent *se = open_slice(c, ev->serial);
 		GROW(c->recs, c->nrecs, c->rcap);
 		struct rec *r = &c->recs[c->nrecs++];
@@ -329,6 +334,8 @@ static struct weft_mem_heap *heap_for(struct weft_mem_proc *mp, uint32_t id)
 	for (size_t i = 0; i < mp->nheaps; i++)
 		if (mp->heaps[i].id == id)
 			return &mp->heaps[i];
+	if (mp->nheaps >= WEFT_MEM_MAX_HEAPS)
+		return NULL;
 	mp->heaps = xrealloc(mp->heaps, (mp->nheaps + 1) * sizeof(*mp->heaps));
 	struct weft_mem_heap *h = &mp->heaps[mp->nheaps++];
 	memset(h, 0, sizeof(*h));
@@ -411,7 +418,8 @@ static void dump(struct weft_mem_proc *mp, uint64_t ts, int at_peak, struct weft
 
 static unsigned bucket(uint64_t size)
 {
-	return size ? 64 - (unsigned)__builtin_clzll(size) : 0;
+	unsigned b = size ? 64 - (unsigned)__builtin_clzll(size) : 0;
+	return b > 63 ? 63 : b;
 }
 
 /* Scaled size and count of a recorded block (sampling: divided by its chance of a sample). */
@@ -423,9 +431,9 @@ static void scaled(const struct replay *rp, uint64_t size, uint64_t *bytes, uint
 		return;
 	}
 	double p = -expm1(-(double)size / rp->sample);
-	double w = p > 0 ? 1.0 / p : rp->sample;
-	*bytes = (uint64_t)llround((double)size * w);
-	*count = (uint64_t)llround(w);
+	double w = p > 0 ? 1.0 / p : rp->sample, b = (double)size * w;
+	*bytes = b < 9e18 ? (uint64_t)llround(b) : size; /* (a corrupt size) */
+	*count = w < 9e18 ? (uint64_t)llround(w) : 1;
 	if (!*count)
 		*count = 1;
 }
@@ -528,6 +536,10 @@ static void apply(struct replay *rp, struct rec *r, uint32_t thread, uint64_t or
 {
 	struct weft_mem_proc *mp = rp->mp;
 	struct weft_mem_heap *h = heap_for(mp, r->heap);
+	if (!h) { /* more heaps than a report can show: counted, left out */
+		mp->bad_records++;
+		return;
+	}
 	if (!h->totals)
 		h->totals = xrealloc(NULL, mp->nstacks * sizeof(*h->totals)), memset(h->totals, 0, mp->nstacks * sizeof(*h->totals));
 	switch (r->type) {
@@ -812,6 +824,8 @@ static void analyze_proc(const struct weft_trace *t, struct weft_mem_proc *mp)
 		if (!b || b->order != o)
 			continue;
 		struct weft_mem_heap *h = heap_for(mp, r->heap);
+		if (!h)
+			continue;
 		GROW(h->leaks, h->nleaks, h->lcap);
 		h->leaks[h->nleaks++] = (struct weft_mem_leak){addr, b->size, b->ts, p->threads[th].tid, b->stack};
 		h->totals[b->stack].leaked_count += b->count;

@@ -79,9 +79,12 @@ struct weft_mem_thread {
 	size_t nslices, scap;
 };
 
+#define WEFT_MEM_MAX_HEAPS 256 /* heaps analysed per process; records of more are left out */
+
 struct weft_mem_proc {
 	const struct weft_proc *p;
 	int has_records;               /* any memory record in this process */
+	uint64_t bad_records;          /* of undefined heaps, or beyond WEFT_MEM_MAX_HEAPS: left out */
 	struct weft_mem_thread *threads; /* as p->threads */
 	struct weft_mem_stack *stacks;
 	size_t nstacks, stack_cap;

@@ -744,7 +744,6 @@ int weft_export_json(const struct weft_trace *t, FILE *out, int style, int jobs,
 	int mrc = weft_mem_analyze(t, &mem, err, errlen);
 	if (mrc) {
 		free(js);
-	weft_mem_free(mem);
 		return mrc;
 	}
 	for (size_t i = 0; i < n; i++)
@@ -870,6 +869,7 @@ int weft_export_json(const struct weft_trace *t, FILE *out, int style, int jobs,
 	for (size_t i = 0; i < n; i++)
 		free(js[i].aflows); /* where the merge ran out of memory */
 	free(js);
+	weft_mem_free(mem);
 	sum->events = pass1_events;
 	sum->dropped = dropped;
 	if (!c.err && fflush(out))

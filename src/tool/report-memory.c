@@ -169,6 +169,9 @@ static void summary_text(const struct weft_mem_proc *mp, const struct weft_mem_h
 	if (h->missed_frees)
 		printf("; %llu frees not seen (an address allocated again while live)", (unsigned long long)h->missed_frees);
 	printf("\n");
+	if (mp->bad_records)
+		printf("%llu memory records left out (an undefined heap, or more than %d heaps)\n",
+		       (unsigned long long)mp->bad_records, WEFT_MEM_MAX_HEAPS);
 	uint64_t dropped = weft_proc_dropped(p);
 	if (dropped)
 		printf("%llu events were dropped (buffers full): blocks and frees are missing, so some frees are "

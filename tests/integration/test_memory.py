@@ -211,6 +211,47 @@ class Memory(TraceTest):
         alloc, = self.tp(pf, "select sum(size) s from heap_profile_allocation where size > 0")
         self.assertEqual(alloc[0]["s"], heap["alloc_bytes"])
 
+    def exits(self, mode, status):
+        data = os.path.join(self.tmp, mode + ".data")
+        p = run([WEFT, "record", "-q", "-o", data, "--memory", "--", os.path.join(BUILD, "memexits"), mode],
+                cwd=self.tmp, check=False)
+        self.assertEqual(p.returncode, status, p.stderr)
+        return data, p
+
+    def test_exit_paths_keep_the_records(self):
+        # _exit, abort (SIGABRT) and a thread's pthread_exit: what was allocated before is in
+        # the trace, the exit status is the program's
+        for mode, status in (("_exit", 3), ("abort", 134), ("thread", 0)):
+            with self.subTest(mode=mode):
+                data, _ = self.exits(mode, status)
+                rows = self.report_rows(data)
+                (pid,) = {p for p, _, _ in rows}
+                self.assertEqual(rows[(pid, "malloc", "before_end")][:2], (5, 5000))
+                if mode == "thread":
+                    doc = self.report_json(data, "--leaks")
+                    leaks = [l for l in doc[0]["heaps"][0]["leaks"] if l["stack"].endswith("thread_work")]
+                    self.assertEqual(sorted(l["size"] for l in leaks if l["size"] == 100), [100] * 7)
+
+    def test_signal_handlers_allocating(self):
+        # malloc in a handler (the main thread waiting in sigsuspend): recorded, charged to the
+        # handler's own slice; no deadlock, nothing unknown
+        data, _ = self.exits("sigwait", 0)
+        rows = self.report_rows(data)
+        pid = min(p for p, _, _ in rows)
+        self.assertEqual(rows[(pid, "malloc", "on_usr1")][:4], (20, 1280, 20, 1280))
+        # weft_heap_* from a timer's handler interrupting the main thread's own heap events:
+        # the main thread's are all there; a handler's event inside another is counted as
+        # dropped, never written over it, and its pairs stay whole
+        data, p = self.exits("sigheap", 0)
+        rows = self.report_rows(data)
+        (pid,) = {p for p, _, _ in rows}
+        self.assertEqual(rows[(pid, "main", "main_heap_loop")][:4], (20000, 320000, 20000, 320000))
+        for h in self.report_json(data)[0]["heaps"]:
+            self.assertEqual((h["heap"], h["unknown_frees"]), (h["heap"], 0))
+            if h["heap"] == "signal":
+                self.assertEqual(h["leaked_bytes"], 0)
+        self.tp_no_errors(os.path.join(data, "trace.pftrace"))
+
     def test_program_with_its_own_allocator_library(self):
         # libmyalloc.so replaces malloc (as jemalloc does): calls must reach it, not glibc (its
         # free aborts on a foreign block), and they are recorded
