@@ -151,6 +151,11 @@ WEFT_API void weft_flow_in(uint64_t id);
  *   writer_cpus=LIST      pin writer threads, e.g. 1 or 0-1
  *   compression=LEVEL     zstd level, 0 = none, negative = faster (default 1)
  *   overflow=drop|block   when all buffers are full: drop and count (default) or wait
+ * and, read by the preload runtime of `weft record` (its --memory option sets them):
+ *   memory=1              record every allocation (malloc & co., anonymous mmap)
+ *   memory_stacks=1       with each allocation's call stack (frame pointers)
+ *   memory_threshold=SIZE only blocks of at least SIZE bytes
+ *   memory_sample=SIZE    a Poisson sample, one per SIZE bytes on average (totals scaled back)
  * An unknown key or bad value is reported through the log (one line naming the valid keys or
  * values), ignored, and tracing goes on with the default. weft_configure returns the number of
  * rejected settings (0 = all accepted) or a negative error. Settings after the trace started

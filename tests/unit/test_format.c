@@ -168,6 +168,47 @@ static void collect_hdr(uint64_t h, void *ud)
 		x->h[x->n++] = h;
 }
 
+/* Memory records (format 1.3): extras as varints, addresses as differences; extremes round
+ * trip, a typical malloc/free pair is small, every cut is a valid prefix or refused. */
+static void packing_memory_records(void **s)
+{
+	(void)s;
+	uint64_t w[] = {1000, HDR(0, WEFT_R_ALLOC, 2, WEFT_MEM_MALLOC), 0x55d0c0a01230ull, 24,
+			1040, HDR(0, WEFT_R_FREE, 1, WEFT_MEM_FREE), 0x55d0c0a01230ull,
+			1100, HDR(7, WEFT_R_REALLOC, 3, WEFT_MEM_REALLOC), 0x55d0c0a01230ull, 0x7f0000001000ull, 1ull << 40,
+			1101, HDR(0, WEFT_R_ALLOC, 2, WEFT_MEM_CALLOC), UINT64_MAX, UINT64_MAX,
+			1102, HDR(0, WEFT_R_FREE, 1, WEFT_MEM_FREE), 0,
+			0xabcdef0123456789ull, HDR(0, WEFT_R_STACK, 2, 0), 0x401234, 0x7f1234567890ull,
+			1103, HDR(7, WEFT_R_HEAP_USAGE, 3, WEFT_MEM_HEAP_API), 1, 2, 3};
+	size_t n = sizeof(w) / 8;
+	uint8_t packed[512];
+	uint32_t events = 0, dropped = 0;
+	size_t len = weft_pack(w, n, packed, &events, &dropped);
+	assert_true(len <= weft_pack_bound(n));
+	assert_int_equal(events, 6); /* allocs, frees, realloc, usage; not the stack */
+	uint64_t back[64];
+	assert_int_equal(weft_unpack(packed, len, back, 64, 2, 1), n);
+	assert_memory_equal(back, w, n * 8);
+	for (size_t cut = 0; cut < len; cut++) {
+		size_t got = weft_unpack(packed, cut, back, 64, 2, 1);
+		assert_true(got == (size_t)-1 || (got < n && !memcmp(back, w, got * 8)));
+	}
+	/* a malloc then its free, 40 ticks apart, near the previous address: at most 16 bytes */
+	uint64_t pair[] = {1000, HDR(0, WEFT_R_ALLOC, 2, WEFT_MEM_MALLOC), 0x55d0c0a01230ull, 24,
+			   1040, HDR(0, WEFT_R_FREE, 1, WEFT_MEM_FREE), 0x55d0c0a01230ull,
+			   1090, HDR(0, WEFT_R_ALLOC, 2, WEFT_MEM_MALLOC), 0x55d0c0a01290ull, 200,
+			   1120, HDR(0, WEFT_R_FREE, 1, WEFT_MEM_FREE), 0x55d0c0a01290ull};
+	size_t plen = weft_pack(pair, 14, packed, &events, &dropped);
+	size_t first = weft_pack(pair, 7, packed + 256, &events, &dropped);
+	assert_true(plen - first <= 16); /* the second pair, list entries and small deltas */
+	assert_int_equal(weft_unpack(packed, plen, back, 64, 2, 1), 14);
+	assert_memory_equal(back, pair, 14 * 8);
+	/* the headers pass skips the varints */
+	struct hdrs got = {0};
+	assert_int_equal(weft_unpack_headers(packed, plen, 2, collect_hdr, &got), 0);
+	assert_int_equal(got.n, 2);
+}
+
 static void packing_round_trips(void **s)
 {
 	(void)s;
@@ -351,6 +392,7 @@ int main(void)
 		cmocka_unit_test(reads_everything), cmocka_unit_test(truncated_keeps_complete_chunks),
 		cmocka_unit_test(corruption_is_skipped), cmocka_unit_test(newer_major_is_refused),
 		cmocka_unit_test(nothing_to_read), cmocka_unit_test(packing_round_trips),
+		cmocka_unit_test(packing_memory_records),
 		cmocka_unit_test(packing_v2_bytes), cmocka_unit_test(packing_v1_reads),
 		cmocka_unit_test(reused_tids_are_separate_threads),
 	};
