@@ -69,3 +69,7 @@ echo
 echo "## Function tracing (-finstrument-functions), side by side"
 echo
 "$src/bench/ftrace/run.sh" "$build"
+echo
+echo "## Memory: malloc/free tracing, side by side (bench/memory/run.sh)"
+echo
+"$src/bench/memory/run.sh" "$build" | tail -n +3

@@ -31,6 +31,7 @@ if [ "$what" = bench ]; then
   need uftrace command -v uftrace
   need lttng-tools command -v lttng
   need liblttng-ust-dev have_pc lttng-ust
+  need heaptrack command -v heaptrack
 fi
 [ ${#pkgs[@]} -eq 0 ] && exit 0
 if [ "$(id -u)" = 0 ]; then

@@ -41,7 +41,11 @@ fi
 [ -n "$weft" ] || notes+=("(weft not built in '$arg': weft record rows skipped)")
 [ -n "$preload" ] || notes+=("(libweft-preload.so not built in '$arg': preload row skipped)")
 if [ -n "$weft" ] && "$weft" record --help 2>&1 | grep -q -- '--memory'; then have_memory=1; fi
-gcc -O2 -pthread "$here/mem_bench.c" -o "$work/mem_bench"
+gcc -O2 -fno-omit-frame-pointer -pthread "$here/mem_bench.c" -o "$work/mem_bench"
+# the floor: rdtsc + a 32-byte record into a thread-local ring (4096 records: stays in cache;
+# 2M records: a stream through memory, as any tracer that keeps every record writes)
+gcc -O2 -shared -fPIC "$here/floor_preload.c" -o "$work/floor.so"
+gcc -O2 -shared -fPIC -DRING_BIG "$here/floor_preload.c" -o "$work/floorstream.so"
 cd "$work"
 have_ht=0
 if command -v heaptrack >/dev/null; then have_ht=1; else notes+=("(heaptrack not installed: row skipped)"); fi
@@ -59,7 +63,7 @@ else
 fi
 
 # configurations, as ID:THREADS; the 1-thread ones feed the second table
-cfgs=("untraced:$THREADS")
+cfgs=("untraced:$THREADS" "floor:$THREADS" "floorstream:$THREADS")
 [ -n "$preload" ] && cfgs+=("off:$THREADS")
 [ "$have_memory" = 1 ] && cfgs+=("memory:$THREADS" "stacks:$THREADS")
 [ "$have_ht" = 1 ] && cfgs+=("heaptrack:$THREADS")
@@ -76,6 +80,8 @@ run_cfg() {
   local mb=("$work/mem_bench" "$t" "$ITERS")
   case $id in
     untraced)  cmd=("${mb[@]}") ;;
+    floor)     cmd=(env "LD_PRELOAD=$work/floor.so" "${mb[@]}") ;;
+    floorstream) cmd=(env "LD_PRELOAD=$work/floorstream.so" "${mb[@]}") ;;
     off)       rm -rf off.data off.data.old
                cmd=(env "WEFT_OPTIONS=output=$work/off.data" "LD_PRELOAD=$preload" "${mb[@]}") ;;
     memory)    rm -rf "on$t.data" "on$t.data.old"
@@ -147,6 +153,8 @@ printf "$fmt" "configuration" "cpu ns/event" "wall ns/event" "added cpu ns/ev" "
 printf '|%s|%s|%s|%s|%s|%s|\n' "------------------------------------------" "--------------" "---------------" \
   "-----------------" "------------" "---------------"
 row untraced "untraced"
+row floor "floor: rdtsc + 32 B record, cached ring"
+row floorstream "floor: the same, streaming (64 MB ring)"
 if [ -n "$preload" ]; then row off "weft preloaded, memory off"; fi
 if [ "$have_memory" = 1 ]; then
   row memory "weft record --memory"

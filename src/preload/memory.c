@@ -358,6 +358,8 @@ static int keep_free(void *p)
 {
 	if (sample_mean)
 		return set_take((uint64_t)(uintptr_t)p);
+	if (!threshold) /* stacks alone */
+		return 1;
 	return !is_boot(p) && next.usable_size(p) >= threshold;
 }
 
@@ -454,16 +456,26 @@ static void put_with_stack(uint64_t t, unsigned fn, const void *old, const void 
 
 /* ---- the C heap ---- */
 
-static void on_alloc(unsigned fn, void *p, size_t n, void *frame)
+/* With a threshold, sampling or stacks (MEM_FILTERED): out of line. */
+static __attribute__((noinline)) void on_alloc_filtered(unsigned fn, void *p, size_t n, void *frame)
 {
-	if (!may_record())
-		return;
-	if (mem_mode == MEM_FILTERED && !keep_alloc(p, n))
+	if (!keep_alloc(p, n))
 		return;
 	if (with_stacks)
 		put_with_stack(weft__ticks(), fn, NULL, p, n, frame);
 	else
 		put_alloc(weft__ticks(), 0, fn, p, n);
+}
+
+/* The common case inline: recording every block, one record. */
+static inline __attribute__((always_inline)) void on_alloc(unsigned fn, void *p, size_t n, void *frame)
+{
+	if (!p || !may_record())
+		return;
+	if (__builtin_expect(mem_mode == MEM_ALL, 1))
+		put_alloc(weft__ticks(), 0, fn, p, n);
+	else
+		on_alloc_filtered(fn, p, n, frame);
 }
 #define FRAME __builtin_frame_address(0)
 
@@ -486,11 +498,11 @@ EXPORT void *calloc(size_t k, size_t n)
 	return p;
 }
 
-static void on_free(unsigned fn, void *p)
+static inline __attribute__((always_inline)) void on_free(unsigned fn, void *p)
 {
 	if (!may_record())
 		return;
-	if (mem_mode == MEM_FILTERED && !keep_free(p))
+	if (__builtin_expect(mem_mode == MEM_FILTERED, 0) && !keep_free(p))
 		return;
 	put_free(weft__ticks(), 0, fn, p);
 }
@@ -730,7 +742,7 @@ void weft_memory_start(void)
 	mmap_heap = weft_heap("mmap");
 	with_stacks = weft_cfg.memory_stacks;
 	write_memory_record();
-	__atomic_store_n(&mem_mode, threshold || sample_mean ? MEM_FILTERED : MEM_ALL, __ATOMIC_RELEASE);
+	__atomic_store_n(&mem_mode, threshold || sample_mean || with_stacks ? MEM_FILTERED : MEM_ALL, __ATOMIC_RELEASE);
 }
 
 void weft_memory_stop(void)
