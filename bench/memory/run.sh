@@ -170,19 +170,21 @@ echo "cpu: the benchmark threads' own CPU time; all-proc cpu: user+sys of the co
 echo "waited for (weft's writer threads, heaptrack_interpret; not LTTng's daemons), start-up included."
 
 echo
-echo "## wall ns/event per thread, 1 vs $THREADS threads (medians)"
+echo "## 1 vs $THREADS threads: cpu ns/event in the threads, and wall ns/event per thread (medians)"
 echo
-fmt2='| %-40s | %10s | %10s | %8s |\n'
-printf "$fmt2" "configuration" "1 thread" "$THREADS threads" "ratio"
-printf '|%s|%s|%s|%s|\n' "------------------------------------------" "------------" "------------" "----------"
+fmt2='| %-40s | %10s | %10s | %10s | %10s | %8s |\n'
+printf "$fmt2" "configuration" "cpu 1 th" "cpu $THREADS th" "wall 1 th" "wall $THREADS th" "wall x"
+printf '|%s|%s|%s|%s|%s|%s|\n' "------------------------------------------" "------------" "------------" \
+  "------------" "------------" "----------"
 row2() {
-  local one two
+  local c1 c2 one two
+  c1=$(median "res/$1.1" 1); c2=$(median "res/$1.$THREADS" 1)
   one=$(median "res/$1.1" 2); two=$(median "res/$1.$THREADS" 2)
-  printf "$fmt2" "$2" "$one" "$two" "$(awk -v a="$one" -v b="$two" 'BEGIN{ if (a + 0 > 0 && b + 0 > 0) printf "%.2fx", b / a; else print "-" }')"
+  printf "$fmt2" "$2" "$c1" "$c2" "$one" "$two" "$(awk -v a="$one" -v b="$two" 'BEGIN{ if (a + 0 > 0 && b + 0 > 0) printf "%.2fx", b / a; else print "-" }')"
 }
 row2 untraced "untraced"
 if [ "$have_memory" = 1 ]; then row2 memory "weft record --memory"
-elif [ -n "$weft" ]; then printf "$fmt2" "weft record --memory" "n/a" "n/a" "-"; fi
+elif [ -n "$weft" ]; then printf "$fmt2" "weft record --memory" "n/a" "n/a" "n/a" "n/a" "-"; fi
 if [ "$have_ht" = 1 ]; then row2 heaptrack "heaptrack"; fi
 
 echo

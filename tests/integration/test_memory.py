@@ -5,6 +5,7 @@ heap profile, the large-allocation instant) and protoc against Perfetto's schema
 import json
 import os
 import re
+import unittest
 from weftlib import TraceTest, main, run, WEFT, BUILD
 
 PAGE = os.sysconf("SC_PAGE_SIZE")
@@ -23,6 +24,7 @@ C_EXPECT = {
 }
 
 
+@unittest.skipIf(os.environ.get("WEFT_TEST_NO_PRELOAD"), "preloading is not testable in this build")
 class Memory(TraceTest):
     def record_mem(self, prog, *args, memory="--memory"):
         data = os.path.join(self.tmp, "m.data")
