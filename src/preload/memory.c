@@ -38,7 +38,13 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+/* Sanitizer builds leave the interposer out (ASan and TSan intercept malloc themselves, and
+ * a preloaded malloc ahead of theirs breaks their start-up): the functions are then hidden. */
+#ifdef WEFT_NO_MEMORY_INTERPOSER
+#define EXPORT __attribute__((visibility("hidden")))
+#else
 #define EXPORT __attribute__((visibility("default")))
+#endif
 
 extern void *__libc_malloc(size_t);
 extern void *__libc_realloc(void *, size_t);
@@ -725,6 +731,11 @@ void weft_memory_start(void)
 {
 	if (!weft_cfg.memory)
 		return;
+#ifdef WEFT_NO_MEMORY_INTERPOSER
+	weft_log(WEFT_LOG_WARN, "memory: this sanitizer build of weft has no allocation interposer "
+		 "(weft_heap_* still works)");
+	return;
+#endif
 	mem_flags = MEMF_ON | (weft_cfg.memory_stacks ? MEMF_STACKS : 0);
 	find_allocator();
 	threshold = weft_cfg.memory_threshold;

@@ -6,7 +6,7 @@ import json
 import os
 import re
 import unittest
-from weftlib import TraceTest, main, run, WEFT, BUILD
+from weftlib import TraceTest, main, run, sanitizer, WEFT, BUILD
 
 PAGE = os.sysconf("SC_PAGE_SIZE")
 PLUGIN = os.path.join(BUILD, "libmemplugin.so")
@@ -25,6 +25,7 @@ C_EXPECT = {
 
 
 @unittest.skipIf(os.environ.get("WEFT_TEST_NO_PRELOAD"), "preloading is not testable in this build")
+@unittest.skipIf(sanitizer(), "sanitizer builds have no allocation interposer (they intercept malloc)")
 class Memory(TraceTest):
     def record_mem(self, prog, *args, memory="--memory"):
         data = os.path.join(self.tmp, "m.data")
@@ -291,6 +292,39 @@ class Memory(TraceTest):
                     and e["args"].get("mem.alloc_bytes") == 640]
             self.assertEqual(args, [{"mem.alloc_count": 10, "mem.alloc_bytes": 640, "mem.free_count": 10,
                                      "mem.freed_bytes": 640}], style)
+
+
+class NamedHeaps(TraceTest):
+    """weft_heap_* in a program linked with libweft, no preloading: runs in every build."""
+
+    def test_pool_from_cxx(self):
+        data, _ = self.record("memtest_cpp")
+        out = run([WEFT, "report", "--memory", "--format=csv", data]).stdout.splitlines()
+        rows = [l for l in out[1:] if ',"pool",' in l]
+        self.assertEqual(len(rows), 1, out)
+        # its function hooks need weft record's runtime: no slices here
+        self.assertRegex(rows[0], r'^\d+,"pool","\[outside any slice\]",3,768,2,512,768,256,1,')
+        self.assertFalse([l for l in out[1:] if ',"malloc",' in l])  # no interposer: no malloc heap
+        pf, _ = self.convert(data, "h.pftrace")
+        self.tp_no_errors(pf)
+        counters, = self.tp(pf, "select t.name, max(c.value) mx from counter_track t join counter c "
+                                "on c.track_id = t.id group by t.name")
+        c = {r["name"]: r["mx"] for r in counters}
+        self.assertEqual(c["heap live bytes: pool"], 768)
+        self.assertEqual(c["pool reported requested bytes"], 4096)
+
+    def test_heap_events_from_a_signal_handler(self):
+        data, p = self.record("memexits", ["sigheap"])
+        out = run([WEFT, "report", "--memory", "--format=json", data]).stdout
+        doc = json.loads(out)
+        heaps = {h["heap"]: h for h in doc[0]["heaps"]}
+        main_rows = {r["slice"]: r for r in heaps["main"]["rows"]}
+        # no -finstrument-functions hooks without weft record: outside any slice
+        self.assertEqual(heaps["main"]["allocs"], 20000)
+        self.assertEqual(heaps["main"]["frees"], 20000)
+        self.assertEqual(sum(r["allocs"] for r in main_rows.values()), 20000)
+        for h in heaps.values():
+            self.assertEqual(h["unknown_frees"], 0, h["heap"])
 
 
 if __name__ == "__main__":

@@ -19,6 +19,18 @@ TP = os.path.join(SRC, "tests", "tp", "tp_query.mjs")
 UNKNOWN_FIELD = re.compile(r"^\s*\d+: ", re.M)
 
 
+def sanitizer():
+    """The sanitizers this build was made with (WEFT_SANITIZE), or ''."""
+    try:
+        with open(os.path.join(BUILD, "CMakeCache.txt")) as f:
+            for line in f:
+                if line.startswith("WEFT_SANITIZE:"):
+                    return line.strip().split("=", 1)[1]
+    except OSError:
+        pass
+    return ""
+
+
 def run(cmd, env=None, cwd=None, check=True, timeout=240):
     e = dict(os.environ)
     e.update(env or {})
