@@ -23,6 +23,8 @@
 
 #define NO_SLICE UINT32_MAX
 
+uint64_t weft_mem_large_alloc = 1u << 20;
+
 struct rec {
 	uint64_t ts, addr, addr2, size;
 	uint64_t rsize;   /* replay: the (scaled) bytes this record allocated or freed */
@@ -849,7 +851,7 @@ int weft_mem_analyze(const struct weft_trace *t, struct weft_mem **out, char *er
 	if (!m || !(m->procs = calloc(t->nprocs + 1, sizeof(*m->procs))))
 		weft_oom("the memory analysis");
 	m->nprocs = t->nprocs;
-	m->big_alloc = 1u << 20;
+	m->big_alloc = weft_mem_large_alloc;
 	for (size_t i = 0; i < t->nprocs; i++) {
 		m->procs[i].p = &t->procs[i];
 		analyze_proc(t, &m->procs[i]);

@@ -106,6 +106,10 @@ struct weft_mem {
 	uint64_t big_alloc;          /* allocations at least this big are also instants */
 };
 
+/* Allocations at least this big are also instants in a .pftrace (default 1 MiB; the CLI's
+ * convert --large-alloc sets it before converting). */
+extern uint64_t weft_mem_large_alloc;
+
 /* Analyse every process of t (memory records, named heaps). Returns 0 and *out (free with
  * weft_mem_free), or -ENOMEM with a reason. A trace without memory records gives procs with
  * has_records 0. */

@@ -604,6 +604,16 @@ static void mem_counters(struct jthread *j)
 			mem_counter(j, h->points[p].ts, live, h->points[p].live);
 			mem_counter(j, h->points[p].ts, peak, h->points[p].peak);
 		}
+		static const char *const what[] = {"live", "cached", "requested"};
+		char use[3][300];
+		for (int k = 0; k < 3; k++)
+			snprintf(use[k], sizeof(use[k]), "%s reported %s bytes", safe, what[k]);
+		for (size_t u = 0; u < h->nusage; u++) {
+			const struct weft_mem_usage *x = &h->usage[u];
+			mem_counter(j, x->ts, use[0], x->live);
+			mem_counter(j, x->ts, use[1], x->cached);
+			mem_counter(j, x->ts, use[2], x->requested);
+		}
 	}
 	if (j->side.unsorted)
 		qsort(j->side.ents, j->side.nents, sizeof(struct jent), cmp_ent);

@@ -4,6 +4,8 @@
  * warnings and everything readable is converted; the summary line says what was written.
  */
 #include "tool/cmd.h"
+#include "analysis/memory.h"
+#include "lib/internal.h" /* weft_parse_size */
 #include "export/export.h"
 #include "format/format.h"
 #include <errno.h>
@@ -28,6 +30,8 @@ static void help(FILE *f)
 		"  -q, --quiet              no summary line\n"
 		"      --compress=deflate|none  .pftrace packets zlib-compressed in batches (default\n"
 		"                         deflate; Perfetto inflates them), or plain\n"
+		"      --large-alloc SIZE   allocations of at least SIZE (default 1M) are also\n"
+		"                           \"large allocation\" instants in a .pftrace\n"
 		"  -h, --help               this text\n\n"
 		"Open a .pftrace by dragging it onto https://ui.perfetto.dev.\n"
 		"Exit status: 0 converted (warnings may say what was damaged), 1 failed, 2 usage.\n");
@@ -63,7 +67,7 @@ int cmd_convert(int argc, char **argv)
 	static const struct option opts[] = {
 		{"output", required_argument, 0, 'o'}, {"format", required_argument, 0, 'f'},
 		{"json-style", required_argument, 0, 's'}, {"jobs", required_argument, 0, 'j'},
-		{"compress", required_argument, 0, 'c'},
+		{"compress", required_argument, 0, 'c'}, {"large-alloc", required_argument, 0, 'L'},
 		{"quiet", no_argument, 0, 'q'}, {"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
 	const char *outp = NULL, *fmt = NULL;
 	int style = WEFT_JSON_BE, jobs = 2, quiet = 0, deflate = WEFT_PFTRACE_DEFLATE, c;
@@ -81,6 +85,15 @@ int cmd_convert(int argc, char **argv)
 				return WEFT_EXIT_USAGE;
 			}
 			break;
+		case 'L': {
+			uint64_t v;
+			if (weft_parse_size(optarg, &v) || !v) {
+				weft_cli_error("convert", "--large-alloc takes a size such as 64K or 1M, not '%s'", optarg);
+				return WEFT_EXIT_USAGE;
+			}
+			weft_mem_large_alloc = v;
+			break;
+		}
 		case 'o': outp = optarg; break;
 		case 'f':
 			if (strcmp(optarg, "pftrace") && strcmp(optarg, "json")) {

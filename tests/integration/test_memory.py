@@ -117,6 +117,17 @@ class Memory(TraceTest):
         self.assertEqual(prof["libc.malloc"]["alloc"], heap["alloc_bytes"])
         self.assertEqual(prof["libc.malloc"]["n"], heap["allocs"])
         self.assertEqual(prof["libc.malloc"]["net"], heap["leaked_bytes"])
+        # a lower threshold for the instants: the 4 KiB leak and the pvalloc'd page too
+        pf4, _ = self.convert(data, "4k.pftrace", "--large-alloc", "4K")
+        big4, = self.tp(pf4, "select p.name parent, a.int_value v from slice s join args a using(arg_set_id) "
+                             "join slice p on s.parent_id = p.id where s.name = 'large allocation' "
+                             "and a.key = 'debug.size'")
+        got = sorted((r["parent"], r["v"]) for r in big4)
+        self.assertIn(("leak_known", 4096), got)
+        self.assertIn(("every_function", PAGE), got)
+        self.assertIn(("big_block", 2 << 20), got)
+        p = run([WEFT, "convert", data, "-o", os.path.join(self.tmp, "x.pftrace"), "--large-alloc", "0"], check=False)
+        self.assertEqual(p.returncode, 2)
         # the flame graph's frames are the slice stacks: leak_known under main
         frames, = self.tp(pf, "select f.name from stack_profile_frame f join stack_profile_callsite c "
                               "on c.frame_id = f.id where c.depth = 1 and f.name = 'leak_known'")
