@@ -24,9 +24,21 @@ C_EXPECT = {
 }
 
 
+class PoolCounters:
+    def counter_max(self, pf):
+        """The pool's counters (memtest_cpp) checked in the .pftrace; every counter's maximum."""
+        self.tp_no_errors(pf)
+        counters, = self.tp(pf, "select t.name, max(c.value) mx from counter_track t join counter c "
+                                "on c.track_id = t.id group by t.name")
+        c = {r["name"]: r["mx"] for r in counters}
+        self.assertEqual(c["heap live bytes: pool"], 768)
+        self.assertEqual(c["pool reported requested bytes"], 4096)
+        return c
+
+
 @unittest.skipIf(os.environ.get("WEFT_TEST_NO_PRELOAD"), "preloading is not testable in this build")
 @unittest.skipIf(sanitizer(), "sanitizer builds have no allocation interposer (they intercept malloc)")
-class Memory(TraceTest):
+class Memory(TraceTest, PoolCounters):
     def record_mem(self, prog, *args, memory="--memory"):
         data = os.path.join(self.tmp, "m.data")
         run([WEFT, "record", "-q", "-o", data, memory, "--", os.path.join(BUILD, prog), *args], cwd=self.tmp)
@@ -145,13 +157,7 @@ class Memory(TraceTest):
         doc = self.report_json(data)
         for h in doc[0]["heaps"]:
             self.assertEqual(h["unknown_frees"], 0, h["heap"])
-        pf = os.path.join(data, "trace.pftrace")
-        self.tp_no_errors(pf)
-        counters, = self.tp(pf, "select t.name, max(c.value) mx from counter_track t join counter c "
-                                "on c.track_id = t.id group by t.name")
-        c = {r["name"]: r["mx"] for r in counters}
-        self.assertEqual(c["heap live bytes: pool"], 768)
-        self.assertEqual(c["pool reported requested bytes"], 4096)
+        c = self.counter_max(os.path.join(data, "trace.pftrace"))
         self.assertEqual(c["pool reported cached bytes"], 4096 - 256)
 
     def test_threshold_records_only_big_blocks(self):
@@ -305,7 +311,7 @@ class Memory(TraceTest):
                                      "mem.freed_bytes": 640}], style)
 
 
-class NamedHeaps(TraceTest):
+class NamedHeaps(TraceTest, PoolCounters):
     """weft_heap_* in a program linked with libweft, no preloading: runs in every build."""
 
     def test_pool_from_cxx(self):
@@ -317,12 +323,7 @@ class NamedHeaps(TraceTest):
         self.assertRegex(rows[0], r'^\d+,"pool","\[outside any slice\]",3,768,2,512,768,256,1,')
         self.assertFalse([l for l in out[1:] if ',"malloc",' in l])  # no interposer: no malloc heap
         pf, _ = self.convert(data, "h.pftrace")
-        self.tp_no_errors(pf)
-        counters, = self.tp(pf, "select t.name, max(c.value) mx from counter_track t join counter c "
-                                "on c.track_id = t.id group by t.name")
-        c = {r["name"]: r["mx"] for r in counters}
-        self.assertEqual(c["heap live bytes: pool"], 768)
-        self.assertEqual(c["pool reported requested bytes"], 4096)
+        self.counter_max(pf)
 
     def test_heap_events_from_a_signal_handler(self):
         data, p = self.record("memexits", ["sigheap"])

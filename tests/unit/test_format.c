@@ -168,6 +168,18 @@ static void collect_hdr(uint64_t h, void *ud)
 		x->h[x->n++] = h;
 }
 
+/* The packed bytes unpack to w; every cut of them is either a shorter, valid prefix or refused. */
+static void unpacks_whole_and_every_cut(const uint8_t *packed, size_t len, const uint64_t *w, size_t n)
+{
+	uint64_t back[64];
+	assert_int_equal(weft_unpack(packed, len, back, 64, 2, 1), n);
+	assert_memory_equal(back, w, n * 8);
+	for (size_t cut = 0; cut < len; cut++) {
+		size_t got = weft_unpack(packed, cut, back, 64, 2, 1);
+		assert_true(got == (size_t)-1 || (got < n && !memcmp(back, w, got * 8)));
+	}
+}
+
 /* Memory records (format 1.3): extras as varints, addresses as differences; extremes round
  * trip, a typical malloc/free pair is small, every cut is a valid prefix or refused. */
 static void packing_memory_records(void **s)
@@ -187,12 +199,7 @@ static void packing_memory_records(void **s)
 	assert_true(len <= weft_pack_bound(n));
 	assert_int_equal(events, 6); /* allocs, frees, realloc, usage; not the stack */
 	uint64_t back[64];
-	assert_int_equal(weft_unpack(packed, len, back, 64, 2, 1), n);
-	assert_memory_equal(back, w, n * 8);
-	for (size_t cut = 0; cut < len; cut++) {
-		size_t got = weft_unpack(packed, cut, back, 64, 2, 1);
-		assert_true(got == (size_t)-1 || (got < n && !memcmp(back, w, got * 8)));
-	}
+	unpacks_whole_and_every_cut(packed, len, w, n);
 	/* a malloc then its free, 40 ticks apart, near the previous address: at most 16 bytes */
 	uint64_t pair[] = {1000, HDR(0, WEFT_R_ALLOC, 2, WEFT_MEM_MALLOC), 0x55d0c0a01230ull, 24,
 			   1040, HDR(0, WEFT_R_FREE, 1, WEFT_MEM_FREE), 0x55d0c0a01230ull,
@@ -229,13 +236,7 @@ static void packing_round_trips(void **s)
 	assert_int_equal(events, 9); /* begins, end, func enter/exit, counter; not args or drops */
 	assert_int_equal(dropped, 43);
 	uint64_t back[64];
-	assert_int_equal(weft_unpack(packed, len, back, 64, 2, 1), n);
-	assert_memory_equal(back, w, n * 8);
-	/* every cut of the packed bytes is either a shorter, valid prefix or refused */
-	for (size_t cut = 0; cut < len; cut++) {
-		size_t got = weft_unpack(packed, cut, back, 64, 2, 1);
-		assert_true(got == (size_t)-1 || (got < n && !memcmp(back, w, got * 8)));
-	}
+	unpacks_whole_and_every_cut(packed, len, w, n);
 	/* without undelta: timestamps come out as differences; other words are untouched */
 	assert_int_equal(weft_unpack(packed, len, back, 64, 2, 0), n);
 	uint64_t prev = 0;
