@@ -814,7 +814,8 @@ static void analyze_proc(const struct weft_trace *t, struct weft_mem_proc *mp)
 	}
 	for (size_t k = 0; k < mp->nheaps; k++) {
 		struct weft_mem_heap *h = &mp->heaps[k];
-		qsort(h->dumps, h->ndumps, sizeof(*h->dumps), cmp_dump);
+		if (h->ndumps)
+			qsort(h->dumps, h->ndumps, sizeof(*h->dumps), cmp_dump);
 	}
 	for (size_t o = 0; o < rp.norder; o++) { /* leaks: allocations whose block is still live */
 		uint32_t th = (uint32_t)(rp.order[o] >> 32);
@@ -834,7 +835,8 @@ static void analyze_proc(const struct weft_trace *t, struct weft_mem_proc *mp)
 	}
 	for (size_t i = 0; i < p->nthreads; i++) {
 		struct weft_mem_thread *mt = &mp->threads[i];
-		qsort(mt->slices, mt->nslices, sizeof(*mt->slices), cmp_slice);
+		if (mt->nslices)
+			qsort(mt->slices, mt->nslices, sizeof(*mt->slices), cmp_slice);
 		free(rp.threads[i].recs);
 	}
 	free(rp.threads);

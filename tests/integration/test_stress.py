@@ -3,7 +3,7 @@ or counted as dropped, exactly; with overflow=block none is dropped."""
 import os
 import re
 import unittest
-from weftlib import TraceTest, main, run, WEFT, BUILD
+from weftlib import TraceTest, main, run, sanitizer, WEFT, BUILD
 
 THREADS, EVENTS = 4, 1_000_000
 
@@ -47,6 +47,7 @@ class Stress(TraceTest):
         self.check("buffer_size=64K:chunk_size=16K", expect_drops=True, mode="heap")
 
     @unittest.skipIf(os.environ.get("WEFT_TEST_NO_PRELOAD"), "preloading is not testable in this build")
+    @unittest.skipIf(sanitizer(), "sanitizer builds have no allocation interposer")
     def test_interposed_mallocs_drop_and_count(self):
         data = os.path.join(self.tmp, "m.data")
         p = run([WEFT, "record", "-q", "-o", data, "--memory", "-b", "64K", "--options", "chunk_size=16K", "--",
