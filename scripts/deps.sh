@@ -18,6 +18,7 @@ need pkg-config command -v pkg-config
 need libzstd-dev have_pc libzstd
 need libelf-dev have_pc libelf
 need libdeflate-dev have_pc libdeflate
+need libsqlite3-dev have_pc sqlite3
 need g++ command -v g++
 if [ "$what" = test ] || [ "$what" = bench ]; then
   need libcmocka-dev have_pc cmocka

@@ -247,6 +247,9 @@ struct block {
 	uint64_t size, count, ts;
 	uint32_t stack, thread;
 	uint64_t order; /* replay index of its allocation */
+	uint64_t addr, raw_size, serial; /* for the block callback */
+	uint32_t heap;
+	uint8_t fn;
 };
 
 struct table {
@@ -319,6 +322,9 @@ static void tremove(struct table *t, struct block *b)
 
 struct replay {
 	struct weft_mem_proc *mp;
+	weft_mem_block_fn on_block;
+	void *ud;
+	size_t proc;
 	struct collect *threads; /* one per thread: its records */
 	size_t nthreads;
 	uint64_t *order;         /* thread << 32 | index, in replay order */
@@ -447,6 +453,17 @@ static struct weft_mem_slice *slice_of(struct replay *rp, uint32_t thread, uint3
 	return &rp->mp->threads[thread].slices[slice];
 }
 
+/* A block's life to the callback; free_thread SIZE_MAX: still live. */
+static void block_done(struct replay *rp, const struct block *b, uint64_t free_ts, size_t free_thread,
+		       uint64_t free_serial)
+{
+	if (!rp->on_block)
+		return;
+	struct weft_mem_block_info bi = {rp->proc, b->heap, b->fn, b->addr, b->raw_size, b->ts, free_ts,
+					 b->thread, free_thread, b->serial, free_serial};
+	rp->on_block(rp->ud, &bi);
+}
+
 /* Frees the block at (heap, addr); returns whether there was one. */
 static int do_free(struct replay *rp, struct weft_mem_heap *h, struct rec *r, uint32_t thread, uint64_t addr)
 {
@@ -485,6 +502,8 @@ static int do_free(struct replay *rp, struct weft_mem_heap *h, struct rec *r, ui
 		r->rcount = b->count;
 	}
 	r->freed_known = 1;
+	const struct weft_mem_slice *fs = slice_of(rp, thread, r->slice);
+	block_done(rp, b, r->ts, thread, fs ? fs->serial : 0);
 	tremove(&rp->blocks, b);
 	return 1;
 }
@@ -510,6 +529,12 @@ static void do_alloc(struct replay *rp, struct weft_mem_heap *h, struct rec *r, 
 	b->stack = r->stack;
 	b->thread = thread;
 	b->order = order;
+	b->addr = addr;
+	b->raw_size = size;
+	b->heap = h->id;
+	b->fn = r->fn;
+	const struct weft_mem_slice *as = slice_of(rp, thread, r->slice);
+	b->serial = as ? as->serial : 0;
 	r->rsize = bytes;
 	r->rcount = count;
 	h->live += bytes;
@@ -752,7 +777,8 @@ static int has_heaps(const struct weft_proc *p)
 	return 0;
 }
 
-static void analyze_proc(const struct weft_trace *t, struct weft_mem_proc *mp)
+static void analyze_proc(const struct weft_trace *t, struct weft_mem_proc *mp, weft_mem_block_fn fn, void *ud,
+			 size_t proc)
 {
 	const struct weft_proc *p = mp->p;
 	mp->threads = calloc(p->nthreads + 1, sizeof(*mp->threads));
@@ -761,7 +787,7 @@ static void analyze_proc(const struct weft_trace *t, struct weft_mem_proc *mp)
 	intern(mp, 0, 0); /* stack 0: outside any slice (its own parent) */
 	if (!has_heaps(p))
 		return;
-	struct replay rp = {.mp = mp, .nthreads = p->nthreads};
+	struct replay rp = {.mp = mp, .nthreads = p->nthreads, .on_block = fn, .ud = ud, .proc = proc};
 	rp.threads = calloc(p->nthreads + 1, sizeof(*rp.threads));
 	rp.last_alloc = calloc(p->nthreads + 1, sizeof(*rp.last_alloc));
 	if (!rp.threads || !rp.last_alloc)
@@ -832,6 +858,7 @@ static void analyze_proc(const struct weft_trace *t, struct weft_mem_proc *mp)
 		GROW(h->leaks, h->nleaks, h->lcap);
 		h->leaks[h->nleaks++] = (struct weft_mem_leak){addr, b->size, b->ts, p->threads[th].tid, b->stack};
 		h->totals[b->stack].leaked_count += b->count;
+		block_done(&rp, b, 0, SIZE_MAX, 0);
 	}
 	for (size_t i = 0; i < p->nthreads; i++) {
 		struct weft_mem_thread *mt = &mp->threads[i];
@@ -847,6 +874,12 @@ static void analyze_proc(const struct weft_trace *t, struct weft_mem_proc *mp)
 
 int weft_mem_analyze(const struct weft_trace *t, struct weft_mem **out, char *err, size_t errlen)
 {
+	return weft_mem_analyze_blocks(t, NULL, NULL, out, err, errlen);
+}
+
+int weft_mem_analyze_blocks(const struct weft_trace *t, weft_mem_block_fn fn, void *ud, struct weft_mem **out,
+			    char *err, size_t errlen)
+{
 	(void)err;
 	(void)errlen;
 	struct weft_mem *m = calloc(1, sizeof(*m));
@@ -856,7 +889,7 @@ int weft_mem_analyze(const struct weft_trace *t, struct weft_mem **out, char *er
 	m->big_alloc = weft_mem_large_alloc;
 	for (size_t i = 0; i < t->nprocs; i++) {
 		m->procs[i].p = &t->procs[i];
-		analyze_proc(t, &m->procs[i]);
+		analyze_proc(t, &m->procs[i], fn, ud, i);
 	}
 	*out = m;
 	return 0;

@@ -106,6 +106,19 @@ struct weft_mem {
 	uint64_t big_alloc;          /* allocations at least this big are also instants */
 };
 
+/* One block's life, for exporters that list every block (weft export): given when it is freed,
+ * and for what is still live when the process's records end. */
+struct weft_mem_block_info {
+	size_t proc;                    /* index in t->procs */
+	uint32_t heap;                  /* 0 the C heap, else the heap's site id */
+	unsigned fn;                    /* enum weft_mem_fn of the allocation */
+	uint64_t addr, size;            /* size as requested (sampling: not scaled) */
+	uint64_t alloc_ts, free_ts;     /* ns; free_ts 0: never freed */
+	size_t alloc_thread, free_thread; /* indices in p->threads; free_thread SIZE_MAX: never freed */
+	uint64_t alloc_serial, free_serial; /* innermost slices (walker serials), 0: none */
+};
+typedef void (*weft_mem_block_fn)(void *ud, const struct weft_mem_block_info *b);
+
 /* Allocations at least this big are also instants in a .pftrace (default 1 MiB; the CLI's
  * convert --large-alloc sets it before converting). */
 extern uint64_t weft_mem_large_alloc;
@@ -114,6 +127,9 @@ extern uint64_t weft_mem_large_alloc;
  * weft_mem_free), or -ENOMEM with a reason. A trace without memory records gives procs with
  * has_records 0. */
 int weft_mem_analyze(const struct weft_trace *t, struct weft_mem **out, char *err, size_t errlen);
+/* The same, calling fn for every block's life (in the order they end; the live ones last). */
+int weft_mem_analyze_blocks(const struct weft_trace *t, weft_mem_block_fn fn, void *ud, struct weft_mem **out,
+			    char *err, size_t errlen);
 void weft_mem_free(struct weft_mem *m);
 
 /* The process's analysis, or NULL. */

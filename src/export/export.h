@@ -31,4 +31,9 @@ enum weft_json_style { WEFT_JSON_BE = 0, WEFT_JSON_X = 1 };
 int weft_export_json(const struct weft_trace *t, FILE *out, int style, int jobs,
 		     struct weft_export_summary *sum, char *err, size_t errlen);
 
+/* SQLite database at path (docs/sqlite.md), written to path.tmp and renamed; sum->bytes holds
+ * the rows written. */
+int weft_export_sqlite(const struct weft_trace *t, const char *path, struct weft_export_summary *sum, char *err,
+		       size_t errlen);
+
 #endif

@@ -8,6 +8,7 @@
 #define WEFT_EXIT_USAGE 2 /* bad command line */
 
 int cmd_convert(int argc, char **argv);
+int cmd_export(int argc, char **argv);
 int cmd_info(int argc, char **argv);
 int cmd_record(int argc, char **argv);
 int cmd_report(int argc, char **argv);

@@ -19,6 +19,7 @@ static const struct {
 	{"report", cmd_report, "functions and slices by total and self time, calls, tree"},
 	{"convert", cmd_convert, "convert a trace directory to .pftrace (Perfetto) or Chrome .json"},
 	{"info", cmd_info, "show processes, threads, events, drops, time span and sizes of a trace"},
+	{"export", cmd_export, "write a trace as a SQLite database (slices, allocations, accesses)"},
 };
 
 void weft_cli_error(const char *cmd, const char *fmt, ...)

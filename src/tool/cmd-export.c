@@ -1,0 +1,79 @@
+/*
+ * cmd-export.c - `weft export [DIR] -o FILE.db`: the trace as a SQLite database
+ * (src/export/sqlite.c; schema in docs/sqlite.md) for SQL and scripts: processes, threads,
+ * slices, counters, every allocation's life joined to its slices, accesses, runs, and views in
+ * the shape Heimdallr's scripts query. The file is written beside FILE and renamed over it
+ * only when complete; a file of the trace being read is never replaced.
+ */
+#include "tool/cmd.h"
+#include "export/export.h"
+#include "format/format.h"
+#include <getopt.h>
+#include <stdio.h>
+#include <string.h>
+
+static void help(FILE *f)
+{
+	fprintf(f, "usage: weft export [OPTIONS] [DIR] -o FILE.db   (default DIR weft.data)\n"
+		   "Write the trace DIR as a SQLite database (schema: docs/sqlite.md).\n\n"
+		   "  -o, --output FILE   the database (required; replaced when the export succeeds)\n"
+		   "  -q, --quiet         no summary line\n"
+		   "  -h, --help          this text\n\n"
+		   "Tables: processes, threads, slices (depth, parent), counters, allocations (one row per\n"
+		   "block: alloc and free times, threads and slices), accesses, runs, meta; views allocs\n"
+		   "and access as Heimdallr names them. Exit status: 0, 1 unreadable or unwritable, 2 usage.\n");
+}
+
+int cmd_export(int argc, char **argv)
+{
+	static const struct option opts[] = {{"output", required_argument, 0, 'o'}, {"quiet", no_argument, 0, 'q'},
+					     {"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
+	const char *outp = NULL;
+	int quiet = 0, c;
+	optind = 1;
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, "o:qh", opts, NULL)) != -1) {
+		switch (c) {
+		case 'o': outp = optarg; break;
+		case 'q': quiet = 1; break;
+		case 'h': help(stdout); return WEFT_EXIT_OK;
+		default:
+			weft_cli_error("export", "unknown option '%s' (see 'weft export --help')", argv[optind - 1]);
+			return WEFT_EXIT_USAGE;
+		}
+	}
+	if (optind < argc - 1) {
+		weft_cli_error("export", "one trace directory expected (usage: weft export [DIR] -o FILE.db)");
+		return WEFT_EXIT_USAGE;
+	}
+	if (!outp || !*outp || !strcmp(outp, "-")) {
+		weft_cli_error("export", "missing -o FILE.db (a SQLite file; not stdout)");
+		return WEFT_EXIT_USAGE;
+	}
+	if (weft_is_trace_file(outp)) {
+		weft_cli_error("export", "refusing to write %s: a name of the trace's own files", outp);
+		return WEFT_EXIT_USAGE;
+	}
+	const char *dir = optind < argc ? argv[optind] : "weft.data";
+	struct weft_trace *t;
+	char err[512];
+	if (weft_trace_open(dir, &t, err, sizeof(err))) {
+		weft_cli_error("export", "%s", err);
+		return WEFT_EXIT_FAIL;
+	}
+	for (size_t i = 0; i < t->nwarnings; i++)
+		weft_cli_error("export", "warning: %s", t->warnings[i]);
+	struct weft_export_summary s;
+	int rc = weft_export_sqlite(t, outp, &s, err, sizeof(err));
+	weft_trace_free(t);
+	if (rc) {
+		weft_cli_error("export", "%s", err);
+		return WEFT_EXIT_FAIL;
+	}
+	if (s.bad_chunks)
+		weft_cli_warn_undecoded("export", s.bad_chunks, s.bad_why, outp);
+	if (!quiet)
+		weft_cli_error("export", "wrote %s: %llu rows from %llu events, %llu dropped", outp,
+			       (unsigned long long)s.bytes, (unsigned long long)s.events, (unsigned long long)s.dropped);
+	return WEFT_EXIT_OK;
+}

@@ -1,0 +1,116 @@
+"""weft export: the SQLite file of docs/sqlite.md, read back with Python's sqlite3 module. A
+program with known allocations (tests/memory/memtest.c, recorded with --memory) and a
+weft.h program (tests/programs/features.c) give exact rows: every table and view queried."""
+import os
+import sqlite3
+import unittest
+from weftlib import TraceTest, main, run, sanitizer, WEFT, BUILD
+
+PLUGIN = os.path.join(BUILD, "libmemplugin.so")
+
+
+class Export(TraceTest):
+    def export(self, data, name="t.db"):
+        db = os.path.join(self.tmp, name)
+        p = run([WEFT, "export", data, "-o", db])
+        self.assertRegex(p.stderr, r"^weft: export: wrote .*: \d+ rows from \d+ events, 0 dropped\n$")
+        con = sqlite3.connect(db)
+        self.addCleanup(con.close)
+        return con
+
+    @unittest.skipIf(os.environ.get("WEFT_TEST_NO_PRELOAD") or sanitizer(), "needs the allocation interposer")
+    def test_allocations_joined_to_slices(self):
+        data = os.path.join(self.tmp, "m.data")
+        run([WEFT, "record", "-q", "-o", data, "--memory", "--", os.path.join(BUILD, "memtest"), PLUGIN], cwd=self.tmp)
+        con = self.export(data)
+        q = lambda sql, *a: con.execute(sql, a).fetchall()
+        (nproc,), = q("select count(*) from processes")
+        self.assertEqual(nproc, 2)  # and the fork child
+        # per slice name: blocks, bytes, never freed
+        rows = {r[0]: r[1:] for r in q(
+            "select s.name, count(*), sum(a.size), sum(a.free_ts is null) from allocations a "
+            "join slices s on s.id = a.slice_id group by s.name")}
+        page = os.sysconf("SC_PAGE_SIZE")
+        self.assertEqual(rows["temp_allocs"], (10, 640, 0))
+        self.assertEqual(rows["leak_known"], (1, 4096, 1))
+        self.assertEqual(rows["every_function"], (7, 100 + 128 + 256 + 512 + 100 + page + 100, 0))
+        self.assertEqual(rows["worker"], (100, 3200, 0))
+        self.assertEqual(rows["produce"], (5, 1000, 0))
+        self.assertEqual(rows["child_work"], (3, 150, 0))
+        self.assertEqual(rows["map_anon"], (1, 1 << 20, 0))
+        # frees on another thread, in another slice
+        cross = q("select count(*), sum(a.utid != a.free_utid), min(f.name), max(f.name) from allocations a "
+                  "join slices s on s.id = a.slice_id join slices f on f.id = a.free_slice_id "
+                  "where s.name = 'produce'")
+        self.assertEqual(cross, [(5, 5, "consume", "consume")])
+        # a realloc chain: three block lives, the first two ended by realloc in the same slice
+        chain = q("select a.size, a.kind, f.name from allocations a join slices s on s.id = a.slice_id "
+                  "join slices f on f.id = a.free_slice_id where s.name = 'realloc_chain' order by a.alloc_ts")
+        self.assertEqual(chain, [(10, "malloc", "realloc_chain"), (100, "realloc", "realloc_chain"),
+                                 (1000, "realloc", "realloc_chain")])
+        kinds = {r[0] for r in q("select a.kind from allocations a join slices s on s.id = a.slice_id "
+                                 "where s.name = 'every_function'")}
+        self.assertEqual(kinds, {"calloc", "memalign", "posix_memalign", "aligned_alloc", "valloc", "pvalloc",
+                                 "reallocarray"})
+        self.assertEqual(q("select heap from allocations a join slices s on s.id = a.slice_id "
+                           "where s.name = 'map_anon'"), [("mmap",)])
+        # slices: nesting and threads
+        self.assertEqual(q("select p.name, s.depth from slices s join slices p on p.id = s.parent_id "
+                           "where s.name = 'leak_known'"), [("main", 1)])
+        self.assertEqual(q("select count(distinct utid), min(depth), max(depth) from slices where name = 'worker'"),
+                         [(4, 0, 0)])
+        # Heimdallr's views
+        (n_alloc,), = q("select count(*) from allocations")
+        self.assertEqual(q("select count(*), sum(run_id) from allocs"), [(n_alloc, n_alloc)])
+        self.assertEqual(q("select count(*) from allocs a join allocations b on a.id = b.id and a.base = b.addr "
+                           "and a.from_ns = b.alloc_ts and a.size = b.size"), [(n_alloc,)])
+        self.assertEqual(q("select count(*) from access"), [(0,)])
+        self.assertEqual(q("select count(*) from accesses"), [(0,)])
+        run_row = q("select id, prog, mode, run, utime_ns >= 0, wtime_ns > 0, max_rss > 0 from runs")
+        self.assertEqual(run_row, [(1, "memtest", "traced", 0, 1, 1, 1)])
+        self.assertEqual(q("select value from meta where key = 'format'"), [("weft sqlite 1",)])
+        # the indexes exist
+        idx = {r[0] for r in q("select name from sqlite_master where type = 'index'")}
+        self.assertTrue({"slices_by_thread", "allocations_by_addr", "accesses_by_allocation"} <= idx, idx)
+
+    def test_slices_and_counters_of_a_weft_h_program(self):
+        data, _ = self.record("features")
+        con = self.export(data)
+        q = lambda sql, *a: con.execute(sql, a).fetchall()
+        # every slice of the trace, as trace_processor sees it
+        pf, _ = self.convert(data, "f.pftrace")
+        tp_slices, tp_counters = self.tp(pf, "select count(*) n from slice where dur >= 0",
+                                         "select count(*) n from counter")
+        (n,), = q("select count(*) from slices")
+        self.assertEqual(n, tp_slices[0]["n"])
+        (c,), = q("select count(*) from counters")
+        self.assertEqual(c, tp_counters[0]["n"])
+        self.assertEqual(q("select count(*) from slices s left join slices p on p.id = s.parent_id "
+                           "where s.parent_id is not null and (p.id is null or p.depth != s.depth - 1)"), [(0,)])
+        self.assertEqual(q("select count(*) from allocations"), [(0,)])
+        # the async slice, on its own track, and a named track's lanes
+        self.assertEqual(q("select count(*) from slices where name = 'job' and track like 'async 0x%'"), [(1,)])
+        self.assertEqual(q("select count(*), count(distinct utid) from slices where track = 'lane'"), [(2, 2)])
+        self.assertEqual(q("select unterminated from slices where name = 'left open'"), [(1,)])
+
+    def test_errors(self):
+        p = run([WEFT, "export", self.tmp], check=False)
+        self.assertEqual(p.returncode, 2)
+        self.assertIn("missing -o FILE.db", p.stderr)
+        p = run([WEFT, "export", os.path.join(self.tmp, "none"), "-o", os.path.join(self.tmp, "x.db")], check=False)
+        self.assertEqual(p.returncode, 1)
+        self.assertFalse(os.path.exists(os.path.join(self.tmp, "x.db")))
+        self.assertFalse(os.path.exists(os.path.join(self.tmp, "x.db.tmp")))
+        # an existing file is replaced only by a complete database
+        data, _ = self.record("features")
+        db = os.path.join(self.tmp, "old.db")
+        with open(db, "w") as f:
+            f.write("not a database")
+        run([WEFT, "export", "-q", data, "-o", db])
+        con = sqlite3.connect(db)
+        self.assertGreater(con.execute("select count(*) from slices").fetchone()[0], 0)
+        con.close()
+
+
+if __name__ == "__main__":
+    main()
