@@ -52,6 +52,10 @@ enum weft_rec_type {
 	/* the return addresses of the allocation before it (memory_stacks=1), innermost first:
 	 * word0 is the number of frames, the extra words the addresses */
 	WEFT_R_STACK = 27,
+	/* a sampled memory access (format 1.3; written by the preload runtime's sampler thread):
+	 * word0 the time in CLOCK_BOOTTIME ns (not ticks), id the tid that made it, track the
+	 * source (1 page fault: a first touch); extra words: data address, instruction address */
+	WEFT_R_ACCESS = 28,
 };
 
 /* Which function made a memory record (its track field). */

@@ -364,6 +364,12 @@ static void walk(struct weft_walker *wk, const uint64_t *r, size_t n)
 			}
 			break;
 		}
+		case WEFT_R_ACCESS:
+			start(wk, WEFT_EV_ACCESS, r[i], id, 0);
+			wk->ev.mfn = track;
+			wk->ev.addr = x;
+			wk->ev.addr2 = extra > 1 ? r[i + 3] : 0;
+			break;
 		case WEFT_R_STACK:
 			if (wk->pending && (wk->ev.kind == WEFT_EV_ALLOC || wk->ev.kind == WEFT_EV_REALLOC)) {
 				wk->ev.stack_hash = r[i];

@@ -16,6 +16,7 @@
 #include <errno.h>
 #include <stdarg.h>
 #include <sqlite3.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -52,7 +53,7 @@ static const char *const indexes =
 	"CREATE INDEX accesses_by_time ON accesses(ts);\n"
 	"CREATE INDEX counters_by_name ON counters(name, ts);\n";
 
-enum { S_PROC, S_THREAD, S_SLICE, S_COUNTER, S_ALLOC, S_RUN, S_META, NSTMT };
+enum { S_PROC, S_THREAD, S_SLICE, S_COUNTER, S_ALLOC, S_RUN, S_META, S_ACCESS, S_REGION, NSTMT };
 static const char *const stmt_sql[NSTMT] = {
 	"INSERT INTO processes VALUES(?,?,?,?,?,?,?,?,?,?,?,?)",
 	"INSERT INTO threads VALUES(?,?,?,?,?,?,?)",
@@ -62,7 +63,21 @@ static const char *const stmt_sql[NSTMT] = {
 	" free_slice_id) VALUES(?,?,?,?,?,?,?,?,?,?,?)",
 	"INSERT INTO runs VALUES(?,?,?,?,?,?,?,?)",
 	"INSERT INTO meta VALUES(?,?)",
+	"INSERT INTO accesses(ts, upid, utid, addr, source, ip) VALUES(?,?,?,?,?,?)",
+	"UPDATE accesses SET region = ? WHERE id = ?",
 };
+
+/* The joins, once every row is in: each access to the block live at its address then (the
+ * latest allocated of those that contain it), to the innermost slice of its thread's own track
+ * open then, and joined accesses to their heap as region. */
+static const char *const joins =
+	"UPDATE accesses SET allocation_id = (SELECT a.id FROM allocations a WHERE a.upid = accesses.upid"
+	" AND a.addr <= accesses.addr AND a.addr + a.size > accesses.addr AND a.alloc_ts <= accesses.ts"
+	" AND (a.free_ts IS NULL OR a.free_ts >= accesses.ts) ORDER BY a.addr DESC, a.alloc_ts DESC LIMIT 1);\n"
+	"UPDATE accesses SET slice_id = (SELECT s.id FROM slices s WHERE s.utid = accesses.utid AND s.track IS NULL"
+	" AND s.ts <= accesses.ts AND s.ts + s.dur >= accesses.ts ORDER BY s.depth DESC LIMIT 1);\n"
+	"UPDATE accesses SET region = (SELECT heap FROM allocations WHERE id = accesses.allocation_id)"
+	" WHERE allocation_id IS NOT NULL;\n";
 
 struct db {
 	sqlite3 *h;
@@ -160,6 +175,7 @@ struct walk {
 	struct db *d;
 	const struct weft_proc *p;
 	struct async_map *async;
+	size_t proc;
 	int64_t upid, utid;
 	struct track_stack *stacks;
 	size_t nstacks;
@@ -250,6 +266,16 @@ static void on_event(void *ud, const struct weft_ev *ev)
 		a->is_end = -1; /* done: a later begin with the same id starts anew */
 		break;
 	}
+	case WEFT_EV_ACCESS: {
+		/* the thread that made it (the last of that tid: tids are reused) */
+		int64_t utid = 0;
+		for (size_t k = 0; k < w->p->nthreads; k++)
+			if (w->p->threads[k].tid == ev->id)
+				utid = w->d->utid_base[w->proc] + (int64_t)k;
+		row(w->d, S_ACCESS, "iiziti", (int64_t)ev->ts, w->upid, utid, (int64_t)ev->addr,
+		    ev->mfn == 1 ? "pagefault" : "?", (int64_t)ev->addr2);
+		break;
+	}
 	case WEFT_EV_COUNTER: {
 		const struct weft_proc *p = w->p;
 		const char *name = weft_site_name(p, ev->id);
@@ -294,7 +320,7 @@ static void on_block(void *ud, const struct weft_mem_block_info *b)
 	}
 	sqlite3_bind_int64(s, 6, (int64_t)b->addr);
 	sqlite3_bind_int64(s, 7, (int64_t)b->size);
-	sqlite3_bind_text(s, 8, heap ? heap : "heap", -1, SQLITE_TRANSIENT);
+	sqlite3_bind_text(s, 8, heap ? heap : "heap", -1, SQLITE_STATIC); /* the trace outlives the export */
 	sqlite3_bind_text(s, 9, weft_mem_fn_name(b->fn), -1, SQLITE_STATIC);
 	if (b->alloc_serial)
 		sqlite3_bind_int64(s, 10, (utid << 32) | (int64_t)b->alloc_serial);
@@ -309,6 +335,87 @@ static void on_block(void *ud, const struct weft_mem_block_info *b)
 		d->rc = rc;
 	sqlite3_reset(s);
 	d->rows++;
+}
+
+/* ---- regions of accesses no block explains: the process's memory map ---- */
+
+struct region { uint64_t start, end; const char *kind; };
+
+static struct region *parse_regions(const struct weft_proc *p, size_t *n)
+{
+	*n = 0;
+	if (!p->maps)
+		return NULL;
+	size_t cap = 64, k = 0;
+	struct region *r = malloc(cap * sizeof(*r));
+	const char *exe = NULL;
+	size_t exe_len = 0;
+	for (const char *line = p->maps; r && *line;) {
+		const char *eol = strchr(line, '\n');
+		size_t len = eol ? (size_t)(eol - line) : strlen(line);
+		unsigned long long a, b;
+		int path_at = 0;
+		char l[1200];
+		snprintf(l, sizeof(l), "%.*s", (int)(len < sizeof(l) ? len : sizeof(l) - 1), line);
+		if (sscanf(l, "%llx-%llx %*s %*s %*s %*s %n", &a, &b, &path_at) >= 2) {
+			const char *path = path_at ? l + path_at : "";
+			const char *kind = "anonymous";
+			if (!strncmp(path, "[stack", 6))
+				kind = "stack";
+			else if (!strcmp(path, "[heap]"))
+				kind = "brk heap";
+			else if (path[0] == '[')
+				kind = "kernel";
+			else if (path[0] == '/') {
+				if (!exe) { /* the first file mapped is the executable */
+					exe = line + path_at;
+					exe_len = strlen(path);
+				}
+				kind = !strncmp(line + path_at, exe, exe_len) ? "binary" : "library";
+			}
+			if (k == cap) {
+				struct region *nr = realloc(r, cap * 2 * sizeof(*r));
+				if (!nr)
+					break;
+				r = nr;
+				cap *= 2;
+			}
+			r[k++] = (struct region){a, b, kind};
+		}
+		line += len + (eol ? 1 : 0);
+	}
+	*n = k;
+	return r;
+}
+
+static const char *region_of(const struct region *r, size_t n, uint64_t addr)
+{
+	for (size_t i = n; i-- > 0;) /* later snapshots last: they win */
+		if (addr >= r[i].start && addr < r[i].end)
+			return r[i].kind;
+	return "unknown";
+}
+
+static void classify_accesses(struct db *d)
+{
+	sqlite3_stmt *q;
+	if (d->rc || sqlite3_prepare_v2(d->h, "SELECT id, upid, addr FROM accesses WHERE allocation_id IS NULL", -1,
+					&q, NULL) != SQLITE_OK)
+		return;
+	size_t cur = SIZE_MAX, n = 0;
+	struct region *r = NULL;
+	while (sqlite3_step(q) == SQLITE_ROW) {
+		size_t proc = (size_t)sqlite3_column_int64(q, 1) - 1;
+		if (proc != cur && proc < d->t->nprocs) {
+			free(r);
+			r = parse_regions(&d->t->procs[proc], &n);
+			cur = proc;
+		}
+		row(d, S_REGION, "ti", region_of(r, n, (uint64_t)sqlite3_column_int64(q, 2)), sqlite3_column_int64(q, 0));
+		d->rows--; /* an update, not a row */
+	}
+	free(r);
+	sqlite3_finalize(q);
 }
 
 static void cmdline(const struct weft_proc *p, char *out, size_t n)
@@ -367,7 +474,7 @@ static void write_rows(struct db *d, struct weft_export_summary *sum)
 	for (size_t i = 0; i < t->nprocs; i++) {
 		const struct weft_proc *p = &t->procs[i];
 		for (size_t k = 0; k < p->nthreads; k++) {
-			struct walk w = {.d = d, .p = p, .async = &async, .upid = (int64_t)i + 1,
+			struct walk w = {.d = d, .p = p, .async = &async, .proc = i, .upid = (int64_t)i + 1,
 					 .utid = d->utid_base[i] + (int64_t)k};
 			weft_walk_thread(p, &p->threads[k], t->last_ns, on_event, &w, &w.st, &buf_w, &cap);
 			for (size_t s = 0; s < w.nstacks; s++)
@@ -407,12 +514,13 @@ int weft_export_sqlite(const struct weft_trace *t, const char *path, struct weft
 	if (!d.utid_base)
 		weft_oom("writing SQLite");
 	int rc = 0;
-	if (sqlite3_open_v2(tmp, &d.h, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, NULL) != SQLITE_OK) {
+	if (sqlite3_open_v2(tmp, &d.h, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, NULL) != SQLITE_OK) {
 		snprintf(err, errlen, "cannot create %s: %s", tmp, d.h ? sqlite3_errmsg(d.h) : "out of memory");
 		rc = -EIO;
 		goto out;
 	}
-	if ((rc = exec_sql(&d, "PRAGMA journal_mode=OFF; PRAGMA synchronous=OFF; BEGIN;", err, errlen)) ||
+	if ((rc = exec_sql(&d, "PRAGMA journal_mode=OFF; PRAGMA synchronous=OFF; PRAGMA cache_size=-65536; "
+				   "PRAGMA temp_store=MEMORY; PRAGMA locking_mode=EXCLUSIVE; BEGIN;", err, errlen)) ||
 	    (rc = exec_sql(&d, schema, err, errlen)))
 		goto out;
 	for (int i = 0; i < NSTMT; i++)
@@ -431,7 +539,15 @@ int weft_export_sqlite(const struct weft_trace *t, const char *path, struct weft
 		rc = -EIO;
 		goto out;
 	}
-	if ((rc = exec_sql(&d, indexes, err, errlen)) || (rc = exec_sql(&d, "COMMIT;", err, errlen)))
+	if ((rc = exec_sql(&d, indexes, err, errlen)) || (rc = exec_sql(&d, joins, err, errlen)))
+		goto out;
+	classify_accesses(&d);
+	if (d.rc) {
+		snprintf(err, errlen, "SQLite: %s", sqlite3_errstr(d.rc));
+		rc = -EIO;
+		goto out;
+	}
+	if ((rc = exec_sql(&d, "COMMIT;", err, errlen)))
 		goto out;
 	sum->bytes = d.rows; /* rows, for the summary line */
 out:

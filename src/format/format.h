@@ -81,6 +81,7 @@ enum weft_meta_type {
 	WEFT_M_WRITE_FAILED = 14, /* u32 errno, u32 0: writing events failed; later chunks dropped */
 	WEFT_M_SIGNAL = 15, /* u32 signal, u32 tid, u64 ticks: the process ended by this signal */
 	WEFT_M_RUSAGE = 16, /* at stop: u64 max RSS bytes, u64 user ns, u64 system ns (getrusage) */
+	WEFT_M_ACCESS = 18, /* u32 source (1 page faults), u32 0, u64 samples, u64 lost, u64 throttled: at stop */
 	WEFT_M_MEMORY = 17, /* u32 flags (1 recording, 2 stacks), u32 0, u64 threshold bytes, u64
 			     * sampling bytes (0: every block), u64 frees not recorded (unknown
 			     * to the interposer) */
@@ -117,7 +118,7 @@ static inline int weft_rec_is_event(unsigned type)
 {
 	return (type >= WEFT_R_BEGIN && type <= WEFT_R_COMPLETE) ||
 	       (type >= WEFT_R_ASYNC_INSTANT && type <= WEFT_R_FUNC_EXIT) ||
-	       (type >= WEFT_R_ALLOC && type <= WEFT_R_HEAP_USAGE);
+	       (type >= WEFT_R_ALLOC && type <= WEFT_R_HEAP_USAGE) || type == WEFT_R_ACCESS;
 }
 
 static inline void weft_file_header_init(struct weft_file_header *h, const char *magic, int pid,

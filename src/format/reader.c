@@ -440,6 +440,14 @@ static void parse_meta(struct weft_trace *t, const char *name, const unsigned ch
 				p->mem_allocator = len > 33 && r[32] ? xstrndup((const char *)r + 32, bounded_len((const char *)r + 32, len - 32)) : NULL;
 			}
 			break;
+		case WEFT_M_ACCESS:
+			if (len >= 32) {
+				memcpy(&p->access_samples, r + 8, 8);
+				memcpy(&p->access_lost, r + 16, 8);
+				memcpy(&p->access_throttled, r + 24, 8);
+				p->has_access = 1;
+			}
+			break;
 		case WEFT_M_RUSAGE:
 			if (len >= 24) {
 				memcpy(&p->max_rss, r, 8);

@@ -81,6 +81,8 @@ struct weft_proc {
 	int mem_not_interposed; /* the program's own malloc came first: not recorded */
 	char *mem_allocator;    /* the allocator's object when not glibc's (or the program's own) */
 	int has_rusage;                       /* RUSAGE record (at a clean stop) */
+	int has_access;                       /* ACCESS totals: memory access sampling ran */
+	uint64_t access_samples, access_lost, access_throttled;
 	uint64_t max_rss, user_ns, sys_ns;
 	uint64_t bytes_stored, bytes_raw, nchunks_read, bad_chunks;
 };

@@ -188,6 +188,14 @@ SETTER(set_memory_sample)
 	c->memory_sample = x;
 	return 0;
 }
+SETTER(set_mem_access)
+{
+	static const char *const ok[] = {"0", "1", "auto", "pagefault", "pebs", "ibs"};
+	for (size_t i = 0; i < sizeof(ok) / sizeof(ok[0]); i++)
+		if (!strcmp(v, ok[i]))
+			return set_str(c->mem_access, sizeof(c->mem_access), strcmp(v, "0") ? v : "");
+	return -EINVAL;
+}
 SETTER(set_overflow)
 {
 	if (!strcmp(v, "drop"))
@@ -223,6 +231,7 @@ static const struct {
 	{"memory_stacks", set_memory_stacks, "0 or 1"},
 	{"memory_threshold", set_memory_threshold, "a size such as 4K (only blocks at least that big)"},
 	{"memory_sample", set_memory_sample, "a size such as 64K (mean bytes between samples), 0 = every block"},
+	{"mem_access", set_mem_access, "0, 1/auto (the best source available), pagefault, pebs or ibs"},
 };
 
 const char *weft_config_valid(const char *key)

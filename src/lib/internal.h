@@ -44,6 +44,7 @@ struct weft_config {
 	int memory_stacks;      /* ... with the return addresses of each allocation */
 	uint64_t memory_threshold; /* ... only blocks of at least this size */
 	uint64_t memory_sample;    /* ... one sample per this many bytes on average (0: every block) */
+	char mem_access[16];       /* memory access sampling: "" off, auto, pagefault, pebs, ibs */
 	char given[2048]; /* the options as given, for the trace metadata */
 };
 /* Written by config functions under weft_g.lock before start, read-only after start (except

@@ -150,6 +150,10 @@ int cmd_info(int argc, char **argv)
 			else if (p->mem_allocator)
 				printf("            allocator: %s (its calls recorded)\n", p->mem_allocator);
 		}
+		if (p->has_access)
+			printf("  accesses: page faults sampled: %llu samples, %llu lost, %llu throttled\n",
+			       (unsigned long long)p->access_samples, (unsigned long long)p->access_lost,
+			       (unsigned long long)p->access_throttled);
 		if (p->has_rusage)
 			printf("  usage:    peak RSS %.1f MiB, CPU %.3f s user, %.3f s system\n", (double)p->max_rss / 1048576.0,
 			       (double)p->user_ns / 1e9, (double)p->sys_ns / 1e9);

@@ -51,6 +51,9 @@ static void help(FILE *f)
 		"                          stacks          each allocation's call stack (frame pointers:\n"
 		"                                          build with -fno-omit-frame-pointer), which the\n"
 		"                                          reports and heap profile show instead of slices\n"
+		"      --mem-access[=SRC]  sample memory accesses: pagefault (the first touch of each page,\n"
+		"                          any Linux; the default), pebs or ibs (said unavailable where\n"
+		"                          missing); joined to allocations by weft export\n"
 		"      --options OPTS      further WEFT_OPTIONS, key=value:key=value\n"
 		"  -q, --quiet             no summary line\n"
 		"  -h, --help              this text\n\n"
@@ -279,6 +282,7 @@ int cmd_record(int argc, char **argv)
 		{"time-filter", required_argument, 0, 't'}, {"options", required_argument, 0, 'O'},
 		{"filter", required_argument, 0, 'F'}, {"notrace", required_argument, 0, 'N'},
 		{"libs", required_argument, 0, 'L'}, {"memory", optional_argument, 0, 'm'},
+		{"mem-access", optional_argument, 0, 'A'},
 		{"quiet", no_argument, 0, 'q'}, {"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
 	char names[1024] = "", why[128];
 	const char *outdir = "weft.data";
@@ -336,6 +340,13 @@ int cmd_record(int argc, char **argv)
 			if (memory_options(optarg, extra, sizeof(extra)))
 				return WEFT_EXIT_USAGE;
 			break;
+		case 'A': {
+			const char *src = optarg && *optarg ? optarg : "auto";
+			if (check_option("--mem-access", "mem_access", src))
+				return WEFT_EXIT_USAGE;
+			ADD(":mem_access=%s", src);
+			break;
+		}
 		case 'q': quiet = 1; break;
 		case 'h': help(stdout); return WEFT_EXIT_OK;
 		default:
@@ -476,10 +487,10 @@ int cmd_record(int argc, char **argv)
 		size_t funcs = 0; /* the conversion named every function address it met */
 		for (size_t i = 0; i < t->nprocs; i++)
 			funcs += t->procs[i].nfuncs;
-		if (!funcs && !strstr(extra, ":memory=1"))
+		if (!funcs && !strstr(extra, ":memory=1") && !strstr(extra, ":mem_access="))
 			weft_cli_error("record", "no function events were recorded: was %s built with "
 				       "-finstrument-functions? (only weft.h events are traced otherwise)", argv[optind]);
-		else if (!funcs && !strstr(extra, ":memory_stacks=1"))
+		else if (!funcs && !strstr(extra, ":memory_stacks=1") && strstr(extra, ":memory=1"))
 			weft_cli_error("record", "no function events: allocations are charged to weft.h slices "
 				      "only (build with -finstrument-functions to see functions)");
 	}

@@ -112,5 +112,54 @@ class Export(TraceTest):
         con.close()
 
 
+@unittest.skipIf(os.environ.get("WEFT_TEST_NO_PRELOAD") or sanitizer(), "needs weft record's runtime")
+class Accesses(TraceTest):
+    """--mem-access (page faults): tests/memory/touch.c writes every page of a 64 MiB block in
+    writer_pass and reads every 4th page of a 16 MiB block in reader_pass, on two threads."""
+
+    def test_first_touches_joined_to_allocations_and_slices(self):
+        data = os.path.join(self.tmp, "a.data")
+        p = run([WEFT, "record", "-o", data, "--memory", "--mem-access", "--", os.path.join(BUILD, "memtouch")],
+                cwd=self.tmp)
+        self.assertEqual(p.stdout, "touched\n")
+        info = run([WEFT, "info", data]).stdout
+        self.assertRegex(info, r"accesses: page faults sampled: \d+ samples, 0 lost")
+        db = os.path.join(self.tmp, "a.db")
+        run([WEFT, "export", "-q", data, "-o", db])
+        con = sqlite3.connect(db)
+        self.addCleanup(con.close)
+        q = lambda sql: con.execute(sql).fetchall()
+        page = os.sysconf("SC_PAGE_SIZE")
+        for slice_name, size, pages in (("writer_pass", 64 << 20, (64 << 20) // page),
+                                        ("reader_pass", 16 << 20, (16 << 20) // page // 4)):
+            with self.subTest(slice=slice_name):
+                # samples on the block, by its own thread, in its own slice: >= 99% of the pages
+                (joined, in_slice, same_thread, distinct), = q(
+                    "select count(*), sum(s.name = '%s'), sum(x.utid = a.utid), count(distinct x.addr / %d) "
+                    "from accesses x join allocations a on a.id = x.allocation_id "
+                    "join slices b on b.id = a.slice_id left join slices s on s.id = x.slice_id "
+                    "where b.name = '%s' and a.size = %d" % (slice_name, page, slice_name, size))
+                self.assertGreaterEqual(distinct, pages * 99 // 100)
+                self.assertLessEqual(distinct, pages)
+                self.assertEqual(in_slice, joined)
+                self.assertEqual(same_thread, joined)
+                self.assertEqual(q("select count(distinct region) from accesses x join allocations a "
+                                   "on a.id = x.allocation_id join slices b on b.id = a.slice_id "
+                                   "where b.name = '%s'" % slice_name), [(1,)])
+        # the views carry them too
+        (n,), = q("select count(*) from accesses")
+        self.assertEqual(q("select count(*) from access"), [(n,)])
+
+    def test_unavailable_sources_are_said(self):
+        data = os.path.join(self.tmp, "u.data")
+        p = run([WEFT, "record", "-q", "-o", data, "--mem-access=ibs", "--", os.path.join(BUILD, "memtouch")],
+                cwd=self.tmp)
+        self.assertEqual(p.stdout, "touched\n")  # the program runs on
+        self.assertRegex(p.stderr, r"weft: mem-access=ibs: unavailable: .+")
+        p = run([WEFT, "record", "-q", "-o", data, "--mem-access=bogus", "--", "true"], check=False)
+        self.assertEqual(p.returncode, 2)
+        self.assertIn("bad value 'bogus' for --mem-access", p.stderr)
+
+
 if __name__ == "__main__":
     main()
