@@ -19,6 +19,7 @@ static const struct {
 	{"report", cmd_report, "functions and slices by total and self time, calls, tree"},
 	{"convert", cmd_convert, "convert a trace directory to .pftrace (Perfetto) or Chrome .json"},
 	{"info", cmd_info, "show processes, threads, events, drops, time span and sizes of a trace"},
+	{"overhead", cmd_overhead, "run a program untraced and traced, interleaved; compare time and memory"},
 };
 
 void weft_cli_error(const char *cmd, const char *fmt, ...)
