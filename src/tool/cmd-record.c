@@ -73,7 +73,7 @@ static void forward(int sig, siginfo_t *si, void *uc)
 		kill(child, sig);
 }
 
-static const char *find_preload(char *out, size_t n)
+const char *weft_cli_find_preload(char *out, size_t n)
 {
 	char exe[PATH_MAX - 64];
 	ssize_t l = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
@@ -364,7 +364,7 @@ int cmd_record(int argc, char **argv)
 		return WEFT_EXIT_USAGE;
 	}
 	char preload[PATH_MAX];
-	if (!find_preload(preload, sizeof(preload))) {
+	if (!weft_cli_find_preload(preload, sizeof(preload))) {
 		weft_cli_error("record", "libweft-preload.so not found next to the weft executable");
 		return WEFT_EXIT_FAIL;
 	}

@@ -2,6 +2,8 @@
 #ifndef WEFT_CMD_H
 #define WEFT_CMD_H
 
+#include <stddef.h>
+
 /* Exit codes shared by every subcommand. */
 #define WEFT_EXIT_OK 0
 #define WEFT_EXIT_FAIL 1  /* input unreadable, output unwritable */
@@ -10,11 +12,15 @@
 int cmd_convert(int argc, char **argv);
 int cmd_export(int argc, char **argv);
 int cmd_info(int argc, char **argv);
+int cmd_overhead(int argc, char **argv);
 int cmd_record(int argc, char **argv);
 int cmd_report(int argc, char **argv);
 
 /* Prints "weft: CMD: message" on stderr. */
 void weft_cli_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* libweft-preload.so's path into out (next to the weft executable, or where it is installed
+ * relative to it); NULL if there is none (cmd-record.c). */
+const char *weft_cli_find_preload(char *out, size_t n);
 /* Warns that n chunks could not be decoded (why: the first reason) and their events are left
  * out (of `of`, when given). Printed even in quiet mode: nothing is left out silently. */
 void weft_cli_warn_undecoded(const char *cmd, unsigned long long n, const char *why, const char *of);

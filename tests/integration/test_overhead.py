@@ -1,0 +1,146 @@
+"""weft overhead: runs a program untraced and traced, interleaved, and compares them. The
+checks are on behaviour (what ran, how often, in what order, the output's shape, exit codes),
+and on times only with margins that a busy two-core machine keeps."""
+import csv
+import io
+import json
+import os
+from weftlib import TraceTest, main, run, BUILD, WEFT
+
+SPIN = os.path.join(BUILD, "spin")
+MODES = ["dry", "functions", "memory"]
+METRICS = ["user_s", "sys_s", "wall_s", "maxrss_kib"]
+
+
+class Overhead(TraceTest):
+    def overhead(self, *args, check=True):
+        # trace directories go under the test's own TMPDIR, so the test can see them removed
+        tmpdir = os.path.join(self.tmp, "tmpdir")
+        os.makedirs(tmpdir, exist_ok=True)
+        p = run([WEFT, "overhead", *map(str, args)], env={"TMPDIR": tmpdir}, cwd=self.tmp, check=check)
+        self.assertEqual(os.listdir(tmpdir), [], "a temporary trace directory was left behind")
+        return p
+
+    def json_of(self, *args):
+        doc = json.loads(self.overhead("-f", "json", *args).stdout)
+        return {m["mode"]: m for m in doc}
+
+    def test_cpu_time(self):
+        res = self.json_of("-n", 3, "--", SPIN, 100)
+        self.assertEqual(sorted(res), sorted(MODES))
+        for mode, r in res.items():
+            with self.subTest(mode=mode):
+                self.assertEqual(r["runs"], 3)
+                m = r["metrics"]
+                # user+sys is the thread's exact CPU time; the split between them is sampled
+                self.assertGreaterEqual(m["user_s"]["median"] + m["sys_s"]["median"], 0.095)
+                self.assertGreaterEqual(m["user_s"]["median"], 0.07)
+                self.assertLessEqual(m["user_s"]["median"], 0.5)
+                self.assertGreaterEqual(m["wall_s"]["median"], m["user_s"]["median"])
+                for k in METRICS:
+                    s = m[k]
+                    self.assertLessEqual(s["min"], s["median"])
+                    self.assertLessEqual(s["median"], s["max"])
+                    self.assertLessEqual(s["min"], s["mean"])
+                    self.assertLessEqual(s["mean"], s["max"])
+                    self.assertGreaterEqual(s["stdev"], 0)
+                self.assertGreater(m["maxrss_kib"]["median"], 0)
+        dry = res["dry"]["metrics"]
+        for mode in MODES:
+            m = res[mode]["metrics"]
+            for k in METRICS:
+                self.assertAlmostEqual(m[k]["overhead_abs"], m[k]["median"] - dry[k]["median"], places=5)
+
+    def test_sleep_is_wall_not_cpu(self):
+        m = self.json_of("-n", 2, "--modes", "dry", "--", SPIN, 0, 100)["dry"]["metrics"]
+        self.assertGreaterEqual(m["wall_s"]["median"], 0.1)
+        self.assertLess(m["user_s"]["median"], 0.05)
+
+    def test_csv(self):
+        p = self.overhead("-n", 2, "--format=csv", "--", SPIN, 1)
+        rows = list(csv.reader(io.StringIO(p.stdout)))
+        self.assertEqual(rows[0], ["mode", "runs", "metric", "median", "min", "max", "mean", "stdev",
+                                   "overhead_abs", "overhead_pct"])
+        self.assertEqual(len(rows), 1 + len(MODES) * len(METRICS))
+        self.assertEqual([(r[0], r[2]) for r in rows[1:]], [(m, k) for m in MODES for k in METRICS])
+        for r in rows[1:]:
+            self.assertEqual(r[1], "2")
+            for v in r[3:9]:
+                float(v)
+
+    def test_text(self):
+        p = self.overhead("-n", 1, "--modes", "functions,dry", "--", SPIN, 1)
+        lines = p.stdout.splitlines()
+        self.assertEqual(len(lines), 4, p.stdout)
+        self.assertIn("wall s", lines[1])
+        self.assertIn("max RSS MiB", lines[1])
+        self.assertEqual([line.split()[0] for line in lines[2:]], ["functions", "dry"])
+        self.assertRegex(lines[2], r"^functions +1 +\d+\.\d{3} ± \d+\.\d{3} ")
+        self.assertEqual(p.stderr, "")
+
+    def test_interleaved(self):
+        log = os.path.join(self.tmp, "log")
+        self.overhead("-n", 4, "--modes", "dry,functions", "--", SPIN, 0, 0, log)
+        with open(log) as f:
+            seq = f.read().split()
+        self.assertEqual(sorted(seq), ["dry"] * 4 + ["functions"] * 4)
+        self.assertNotEqual(seq, ["dry"] * 4 + ["functions"] * 4)
+        # the same seed, the same order; another seed, another order (for these two seeds)
+        os.unlink(log)
+        self.overhead("-n", 4, "--modes", "dry,functions", "--seed", 1, "--", SPIN, 0, 0, log)
+        with open(log) as f:
+            self.assertEqual(f.read().split(), seq)
+        os.unlink(log)
+        self.overhead("-n", 4, "--modes", "dry,functions", "--seed", 2, "--", SPIN, 0, 0, log)
+        with open(log) as f:
+            self.assertNotEqual(f.read().split(), seq)
+
+    def test_every_mode_traced_as_named(self):
+        log = os.path.join(self.tmp, "log")
+        self.overhead("-n", 3, "--", SPIN, 0, 0, log)
+        with open(log) as f:
+            seq = f.read().split()
+        self.assertEqual(sorted(seq), sorted(MODES * 3))
+
+    def test_program_output_discarded(self):
+        p = self.overhead("-n", 1, "-f", "csv", "--", "sh", "-c", "echo out; echo err >&2")
+        self.assertNotIn("out", p.stdout.splitlines()[1:])
+        self.assertEqual(p.stderr, "")
+
+    def test_failing_run(self):
+        p = self.overhead("-n", 2, "--modes", "dry", "--", "sh", "-c", "exit 3", check=False)
+        self.assertEqual(p.returncode, 1)
+        self.assertEqual(p.stderr, "weft: overhead: run 1 of 2 (dry, run 1 of 2) exited with status 3; "
+                                   "stopped there\n")
+        self.assertIn("dry", p.stdout)
+        p = self.overhead("-n", 1, "--modes", "functions", "--", "sh", "-c", "kill -SEGV $$", check=False)
+        self.assertEqual(p.returncode, 1)
+        self.assertIn("(functions, run 1 of 1) killed by SIGSEGV", p.stderr)
+
+    def test_usage(self):
+        cases = [
+            (["-n", 2, "--modes", "bogus", "--", "true"],
+             "weft: overhead: unknown mode 'bogus' (valid: dry, functions, memory, access)\n"),
+            (["-n", 0, "--", "true"], "weft: overhead: -n takes a number of runs from 1 to 1000000, not '0'\n"),
+            (["--", "true"],
+             "weft: overhead: missing -n N (usage: weft overhead -n N [OPTIONS] -- PROGRAM [ARGS])\n"),
+            (["-n", 1], "weft: overhead: no program given (usage: weft overhead -n N [OPTIONS] -- PROGRAM [ARGS])\n"),
+            (["-n", 1, "-f", "xml", "--", "true"], "weft: overhead: unknown format 'xml' (valid: text, csv, json)\n"),
+            (["-n", 1, "--modes", "dry,dry", "--", "true"], "weft: overhead: mode 'dry' given twice\n"),
+            (["-n", 1, "--seed", "x", "--", "true"],
+             "weft: overhead: --seed takes a non-negative integer, not 'x'\n"),
+        ]
+        for args, err in cases:
+            with self.subTest(args=args):
+                p = self.overhead(*args, check=False)
+                self.assertEqual((p.returncode, p.stdout, p.stderr), (2, "", err))
+        p = self.overhead("-n", 1, "--", "/nonexistent/prog", check=False)
+        self.assertEqual(p.returncode, 127)
+        self.assertEqual(p.stderr, "weft: overhead: cannot run '/nonexistent/prog': No such file or directory\n")
+        p = run([WEFT, "overhead", "--help"])
+        self.assertIn("usage: weft overhead -n N", p.stdout)
+        self.assertIn("/dev/null", p.stdout)
+
+
+if __name__ == "__main__":
+    main()
