@@ -19,6 +19,7 @@ need libzstd-dev have_pc libzstd
 need libelf-dev have_pc libelf
 need libdeflate-dev have_pc libdeflate
 need libsqlite3-dev have_pc sqlite3
+need libcairo2-dev have_pc cairo
 need g++ command -v g++
 if [ "$what" = test ] || [ "$what" = bench ]; then
   need libcmocka-dev have_pc cmocka

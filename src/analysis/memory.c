@@ -460,7 +460,8 @@ static void block_done(struct replay *rp, const struct block *b, uint64_t free_t
 	if (!rp->on_block)
 		return;
 	struct weft_mem_block_info bi = {rp->proc, b->heap, b->fn, b->addr, b->raw_size, b->ts, free_ts,
-					 b->thread, free_thread, b->serial, free_serial};
+					 b->thread, free_thread, b->serial, free_serial,
+					 b->stack ? rp->mp->stacks[b->stack].site : 0};
 	rp->on_block(rp->ud, &bi);
 }
 

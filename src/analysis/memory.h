@@ -116,6 +116,7 @@ struct weft_mem_block_info {
 	uint64_t alloc_ts, free_ts;     /* ns; free_ts 0: never freed */
 	size_t alloc_thread, free_thread; /* indices in p->threads; free_thread SIZE_MAX: never freed */
 	uint64_t alloc_serial, free_serial; /* innermost slices (walker serials), 0: none */
+	uint32_t alloc_site;            /* the innermost slice's (or frame's) site id, 0: none */
 };
 typedef void (*weft_mem_block_fn)(void *ud, const struct weft_mem_block_info *b);
 

@@ -11,6 +11,7 @@
 
 int cmd_convert(int argc, char **argv);
 int cmd_export(int argc, char **argv);
+int cmd_plot(int argc, char **argv);
 int cmd_info(int argc, char **argv);
 int cmd_overhead(int argc, char **argv);
 int cmd_record(int argc, char **argv);

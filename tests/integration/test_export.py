@@ -1,12 +1,53 @@
 """weft export: the SQLite file of docs/sqlite.md, read back with Python's sqlite3 module. A
 program with known allocations (tests/memory/memtest.c, recorded with --memory) and a
 weft.h program (tests/programs/features.c) give exact rows: every table and view queried."""
+import json
 import os
 import sqlite3
+import struct
 import unittest
+import zlib
 from weftlib import TraceTest, main, run, sanitizer, WEFT, BUILD
 
 PLUGIN = os.path.join(BUILD, "libmemplugin.so")
+
+
+def read_png(path):
+    """(width, height, px) of an 8-bit RGB or RGBA PNG (what cairo writes), px(x, y) -> (r, g, b)."""
+    with open(path, "rb") as f:
+        data = f.read()
+    assert data[:8] == b"\x89PNG\r\n\x1a\n"
+    pos, idat, w, h, bpp = 8, b"", 0, 0, 3
+    while pos < len(data):
+        n, kind = struct.unpack(">I4s", data[pos:pos + 8])
+        body = data[pos + 8:pos + 8 + n]
+        if kind == b"IHDR":
+            w, h, depth, ctype = struct.unpack(">IIBB", body[:10])
+            assert depth == 8 and ctype in (2, 6), (depth, ctype)
+            bpp = 3 if ctype == 2 else 4
+        elif kind == b"IDAT":
+            idat += body
+        pos += 12 + n
+    raw, stride = zlib.decompress(idat), w * bpp
+    rows, prev = [], bytearray(stride)
+    for y in range(h):
+        ft, line = raw[y * (stride + 1)], bytearray(raw[y * (stride + 1) + 1:(y + 1) * (stride + 1)])
+        for i in range(stride):
+            a = line[i - bpp] if i >= bpp else 0
+            b, c = prev[i], prev[i - bpp] if i >= bpp else 0
+            if ft == 1:
+                line[i] = (line[i] + a) & 255
+            elif ft == 2:
+                line[i] = (line[i] + b) & 255
+            elif ft == 3:
+                line[i] = (line[i] + (a + b) // 2) & 255
+            elif ft == 4:
+                p = a + b - c
+                pa, pb, pc = abs(p - a), abs(p - b), abs(p - c)
+                line[i] = (line[i] + (a if pa <= pb and pa <= pc else b if pb <= pc else c)) & 255
+        rows.append(line)
+        prev = line
+    return w, h, lambda x, y: tuple(rows[y][x * bpp:x * bpp + 3])
 
 
 class Export(TraceTest):
@@ -149,6 +190,40 @@ class Accesses(TraceTest):
         # the views carry them too
         (n,), = q("select count(*) from accesses")
         self.assertEqual(q("select count(*) from access"), [(n,)])
+
+    def test_plots(self):
+        data = os.path.join(self.tmp, "p.data")
+        run([WEFT, "record", "-q", "-o", data, "--memory", "--mem-access", "--", os.path.join(BUILD, "memtouch")],
+            cwd=self.tmp)
+        png = os.path.join(self.tmp, "mem.png")
+        out = run([WEFT, "plot", "memory", data, "-o", png, "--describe"]).stdout
+        rects = {r["slice"]: r for r in map(json.loads, out.splitlines()) if r["size"] >= 16 << 20}
+        w, h, px = read_png(png)
+        self.assertEqual((w, h), (1600, 900))
+        big = rects["writer_pass"]
+        self.assertEqual(big["size"], 64 << 20)
+        # the 64 MiB block fills most of the height; its inside is its fill colour, not the
+        # background, and the page faults of writer_pass run through it as red dots
+        self.assertGreater(big["y1"] - big["y0"], 400)
+        cx, cy = (big["x0"] + big["x1"]) // 2, (big["y0"] + big["y1"]) // 2
+        r, g, b = px(int(cx), int(big["y0"]) + 30)
+        self.assertTrue(g > r and g > b and (r, g, b) != (255, 255, 255), (r, g, b))
+        red = sum(1 for x in range(int(big["x0"]), int(big["x1"]), 2) for y in range(int(big["y0"]), int(big["y1"]), 2)
+                  if (lambda c: c[0] > 150 and c[1] < 90 and c[2] < 90)(px(x, y)))
+        self.assertGreater(red, 200)
+        # the reader's block, later and smaller, elsewhere on both axes
+        small = rects["reader_pass"]
+        self.assertGreater(small["x0"], big["x0"])
+        self.assertLessEqual(small["y1"], big["y0"] + 1)
+        self.assertEqual(px(5, h - 5), (255, 255, 255))  # the margin is background
+        hp = os.path.join(self.tmp, "heap.png")
+        run([WEFT, "plot", "heap", data, "-o", hp])
+        self.assertEqual(read_png(hp)[:2], (1600, 900))
+        p = run([WEFT, "plot", "memory", data, "-o", png, "--addr", "10:20"], check=False)
+        self.assertEqual(p.returncode, 1)
+        self.assertIn("nothing to draw", p.stderr)
+        p = run([WEFT, "plot", "bogus", data], check=False)
+        self.assertEqual(p.returncode, 2)
 
     def test_unavailable_sources_are_said(self):
         data = os.path.join(self.tmp, "u.data")

@@ -1,0 +1,452 @@
+/*
+ * plot.c - PNG pictures of a trace's memory, drawn with cairo (Debian libcairo2).
+ *
+ * weft_plot_memory: Heimdallr's address x time picture of one process. x is time; y is the
+ * address, with the empty ranges between used ones squeezed out: every allocation's range and
+ * every sampled page is a used interval, intervals closer than 1 MiB merge into a segment, and
+ * each segment gets a band of the height in proportion to its size (at least 14 px), with a
+ * dashed line and the size of the gap between bands. Allocations are rectangles from their
+ * allocation to their free (or the end), coloured and labelled by the slice that made them;
+ * sampled accesses are dots on top. A legend names the slices with the most bytes.
+ *
+ * weft_plot_heap: live bytes over time, one line per heap of one process.
+ *
+ * Both can describe what they drew (`describe`: one JSON line per allocation with its pixel
+ * rectangle), so a test can look at the pixels where a known block must be.
+ */
+#include "export/plot.h"
+#include "analysis/memory.h"
+#include "export/model.h"
+#include <cairo.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct pblock { uint64_t addr, size, t0, t1; uint32_t site; };
+struct paccess { uint64_t ts, addr; };
+struct seg { uint64_t lo, hi; double y0, y1; };
+
+struct pdata {
+	size_t proc;
+	struct pblock *b;
+	size_t nb, bcap;
+	struct paccess *a;
+	size_t na, acap;
+};
+
+static void *xgrow(void *p, size_t *cap, size_t n, size_t elem)
+{
+	if (n < *cap)
+		return p;
+	*cap = *cap ? *cap * 2 : 1024;
+	void *q = realloc(p, *cap * elem);
+	if (!q)
+		weft_oom("drawing the plot");
+	return q;
+}
+
+static void on_block(void *ud, const struct weft_mem_block_info *bi)
+{
+	struct pdata *d = ud;
+	if (bi->proc != d->proc || !bi->size)
+		return;
+	d->b = xgrow(d->b, &d->bcap, d->nb, sizeof(*d->b));
+	d->b[d->nb++] = (struct pblock){bi->addr, bi->size, bi->alloc_ts, bi->free_ts, bi->alloc_site};
+}
+
+static void on_event(void *ud, const struct weft_ev *ev)
+{
+	struct pdata *d = ud;
+	if (ev->kind != WEFT_EV_ACCESS)
+		return;
+	d->a = xgrow(d->a, &d->acap, d->na, sizeof(*d->a));
+	d->a[d->na++] = (struct paccess){ev->ts, ev->addr};
+}
+
+static int cmp_iv(const void *x, const void *y)
+{
+	const struct seg *a = x, *b = y;
+	return a->lo < b->lo ? -1 : a->lo > b->lo;
+}
+
+/* The used address ranges, merged into segments, laid out bottom (low addresses) to top. */
+static struct seg *layout(const struct pdata *d, size_t *nseg, double top, double bottom)
+{
+	size_t n = d->nb + d->na, k = 0;
+	struct seg *iv = malloc((n + 1) * sizeof(*iv));
+	if (!iv)
+		weft_oom("drawing the plot");
+	for (size_t i = 0; i < d->nb; i++)
+		iv[k++] = (struct seg){d->b[i].addr, d->b[i].addr + d->b[i].size, 0, 0};
+	for (size_t i = 0; i < d->na; i++) {
+		uint64_t page = d->a[i].addr & ~(uint64_t)4095;
+		iv[k++] = (struct seg){page, page + 4096, 0, 0};
+	}
+	qsort(iv, k, sizeof(*iv), cmp_iv);
+	size_t m = 0;
+	const uint64_t gap = 1u << 20;
+	for (size_t i = 0; i < k; i++) {
+		if (m && iv[i].lo <= iv[m - 1].hi + gap) {
+			if (iv[i].hi > iv[m - 1].hi)
+				iv[m - 1].hi = iv[i].hi;
+		} else {
+			iv[m++] = iv[i];
+		}
+	}
+	/* heights: proportional to size, at least 14 px each */
+	double avail = bottom - top, total = 0, minh = 14;
+	for (size_t i = 0; i < m; i++)
+		total += (double)(iv[i].hi - iv[i].lo);
+	double fixed = minh * (double)m, scale = m && total > 0 ? (avail - fixed) / total : 0;
+	if (scale < 0)
+		scale = 0, minh = m ? avail / (double)m : avail;
+	double y = bottom;
+	for (size_t i = 0; i < m; i++) {
+		double h = minh + (double)(iv[i].hi - iv[i].lo) * scale;
+		iv[i].y0 = y;     /* low address at the bottom of the band */
+		iv[i].y1 = y - h; /* high at the top */
+		y -= h;
+	}
+	*nseg = m;
+	return iv;
+}
+
+static double addr_y(const struct seg *s, size_t n, uint64_t a)
+{
+	size_t lo = 0, hi = n;
+	while (lo < hi) { /* last segment with lo <= a */
+		size_t mid = (lo + hi) / 2;
+		if (s[mid].lo <= a)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (!lo)
+		return s[0].y0;
+	const struct seg *g = &s[lo - 1];
+	if (a >= g->hi)
+		return g->y1;
+	return g->y0 + (g->y1 - g->y0) * (double)(a - g->lo) / (double)(g->hi - g->lo);
+}
+
+static void colour_of(uint32_t site, double *r, double *g, double *b)
+{
+	uint32_t h = site * 2654435761u;
+	double hue = (double)(h % 360) / 60.0, s = 0.65, v = 0.85;
+	int i = (int)hue;
+	double f = hue - i, p = v * (1 - s), q = v * (1 - s * f), t = v * (1 - s * (1 - f));
+	double rgb[6][3] = {{v, t, p}, {q, v, p}, {p, v, t}, {p, q, v}, {t, p, v}, {v, p, q}};
+	*r = rgb[i % 6][0];
+	*g = rgb[i % 6][1];
+	*b = rgb[i % 6][2];
+}
+
+static void text(cairo_t *cr, double x, double y, const char *s, double size)
+{
+	cairo_set_font_size(cr, size);
+	cairo_move_to(cr, x, y);
+	cairo_show_text(cr, s);
+}
+
+/* Round step for about n ticks over span. */
+static double nice_step(double span, int n)
+{
+	double raw = span / n, p = pow(10, floor(log10(raw))), f = raw / p;
+	return (f < 1.5 ? 1 : f < 3.5 ? 2 : f < 7.5 ? 5 : 10) * p;
+}
+
+static void time_axis(cairo_t *cr, double x0, double x1, double y, uint64_t t0, uint64_t t1)
+{
+	cairo_set_source_rgb(cr, 0.2, 0.2, 0.2);
+	cairo_set_line_width(cr, 1);
+	cairo_move_to(cr, x0, y + 0.5);
+	cairo_line_to(cr, x1, y + 0.5);
+	cairo_stroke(cr);
+	double span_ms = (double)(t1 - t0) / 1e6, step = nice_step(span_ms > 0 ? span_ms : 1, 8);
+	for (double v = 0; v <= span_ms + 1e-9; v += step) {
+		double x = x0 + (x1 - x0) * v / (span_ms > 0 ? span_ms : 1);
+		cairo_move_to(cr, x, y);
+		cairo_line_to(cr, x, y + 5);
+		cairo_stroke(cr);
+		char buf[32];
+		snprintf(buf, sizeof(buf), "%g ms", v);
+		text(cr, x - 12, y + 18, buf, 11);
+	}
+}
+
+struct legend { uint32_t site; uint64_t bytes; };
+static int cmp_leg(const void *x, const void *y)
+{
+	const struct legend *a = x, *b = y;
+	return a->bytes > b->bytes ? -1 : a->bytes < b->bytes;
+}
+
+int weft_plot_memory(const struct weft_trace *t, const struct weft_plot_opts *o, char *err, size_t errlen)
+{
+	size_t proc = 0;
+	if (o->pid) {
+		for (proc = 0; proc < t->nprocs && t->procs[proc].pid != o->pid; proc++)
+			;
+		if (proc == t->nprocs) {
+			snprintf(err, errlen, "no process %d in the trace", o->pid);
+			return -ENOENT;
+		}
+	}
+	const struct weft_proc *p = &t->procs[proc];
+	struct pdata d = {.proc = proc};
+	struct weft_mem *mem = NULL;
+	int rc = weft_mem_analyze_blocks(t, on_block, &d, &mem, err, errlen);
+	if (rc)
+		return rc;
+	uint64_t *buf = NULL;
+	size_t cap = 0;
+	for (size_t k = 0; k < p->nthreads; k++) {
+		struct weft_walk_stats st = {0};
+		weft_walk_thread(p, &p->threads[k], t->last_ns, on_event, &d, &st, &buf, &cap);
+	}
+	free(buf);
+	/* the window: what was asked, else everything of this process */
+	uint64_t t0 = UINT64_MAX, t1 = 0;
+	for (size_t i = 0; i < d.nb; i++) {
+		t0 = d.b[i].t0 < t0 ? d.b[i].t0 : t0;
+		uint64_t e = d.b[i].t1 ? d.b[i].t1 : d.b[i].t0;
+		t1 = e > t1 ? e : t1;
+	}
+	for (size_t i = 0; i < d.na; i++) {
+		t0 = d.a[i].ts < t0 ? d.a[i].ts : t0;
+		t1 = d.a[i].ts > t1 ? d.a[i].ts : t1;
+	}
+	if (o->has_time) { /* relative to the process's first memory event */
+		uint64_t base = t0;
+		t0 = base + o->t_from;
+		if (o->t_to && base + o->t_to < t1)
+			t1 = base + o->t_to;
+	}
+	/* keep what lies in the window and the address range */
+	size_t nb = 0, na = 0;
+	for (size_t i = 0; i < d.nb; i++) {
+		struct pblock b = d.b[i];
+		uint64_t e = b.t1 ? b.t1 : t1;
+		if (e < t0 || b.t0 > t1 || (o->a_hi && (b.addr >= o->a_hi || b.addr + b.size <= o->a_lo)))
+			continue;
+		d.b[nb++] = b;
+	}
+	for (size_t i = 0; i < d.na; i++) {
+		struct paccess a = d.a[i];
+		if (a.ts < t0 || a.ts > t1 || (o->a_hi && (a.addr >= o->a_hi || a.addr < o->a_lo)))
+			continue;
+		d.a[na++] = a;
+	}
+	d.nb = nb;
+	d.na = na;
+	if (!nb && !na) {
+		snprintf(err, errlen, "nothing to draw: no allocations or accesses of process %d in that range", p->pid);
+		free(d.b);
+		free(d.a);
+		weft_mem_free(mem);
+		return -ENODATA;
+	}
+	if (t1 <= t0)
+		t1 = t0 + 1;
+	int W = o->width, H = o->height;
+	double left = 150, right = W - 230, top = 40, bottom = H - 50;
+	size_t nseg;
+	struct seg *seg = layout(&d, &nseg, top, bottom);
+	cairo_surface_t *sf = cairo_image_surface_create(CAIRO_FORMAT_RGB24, W, H);
+	cairo_t *cr = cairo_create(sf);
+	cairo_set_source_rgb(cr, 1, 1, 1);
+	cairo_paint(cr);
+	cairo_select_font_face(cr, "sans-serif", CAIRO_FONT_SLANT_NORMAL, CAIRO_FONT_WEIGHT_NORMAL);
+	char title[512];
+	snprintf(title, sizeof(title), "weft: memory of process %d %s: allocations by slice (rectangles), "
+		 "sampled accesses (dots)", p->pid, p->name ? p->name : "");
+	cairo_set_source_rgb(cr, 0, 0, 0);
+	text(cr, left, 24, title, 14);
+	/* bands and the squeezed gaps between them */
+	for (size_t i = 0; i < nseg; i++) {
+		cairo_set_source_rgb(cr, i % 2 ? 0.965 : 0.93, i % 2 ? 0.965 : 0.93, i % 2 ? 0.965 : 0.93);
+		cairo_rectangle(cr, left, seg[i].y1, right - left, seg[i].y0 - seg[i].y1);
+		cairo_fill(cr);
+		char lab[64];
+		snprintf(lab, sizeof(lab), "0x%" PRIx64, seg[i].lo);
+		cairo_set_source_rgb(cr, 0.2, 0.2, 0.2);
+		text(cr, 6, seg[i].y0 - 2, lab, 10);
+		if (i + 1 < nseg) {
+			double dash[] = {4, 3};
+			cairo_set_dash(cr, dash, 2, 0);
+			cairo_set_source_rgb(cr, 0.5, 0.5, 0.5);
+			cairo_move_to(cr, left, seg[i].y1 + 0.5);
+			cairo_line_to(cr, right, seg[i].y1 + 0.5);
+			cairo_stroke(cr);
+			cairo_set_dash(cr, NULL, 0, 0);
+			double gap = (double)(seg[i + 1].lo - seg[i].hi) / 1048576.0;
+			snprintf(lab, sizeof(lab), "gap %.0f MiB", gap);
+			text(cr, right + 4, seg[i].y1 + 4, lab, 9);
+		}
+	}
+	/* allocations */
+	double sx = (right - left) / (double)(t1 - t0);
+	struct legend *leg = calloc(d.nb + 1, sizeof(*leg));
+	size_t nleg = 0;
+	for (size_t i = 0; i < d.nb; i++) {
+		const struct pblock *b = &d.b[i];
+		uint64_t e = b->t1 && b->t1 < t1 ? b->t1 : t1, s = b->t0 > t0 ? b->t0 : t0;
+		double x0 = left + (double)(s - t0) * sx, x1 = left + (double)(e - t0) * sx;
+		double ya = addr_y(seg, nseg, b->addr), yb = addr_y(seg, nseg, b->addr + b->size);
+		if (x1 - x0 < 1)
+			x1 = x0 + 1;
+		if (ya - yb < 1)
+			yb = ya - 1;
+		double r, g, bl;
+		colour_of(b->site, &r, &g, &bl);
+		cairo_set_source_rgba(cr, r, g, bl, 0.45);
+		cairo_rectangle(cr, x0, yb, x1 - x0, ya - yb);
+		cairo_fill_preserve(cr);
+		cairo_set_source_rgba(cr, r * 0.6, g * 0.6, bl * 0.6, 0.9);
+		cairo_set_line_width(cr, 1);
+		cairo_stroke(cr);
+		const char *name = b->site ? weft_site_name(p, b->site) : "[outside any slice]";
+		if (x1 - x0 > 70 && ya - yb > 14 && name) {
+			cairo_set_source_rgb(cr, 0.1, 0.1, 0.1);
+			text(cr, x0 + 3, yb + 12, name, 10);
+		}
+		if (o->describe)
+			printf("{\"addr\":%" PRIu64 ",\"size\":%" PRIu64 ",\"slice\":\"%s\",\"x0\":%.0f,\"y0\":%.0f,"
+			       "\"x1\":%.0f,\"y1\":%.0f}\n", b->addr, b->size, name ? name : "", x0, yb, x1, ya);
+		size_t k = 0;
+		while (k < nleg && leg[k].site != b->site)
+			k++;
+		if (k == nleg)
+			leg[nleg++].site = b->site;
+		leg[k].bytes += b->size;
+	}
+	/* accesses */
+	cairo_set_source_rgba(cr, 0.75, 0.05, 0.05, 0.8);
+	for (size_t i = 0; i < d.na; i++) {
+		double x = left + (double)(d.a[i].ts - t0) * sx, y = addr_y(seg, nseg, d.a[i].addr);
+		cairo_rectangle(cr, x - 1, y - 1, 2, 2);
+	}
+	cairo_fill(cr);
+	time_axis(cr, left, right, bottom, t0, t1);
+	/* legend */
+	qsort(leg, nleg, sizeof(*leg), cmp_leg);
+	double ly = top + 10;
+	cairo_set_source_rgb(cr, 0, 0, 0);
+	text(cr, right + 70, ly, "slices (bytes)", 11);
+	for (size_t k = 0; k < nleg && k < 16; k++) {
+		ly += 18;
+		double r, g, bl;
+		colour_of(leg[k].site, &r, &g, &bl);
+		cairo_set_source_rgba(cr, r, g, bl, 0.7);
+		cairo_rectangle(cr, right + 70, ly - 10, 12, 12);
+		cairo_fill(cr);
+		const char *name = leg[k].site ? weft_site_name(p, leg[k].site) : "[outside any slice]";
+		char lab[160];
+		snprintf(lab, sizeof(lab), "%.28s %.1f MiB", name ? name : "?", (double)leg[k].bytes / 1048576.0);
+		cairo_set_source_rgb(cr, 0, 0, 0);
+		text(cr, right + 86, ly, lab, 10);
+	}
+	ly += 26;
+	cairo_set_source_rgba(cr, 0.75, 0.05, 0.05, 0.8);
+	cairo_rectangle(cr, right + 73, ly - 6, 4, 4);
+	cairo_fill(cr);
+	cairo_set_source_rgb(cr, 0, 0, 0);
+	char lab[96];
+	snprintf(lab, sizeof(lab), "access (page fault) x %zu", d.na);
+	text(cr, right + 86, ly, lab, 10);
+	cairo_destroy(cr);
+	cairo_status_t st = cairo_surface_write_to_png(sf, o->out);
+	cairo_surface_destroy(sf);
+	free(leg);
+	free(seg);
+	free(d.b);
+	free(d.a);
+	weft_mem_free(mem);
+	if (st != CAIRO_STATUS_SUCCESS) {
+		snprintf(err, errlen, "cannot write %s: %s", o->out, cairo_status_to_string(st));
+		return -EIO;
+	}
+	return 0;
+}
+
+int weft_plot_heap(const struct weft_trace *t, const struct weft_plot_opts *o, char *err, size_t errlen)
+{
+	struct weft_mem *mem = NULL;
+	int rc = weft_mem_analyze(t, &mem, err, errlen);
+	if (rc)
+		return rc;
+	const struct weft_mem_proc *mp = NULL;
+	for (size_t i = 0; i < t->nprocs && !mp; i++)
+		if (!o->pid || t->procs[i].pid == o->pid)
+			mp = weft_mem_for(mem, &t->procs[i]);
+	if (!mp) {
+		snprintf(err, errlen, o->pid ? "no memory records of process %d" : "no memory records in the trace", o->pid);
+		weft_mem_free(mem);
+		return -ENODATA;
+	}
+	uint64_t t0 = mp->first_ts, t1 = mp->last_ts > mp->first_ts ? mp->last_ts : mp->first_ts + 1, peak = 1;
+	for (size_t k = 0; k < mp->nheaps; k++)
+		peak = mp->heaps[k].peak > peak ? mp->heaps[k].peak : peak;
+	int W = o->width, H = o->height;
+	double left = 110, right = W - 230, top = 40, bottom = H - 50;
+	cairo_surface_t *sf = cairo_image_surface_create(CAIRO_FORMAT_RGB24, W, H);
+	cairo_t *cr = cairo_create(sf);
+	cairo_set_source_rgb(cr, 1, 1, 1);
+	cairo_paint(cr);
+	cairo_select_font_face(cr, "sans-serif", CAIRO_FONT_SLANT_NORMAL, CAIRO_FONT_WEIGHT_NORMAL);
+	char buf[256];
+	snprintf(buf, sizeof(buf), "weft: live bytes per heap, process %d %s", mp->p->pid, mp->p->name ? mp->p->name : "");
+	cairo_set_source_rgb(cr, 0, 0, 0);
+	text(cr, left, 24, buf, 14);
+	double step = nice_step((double)peak / 1048576.0, 6);
+	for (double v = 0; v <= (double)peak / 1048576.0 + 1e-9 && step > 0; v += step) {
+		double y = bottom - (bottom - top) * v * 1048576.0 / (double)peak;
+		cairo_set_source_rgb(cr, 0.88, 0.88, 0.88);
+		cairo_move_to(cr, left, y + 0.5);
+		cairo_line_to(cr, right, y + 0.5);
+		cairo_stroke(cr);
+		snprintf(buf, sizeof(buf), "%g MiB", v);
+		cairo_set_source_rgb(cr, 0.2, 0.2, 0.2);
+		text(cr, 8, y + 4, buf, 10);
+	}
+	double ly = top + 10;
+	for (size_t k = 0; k < mp->nheaps; k++) {
+		const struct weft_mem_heap *h = &mp->heaps[k];
+		static const double pal[6][3] = {{0.12, 0.47, 0.71}, {1.0, 0.5, 0.05}, {0.17, 0.63, 0.17},
+						 {0.84, 0.15, 0.16}, {0.58, 0.4, 0.74}, {0.55, 0.34, 0.29}};
+		double r = pal[k % 6][0] / 0.8, g = pal[k % 6][1] / 0.8, b = pal[k % 6][2] / 0.8;
+		cairo_set_source_rgb(cr, r * 0.8, g * 0.8, b * 0.8);
+		cairo_set_line_width(cr, 1.5);
+		double last_y = bottom;
+		for (size_t i = 0; i < h->npoints; i++) {
+			double x = left + (right - left) * (double)(h->points[i].ts - t0) / (double)(t1 - t0);
+			double y = bottom - (bottom - top) * (double)h->points[i].live / (double)peak;
+			if (!i)
+				cairo_move_to(cr, x, bottom);
+			cairo_line_to(cr, x, last_y); /* a step: the value holds until the next point */
+			cairo_line_to(cr, x, y);
+			last_y = y;
+		}
+		cairo_line_to(cr, right, last_y);
+		cairo_stroke(cr);
+		ly += 18;
+		cairo_rectangle(cr, right + 20, ly - 10, 12, 12);
+		cairo_fill(cr);
+		snprintf(buf, sizeof(buf), "%s: peak %.2f MiB", h->id ? h->name : "malloc", (double)h->peak / 1048576.0);
+		cairo_set_source_rgb(cr, 0, 0, 0);
+		text(cr, right + 36, ly, buf, 10);
+	}
+	time_axis(cr, left, right, bottom, t0, t1);
+	cairo_destroy(cr);
+	cairo_status_t st = cairo_surface_write_to_png(sf, o->out);
+	cairo_surface_destroy(sf);
+	weft_mem_free(mem);
+	if (st != CAIRO_STATUS_SUCCESS) {
+		snprintf(err, errlen, "cannot write %s: %s", o->out, cairo_status_to_string(st));
+		return -EIO;
+	}
+	return 0;
+}

@@ -1,0 +1,23 @@
+/* plot.h - PNG pictures of a trace's memory (plot.c, cairo). Each returns 0 or -errno with a
+ * one-line reason in err. */
+#ifndef WEFT_PLOT_H
+#define WEFT_PLOT_H
+
+#include "format/reader.h"
+
+struct weft_plot_opts {
+	const char *out;      /* the PNG file */
+	int width, height;    /* pixels */
+	int pid;              /* the process (0: the first) */
+	int has_time;         /* a time window, in ns from the process's first memory event: */
+	uint64_t t_from, t_to; /* t_to 0: to the end */
+	uint64_t a_lo, a_hi;  /* an address range (a_hi 0: all) */
+	int describe;         /* print each allocation's pixel rectangle (JSON lines) on stdout */
+};
+
+/* Address x time: allocations as rectangles by slice, sampled accesses as dots. */
+int weft_plot_memory(const struct weft_trace *t, const struct weft_plot_opts *o, char *err, size_t errlen);
+/* Live bytes over time, a line per heap. */
+int weft_plot_heap(const struct weft_trace *t, const struct weft_plot_opts *o, char *err, size_t errlen);
+
+#endif

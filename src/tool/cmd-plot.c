@@ -1,0 +1,121 @@
+/*
+ * cmd-plot.c - `weft plot memory|heap [OPTIONS] [DIR] -o FILE.png`: pictures of a trace's
+ * memory (src/export/plot.c): the address x time picture of allocations and sampled accesses,
+ * or live bytes over time per heap.
+ */
+#include "tool/cmd.h"
+#include "export/plot.h"
+#include "lib/internal.h" /* weft_parse_duration */
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static void help(FILE *f)
+{
+	fprintf(f, "usage: weft plot memory|heap [OPTIONS] [DIR] -o FILE.png   (default DIR weft.data)\n"
+		   "memory: address x time: allocations as rectangles coloured and labelled by the slice\n"
+		   "        that made them, sampled accesses (weft record --mem-access) as dots; empty\n"
+		   "        address ranges squeezed out (each gap marked with its size)\n"
+		   "heap:   live bytes over time, a line per heap\n\n"
+		   "  -o, --output FILE     the PNG (required)\n"
+		   "  -p, --pid PID         the process (default: the first)\n"
+		   "      --time FROM:TO    a window from the process's first memory event, e.g. 0:5ms,\n"
+		   "                        2ms: (to the end)\n"
+		   "      --addr LO:HI      an address range, hex (memory only)\n"
+		   "      --size WxH        pixels (default 1600x900)\n"
+		   "      --describe        print where each allocation was drawn (JSON lines)\n"
+		   "  -h, --help            this text\n\n"
+		   "Exit status: 0, 1 unreadable/nothing to draw/unwritable, 2 usage.\n");
+}
+
+int cmd_plot(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{"output", required_argument, 0, 'o'}, {"pid", required_argument, 0, 'p'},
+		{"time", required_argument, 0, 'T'}, {"addr", required_argument, 0, 'A'},
+		{"size", required_argument, 0, 'S'}, {"describe", no_argument, 0, 'D'},
+		{"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
+	struct weft_plot_opts o = {.width = 1600, .height = 900};
+	int c;
+	if (argc < 2 || (strcmp(argv[1], "memory") && strcmp(argv[1], "heap"))) {
+		if (argc >= 2 && (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help"))) {
+			help(stdout);
+			return WEFT_EXIT_OK;
+		}
+		weft_cli_error("plot", "which picture? 'weft plot memory' or 'weft plot heap' (see 'weft plot --help')");
+		return WEFT_EXIT_USAGE;
+	}
+	const char *what = argv[1];
+	argc--;
+	argv++;
+	optind = 1;
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, "o:p:h", opts, NULL)) != -1) {
+		switch (c) {
+		case 'o': o.out = optarg; break;
+		case 'p': o.pid = atoi(optarg); break;
+		case 'D': o.describe = 1; break;
+		case 'S':
+			if (sscanf(optarg, "%dx%d", &o.width, &o.height) != 2 || o.width < 400 || o.height < 300 ||
+			    o.width > 10000 || o.height > 10000) {
+				weft_cli_error("plot", "--size takes WxH from 400x300 to 10000x10000, not '%s'", optarg);
+				return WEFT_EXIT_USAGE;
+			}
+			break;
+		case 'T': {
+			char a[64] = "", b[64] = "";
+			const char *colon = strchr(optarg, ':');
+			if (!colon || (size_t)(colon - optarg) >= sizeof(a) || strlen(colon + 1) >= sizeof(b)) {
+				weft_cli_error("plot", "--time takes FROM:TO such as 0:5ms or 2ms:, not '%s'", optarg);
+				return WEFT_EXIT_USAGE;
+			}
+			memcpy(a, optarg, (size_t)(colon - optarg));
+			strcpy(b, colon + 1);
+			if ((*a && weft_parse_duration(a, &o.t_from)) || (*b && weft_parse_duration(b, &o.t_to)) ||
+			    (*b && o.t_to <= o.t_from)) {
+				weft_cli_error("plot", "--time takes FROM:TO such as 0:5ms or 2ms:, not '%s'", optarg);
+				return WEFT_EXIT_USAGE;
+			}
+			o.has_time = 1;
+			break;
+		}
+		case 'A': {
+			unsigned long long lo, hi;
+			if (sscanf(optarg, "%llx:%llx", &lo, &hi) != 2 || hi <= lo) {
+				weft_cli_error("plot", "--addr takes LO:HI in hex with LO < HI, not '%s'", optarg);
+				return WEFT_EXIT_USAGE;
+			}
+			o.a_lo = lo;
+			o.a_hi = hi;
+			break;
+		}
+		case 'h': help(stdout); return WEFT_EXIT_OK;
+		default:
+			weft_cli_error("plot", "unknown option '%s' (see 'weft plot --help')", argv[optind - 1]);
+			return WEFT_EXIT_USAGE;
+		}
+	}
+	if (!o.out) {
+		weft_cli_error("plot", "missing -o FILE.png");
+		return WEFT_EXIT_USAGE;
+	}
+	if (optind < argc - 1) {
+		weft_cli_error("plot", "one trace directory expected");
+		return WEFT_EXIT_USAGE;
+	}
+	const char *dir = optind < argc ? argv[optind] : "weft.data";
+	struct weft_trace *t;
+	char err[512];
+	if (weft_trace_open(dir, &t, err, sizeof(err))) {
+		weft_cli_error("plot", "%s", err);
+		return WEFT_EXIT_FAIL;
+	}
+	int rc = !strcmp(what, "memory") ? weft_plot_memory(t, &o, err, sizeof(err)) : weft_plot_heap(t, &o, err, sizeof(err));
+	weft_trace_free(t);
+	if (rc) {
+		weft_cli_error("plot", "%s", err);
+		return WEFT_EXIT_FAIL;
+	}
+	return WEFT_EXIT_OK;
+}
