@@ -5,8 +5,10 @@
  */
 #include "tool/cmd.h"
 #include "export/plot.h"
-#include "lib/internal.h" /* weft_parse_duration */
+#include <errno.h>
 #include <getopt.h>
+#include <limits.h>
+#include <unistd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,6 +29,20 @@ static void help(FILE *f)
 		   "      --describe        print where each allocation was drawn (JSON lines)\n"
 		   "  -h, --help            this text\n\n"
 		   "Exit status: 0, 1 unreadable/nothing to draw/unwritable, 2 usage.\n");
+}
+
+/* "5ms", "250us", "1.5s", "100" (ns) */
+static int duration(const char *s, uint64_t *ns)
+{
+	char *end;
+	errno = 0;
+	double v = strtod(s, &end);
+	double mul = !*end || !strcmp(end, "ns") ? 1 : !strcmp(end, "us") ? 1e3 : !strcmp(end, "ms") ? 1e6
+		   : !strcmp(end, "s") ? 1e9 : -1;
+	if (end == s || errno || v < 0 || mul < 0)
+		return -1;
+	*ns = (uint64_t)(v * mul);
+	return 0;
 }
 
 int cmd_plot(int argc, char **argv)
@@ -72,7 +88,7 @@ int cmd_plot(int argc, char **argv)
 			}
 			memcpy(a, optarg, (size_t)(colon - optarg));
 			strcpy(b, colon + 1);
-			if ((*a && weft_parse_duration(a, &o.t_from)) || (*b && weft_parse_duration(b, &o.t_to)) ||
+			if ((*a && duration(a, &o.t_from)) || (*b && duration(b, &o.t_to)) ||
 			    (*b && o.t_to <= o.t_from)) {
 				weft_cli_error("plot", "--time takes FROM:TO such as 0:5ms or 2ms:, not '%s'", optarg);
 				return WEFT_EXIT_USAGE;

@@ -75,28 +75,7 @@ static void forward(int sig, siginfo_t *si, void *uc)
 
 const char *weft_cli_find_preload(char *out, size_t n)
 {
-	char exe[PATH_MAX - 64];
-	ssize_t l = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
-	if (l <= 0)
-		return NULL;
-	exe[l] = 0;
-	char *slash = strrchr(exe, '/');
-	if (!slash)
-		return NULL;
-	*slash = 0;
-#ifndef WEFT_PRELOAD_REL
-#define WEFT_PRELOAD_REL "../lib/weft"
-#endif
-	/* the build tree has it beside the executable; an install in LIBDIR/weft, found relative
-	 * to BINDIR, so a relocated install prefix still works */
-	const char *cands[] = {"%s/libweft-preload.so", "%s/" WEFT_PRELOAD_REL "/libweft-preload.so",
-			       "%s/../lib/weft/libweft-preload.so"};
-	for (size_t i = 0; i < sizeof(cands) / sizeof(cands[0]); i++) {
-		snprintf(out, n, cands[i], exe);
-		if (access(out, R_OK) == 0)
-			return out;
-	}
-	return NULL;
+	return weft_cli_find_file("libweft-preload.so", out, n);
 }
 
 /* Is `dir` a directory weft may move aside: a trace directory (weft files only, or empty)? */

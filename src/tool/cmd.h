@@ -17,6 +17,14 @@ int cmd_overhead(int argc, char **argv);
 int cmd_record(int argc, char **argv);
 int cmd_report(int argc, char **argv);
 
+/* `weft plot` runs the weft-plot executable (cairo stays out of the main CLI). */
+int cmd_plot_exec(int argc, char **argv);
+/* Installs the readers' out-of-memory handler, naming the command in its line. */
+void weft_cli_set_oom(const char *cmd);
+/* Finds one of weft's own files (libweft-preload.so, weft-plot) beside the weft executable
+ * (build tree) or in LIBDIR/weft (installed); NULL if it is not there. */
+const char *weft_cli_find_file(const char *name, char *out, size_t n);
+
 /* Prints "weft: CMD: message" on stderr. */
 void weft_cli_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* libweft-preload.so's path into out (next to the weft executable, or where it is installed

@@ -4,6 +4,8 @@
  */
 #include "tool/cmd.h"
 #include "format/reader.h"
+#include <errno.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <unistd.h>
 #include <stdarg.h>
@@ -20,38 +22,23 @@ static const struct {
 	{"convert", cmd_convert, "convert a trace directory to .pftrace (Perfetto) or Chrome .json"},
 	{"info", cmd_info, "show processes, threads, events, drops, time span and sizes of a trace"},
 	{"export", cmd_export, "write a trace as a SQLite database (slices, allocations, accesses)"},
-	{"plot", cmd_plot, "draw a trace's memory as PNG: address x time, or live bytes per heap"},
+	{"plot", cmd_plot_exec, "draw a trace's memory as PNG: address x time, or live bytes per heap"},
 	{"overhead", cmd_overhead, "run a program untraced and traced, interleaved; compare time and memory"},
 };
 
-void weft_cli_error(const char *cmd, const char *fmt, ...)
+/* `weft plot ...`: the same arguments to weft-plot, found beside weft or in LIBDIR/weft. */
+int cmd_plot_exec(int argc, char **argv)
 {
-	va_list ap;
-	va_start(ap, fmt);
-	fprintf(stderr, "weft: %s: ", cmd);
-	vfprintf(stderr, fmt, ap);
-	fputc('\n', stderr);
-	va_end(ap);
-}
-
-void weft_cli_warn_undecoded(const char *cmd, unsigned long long n, const char *why, const char *of)
-{
-	weft_cli_error(cmd, "warning: %llu chunks could not be decoded (%s); their events are left out%s%s", n,
-		       why ? why : "?", of ? " of " : "", of ? of : "");
-}
-
-/* Out of memory inside the reader or a converter: one line, exit 1 (never SIGABRT). What
- * was written so far stays, and is said to be incomplete. */
-static const char *running = "weft";
-static void on_oom(const char *what)
-{
-	char line[256];
-	int n = snprintf(line, sizeof(line), "weft: %s: out of memory %s; the output is incomplete\n", running, what);
-	if (n > 0) {
-		ssize_t r = write(2, line, (size_t)n < sizeof(line) ? (size_t)n : sizeof(line) - 1);
-		(void)r;
+	char path[PATH_MAX];
+	if (!weft_cli_find_file("weft-plot", path, sizeof(path))) {
+		weft_cli_error("plot", "weft-plot not found next to the weft executable or in its lib/weft");
+		return WEFT_EXIT_FAIL;
 	}
-	_exit(WEFT_EXIT_FAIL);
+	(void)argc;
+	argv[0] = path;
+	execv(path, argv);
+	weft_cli_error("plot", "cannot run %s: %s", path, strerror(errno));
+	return WEFT_EXIT_FAIL;
 }
 
 static void usage(FILE *f)
@@ -85,10 +72,9 @@ int main(int argc, char **argv)
 		printf("weft 0.1\n");
 		return WEFT_EXIT_OK;
 	}
-	weft_set_oom_handler(on_oom);
 	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
 		if (!strcmp(argv[1], commands[i].name)) {
-			running = commands[i].name;
+			weft_cli_set_oom(commands[i].name);
 			return commands[i].fn(argc - 1, argv + 1);
 		}
 	fprintf(stderr, "weft: unknown command '%s' (try 'weft --help')\n", argv[1]);
