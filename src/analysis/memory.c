@@ -195,6 +195,12 @@ static void on_event(void *ud, const struct weft_ev *ev)
 			s->n--;
 		break;
 	}
+	case WEFT_EV_ACCESS: {
+		struct weft_mem_proc *mp = c->mp;
+		GROW(mp->accesses, mp->naccesses, mp->acap);
+		mp->accesses[mp->naccesses++] = (struct weft_mem_point){ev->ts, 0, 0};
+		break;
+	}
 	case WEFT_EV_ALLOC: case WEFT_EV_FREE: case WEFT_EV_REALLOC: case WEFT_EV_HEAP_USAGE: {
 		const struct weft_proc *p = c->mp->p;
 		if (ev->id && (ev->id >= p->nsites || !p->sites[ev->id].defined || p->sites[ev->id].kind != WEFT_KIND_HEAP)) {
@@ -768,9 +774,39 @@ static void resolve_stacks(struct weft_mem_proc *mp, struct frame_map *fm, struc
 		free(fm->e[i].pcs);
 }
 
+static int cmp_point(const void *a, const void *b)
+{
+	const struct weft_mem_point *x = a, *y = b;
+	return x->ts < y->ts ? -1 : x->ts > y->ts;
+}
+
+/* Sampled accesses as a cumulative count, one point per ~span/50000 (the last of each). */
+static void access_points(struct weft_mem_proc *mp)
+{
+	if (!mp->naccesses)
+		return;
+	mp->has_records = 1;
+	qsort(mp->accesses, mp->naccesses, sizeof(*mp->accesses), cmp_point);
+	uint64_t span = mp->accesses[mp->naccesses - 1].ts - mp->accesses[0].ts, res = span / 50000 ? span / 50000 : 1;
+	size_t out = 0;
+	uint64_t bucket = 0;
+	for (size_t i = 0; i < mp->naccesses; i++) {
+		uint64_t ts = mp->accesses[i].ts;
+		if (out && ts - bucket < res) { /* the same bucket: its count grows */
+			mp->accesses[out - 1].live = i + 1;
+			continue;
+		}
+		bucket = ts;
+		mp->accesses[out].ts = ts;
+		mp->accesses[out].live = i + 1;
+		out++;
+	}
+	mp->naccesses = out;
+}
+
 static int has_heaps(const struct weft_proc *p)
 {
-	if (p->mem_recorded)
+	if (p->mem_recorded || p->has_access)
 		return 1;
 	for (size_t i = 0; i < p->nsites; i++)
 		if (p->sites[i].defined && p->sites[i].kind == WEFT_KIND_HEAP)
@@ -815,6 +851,7 @@ static void analyze_proc(const struct weft_trace *t, struct weft_mem_proc *mp, w
 		}
 	}
 	free(buf);
+	access_points(mp);
 	resolve_stacks(mp, &fm, rp.threads, p->nthreads);
 	free(fm.e);
 	rp.filtered = p->mem_threshold || p->mem_sample;
@@ -918,6 +955,7 @@ void weft_mem_free(struct weft_mem *m)
 				free(mp->threads[k].slices);
 		free(mp->threads);
 		free(mp->stacks);
+		free(mp->accesses);
 		free(mp->ikeys);
 		free(mp->ivals);
 	}

@@ -94,6 +94,8 @@ struct weft_mem_proc {
 	uint64_t first_ts, last_ts;
 	uint64_t hist[64];             /* allocations by size: bucket k holds [2^(k-1), 2^k) */
 	double scale_note;             /* sampling: mean bytes per sample (0: exact) */
+	struct weft_mem_point *accesses; /* sampled accesses so far (live = count), per bucket */
+	size_t naccesses, acap;
 	/* interning table: (parent, site) -> stack id */
 	uint64_t *ikeys;
 	uint32_t *ivals;

@@ -28,7 +28,7 @@ enum {
 	TYPE_COUNTER = 4, SEQ_CLEARED = 1, SEQ_NEEDS = 2, UNIT_BYTES = 3,
 };
 
-enum { C_LIVE, C_PEAK, C_USE_LIVE, C_USE_CACHED, C_USE_REQUESTED };
+enum { C_LIVE, C_PEAK, C_USE_LIVE, C_USE_CACHED, C_USE_REQUESTED, C_ACCESSES };
 
 static uint64_t counter_uuid(uint64_t (*mix)(uint64_t, uint64_t), int pid, uint32_t heap, unsigned kind)
 {
@@ -63,6 +63,19 @@ void weft_pf_mem_tracks(struct pb *b, const struct weft_mem_proc *mp, uint64_t p
 {
 	char name[300];
 	int pid = mp->p->pid;
+	if (mp->naccesses) { /* a count, not bytes */
+		size_t pk = pb_begin(b, TRACE_PACKET);
+		pb_varint(b, TP_SEQ_ID, 1);
+		size_t td = pb_begin(b, TP_TRACK_DESCRIPTOR);
+		pb_varint(b, TD_UUID, counter_uuid(mix, pid, 0, C_ACCESSES));
+		pb_varint(b, TD_PARENT, proc_uuid);
+		pb_string(b, TD_NAME, "memory accesses sampled (page faults)");
+		size_t cd = pb_begin(b, TD_COUNTER);
+		pb_varint(b, CD_UNIT, 2); /* UNIT_COUNT */
+		pb_end(b, cd);
+		pb_end(b, td);
+		pb_end(b, pk);
+	}
 	for (size_t i = 0; i < mp->nheaps; i++) {
 		const struct weft_mem_heap *h = &mp->heaps[i];
 		if (h->npoints) {
@@ -98,6 +111,10 @@ void weft_pf_mem_counters(struct pb *b, const struct weft_mem_proc *mp, uint32_t
 			  uint64_t (*mix)(uint64_t, uint64_t), void (*drain)(void *ctx), void *ctx)
 {
 	int pid = mp->p->pid;
+	for (size_t k = 0; k < mp->naccesses; k++) {
+		counter_point(b, seq, mp->accesses[k].ts, counter_uuid(mix, pid, 0, C_ACCESSES), mp->accesses[k].live);
+		drain(ctx);
+	}
 	for (size_t i = 0; i < mp->nheaps; i++) {
 		const struct weft_mem_heap *h = &mp->heaps[i];
 		uint64_t live = counter_uuid(mix, pid, h->id, C_LIVE), peak = counter_uuid(mix, pid, h->id, C_PEAK);

@@ -3,6 +3,7 @@ program with known allocations (tests/memory/memtest.c, recorded with --memory) 
 weft.h program (tests/programs/features.c) give exact rows: every table and view queried."""
 import json
 import os
+import re
 import sqlite3
 import struct
 import unittest
@@ -190,6 +191,13 @@ class Accesses(TraceTest):
         # the views carry them too
         (n,), = q("select count(*) from accesses")
         self.assertEqual(q("select count(*) from access"), [(n,)])
+        # and the .pftrace a cumulative count of them beside the slices
+        samples = int(re.search(r"page faults sampled: (\d+) samples", info).group(1))
+        self.assertEqual(n, samples)
+        counter, = self.tp(os.path.join(data, "trace.pftrace"),
+                           "select max(c.value) mx from counter c join counter_track t on c.track_id = t.id "
+                           "where t.name = 'memory accesses sampled (page faults)'")
+        self.assertEqual(counter[0]["mx"], samples)
 
     def test_plots(self):
         data = os.path.join(self.tmp, "p.data")
