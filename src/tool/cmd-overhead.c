@@ -14,6 +14,7 @@
  */
 #include "tool/cmd.h"
 #include "tool/textout.h"
+#include <sqlite3.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <ftw.h>
@@ -46,6 +47,9 @@ static void help(FILE *f)
 		"                                   not in the default list)\n"
 		"  -f, --format FMT      text (default: medians and stdev), csv or json (also min, max, mean)\n"
 		"      --seed S          seed of the shuffle (default 1; the same seed, the same order)\n"
+		"      --db FILE         also append every run to the runs table of this SQLite file (the\n"
+		"                        table of 'weft export': prog, mode, run, utime_ns, stime_ns,\n"
+		"                        wtime_ns, max_rss in bytes; created if missing)\n"
 		"  -h, --help            this text\n\n"
 		"PROGRAM's stdin is /dev/null and its stdout and stderr go to /dev/null. Overheads are\n"
 		"of the medians: wall time, user+sys CPU time and max RSS. Max RSS counts what weft itself\n"
@@ -331,14 +335,47 @@ static int parse_modes(const char *arg, int *sel, int *nsel)
 	return *nsel ? 0 : -1;
 }
 
+/* --db: every run as a row of the runs table (Heimdallr's shape, as weft export writes it). */
+static int save_runs(const char *path, const char *prog, const int *order, const struct sample *samples, int total)
+{
+	sqlite3 *h = NULL;
+	sqlite3_stmt *st = NULL;
+	int counts[NMODES] = {0}, ok = sqlite3_open(path, &h) == SQLITE_OK &&
+		sqlite3_exec(h, "CREATE TABLE IF NOT EXISTS runs(id INTEGER PRIMARY KEY, prog TEXT, mode TEXT, run INTEGER,"
+			     " utime_ns INTEGER, stime_ns INTEGER, wtime_ns INTEGER, max_rss INTEGER); BEGIN;",
+			     NULL, NULL, NULL) == SQLITE_OK &&
+		sqlite3_prepare_v2(h, "INSERT INTO runs(prog, mode, run, utime_ns, stime_ns, wtime_ns, max_rss)"
+				   " VALUES(?,?,?,?,?,?,?)", -1, &st, NULL) == SQLITE_OK;
+	for (int i = 0; ok && i < total; i++) {
+		const struct sample *s = &samples[i];
+		sqlite3_bind_text(st, 1, prog, -1, SQLITE_STATIC);
+		sqlite3_bind_text(st, 2, modes[order[i]].name, -1, SQLITE_STATIC);
+		sqlite3_bind_int(st, 3, counts[order[i]]++);
+		sqlite3_bind_int64(st, 4, llround(s->v[USER] * 1e9));
+		sqlite3_bind_int64(st, 5, llround(s->v[SYS] * 1e9));
+		sqlite3_bind_int64(st, 6, llround(s->v[WALL] * 1e9));
+		sqlite3_bind_int64(st, 7, llround(s->v[RSS] * 1024));
+		ok = sqlite3_step(st) == SQLITE_DONE;
+		sqlite3_reset(st);
+	}
+	ok = ok && sqlite3_exec(h, "COMMIT;", NULL, NULL, NULL) == SQLITE_OK;
+	if (!ok)
+		weft_cli_error("overhead", "cannot write the runs to %s: %s", path, h ? sqlite3_errmsg(h) : "out of memory");
+	sqlite3_finalize(st);
+	sqlite3_close(h);
+	return ok ? 0 : -1;
+}
+
 int cmd_overhead(int argc, char **argv)
 {
 	static const struct option opts[] = {
 		{"runs", required_argument, 0, 'n'}, {"modes", required_argument, 0, 'M'},
 		{"format", required_argument, 0, 'f'}, {"seed", required_argument, 0, 'S'},
+		{"db", required_argument, 0, 'B'},
 		{"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
 	int sel[NMODES] = {0, 1, 2}, nsel = 3, fmt = 0, n = 0, c; /* the default: all but access */
 	uint64_t seed = 1;
+	const char *db = NULL;
 	char *end;
 	optind = 1;
 	opterr = 0;
@@ -357,6 +394,7 @@ int cmd_overhead(int argc, char **argv)
 			if (parse_modes(optarg, sel, &nsel))
 				return WEFT_EXIT_USAGE;
 			break;
+		case 'B': db = optarg; break;
 		case 'f':
 			fmt = !strcmp(optarg, "text") ? 0 : !strcmp(optarg, "csv") ? 1 : !strcmp(optarg, "json") ? 2 : -1;
 			if (fmt < 0) {
@@ -462,6 +500,8 @@ int cmd_overhead(int argc, char **argv)
 		print_text(argv + optind, n, seed, r, nsel);
 	else
 		print_machine(r, nsel, fmt == 2);
+	if (db && save_runs(db, argv[optind], order, samples, total))
+		code = WEFT_EXIT_FAIL;
 	free(order), free(samples), free(values);
 	return code;
 }

@@ -5,6 +5,7 @@ import csv
 import io
 import json
 import os
+import sqlite3
 from weftlib import TraceTest, main, run, BUILD, WEFT
 
 SPIN = os.path.join(BUILD, "spin")
@@ -55,6 +56,19 @@ class Overhead(TraceTest):
         m = self.json_of("-n", 2, "--modes", "dry", "--", SPIN, 0, 100)["dry"]["metrics"]
         self.assertGreaterEqual(m["wall_s"]["median"], 0.1)
         self.assertLess(m["user_s"]["median"], 0.05)
+
+    def test_runs_kept_in_sqlite(self):
+        db = os.path.join(self.tmp, "runs.db")
+        self.overhead("-n", 3, "--modes", "dry,functions", "--db", db, "--", SPIN, 0, 20)
+        self.overhead("-n", 1, "--modes", "dry", "--db", db, "--", SPIN, 0, 20)  # appends
+        con = sqlite3.connect(db)
+        rows = con.execute("select prog, mode, run, wtime_ns, max_rss from runs order by id").fetchall()
+        con.close()
+        self.assertEqual(len(rows), 7)
+        self.assertEqual(sorted((m, r) for _, m, r, _, _ in rows[:6]),
+                         [("dry", 0), ("dry", 1), ("dry", 2), ("functions", 0), ("functions", 1), ("functions", 2)])
+        self.assertEqual(rows[6][1:3], ("dry", 0))
+        self.assertTrue(all(p == SPIN and w >= 20_000_000 and rss > 0 for p, _, _, w, rss in rows), rows)
 
     def test_csv(self):
         p = self.overhead("-n", 2, "--format=csv", "--", SPIN, 1)
