@@ -369,6 +369,8 @@ static void walk(struct weft_walker *wk, const uint64_t *r, size_t n)
 			wk->ev.mfn = track;
 			wk->ev.addr = x;
 			wk->ev.addr2 = extra > 1 ? r[i + 3] : 0;
+			wk->ev.size = extra > 2 ? r[i + 4] : 0;  /* latency (PEBS/IBS) */
+			wk->ev.value = extra > 3 ? r[i + 5] : 0; /* data source */
 			break;
 		case WEFT_R_STACK:
 			if (wk->pending && (wk->ev.kind == WEFT_EV_ALLOC || wk->ev.kind == WEFT_EV_REALLOC)) {

@@ -21,8 +21,10 @@ enum weft_ev_kind {
 	 * (FREE), addr -> addr2 with size (REALLOC), value/addr/addr2/size = -/live/cached/
 	 * requested (HEAP_USAGE) */
 	WEFT_EV_ALLOC, WEFT_EV_FREE, WEFT_EV_REALLOC, WEFT_EV_HEAP_USAGE,
-	/* a sampled memory access: id the tid that made it, mfn the source (1 page fault), addr
-	 * the data address, addr2 the instruction (a sampler's stream holds every thread's) */
+	/* a sampled memory access: id the tid that made it, mfn the source (enum
+	 * weft_access_source: 1 page fault, 2 PEBS load, 3 PEBS store, 4 IBS op), addr the data
+	 * address, addr2 the instruction, size the latency and value the data source (PEBS/IBS);
+	 * a sampler's stream holds every thread's */
 	WEFT_EV_ACCESS,
 };
 #define WEFT_EVF_UNTERMINATED 1u

@@ -13,6 +13,7 @@
  */
 #include "export/export.h"
 #include "analysis/memory.h"
+#include "collect/perf_sample.h"
 #include <errno.h>
 #include <stdarg.h>
 #include <sqlite3.h>
@@ -63,7 +64,7 @@ static const char *const stmt_sql[NSTMT] = {
 	" free_slice_id) VALUES(?,?,?,?,?,?,?,?,?,?,?)",
 	"INSERT INTO runs VALUES(?,?,?,?,?,?,?,?)",
 	"INSERT INTO meta VALUES(?,?)",
-	"INSERT INTO accesses(ts, upid, utid, addr, source, ip) VALUES(?,?,?,?,?,?)",
+	"INSERT INTO accesses(ts, upid, utid, addr, source, ip, is_write, latency, data_src) VALUES(?,?,?,?,?,?,?,?,?)",
 	"UPDATE accesses SET region = ? WHERE id = ?",
 };
 
@@ -272,8 +273,36 @@ static void on_event(void *ud, const struct weft_ev *ev)
 		for (size_t k = 0; k < w->p->nthreads; k++)
 			if (w->p->threads[k].tid == ev->id)
 				utid = w->d->utid_base[w->proc] + (int64_t)k;
-		row(w->d, S_ACCESS, "iiziti", (int64_t)ev->ts, w->upid, utid, (int64_t)ev->addr,
-		    ev->mfn == 1 ? "pagefault" : "?", (int64_t)ev->addr2);
+		static const char *const src[] = {"?", "pagefault", "pebs-load", "pebs-store", "ibs-op"};
+		int hw = ev->mfn >= 2 && ev->mfn <= 4;
+		int wr = ev->mfn == 3 ? 1 : ev->mfn == 2 ? 0 : hw ? weft_perf_data_src_is_write(ev->value) : -1;
+		sqlite3_stmt *s = w->d->st[S_ACCESS];
+		if (w->d->rc)
+			break;
+		sqlite3_bind_int64(s, 1, (int64_t)ev->ts);
+		sqlite3_bind_int64(s, 2, w->upid);
+		if (utid)
+			sqlite3_bind_int64(s, 3, utid);
+		else
+			sqlite3_bind_null(s, 3);
+		sqlite3_bind_int64(s, 4, (int64_t)ev->addr);
+		sqlite3_bind_text(s, 5, src[ev->mfn <= 4 ? ev->mfn : 0], -1, SQLITE_STATIC);
+		sqlite3_bind_int64(s, 6, (int64_t)ev->addr2);
+		if (wr >= 0)
+			sqlite3_bind_int(s, 7, wr);
+		else
+			sqlite3_bind_null(s, 7);
+		if (hw) {
+			sqlite3_bind_int64(s, 8, (int64_t)ev->size);
+			sqlite3_bind_int64(s, 9, (int64_t)ev->value);
+		} else {
+			sqlite3_bind_null(s, 8);
+			sqlite3_bind_null(s, 9);
+		}
+		if (sqlite3_step(s) != SQLITE_DONE)
+			w->d->rc = sqlite3_errcode(w->d->h);
+		sqlite3_reset(s);
+		w->d->rows++;
 		break;
 	}
 	case WEFT_EV_COUNTER: {

@@ -71,33 +71,22 @@ static int func_stopped;
 
 void weft_memory_start(void); /* memory.c */
 void weft_memory_stop(void);
-int weft_pagefault_start(char *why, size_t n); /* collect/pagefault.c */
-void weft_pagefault_stop(void);
+int weft_access_start(const char *src, char *why, size_t n); /* collect/access.c */
+void weft_access_stop(void);
 
-/* mem_access=: the best source this machine has (pagefault everywhere); a source it lacks is
- * refused in one line, and the program runs on untraced by it. */
+/* mem_access=: the best source this machine has (page faults everywhere); a source it lacks
+ * is refused in one line, and the program runs on without it. */
 static void access_start(void)
 {
 	const char *src = weft_cfg.mem_access;
-	if (!*src)
-		return;
 	char why[256] = "";
-	if (!strcmp(src, "pebs") || !strcmp(src, "ibs")) {
-		int pmu = !access(!strcmp(src, "pebs") ? "/sys/bus/event_source/devices/cpu/events/mem-loads"
-						       : "/sys/bus/event_source/devices/ibs_op", F_OK);
-		weft_log(WEFT_LOG_WARN, "mem-access=%s: unavailable: %s", src,
-			 !pmu ? (!strcmp(src, "pebs") ? "no cpu PMU with mem-loads events (virtual machine?)"
-						    : "no AMD IBS op PMU (/sys/bus/event_source/devices/ibs_op)")
-			      : "this weft does not decode PEBS/IBS samples yet; use mem-access=pagefault");
-		return;
-	}
-	if (weft_pagefault_start(why, sizeof(why)))
+	if (*src && weft_access_start(src, why, sizeof(why)))
 		weft_log(WEFT_LOG_WARN, "mem-access=%s: unavailable: %s", src, why);
 }
 
 static void sum_filtered(void)
 {
-	weft_pagefault_stop();
+	weft_access_stop();
 	weft_memory_stop();
 	func_stopped = 1;
 	__atomic_store_n(&func_filters, 1, __ATOMIC_RELAXED);

@@ -1,12 +1,18 @@
 /*
- * pagefault.c - memory access sampling from page faults (mem_access=pagefault, `weft record
- * --mem-access`), part of libweft-preload.so. Every thread of the traced process gets a
- * perf_event_open software event PERF_COUNT_SW_PAGE_FAULTS, period 1, user space only, with the
- * faulting data address, the instruction, the tid and the time on CLOCK_BOOTTIME (weft's
- * timeline): the first touch of each page, when an allocation really becomes memory. Works
- * without a PMU (virtual machines). Per-thread events, because the kernel refuses to map the
- * buffer of an inherited per-task event: the main thread's is opened at start, every later
- * thread's by a wrapper of pthread_create before the thread's own code runs.
+ * access.c - memory access sampling (mem_access=, `weft record --mem-access[=SRC]`), part of
+ * libweft-preload.so. Every thread of the traced process gets a perf_event_open event of the
+ * chosen source (collect/perf_sample.c builds its attributes), user space only, with the data
+ * address, the instruction, the tid and the time on CLOCK_BOOTTIME (weft's timeline):
+ *   pagefault  PERF_COUNT_SW_PAGE_FAULTS, period 1: the first touch of each page, when an
+ *              allocation really becomes memory; any Linux, no PMU needed (virtual machines);
+ *   pebs       Intel PEBS load-latency loads (with the mem-loads-aux leader where the PMU has
+ *              one) and, on a second event, stores: latency and data source per sample;
+ *   ibs        AMD IBS op samples.
+ * auto picks PEBS, then IBS, then page faults. Per-thread events, because the kernel refuses to
+ * map the buffer of an inherited per-task event: the main thread's is opened at start, every
+ * later thread's by a wrapper of pthread_create before the thread's own code runs. The PEBS and
+ * IBS paths are built from the PMU's sysfs description and decoded by the tested decoder, but
+ * have not run on such hardware here (this VM has no PMU).
  *
  * One sampler thread drains every thread's ring every few milliseconds into its own weft stream
  * as ACCESS records (time, tid, address, instruction), counts PERF_RECORD_LOST and throttling,
@@ -15,6 +21,7 @@
  * the totals go into an ACCESS metadata record; a fork child starts its own sampler.
  */
 #include "lib/internal.h"
+#include "collect/perf_sample.h"
 #include <dlfcn.h>
 #include <errno.h>
 #include <stdio.h>
@@ -40,7 +47,9 @@
 
 struct ring {
 	struct ring *next;
-	int fd;
+	int fd, aux_fd; /* aux_fd: the mem-loads-aux group leader, or -1 */
+	int src;
+	uint64_t sample_type;
 	uint32_t tid;
 	void *base;
 	size_t size; /* 1 + RING_PAGES pages */
@@ -58,25 +67,30 @@ static _Atomic uint64_t samples, lost, throttled, open_failures;
 static int first_errno;        /* why the first perf_event_open failed */
 static pthread_key_t ring_key; /* a thread's ring, marked ended by the key's destructor */
 
-static struct weft_site sampler_name = {0, WEFT_KIND_EVENT, 0, 0, 0, "weft: page-fault sampler", "", 0, 0};
+static struct weft_site sampler_name = {0, WEFT_KIND_EVENT, 0, 0, 0, "weft: access sampler", "", 0, 0};
 
-static int open_ring(uint32_t tid)
+static int sources[2]; /* what each thread opens (0: none): page faults, or PEBS loads + stores, or IBS */
+
+static int open_one(int src, uint32_t tid)
 {
-	struct perf_event_attr a;
-	memset(&a, 0, sizeof(a));
-	a.size = sizeof(a);
-	a.type = PERF_TYPE_SOFTWARE;
-	a.config = PERF_COUNT_SW_PAGE_FAULTS;
-	a.sample_period = 1;
-	a.sample_type = PERF_SAMPLE_IP | PERF_SAMPLE_TID | PERF_SAMPLE_TIME | PERF_SAMPLE_ADDR;
-	a.exclude_kernel = 1;
-	a.exclude_hv = 1;
+	struct perf_event_attr a, aux;
+	int needs_aux = 0, aux_fd = -1;
+	char why[160];
+	if (weft_access_attr(src, "", 0, &a, &aux, &needs_aux, why, sizeof(why)))
+		return -1;
 	a.use_clockid = 1;
 	a.clockid = CLOCK_BOOTTIME;
-	int fd = (int)syscall(SYS_perf_event_open, &a, (pid_t)tid, -1, -1, PERF_FLAG_FD_CLOEXEC);
+	if (needs_aux && (aux_fd = (int)syscall(SYS_perf_event_open, &aux, (pid_t)tid, -1, -1, PERF_FLAG_FD_CLOEXEC)) < 0) {
+		if (!atomic_fetch_add(&open_failures, 1))
+			first_errno = errno;
+		return -1;
+	}
+	int fd = (int)syscall(SYS_perf_event_open, &a, (pid_t)tid, -1, aux_fd, PERF_FLAG_FD_CLOEXEC);
 	if (fd < 0) {
 		if (!atomic_fetch_add(&open_failures, 1))
 			first_errno = errno;
+		if (aux_fd >= 0)
+			close(aux_fd);
 		return -1;
 	}
 	size_t size = (size_t)(1 + RING_PAGES) * (size_t)sysconf(_SC_PAGESIZE);
@@ -88,9 +102,14 @@ static int open_ring(uint32_t tid)
 		if (base != MAP_FAILED)
 			munmap(base, size);
 		close(fd);
+		if (aux_fd >= 0)
+			close(aux_fd);
 		return -1;
 	}
 	r->fd = fd;
+	r->aux_fd = aux_fd;
+	r->src = src;
+	r->sample_type = a.sample_type;
 	r->tid = tid;
 	r->base = base;
 	r->size = size;
@@ -100,6 +119,14 @@ static int open_ring(uint32_t tid)
 	pthread_mutex_unlock(&rings_lock);
 	pthread_setspecific(ring_key, r);
 	return 0;
+}
+
+static int open_ring(uint32_t tid)
+{
+	int rc = 0;
+	for (int i = 0; i < 2 && sources[i]; i++)
+		rc |= open_one(sources[i], tid);
+	return rc;
 }
 
 static void ring_done(void *arg)
@@ -118,18 +145,21 @@ static void watch_this_thread(void)
 
 /* ---- the sampler ---- */
 
-struct sample { uint64_t ip; uint32_t pid, tid; uint64_t time, addr; };
-
-static void emit(const struct sample *s)
+static void emit(const struct ring *r, const struct weft_perf_sample *s)
 {
-	uint64_t *w = weft__reserve(32);
+	int full = r->src != WEFT_ACC_PAGEFAULT; /* latency and data source too */
+	uint64_t *w = weft__reserve(full ? 48 : 32);
 	if (!w)
 		return; /* counted as dropped by the runtime */
 	w[0] = s->time;
-	w[1] = weft__hdr(s->tid, WEFT_R_ACCESS, 2, 1);
+	w[1] = weft__hdr(s->tid, WEFT_R_ACCESS, full ? 4 : 2, (unsigned)r->src);
 	w[2] = s->addr;
 	w[3] = s->ip;
-	weft__commit(w + 4);
+	if (full) {
+		w[4] = s->weight;
+		w[5] = s->data_src;
+	}
+	weft__commit(w + (full ? 6 : 4));
 }
 
 /* Copies len bytes at offset off of the ring's data area (it wraps). */
@@ -151,11 +181,15 @@ static void drain(struct ring *r)
 		ring_copy(r, tail, &eh, sizeof(eh));
 		if (eh.size < sizeof(eh) || tail + eh.size > head)
 			break;
-		if (eh.type == PERF_RECORD_SAMPLE && eh.size >= sizeof(eh) + sizeof(struct sample)) {
-			struct sample s;
-			ring_copy(r, tail + sizeof(eh), &s, sizeof(s));
-			emit(&s);
-			atomic_fetch_add_explicit(&samples, 1, memory_order_relaxed);
+		if (eh.type == PERF_RECORD_SAMPLE) {
+			unsigned char body[512];
+			size_t len = eh.size - sizeof(eh) < sizeof(body) ? eh.size - sizeof(eh) : sizeof(body);
+			struct weft_perf_sample s;
+			ring_copy(r, tail + sizeof(eh), body, len);
+			if (!weft_perf_decode_sample(r->sample_type, body, len, &s)) {
+				emit(r, &s);
+				atomic_fetch_add_explicit(&samples, 1, memory_order_relaxed);
+			}
 		} else if (eh.type == PERF_RECORD_LOST && eh.size >= sizeof(eh) + 16) {
 			uint64_t v[2];
 			ring_copy(r, tail + sizeof(eh), v, sizeof(v));
@@ -179,6 +213,8 @@ static void drain_all(void)
 			*pp = r->next;
 			munmap(r->base, r->size);
 			close(r->fd);
+			if (r->aux_fd >= 0)
+				close(r->aux_fd);
 			free(r);
 			continue;
 		}
@@ -190,7 +226,7 @@ static void drain_all(void)
 static void *sampler_main(void *arg)
 {
 	(void)arg;
-	pthread_setname_np(pthread_self(), "weft-pagefault");
+	pthread_setname_np(pthread_self(), "weft-access");
 	if (weft__on(&sampler_name)) /* names this stream in the trace */
 		weft__rec2(weft__hdr(sampler_name.id, WEFT_R_INSTANT, 0, 0));
 	struct timespec ts = {0, DRAIN_NS};
@@ -254,7 +290,7 @@ EXPORT int pthread_create(pthread_t *th, const pthread_attr_t *attr, void *(*fn)
 
 static void write_totals(void)
 {
-	uint32_t head[2] = {1, 0};
+	uint32_t head[2] = {(uint32_t)sources[0], (uint32_t)sources[1]};
 	uint64_t v[3] = {atomic_load(&samples), atomic_load(&lost), atomic_load(&throttled)};
 	weft_meta_write(WEFT_M_ACCESS, head, sizeof(head), v, sizeof(v));
 }
@@ -271,7 +307,7 @@ static void stop_sampler(void)
 	write_totals();
 }
 
-void weft_pagefault_stop(void) /* preload.c: before the trace stops */
+void weft_access_stop(void) /* preload.c: before the trace stops */
 {
 	stop_sampler();
 }
@@ -285,6 +321,8 @@ static void atfork_child(void)
 		struct ring *n = r->next;
 		munmap(r->base, r->size);
 		close(r->fd);
+		if (r->aux_fd >= 0)
+			close(r->aux_fd);
 		free(r);
 		r = n;
 	}
@@ -300,16 +338,38 @@ static void atfork_child(void)
 	start_sampler();
 }
 
-/* Returns 0, or -errno with the reason in why. */
-int weft_pagefault_start(char *why, size_t n)
+/* src: auto, pagefault, pebs or ibs. Returns 0, or -errno with the reason in why ("unavailable"
+ * follows in the caller's line). */
+int weft_access_start(const char *src, char *why, size_t n)
 {
+	struct perf_event_attr a, aux;
+	int needs_aux;
+	char w1[160] = "", w2[160] = "";
+	int pebs = weft_access_attr(WEFT_ACC_PEBS_LOAD, "", 0, &a, &aux, &needs_aux, w1, sizeof(w1)) == 0;
+	int ibs = weft_access_attr(WEFT_ACC_IBS_OP, "", 0, &a, &aux, &needs_aux, w2, sizeof(w2)) == 0;
+	if (!strcmp(src, "pebs") && !pebs) {
+		snprintf(why, n, "%s", w1);
+		return -ENOENT;
+	}
+	if (!strcmp(src, "ibs") && !ibs) {
+		snprintf(why, n, "%s", w2);
+		return -ENOENT;
+	}
+	if (!strcmp(src, "pebs") || ((!strcmp(src, "auto") || !strcmp(src, "1")) && pebs)) {
+		sources[0] = WEFT_ACC_PEBS_LOAD;
+		sources[1] = WEFT_ACC_PEBS_STORE;
+	} else if (!strcmp(src, "ibs") || ((!strcmp(src, "auto") || !strcmp(src, "1")) && ibs)) {
+		sources[0] = WEFT_ACC_IBS_OP;
+	} else {
+		sources[0] = WEFT_ACC_PAGEFAULT;
+	}
 	pthread_key_create(&ring_key, ring_done);
 	atomic_store(&on, 1);
 	watch_this_thread();
 	if (atomic_load(&open_failures)) {
 		atomic_store(&on, 0);
 		int e = first_errno;
-		snprintf(why, n, "perf_event_open of page faults failed: %s%s", strerror(e),
+		snprintf(why, n, "perf_event_open failed: %s%s", strerror(e),
 			 e == EACCES || e == EPERM ? " (kernel.perf_event_paranoid too high? run as root or lower it)" : "");
 		return -e;
 	}
