@@ -543,6 +543,12 @@ int weft_export_sqlite(const struct weft_trace *t, const char *path, struct weft
 	if (!d.utid_base)
 		weft_oom("writing SQLite");
 	int rc = 0;
+	/* one thread writes: no memory statistics (a global mutex per allocation) */
+	static int configured;
+	if (!configured) {
+		configured = 1;
+		sqlite3_config(SQLITE_CONFIG_MEMSTATUS, 0);
+	}
 	if (sqlite3_open_v2(tmp, &d.h, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, NULL) != SQLITE_OK) {
 		snprintf(err, errlen, "cannot create %s: %s", tmp, d.h ? sqlite3_errmsg(d.h) : "out of memory");
 		rc = -EIO;
