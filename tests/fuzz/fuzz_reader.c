@@ -1,11 +1,12 @@
-/* fuzz_reader.c - libFuzzer target for the trace reader and both converters. An input is a
+/* fuzz_reader.c - libFuzzer target for the trace reader and the converters. An input is a
  * metadata file and an events file of one process: the first 4 bytes (little-endian) say
- * where the first ends. Everything the reader accepts is converted to .pftrace and JSON;
+ * where the first ends. Everything the reader accepts is converted to .pftrace, JSON and SQLite;
  * any crash, hang, leak or sanitizer report is a bug. The corpus in corpus/ is replayed by
  * replay.c in every `make test`. */
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 #include "export/export.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -34,6 +35,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		weft_export_json(t, f, WEFT_JSON_X, 1, &s, err, sizeof(err));
 		fclose(f);
 	}
+	char db[64];
+	snprintf(db, sizeof(db), "/tmp/weft-fuzz-%d.db", (int)getpid());
+	struct weft_export_summary s;
+	weft_export_sqlite(t, db, &s, err, sizeof(err));
+	unlink(db);
 	weft_trace_free(t);
 	return 0;
 }
