@@ -177,6 +177,29 @@ static void time_axis(cairo_t *cr, double x0, double x1, double y, uint64_t t0, 
 	}
 }
 
+/* A white canvas of W x H with the sans-serif face. */
+static cairo_t *canvas(int W, int H, cairo_surface_t **sf)
+{
+	*sf = cairo_image_surface_create(CAIRO_FORMAT_RGB24, W, H);
+	cairo_t *cr = cairo_create(*sf);
+	cairo_set_source_rgb(cr, 1, 1, 1);
+	cairo_paint(cr);
+	cairo_select_font_face(cr, "sans-serif", CAIRO_FONT_SLANT_NORMAL, CAIRO_FONT_WEIGHT_NORMAL);
+	return cr;
+}
+
+/* Writes the picture to path; 0 or -EIO with the reason in err. */
+static int finish(cairo_t *cr, cairo_surface_t *sf, const char *path, char *err, size_t errlen)
+{
+	cairo_destroy(cr);
+	cairo_status_t st = cairo_surface_write_to_png(sf, path);
+	cairo_surface_destroy(sf);
+	if (st == CAIRO_STATUS_SUCCESS)
+		return 0;
+	snprintf(err, errlen, "cannot write %s: %s", path, cairo_status_to_string(st));
+	return -EIO;
+}
+
 struct legend { uint32_t site; uint64_t bytes; };
 static int cmp_leg(const void *x, const void *y)
 {
@@ -255,11 +278,8 @@ int weft_plot_memory(const struct weft_trace *t, const struct weft_plot_opts *o,
 	double left = 150, right = W - 230, top = 40, bottom = H - 50;
 	size_t nseg;
 	struct seg *seg = layout(&d, &nseg, top, bottom);
-	cairo_surface_t *sf = cairo_image_surface_create(CAIRO_FORMAT_RGB24, W, H);
-	cairo_t *cr = cairo_create(sf);
-	cairo_set_source_rgb(cr, 1, 1, 1);
-	cairo_paint(cr);
-	cairo_select_font_face(cr, "sans-serif", CAIRO_FONT_SLANT_NORMAL, CAIRO_FONT_WEIGHT_NORMAL);
+	cairo_surface_t *sf;
+	cairo_t *cr = canvas(W, H, &sf);
 	char title[512];
 	snprintf(title, sizeof(title), "weft: memory of process %d %s: allocations by slice (rectangles), "
 		 "sampled accesses (dots)", p->pid, p->name ? p->name : "");
@@ -357,19 +377,12 @@ int weft_plot_memory(const struct weft_trace *t, const struct weft_plot_opts *o,
 	char lab[96];
 	snprintf(lab, sizeof(lab), "access (page fault) x %zu", d.na);
 	text(cr, right + 86, ly, lab, 10);
-	cairo_destroy(cr);
-	cairo_status_t st = cairo_surface_write_to_png(sf, o->out);
-	cairo_surface_destroy(sf);
 	free(leg);
 	free(seg);
 	free(d.b);
 	free(d.a);
 	weft_mem_free(mem);
-	if (st != CAIRO_STATUS_SUCCESS) {
-		snprintf(err, errlen, "cannot write %s: %s", o->out, cairo_status_to_string(st));
-		return -EIO;
-	}
-	return 0;
+	return finish(cr, sf, o->out, err, errlen);
 }
 
 int weft_plot_heap(const struct weft_trace *t, const struct weft_plot_opts *o, char *err, size_t errlen)
@@ -392,11 +405,8 @@ int weft_plot_heap(const struct weft_trace *t, const struct weft_plot_opts *o, c
 		peak = mp->heaps[k].peak > peak ? mp->heaps[k].peak : peak;
 	int W = o->width, H = o->height;
 	double left = 110, right = W - 230, top = 40, bottom = H - 50;
-	cairo_surface_t *sf = cairo_image_surface_create(CAIRO_FORMAT_RGB24, W, H);
-	cairo_t *cr = cairo_create(sf);
-	cairo_set_source_rgb(cr, 1, 1, 1);
-	cairo_paint(cr);
-	cairo_select_font_face(cr, "sans-serif", CAIRO_FONT_SLANT_NORMAL, CAIRO_FONT_WEIGHT_NORMAL);
+	cairo_surface_t *sf;
+	cairo_t *cr = canvas(W, H, &sf);
 	char buf[256];
 	snprintf(buf, sizeof(buf), "weft: live bytes per heap, process %d %s", mp->p->pid, mp->p->name ? mp->p->name : "");
 	cairo_set_source_rgb(cr, 0, 0, 0);
@@ -440,13 +450,6 @@ int weft_plot_heap(const struct weft_trace *t, const struct weft_plot_opts *o, c
 		text(cr, right + 36, ly, buf, 10);
 	}
 	time_axis(cr, left, right, bottom, t0, t1);
-	cairo_destroy(cr);
-	cairo_status_t st = cairo_surface_write_to_png(sf, o->out);
-	cairo_surface_destroy(sf);
 	weft_mem_free(mem);
-	if (st != CAIRO_STATUS_SUCCESS) {
-		snprintf(err, errlen, "cannot write %s: %s", o->out, cairo_status_to_string(st));
-		return -EIO;
-	}
-	return 0;
+	return finish(cr, sf, o->out, err, errlen);
 }
