@@ -81,6 +81,7 @@ static const char *const joins =
 	" WHERE allocation_id IS NOT NULL;\n";
 
 struct db {
+	int progress;     /* stderr is a terminal: a progress line every 2^20 rows */
 	sqlite3 *h;
 	sqlite3_stmt *st[NSTMT];
 	int rc;           /* first failure */
@@ -127,6 +128,8 @@ static void row(struct db *d, int which, const char *types, ...)
 		d->rc = rc;
 	sqlite3_reset(s);
 	d->rows++;
+	if (d->progress && !(d->rows & ((1u << 20) - 1)))
+		fprintf(stderr, "\rweft: export: %llu rows...", (unsigned long long)d->rows);
 }
 
 /* ---- slices and counters, one thread at a time ---- */
@@ -363,7 +366,8 @@ static void on_block(void *ud, const struct weft_mem_block_info *b)
 	if (rc != SQLITE_DONE)
 		d->rc = rc;
 	sqlite3_reset(s);
-	d->rows++;
+	if (++d->rows % (1u << 20) == 0 && d->progress)
+		fprintf(stderr, "\rweft: export: %llu rows...", (unsigned long long)d->rows);
 }
 
 /* ---- regions of accesses no block explains: the process's memory map ---- */
@@ -538,7 +542,7 @@ int weft_export_sqlite(const struct weft_trace *t, const char *path, struct weft
 	char tmp[4200];
 	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
 	unlink(tmp);
-	struct db d = {.t = t};
+	struct db d = {.t = t, .progress = isatty(2)};
 	d.utid_base = calloc(t->nprocs + 1, sizeof(*d.utid_base));
 	if (!d.utid_base)
 		weft_oom("writing SQLite");
@@ -585,6 +589,8 @@ int weft_export_sqlite(const struct weft_trace *t, const char *path, struct weft
 	if ((rc = exec_sql(&d, "COMMIT;", err, errlen)))
 		goto out;
 	sum->bytes = d.rows; /* rows, for the summary line */
+	if (d.progress && d.rows >= (1u << 20))
+		fprintf(stderr, "\r\033[K"); /* the summary line takes its place */
 out:
 	for (int i = 0; i < NSTMT; i++)
 		sqlite3_finalize(d.st[i]);
