@@ -83,12 +83,15 @@ void weft_meta_close(void)
 	pthread_mutex_unlock(&meta_lock);
 }
 
-/* The records written when the trace ends: they use the reserved room. */
+/* The records written when the trace ends, and a thread's name (small, and what its totals
+ * are reported under: a thread that starts once the disk is full still gets one): they use
+ * the reserved room. */
 static int is_final(unsigned type)
 {
 	return type == WEFT_M_FINISH || type == WEFT_M_FUNC_FILTER || type == WEFT_M_OVERHEAD ||
 	       type == WEFT_M_WRITE_FAILED || type == WEFT_M_SIGNAL || type == WEFT_M_CLOCK ||
-	       type == WEFT_M_THREAD_END;
+	       type == WEFT_M_THREAD_END || type == WEFT_M_THREAD || type == WEFT_M_RUSAGE ||
+	       type == WEFT_M_MEMORY || type == WEFT_M_ACCESS;
 }
 
 void weft_meta_write(unsigned type, const void *a, size_t alen, const void *b, size_t blen)

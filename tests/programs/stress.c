@@ -49,7 +49,8 @@ int main(int argc, char **argv)
 	mode = argc > 4 ? (!strcmp(argv[4], "heap") ? 1 : !strcmp(argv[4], "malloc") ? 2 : 0) : 0;
 	if (mode == 2)
 		per_thread &= ~1L; /* whole malloc/free pairs */
-	heap = weft_heap("stress");
+	if (mode == 1)
+		heap = weft_heap("stress");
 	pthread_t th[64];
 	for (int i = 0; i < n && i < 64; i++)
 		pthread_create(&th[i], NULL, run, (void *)(uintptr_t)(i + 1));
