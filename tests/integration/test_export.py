@@ -222,7 +222,8 @@ class Accesses(TraceTest):
         # the reader's block, later and smaller, elsewhere on both axes
         small = rects["reader_pass"]
         self.assertGreater(small["x0"], big["x0"])
-        self.assertLessEqual(small["y1"], big["y0"] + 1)
+        # (above or below it: where mmap puts the second block is the kernel's choice)
+        self.assertTrue(small["y1"] <= big["y0"] + 1 or small["y0"] >= big["y1"] - 1, (small, big))
         self.assertEqual(px(5, h - 5), (255, 255, 255))  # the margin is background
         hp = os.path.join(self.tmp, "heap.png")
         run([WEFT, "plot", "heap", data, "-o", hp])
