@@ -159,6 +159,14 @@ class Accesses(TraceTest):
     """--mem-access (page faults): tests/memory/touch.c writes every page of a 64 MiB block in
     writer_pass and reads every 4th page of a 16 MiB block in reader_pass, on two threads."""
 
+    def setUp(self):
+        super().setUp()
+        # page-fault sampling needs perf_event_open (root, or kernel.perf_event_paranoid <= 2)
+        p = run([WEFT, "record", "-q", "--no-convert", "-o", os.path.join(self.tmp, "probe.data"),
+                 "--mem-access=pagefault", "--", "true"], cwd=self.tmp)
+        if "unavailable" in p.stderr and self._testMethodName != "test_unavailable_sources_are_said":
+            self.skipTest("page-fault sampling is not permitted here: " + p.stderr.strip())
+
     def test_first_touches_joined_to_allocations_and_slices(self):
         data = os.path.join(self.tmp, "a.data")
         p = run([WEFT, "record", "-o", data, "--memory", "--mem-access", "--", os.path.join(BUILD, "memtouch")],
