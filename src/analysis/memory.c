@@ -354,15 +354,12 @@ static struct weft_mem_heap *heap_for(struct weft_mem_proc *mp, uint32_t id)
 	struct weft_mem_heap *h = &mp->heaps[mp->nheaps++];
 	memset(h, 0, sizeof(*h));
 	h->id = id;
+	/* the replay runs once every stack is interned: one total per stack */
+	if (!(h->totals = calloc(mp->nstacks + 1, sizeof(*h->totals))))
+		weft_oom("the memory analysis");
 	const char *n = id ? weft_site_name(mp->p, id) : "malloc";
 	h->name = n ? n : "heap";
 	return h;
-}
-
-static struct weft_mem_total *total(struct weft_mem_proc *mp, struct weft_mem_heap *h, uint32_t stack)
-{
-	(void)mp;
-	return &h->totals[stack];
 }
 
 /* Counter points: every change where changes are further apart than the resolution; within
@@ -488,7 +485,7 @@ static int do_free(struct replay *rp, struct weft_mem_heap *h, struct rec *r, ui
 	h->live -= b->size;
 	h->frees += b->count;
 	h->freed_bytes += b->size;
-	struct weft_mem_total *tt = total(rp->mp, h, b->stack);
+	struct weft_mem_total *tt = &h->totals[b->stack];
 	tt->frees += b->count;
 	tt->freed += b->size;
 	tt->live -= b->size;
@@ -547,7 +544,7 @@ static void do_alloc(struct replay *rp, struct weft_mem_heap *h, struct rec *r, 
 	h->live += bytes;
 	h->allocs += count;
 	h->alloc_bytes += bytes;
-	struct weft_mem_total *tt = total(rp->mp, h, r->stack);
+	struct weft_mem_total *tt = &h->totals[r->stack];
 	tt->allocs += count;
 	tt->bytes += bytes;
 	tt->live += bytes;
@@ -574,8 +571,6 @@ static void apply(struct replay *rp, struct rec *r, uint32_t thread, uint64_t or
 		mp->bad_records++;
 		return;
 	}
-	if (!h->totals)
-		h->totals = xrealloc(NULL, mp->nstacks * sizeof(*h->totals)), memset(h->totals, 0, mp->nstacks * sizeof(*h->totals));
 	switch (r->type) {
 	case WEFT_EV_ALLOC:
 		mp->alloc_calls++;

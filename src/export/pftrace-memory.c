@@ -25,7 +25,7 @@ enum {
 	ID_FUNCTION_NAMES = 5, ID_FRAMES = 6, ID_CALLSTACKS = 7, ID_MAPPING_PATHS = 17, ID_MAPPINGS = 19,
 	PP_DUMPS = 5, PP_INDEX = 7, PHS_PID = 1, PHS_SAMPLES = 2, PHS_TIMESTAMP = 9, PHS_HEAP_NAME = 11,
 	HS_CALLSTACK = 1, HS_ALLOCATED = 2, HS_FREED = 3, HS_ALLOC_COUNT = 5, HS_FREE_COUNT = 6,
-	TYPE_COUNTER = 4, SEQ_CLEARED = 1, SEQ_NEEDS = 2, UNIT_BYTES = 3,
+	TYPE_COUNTER = 4, SEQ_CLEARED = 1, SEQ_NEEDS = 2, UNIT_COUNT = 2, UNIT_BYTES = 3,
 };
 
 enum { C_LIVE, C_PEAK, C_USE_LIVE, C_USE_CACHED, C_USE_REQUESTED, C_ACCESSES };
@@ -35,7 +35,7 @@ static uint64_t counter_uuid(uint64_t (*mix)(uint64_t, uint64_t), int pid, uint3
 	return mix(mix(8, ((uint64_t)(uint32_t)pid << 32) | heap), kind);
 }
 
-static void counter_track(struct pb *b, uint64_t uuid, uint64_t parent, const char *name)
+static void counter_track(struct pb *b, uint64_t uuid, uint64_t parent, const char *name, unsigned unit)
 {
 	size_t pk = pb_begin(b, TRACE_PACKET);
 	pb_varint(b, TP_SEQ_ID, 1);
@@ -44,7 +44,7 @@ static void counter_track(struct pb *b, uint64_t uuid, uint64_t parent, const ch
 	pb_varint(b, TD_PARENT, parent);
 	pb_string(b, TD_NAME, name);
 	size_t cd = pb_begin(b, TD_COUNTER);
-	pb_varint(b, CD_UNIT, UNIT_BYTES);
+	pb_varint(b, CD_UNIT, unit);
 	pb_end(b, cd);
 	pb_end(b, td);
 	pb_end(b, pk);
@@ -63,32 +63,22 @@ void weft_pf_mem_tracks(struct pb *b, const struct weft_mem_proc *mp, uint64_t p
 {
 	char name[300];
 	int pid = mp->p->pid;
-	if (mp->naccesses) { /* a count, not bytes */
-		size_t pk = pb_begin(b, TRACE_PACKET);
-		pb_varint(b, TP_SEQ_ID, 1);
-		size_t td = pb_begin(b, TP_TRACK_DESCRIPTOR);
-		pb_varint(b, TD_UUID, counter_uuid(mix, pid, 0, C_ACCESSES));
-		pb_varint(b, TD_PARENT, proc_uuid);
-		pb_string(b, TD_NAME, "memory accesses sampled (page faults)");
-		size_t cd = pb_begin(b, TD_COUNTER);
-		pb_varint(b, CD_UNIT, 2); /* UNIT_COUNT */
-		pb_end(b, cd);
-		pb_end(b, td);
-		pb_end(b, pk);
-	}
+	if (mp->naccesses)
+		counter_track(b, counter_uuid(mix, pid, 0, C_ACCESSES), proc_uuid, "memory accesses sampled (page faults)",
+			      UNIT_COUNT);
 	for (size_t i = 0; i < mp->nheaps; i++) {
 		const struct weft_mem_heap *h = &mp->heaps[i];
 		if (h->npoints) {
 			heap_counter_name(name, sizeof(name), h, "live");
-			counter_track(b, counter_uuid(mix, pid, h->id, C_LIVE), proc_uuid, name);
+			counter_track(b, counter_uuid(mix, pid, h->id, C_LIVE), proc_uuid, name, UNIT_BYTES);
 			heap_counter_name(name, sizeof(name), h, "peak");
-			counter_track(b, counter_uuid(mix, pid, h->id, C_PEAK), proc_uuid, name);
+			counter_track(b, counter_uuid(mix, pid, h->id, C_PEAK), proc_uuid, name, UNIT_BYTES);
 		}
 		if (h->nusage) {
 			static const char *const what[] = {"live", "cached", "requested"};
 			for (unsigned k = 0; k < 3; k++) {
 				snprintf(name, sizeof(name), "%s reported %s bytes", h->name, what[k]);
-				counter_track(b, counter_uuid(mix, pid, h->id, C_USE_LIVE + k), proc_uuid, name);
+				counter_track(b, counter_uuid(mix, pid, h->id, C_USE_LIVE + k), proc_uuid, name, UNIT_BYTES);
 			}
 		}
 	}
