@@ -371,6 +371,12 @@ void *weft__reserve_slow(size_t bytes)
 		count_lost();
 		count_late(t, t->tls->pos);
 		t->stop_chunk = NULL;
+		/* Stopped, but the stop's flush has not reached this thread yet (it still owns a
+		 * chunk): hand the chunk over now, whole. The flush, which takes t->lock after us,
+		 * comes before the writers drain, so it is written. Left in place, the flush would
+		 * find the window cleared below and write none of it. */
+		if (t->chunk)
+			handoff(t, t->tls->pos, 1);
 		t->tls->pos = t->tls->end = NULL;
 		goto unlock;
 	}
