@@ -258,6 +258,11 @@ void weft_walker_feed(struct weft_walker *wk, uint64_t *r, size_t n)
 	walk(wk, r, n);
 }
 
+void weft_walker_feed_prepared(struct weft_walker *wk, uint64_t *r, size_t n)
+{
+	walk(wk, r, n);
+}
+
 static void walk(struct weft_walker *wk, const uint64_t *r, size_t n)
 {
 	struct weft_walk_stats *st = wk->st;

@@ -96,6 +96,8 @@ void weft_walker_init(struct weft_walker *w, const struct weft_proc *p, weft_ev_
 /* Feeds one decoded chunk. The records are rewritten in place on the way (ticks to ns,
  * function addresses to site ids): feed each buffer once. */
 void weft_walker_feed(struct weft_walker *w, uint64_t *records, size_t nwords);
+/* The same for records weft_chunk_decode_prepared (or weft_records_prepare) already prepared. */
+void weft_walker_feed_prepared(struct weft_walker *w, uint64_t *records, size_t nwords);
 /* Closes what is still open at end_ns and frees the walker's memory. */
 void weft_walker_finish(struct weft_walker *w, uint64_t end_ns);
 
