@@ -464,7 +464,7 @@ static void block_done(struct replay *rp, const struct block *b, uint64_t free_t
 		return;
 	struct weft_mem_block_info bi = {rp->proc, b->heap, b->fn, b->addr, b->raw_size, b->ts, free_ts,
 					 b->thread, free_thread, b->serial, free_serial,
-					 b->stack ? rp->mp->stacks[b->stack].site : 0};
+					 b->stack ? rp->mp->stacks[b->stack].site : 0, b->size};
 	rp->on_block(rp->ud, &bi);
 }
 

@@ -119,6 +119,7 @@ struct weft_mem_block_info {
 	size_t alloc_thread, free_thread; /* indices in p->threads; free_thread SIZE_MAX: never freed */
 	uint64_t alloc_serial, free_serial; /* innermost slices (walker serials), 0: none */
 	uint32_t alloc_site;            /* the innermost slice's (or frame's) site id, 0: none */
+	uint64_t bytes;                 /* size as the heap's figures count it (sampling: scaled) */
 };
 typedef void (*weft_mem_block_fn)(void *ud, const struct weft_mem_block_info *b);
 

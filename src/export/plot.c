@@ -9,12 +9,16 @@
  * allocation to their free (or the end), coloured and labelled by the slice that made them;
  * sampled accesses are dots on top. A legend names the slices with the most bytes.
  *
- * weft_plot_heap: live bytes over time, one line per heap of one process.
+ * weft_plot_heap_lines: live bytes over time, one line per heap of one process (`weft plot heap
+ * --lines`; the stacked picture by allocating slice is plot-heap.c's).
  *
- * Both can describe what they drew (`describe`: one JSON line per allocation with its pixel
- * rectangle), so a test can look at the pixels where a known block must be.
+ * weft_plot_memory can describe what it drew (`describe`: one JSON line per allocation with its
+ * pixel rectangle), so a test can look at the pixels where a known block must be.
+ *
+ * The drawing helpers of plot-draw.h (canvas, text, ticks, the time axis, the PNG) live here too.
  */
 #include "export/plot.h"
+#include "export/plot-draw.h"
 #include "analysis/memory.h"
 #include "export/model.h"
 #include <cairo.h>
@@ -144,7 +148,7 @@ static void colour_of(uint32_t site, double *r, double *g, double *b)
 	*b = rgb[i % 6][2];
 }
 
-static void text(cairo_t *cr, double x, double y, const char *s, double size)
+void weft_draw_text(cairo_t *cr, double x, double y, const char *s, double size)
 {
 	cairo_set_font_size(cr, size);
 	cairo_move_to(cr, x, y);
@@ -152,33 +156,42 @@ static void text(cairo_t *cr, double x, double y, const char *s, double size)
 }
 
 /* Round step for about n ticks over span. */
-static double nice_step(double span, int n)
+double weft_draw_nice_step(double span, int n)
 {
 	double raw = span / n, p = pow(10, floor(log10(raw))), f = raw / p;
 	return (f < 1.5 ? 1 : f < 3.5 ? 2 : f < 7.5 ? 5 : 10) * p;
 }
 
-static void time_axis(cairo_t *cr, double x0, double x1, double y, uint64_t t0, uint64_t t1)
+void weft_draw_time_axis(cairo_t *cr, double x0, double x1, double y, uint64_t t0, uint64_t t1)
 {
 	cairo_set_source_rgb(cr, 0.2, 0.2, 0.2);
 	cairo_set_line_width(cr, 1);
 	cairo_move_to(cr, x0, y + 0.5);
 	cairo_line_to(cr, x1, y + 0.5);
 	cairo_stroke(cr);
-	double span_ms = (double)(t1 - t0) / 1e6, step = nice_step(span_ms > 0 ? span_ms : 1, 8);
-	for (double v = 0; v <= span_ms + 1e-9; v += step) {
-		double x = x0 + (x1 - x0) * v / (span_ms > 0 ? span_ms : 1);
-		cairo_move_to(cr, x, y);
-		cairo_line_to(cr, x, y + 5);
+	/* the unit: the largest in which the span is at least 2 */
+	double span_ns = (double)(t1 - t0), unit = 1;
+	const char *uname = "ns";
+	if (span_ns >= 2e9)
+		unit = 1e9, uname = "s";
+	else if (span_ns >= 2e6)
+		unit = 1e6, uname = "ms";
+	else if (span_ns >= 2e3)
+		unit = 1e3, uname = "us";
+	double span = span_ns / unit, step = weft_draw_nice_step(span > 0 ? span : 1, 8);
+	for (int k = 0; k * step <= span + 1e-9 * span; k++) {
+		double v = k * step, x = x0 + (x1 - x0) * v / (span > 0 ? span : 1);
+		cairo_move_to(cr, x + 0.5, y);
+		cairo_line_to(cr, x + 0.5, y + 5);
 		cairo_stroke(cr);
 		char buf[32];
-		snprintf(buf, sizeof(buf), "%g ms", v);
-		text(cr, x - 12, y + 18, buf, 11);
+		snprintf(buf, sizeof(buf), "%g %s", v, uname);
+		weft_draw_text(cr, x - 12, y + 18, buf, 11);
 	}
 }
 
 /* A white canvas of W x H with the sans-serif face. */
-static cairo_t *canvas(int W, int H, cairo_surface_t **sf)
+cairo_t *weft_draw_canvas(int W, int H, cairo_surface_t **sf)
 {
 	*sf = cairo_image_surface_create(CAIRO_FORMAT_RGB24, W, H);
 	cairo_t *cr = cairo_create(*sf);
@@ -189,7 +202,7 @@ static cairo_t *canvas(int W, int H, cairo_surface_t **sf)
 }
 
 /* Writes the picture to path; 0 or -EIO with the reason in err. */
-static int finish(cairo_t *cr, cairo_surface_t *sf, const char *path, char *err, size_t errlen)
+int weft_draw_finish(cairo_t *cr, cairo_surface_t *sf, const char *path, char *err, size_t errlen)
 {
 	cairo_destroy(cr);
 	cairo_status_t st = cairo_surface_write_to_png(sf, path);
@@ -279,12 +292,12 @@ int weft_plot_memory(const struct weft_trace *t, const struct weft_plot_opts *o,
 	size_t nseg;
 	struct seg *seg = layout(&d, &nseg, top, bottom);
 	cairo_surface_t *sf;
-	cairo_t *cr = canvas(W, H, &sf);
+	cairo_t *cr = weft_draw_canvas(W, H, &sf);
 	char title[512];
 	snprintf(title, sizeof(title), "weft: memory of process %d %s: allocations by slice (rectangles), "
 		 "sampled accesses (dots)", p->pid, p->name ? p->name : "");
 	cairo_set_source_rgb(cr, 0, 0, 0);
-	text(cr, left, 24, title, 14);
+	weft_draw_text(cr, left, 24, title, 14);
 	/* bands and the squeezed gaps between them */
 	for (size_t i = 0; i < nseg; i++) {
 		cairo_set_source_rgb(cr, i % 2 ? 0.965 : 0.93, i % 2 ? 0.965 : 0.93, i % 2 ? 0.965 : 0.93);
@@ -293,7 +306,7 @@ int weft_plot_memory(const struct weft_trace *t, const struct weft_plot_opts *o,
 		char lab[64];
 		snprintf(lab, sizeof(lab), "0x%" PRIx64, seg[i].lo);
 		cairo_set_source_rgb(cr, 0.2, 0.2, 0.2);
-		text(cr, 6, seg[i].y0 - 2, lab, 10);
+		weft_draw_text(cr, 6, seg[i].y0 - 2, lab, 10);
 		if (i + 1 < nseg) {
 			double dash[] = {4, 3};
 			cairo_set_dash(cr, dash, 2, 0);
@@ -304,7 +317,7 @@ int weft_plot_memory(const struct weft_trace *t, const struct weft_plot_opts *o,
 			cairo_set_dash(cr, NULL, 0, 0);
 			double gap = (double)(seg[i + 1].lo - seg[i].hi) / 1048576.0;
 			snprintf(lab, sizeof(lab), "gap %.0f MiB", gap);
-			text(cr, right + 4, seg[i].y1 + 4, lab, 9);
+			weft_draw_text(cr, right + 4, seg[i].y1 + 4, lab, 9);
 		}
 	}
 	/* allocations */
@@ -331,7 +344,7 @@ int weft_plot_memory(const struct weft_trace *t, const struct weft_plot_opts *o,
 		const char *name = b->site ? weft_site_name(p, b->site) : "[outside any slice]";
 		if (x1 - x0 > 70 && ya - yb > 14 && name) {
 			cairo_set_source_rgb(cr, 0.1, 0.1, 0.1);
-			text(cr, x0 + 3, yb + 12, name, 10);
+			weft_draw_text(cr, x0 + 3, yb + 12, name, 10);
 		}
 		if (o->describe)
 			printf("{\"addr\":%" PRIu64 ",\"size\":%" PRIu64 ",\"slice\":\"%s\",\"x0\":%.0f,\"y0\":%.0f,"
@@ -350,12 +363,12 @@ int weft_plot_memory(const struct weft_trace *t, const struct weft_plot_opts *o,
 		cairo_rectangle(cr, x - 1, y - 1, 2, 2);
 	}
 	cairo_fill(cr);
-	time_axis(cr, left, right, bottom, t0, t1);
+	weft_draw_time_axis(cr, left, right, bottom, t0, t1);
 	/* legend */
 	qsort(leg, nleg, sizeof(*leg), cmp_leg);
 	double ly = top + 10;
 	cairo_set_source_rgb(cr, 0, 0, 0);
-	text(cr, right + 70, ly, "slices (bytes)", 11);
+	weft_draw_text(cr, right + 70, ly, "slices (bytes)", 11);
 	for (size_t k = 0; k < nleg && k < 16; k++) {
 		ly += 18;
 		double r, g, bl;
@@ -367,7 +380,7 @@ int weft_plot_memory(const struct weft_trace *t, const struct weft_plot_opts *o,
 		char lab[160];
 		snprintf(lab, sizeof(lab), "%.28s %.1f MiB", name ? name : "?", (double)leg[k].bytes / 1048576.0);
 		cairo_set_source_rgb(cr, 0, 0, 0);
-		text(cr, right + 86, ly, lab, 10);
+		weft_draw_text(cr, right + 86, ly, lab, 10);
 	}
 	ly += 26;
 	cairo_set_source_rgba(cr, 0.75, 0.05, 0.05, 0.8);
@@ -376,16 +389,16 @@ int weft_plot_memory(const struct weft_trace *t, const struct weft_plot_opts *o,
 	cairo_set_source_rgb(cr, 0, 0, 0);
 	char lab[96];
 	snprintf(lab, sizeof(lab), "access (page fault) x %zu", d.na);
-	text(cr, right + 86, ly, lab, 10);
+	weft_draw_text(cr, right + 86, ly, lab, 10);
 	free(leg);
 	free(seg);
 	free(d.b);
 	free(d.a);
 	weft_mem_free(mem);
-	return finish(cr, sf, o->out, err, errlen);
+	return weft_draw_finish(cr, sf, o->out, err, errlen);
 }
 
-int weft_plot_heap(const struct weft_trace *t, const struct weft_plot_opts *o, char *err, size_t errlen)
+int weft_plot_heap_lines(const struct weft_trace *t, const struct weft_plot_opts *o, char *err, size_t errlen)
 {
 	struct weft_mem *mem = NULL;
 	int rc = weft_mem_analyze(t, &mem, err, errlen);
@@ -406,12 +419,12 @@ int weft_plot_heap(const struct weft_trace *t, const struct weft_plot_opts *o, c
 	int W = o->width, H = o->height;
 	double left = 110, right = W - 230, top = 40, bottom = H - 50;
 	cairo_surface_t *sf;
-	cairo_t *cr = canvas(W, H, &sf);
+	cairo_t *cr = weft_draw_canvas(W, H, &sf);
 	char buf[256];
 	snprintf(buf, sizeof(buf), "weft: live bytes per heap, process %d %s", mp->p->pid, mp->p->name ? mp->p->name : "");
 	cairo_set_source_rgb(cr, 0, 0, 0);
-	text(cr, left, 24, buf, 14);
-	double step = nice_step((double)peak / 1048576.0, 6);
+	weft_draw_text(cr, left, 24, buf, 14);
+	double step = weft_draw_nice_step((double)peak / 1048576.0, 6);
 	for (double v = 0; v <= (double)peak / 1048576.0 + 1e-9 && step > 0; v += step) {
 		double y = bottom - (bottom - top) * v * 1048576.0 / (double)peak;
 		cairo_set_source_rgb(cr, 0.88, 0.88, 0.88);
@@ -420,7 +433,7 @@ int weft_plot_heap(const struct weft_trace *t, const struct weft_plot_opts *o, c
 		cairo_stroke(cr);
 		snprintf(buf, sizeof(buf), "%g MiB", v);
 		cairo_set_source_rgb(cr, 0.2, 0.2, 0.2);
-		text(cr, 8, y + 4, buf, 10);
+		weft_draw_text(cr, 8, y + 4, buf, 10);
 	}
 	double ly = top + 10;
 	for (size_t k = 0; k < mp->nheaps; k++) {
@@ -447,9 +460,9 @@ int weft_plot_heap(const struct weft_trace *t, const struct weft_plot_opts *o, c
 		cairo_fill(cr);
 		snprintf(buf, sizeof(buf), "%s: peak %.2f MiB", h->id ? h->name : "malloc", (double)h->peak / 1048576.0);
 		cairo_set_source_rgb(cr, 0, 0, 0);
-		text(cr, right + 36, ly, buf, 10);
+		weft_draw_text(cr, right + 36, ly, buf, 10);
 	}
-	time_axis(cr, left, right, bottom, t0, t1);
+	weft_draw_time_axis(cr, left, right, bottom, t0, t1);
 	weft_mem_free(mem);
-	return finish(cr, sf, o->out, err, errlen);
+	return weft_draw_finish(cr, sf, o->out, err, errlen);
 }

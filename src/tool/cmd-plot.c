@@ -1,7 +1,8 @@
 /*
  * cmd-plot.c - `weft plot memory|heap [OPTIONS] [DIR] -o FILE.png`: pictures of a trace's
- * memory (src/export/plot.c): the address x time picture of allocations and sampled accesses,
- * or live bytes over time per heap.
+ * memory (src/export/plot.c, plot-heap.c): the address x time picture of allocations and
+ * sampled accesses, or one heap's live bytes over time stacked by allocating slice (--lines: a
+ * line per heap).
  */
 #include "tool/cmd.h"
 #include "export/plot.h"
@@ -19,14 +20,24 @@ static void help(FILE *f)
 		   "memory: address x time: allocations as rectangles coloured and labelled by the slice\n"
 		   "        that made them, sampled accesses (weft record --mem-access) as dots; empty\n"
 		   "        address ranges squeezed out (each gap marked with its size)\n"
-		   "heap:   live bytes over time, a line per heap\n\n"
+		   "heap:   one heap's live bytes over time (default the C heap, malloc), as a stacked area\n"
+		   "        per allocating slice: each block counts for the innermost slice open on its\n"
+		   "        thread when it was allocated ((no slice) outside any), from its allocation to\n"
+		   "        its free; the top edge is the heap's live bytes (sampled traces: estimated, as\n"
+		   "        in the trace's heap counter). The slices with the highest own peaks get a band\n"
+		   "        each, the rest are summed as 'other'. Each pixel column shows the moment\n"
+		   "        within it with the most live bytes, so no peak is lost\n\n"
 		   "  -o, --output FILE     the PNG (required)\n"
 		   "  -p, --pid PID         the process (default: the first)\n"
 		   "      --time FROM:TO    a window from the process's first memory event, e.g. 0:5ms,\n"
 		   "                        2ms: (to the end)\n"
 		   "      --addr LO:HI      an address range, hex (memory only)\n"
 		   "      --size WxH        pixels (default 1600x900)\n"
-		   "      --describe        print where each allocation was drawn (JSON lines)\n"
+		   "      --heap NAME       heap: the heap (malloc, mmap or the program's name; default malloc)\n"
+		   "      --top N           heap: slices drawn apart, 1 to 20 (default 8)\n"
+		   "      --lines           heap: instead, live bytes of every heap, a line each\n"
+		   "      --describe        print what was drawn where (JSON lines): memory: each\n"
+		   "                        allocation's rectangle; heap: the plot frame and each band\n"
 		   "  -h, --help            this text\n\n"
 		   "Exit status: 0, 1 unreadable/nothing to draw/unwritable, 2 usage.\n");
 }
@@ -51,9 +62,11 @@ int cmd_plot(int argc, char **argv)
 		{"output", required_argument, 0, 'o'}, {"pid", required_argument, 0, 'p'},
 		{"time", required_argument, 0, 'T'}, {"addr", required_argument, 0, 'A'},
 		{"size", required_argument, 0, 'S'}, {"describe", no_argument, 0, 'D'},
+		{"heap", required_argument, 0, 'H'}, {"top", required_argument, 0, 'N'},
+		{"lines", no_argument, 0, 'L'},
 		{"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
 	struct weft_plot_opts o = {.width = 1600, .height = 900};
-	int c;
+	int c, lines = 0;
 	if (argc < 2 || (strcmp(argv[1], "memory") && strcmp(argv[1], "heap"))) {
 		if (argc >= 2 && (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help"))) {
 			help(stdout);
@@ -72,6 +85,18 @@ int cmd_plot(int argc, char **argv)
 		case 'o': o.out = optarg; break;
 		case 'p': o.pid = atoi(optarg); break;
 		case 'D': o.describe = 1; break;
+		case 'H': o.heap = optarg; break;
+		case 'L': lines = 1; break;
+		case 'N': {
+			char *end;
+			long n = strtol(optarg, &end, 10);
+			if (end == optarg || *end || n < 1 || n > 20) {
+				weft_cli_error("plot", "--top takes a number from 1 to 20, not '%s'", optarg);
+				return WEFT_EXIT_USAGE;
+			}
+			o.top = (int)n;
+			break;
+		}
 		case 'S':
 			if (sscanf(optarg, "%dx%d", &o.width, &o.height) != 2 || o.width < 400 || o.height < 300 ||
 			    o.width > 10000 || o.height > 10000) {
@@ -120,6 +145,14 @@ int cmd_plot(int argc, char **argv)
 		weft_cli_error("plot", "one trace directory expected");
 		return WEFT_EXIT_USAGE;
 	}
+	if (strcmp(what, "heap") && (o.heap || o.top || lines)) {
+		weft_cli_error("plot", "--heap, --top and --lines are for 'weft plot heap'");
+		return WEFT_EXIT_USAGE;
+	}
+	if (lines && (o.heap || o.top)) {
+		weft_cli_error("plot", "--lines draws every heap: no --heap or --top with it");
+		return WEFT_EXIT_USAGE;
+	}
 	const char *dir = optind < argc ? argv[optind] : "weft.data";
 	struct weft_trace *t;
 	char err[512];
@@ -127,7 +160,8 @@ int cmd_plot(int argc, char **argv)
 		weft_cli_error("plot", "%s", err);
 		return WEFT_EXIT_FAIL;
 	}
-	int rc = !strcmp(what, "memory") ? weft_plot_memory(t, &o, err, sizeof(err)) : weft_plot_heap(t, &o, err, sizeof(err));
+	int rc = !strcmp(what, "memory") ? weft_plot_memory(t, &o, err, sizeof(err))
+		 : lines ? weft_plot_heap_lines(t, &o, err, sizeof(err)) : weft_plot_heap(t, &o, err, sizeof(err));
 	weft_trace_free(t);
 	if (rc) {
 		weft_cli_error("plot", "%s", err);

@@ -22,7 +22,7 @@ static const struct {
 	{"convert", cmd_convert, "convert a trace directory to .pftrace (Perfetto) or Chrome .json"},
 	{"info", cmd_info, "show processes, threads, events, drops, time span and sizes of a trace"},
 	{"export", cmd_export, "write a trace as a SQLite database (slices, allocations, accesses)"},
-	{"plot", cmd_plot_exec, "draw a trace's memory as PNG: address x time, or live bytes per heap"},
+	{"plot", cmd_plot_exec, "draw a trace's memory as PNG: address x time, or live bytes by allocating slice"},
 	{"overhead", cmd_overhead, "run a program untraced and traced, interleaved; compare time and memory"},
 };
 

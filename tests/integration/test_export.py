@@ -179,6 +179,149 @@ class Export(TraceTest):
         con.close()
 
 
+@unittest.skipIf(os.environ.get("WEFT_TEST_NO_PRELOAD") or sanitizer(), "needs the allocation interposer")
+class HeapPlot(TraceTest):
+    """`weft plot heap`: tests/memory/phases.c goes through known phases of live C-heap bytes, each
+    held 40 ms: alloc_a 6 MiB; + alloc_b 3 MiB (the peak, with the constructor's 512 KiB outside
+    any slice: 9.5 MiB); alloc_b alone; alloc_b + inner_c 2 MiB + outer_c 1 MiB; nothing. The
+    picture's bands are read back from the PNG, column by column, by their exact colours."""
+    MIB = 1 << 20
+
+    def setUp(self):
+        super().setUp()
+        self.data = os.path.join(self.tmp, "h.data")
+        run([WEFT, "record", "-q", "-o", self.data, "--memory", "--", os.path.join(BUILD, "memphases")],
+            cwd=self.tmp)
+
+    def plot(self, *args, name="heap.png"):
+        png = os.path.join(self.tmp, name)
+        out = run([WEFT, "plot", "heap", self.data, "-o", png, "--describe", *args]).stdout
+        lines = [json.loads(line) for line in out.splitlines()]
+        frame = lines[0]["frame"]
+        bands = {b["name"]: b for b in lines[1:]}
+        w, h, px = read_png(png)
+        colour = {tuple(b["rgb"]): name for name, b in bands.items()}
+        self.assertEqual(len(colour), len(bands))  # every band its own colour
+        # per pixel column of the plot: the bands' heights from the bottom up, in stack order
+        cols = []
+        for x in range(frame["left"], frame["right"]):
+            runs, y = [], frame["bottom"] - 1
+            while y >= frame["top"] and px(x, y) in colour:
+                name = colour[px(x, y)]
+                if runs and runs[-1][0] == name:
+                    runs[-1][1] += 1
+                else:
+                    runs.append([name, 1])
+                y -= 1
+            cols.append([(n, k) for n, k in runs])
+        return (w, h, px), frame, bands, cols
+
+    def test_stacked_by_allocating_slice(self):
+        (w, h, px), frame, bands, cols = self.plot()
+        self.assertEqual((w, h), (1600, 900))
+        self.assertEqual(frame["heap"], "malloc")
+        self.assertEqual({n: b["peak"] for n, b in bands.items()},
+                         {"alloc_a": 6 * self.MIB, "alloc_b": 3 * self.MIB, "inner_c": 2 * self.MIB,
+                          "outer_c": self.MIB, "(no slice)": self.MIB // 2})
+        # the highest peak at the bottom
+        self.assertEqual(sorted(bands, key=lambda n: bands[n]["band"]),
+                         ["alloc_a", "alloc_b", "inner_c", "outer_c", "(no slice)"])
+        self.assertEqual(frame["peak"], 9 * self.MIB + self.MIB // 2)
+        bpp = frame["bytes_per_px"]
+        px_of = lambda nbytes: nbytes / bpp
+        # the stack's highest top edge is the heap's peak, 9.5 MiB, in pixels
+        tallest = max(sum(k for _, k in c) for c in cols)
+        self.assertAlmostEqual(tallest, px_of(frame["peak"]), delta=1.5)
+        # the columns of each phase (wide: 40 ms of ~160 ms each; a column in the middle of a
+        # burst of frees may show part of it, so a phase is looked up, not its every column)
+        phases = [tuple(n for n, _ in c) for c in cols]
+        a_only = [c for c, ph in zip(cols, phases) if ph == ("alloc_a", "(no slice)")]
+        a_b = [c for c, ph in zip(cols, phases) if ph == ("alloc_a", "alloc_b", "(no slice)")]
+        b_only = [c for c, ph in zip(cols, phases) if ph == ("alloc_b", "(no slice)")]
+        b_c = [c for c, ph in zip(cols, phases) if ph == ("alloc_b", "inner_c", "outer_c", "(no slice)")]
+        for phase in (a_only, a_b, b_only, b_c):
+            self.assertGreater(len(phase), 10, phases)
+        # in order of time
+        first = lambda ph: phases.index(tuple(n for n, _ in ph[0]))
+        self.assertLess(first(a_only), first(a_b))
+        self.assertLess(first(a_b), first(b_only))
+        self.assertLess(first(b_only), first(b_c))
+        # where only alloc_a's blocks (and the constructor's) are live, its band is 6 of 6.5 MiB
+        for c in (a_only[0], a_only[-1]):
+            heights = dict(c)
+            self.assertAlmostEqual(heights["alloc_a"], px_of(6 * self.MIB), delta=1)
+            self.assertAlmostEqual(heights["(no slice)"], px_of(self.MIB // 2), delta=1.5)
+        for c in (a_b[len(a_b) // 2], b_c[len(b_c) // 2]):
+            heights = dict(c)
+            for name, size in (("alloc_a", 6), ("alloc_b", 3), ("inner_c", 2), ("outer_c", 1)):
+                if name in heights:
+                    self.assertAlmostEqual(heights[name], px_of(size * self.MIB), delta=1.5, msg=name)
+        # the trace ends at the last free: the final columns are those of the last phase or lower
+        self.assertLessEqual(sum(k for _, k in cols[-1]), px_of(6.5 * self.MIB) + 1.5)
+        # the legend: a swatch of every band's colour, beside the plot
+        for name, b in bands.items():
+            x, y, sw, sh = b["swatch"]
+            self.assertGreaterEqual(x, frame["right"])
+            self.assertEqual(px(x + sw // 2, y + sh // 2), tuple(b["rgb"]), name)
+        self.assertEqual(px(5, h - 5), (255, 255, 255))  # the margin is background
+
+    def test_top_folds_the_rest_into_other(self):
+        (_, _, px), frame, bands, cols = self.plot("--top", "1", name="top1.png")
+        self.assertEqual(set(bands), {"alloc_a", "other"})
+        self.assertEqual(bands["other"]["folded"], 4)
+        self.assertEqual(bands["other"]["rgb"], [150, 150, 150])
+        # other's peak: alloc_b + inner_c + outer_c + (no slice), at once
+        self.assertEqual(bands["other"]["peak"], 6 * self.MIB + self.MIB // 2)
+        tallest = max(sum(k for _, k in c) for c in cols)
+        self.assertAlmostEqual(tallest, frame["peak"] / frame["bytes_per_px"], delta=1.5)
+        others = [dict(c)["other"] for c in cols if [n for n, _ in c] == ["other"]]
+        self.assertAlmostEqual(max(others), (6 * self.MIB + self.MIB // 2) / frame["bytes_per_px"], delta=1)
+
+    def test_sampled_as_the_heap_figures(self):
+        """A sampled trace: the bands hold the analysis's scaled-up bytes, so the top edge's peak
+        is the heap's peak that `weft report --memory` shows (the sum of the stacks' shares)."""
+        data = os.path.join(self.tmp, "s.data")
+        run([WEFT, "record", "-q", "-o", data, "--memory=sample:64K", "--", os.path.join(BUILD, "memphases")],
+            cwd=self.tmp)
+        png = os.path.join(self.tmp, "s.png")
+        out = run([WEFT, "plot", "heap", data, "-o", png, "--describe"]).stdout.splitlines()
+        frame, bands = json.loads(out[0])["frame"], {b["name"]: b for b in map(json.loads, out[1:])}
+        report = run([WEFT, "report", "--memory", data]).stdout
+        self.assertIn("sampled: one sample per 65536 bytes", report)
+        rows = {}
+        for line in report.splitlines():
+            f = line.split(None, 8)
+            if len(f) == 9 and all(x.isdigit() for x in f[:8]):
+                rows[f[8]] = [int(x) for x in f[:8]]
+        self.assertEqual(frame["peak"], sum(r[3] for r in rows.values()))  # the Peak column
+        for name, r in rows.items():
+            band = bands["(no slice)" if name == "[outside any slice]" else name]
+            self.assertGreaterEqual(band["peak"], r[3], name)
+
+    def test_window_lines_and_errors(self):
+        # a window from the first memory record: 1 ms to 2 ms lies in the first phase
+        _, frame, bands, cols = self.plot("--time", "1ms:2ms", name="win.png")
+        self.assertEqual(frame["t1"] - frame["t0"], 1000000)
+        self.assertEqual(set(bands), {"alloc_a", "(no slice)"})
+        self.assertEqual(frame["peak"], 6 * self.MIB + self.MIB // 2)
+        # the old picture, a line per heap
+        lp = os.path.join(self.tmp, "lines.png")
+        run([WEFT, "plot", "heap", "--lines", self.data, "-o", lp])
+        self.assertEqual(read_png(lp)[:2], (1600, 900))
+        png = os.path.join(self.tmp, "x.png")
+        for args, rc, msg in ((["--heap", "bogus"], 1, "process \\d+ has no heap 'bogus' \\(its heaps: malloc\\)"),
+                              (["--top", "0"], 2, "--top takes a number from 1 to 20"),
+                              (["--lines", "--top", "2"], 2, "no --heap or --top with it"),
+                              (["--time", "100s:"], 1, "nothing to draw")):
+            with self.subTest(args=args):
+                p = run([WEFT, "plot", "heap", self.data, "-o", png, *args], check=False)
+                self.assertEqual(p.returncode, rc, p.stderr)
+                self.assertRegex(p.stderr, "^weft: plot: .*" + msg)
+        p = run([WEFT, "plot", "memory", self.data, "-o", png, "--top", "2"], check=False)
+        self.assertEqual(p.returncode, 2)
+        self.assertIn("are for 'weft plot heap'", p.stderr)
+
+
 @unittest.skipIf(os.environ.get("WEFT_TEST_NO_PRELOAD") or sanitizer(), "needs weft record's runtime")
 class Accesses(TraceTest):
     """--mem-access (page faults): tests/memory/touch.c writes every page of a 64 MiB block in
