@@ -8,10 +8,14 @@
  *      free to its allocation whatever thread made either. Everything the outputs show is
  *      counted on the way. A second, shorter replay up to each heap's peak gives each
  *      stack's share of the peak and the dump at the peak.
+ * Sampled accesses (mem_access) are merged into the replay by time: the live blocks are also
+ * kept by address range (analysis/ranges.h, only when there are accesses), and each access
+ * before a record is joined to the innermost block containing it (join_accesses).
  * Memory is proportional to the memory records of one process (48 bytes each) plus the live
  * blocks; traces too big for that are issue-10 territory (bounded-memory export).
  */
 #include "analysis/memory.h"
+#include "analysis/ranges.h"
 #include "export/model.h"
 #include "format/format.h"
 #include "format/symbols.h"
@@ -77,12 +81,17 @@ static struct frames *frames_slot(struct frame_map *m, uint64_t hash, int add)
 	return &m->e[h];
 }
 
+/* The process's sampled accesses (from whichever stream holds them), joined in the replay. */
+struct access { uint64_t ts, addr; };
+struct access_list { struct access *a; size_t n, cap; };
+
 struct tstack_ent { uint64_t serial; uint32_t stack, slice; };
 struct tstack { unsigned track; struct tstack_ent *e; size_t n, cap; };
 
 struct collect {
 	struct weft_mem_proc *mp;
 	struct frame_map *frames;
+	struct access_list *acc;
 	struct weft_mem_thread *mt;
 	struct tstack *stacks;
 	size_t nstacks;
@@ -199,6 +208,8 @@ static void on_event(void *ud, const struct weft_ev *ev)
 		struct weft_mem_proc *mp = c->mp;
 		GROW(mp->accesses, mp->naccesses, mp->acap);
 		mp->accesses[mp->naccesses++] = (struct weft_mem_point){ev->ts, 0, 0};
+		GROW(c->acc->a, c->acc->n, c->acc->cap);
+		c->acc->a[c->acc->n++] = (struct access){ev->ts, ev->addr};
 		break;
 	}
 	case WEFT_EV_ALLOC: case WEFT_EV_FREE: case WEFT_EV_REALLOC: case WEFT_EV_HEAP_USAGE: {
@@ -336,6 +347,12 @@ struct replay {
 	uint64_t *order;         /* thread << 32 | index, in replay order */
 	size_t norder;
 	struct table blocks;
+	struct weft_ranges ranges; /* the live blocks by address range, of every heap: access joins */
+	struct access_list acc;    /* sorted by time; the first next_acc joined */
+	size_t next_acc;
+	uint64_t acc_resolution;
+	uint32_t *site_slot;       /* site id -> index in mp->access_sites + 1 (0: none yet) */
+	size_t nslots;
 	struct { uint64_t key, order; } *last_alloc; /* per thread */
 	uint64_t resolution;
 	uint64_t next_dump, dump_every;
@@ -508,6 +525,8 @@ static int do_free(struct replay *rp, struct weft_mem_heap *h, struct rec *r, ui
 	r->freed_known = 1;
 	const struct weft_mem_slice *fs = slice_of(rp, thread, r->slice);
 	block_done(rp, b, r->ts, thread, fs ? fs->serial : 0);
+	if (rp->acc.n)
+		weft_ranges__remove(&rp->ranges, b->addr, b->order, NULL); /* -ENOENT: an empty block */
 	tremove(&rp->blocks, b);
 	return 1;
 }
@@ -537,6 +556,11 @@ static void do_alloc(struct replay *rp, struct weft_mem_heap *h, struct rec *r, 
 	b->raw_size = size;
 	b->heap = h->id;
 	b->fn = r->fn;
+	/* its address range, for the access joins (an empty block, or one past the end of the
+	 * address space, contains no address: left out); none without accesses */
+	if (rp->acc.n && size && addr + size > addr &&
+	    weft_ranges__insert(&rp->ranges, addr, addr + size, order, r->stack) == -ENOMEM)
+		weft_oom("the memory analysis");
 	const struct weft_mem_slice *as = slice_of(rp, thread, r->slice);
 	b->serial = as ? as->serial : 0;
 	r->rsize = bytes;
@@ -595,6 +619,69 @@ static void apply(struct replay *rp, struct rec *r, uint32_t thread, uint64_t or
 		return;
 	}
 	point(rp, h, r->ts);
+}
+
+/* ---- accesses joined to the blocks they landed in ---- */
+
+/* One more access charged to s at ts: its cumulative count, at most one point per resolution-wide
+ * bucket (the bucket's last count, at the time of its last access). */
+static void charge(struct weft_mem_access_site *s, uint64_t ts, uint64_t resolution)
+{
+	s->count++;
+	if (s->npoints && ts - s->bucket_start < resolution) {
+		s->points[s->npoints - 1].ts = ts;
+		s->points[s->npoints - 1].live = s->count;
+		return;
+	}
+	GROW(s->points, s->npoints, s->pcap);
+	s->points[s->npoints++] = (struct weft_mem_point){ts, s->count, 0};
+	s->bucket_start = ts;
+}
+
+static struct weft_mem_access_site *access_site(struct replay *rp, uint32_t site)
+{
+	struct weft_mem_proc *mp = rp->mp;
+	if (site >= rp->nslots) {
+		size_t n = rp->nslots ? rp->nslots : 64;
+		while (n <= site)
+			n *= 2;
+		rp->site_slot = xrealloc(rp->site_slot, n * sizeof(*rp->site_slot));
+		memset(rp->site_slot + rp->nslots, 0, (n - rp->nslots) * sizeof(*rp->site_slot));
+		rp->nslots = n;
+	}
+	if (!rp->site_slot[site]) {
+		GROW(mp->access_sites, mp->naccess_sites, mp->access_site_cap);
+		memset(&mp->access_sites[mp->naccess_sites], 0, sizeof(*mp->access_sites));
+		mp->access_sites[mp->naccess_sites].site = site;
+		rp->site_slot[site] = (uint32_t)++mp->naccess_sites;
+	}
+	return &mp->access_sites[rp->site_slot[site] - 1];
+}
+
+/* The accesses before `ts` (all: every one left), each to the innermost block live at its address
+ * (whatever heap or thread it is from), charged to the innermost slice open where that block was
+ * allocated. */
+static void join_accesses(struct replay *rp, uint64_t ts, int all)
+{
+	struct weft_mem_proc *mp = rp->mp;
+	for (; rp->next_acc < rp->acc.n && (all || rp->acc.a[rp->next_acc].ts < ts); rp->next_acc++) {
+		const struct access *a = &rp->acc.a[rp->next_acc];
+		uint64_t stack;
+		if (!weft_ranges__find(&rp->ranges, a->addr, NULL, NULL, &stack)) {
+			charge(&mp->unjoined, a->ts, rp->acc_resolution);
+			continue;
+		}
+		mp->joined_accesses++;
+		charge(access_site(rp, stack ? mp->stacks[stack].site : 0), a->ts, rp->acc_resolution);
+	}
+}
+
+static int cmp_access(const void *a, const void *b)
+{
+	const struct access *x = a, *y = b;
+	if (x->ts != y->ts)
+		return x->ts < y->ts ? -1 : 1;
+	return x->addr < y->addr ? -1 : x->addr > y->addr;
 }
 
 /* k-way merge of the threads' records by time (stable: ties go to the lower thread). */
@@ -831,6 +918,7 @@ static void analyze_proc(const struct weft_trace *t, struct weft_mem_proc *mp, w
 		struct collect *c = &rp.threads[i];
 		c->mp = mp;
 		c->frames = &fm;
+		c->acc = &rp.acc;
 		c->mt = &mp->threads[i];
 		struct weft_walk_stats st = {0};
 		weft_walk_thread(p, &p->threads[i], t->last_ns, on_event, c, &st, &buf, &cap);
@@ -856,6 +944,11 @@ static void analyze_proc(const struct weft_trace *t, struct weft_mem_proc *mp, w
 	rp.resolution = span / 50000 ? span / 50000 : 1; /* at most ~100000 points per heap */
 	rp.dump_every = span / 16 ? span / 16 : 1;
 	rp.next_dump = mp->first_ts + rp.dump_every;
+	if (rp.acc.n) {
+		qsort(rp.acc.a, rp.acc.n, sizeof(*rp.acc.a), cmp_access);
+		uint64_t aspan = rp.acc.a[rp.acc.n - 1].ts - rp.acc.a[0].ts;
+		rp.acc_resolution = aspan / 50000 ? aspan / 50000 : 1; /* at most ~50000 points per site */
+	}
 	merge(&rp);
 	for (size_t o = 0; o < rp.norder; o++) {
 		uint32_t th = (uint32_t)(rp.order[o] >> 32);
@@ -864,8 +957,10 @@ static void analyze_proc(const struct weft_trace *t, struct weft_mem_proc *mp, w
 			dump(mp, rp.next_dump, 0, NULL);
 			rp.next_dump += rp.dump_every;
 		}
+		join_accesses(&rp, r->ts, 0); /* an access at the time of a record comes after it */
 		apply(&rp, r, th, o);
 	}
+	join_accesses(&rp, 0, 1);
 	dump(mp, mp->last_ts, 0, NULL);
 	for (size_t i = 0; i < mp->nheaps; i++) {
 		flush_bucket(&mp->heaps[i]);
@@ -903,6 +998,9 @@ static void analyze_proc(const struct weft_trace *t, struct weft_mem_proc *mp, w
 	free(rp.order);
 	free(rp.blocks.b);
 	free(rp.last_alloc);
+	weft_ranges__clear(&rp.ranges);
+	free(rp.acc.a);
+	free(rp.site_slot);
 }
 
 int weft_mem_analyze(const struct weft_trace *t, struct weft_mem **out, char *err, size_t errlen)
@@ -951,6 +1049,10 @@ void weft_mem_free(struct weft_mem *m)
 		free(mp->threads);
 		free(mp->stacks);
 		free(mp->accesses);
+		for (size_t k = 0; k < mp->naccess_sites; k++)
+			free(mp->access_sites[k].points);
+		free(mp->access_sites);
+		free(mp->unjoined.points);
 		free(mp->ikeys);
 		free(mp->ivals);
 	}

@@ -7,6 +7,13 @@
  * and what could not be matched. Used by the .pftrace and JSON writers and `weft report
  * --memory`. Sampled traces (memory_sample) are scaled back here: every figure is an unbiased
  * estimate of the whole program's.
+ *
+ * Sampled memory accesses (mem_access) are replayed with the allocation records, in time order:
+ * each is joined to the block live at its address at that moment (the innermost of those that
+ * contain it: highest start address, then the latest allocated; any heap) and charged to that
+ * block's allocation site, the innermost slice open where the block was allocated. Accesses in
+ * no live recorded block are counted apart (the stack, globals, blocks left out by sampling or a
+ * threshold, memory the program maps without mmap). Access counts are of samples, not scaled.
  */
 #ifndef WEFT_ANALYSIS_MEMORY_H
 #define WEFT_ANALYSIS_MEMORY_H
@@ -50,6 +57,17 @@ struct weft_mem_dump {
 };
 
 struct weft_mem_leak { uint64_t addr, size, ts; uint32_t tid, stack; };
+
+/* Sampled accesses charged to one allocation site: those that landed in a block allocated while
+ * `site` was the innermost slice (or, with memory_stacks, function) on its thread. */
+struct weft_mem_access_site {
+	uint32_t site;                 /* site id; 0: blocks allocated outside any slice */
+	uint64_t count;                /* accesses over the run */
+	struct weft_mem_point *points; /* the cumulative count (live) over time: at most one point
+					* per (access span / 50000), the last count of each */
+	size_t npoints, pcap;
+	uint64_t bucket_start;         /* replay: the bucket being filled */
+};
 
 struct weft_mem_heap {
 	uint32_t id;           /* 0: the C heap, else the heap's site id */
@@ -96,6 +114,11 @@ struct weft_mem_proc {
 	double scale_note;             /* sampling: mean bytes per sample (0: exact) */
 	struct weft_mem_point *accesses; /* sampled accesses so far (live = count), per bucket */
 	size_t naccesses, acap;
+	/* the accesses joined to blocks, by allocation site (in the order of their first access) */
+	struct weft_mem_access_site *access_sites;
+	size_t naccess_sites, access_site_cap;
+	uint64_t joined_accesses;      /* the sum of the sites' counts */
+	struct weft_mem_access_site unjoined; /* in no live recorded block (site unused) */
 	/* interning table: (parent, site) -> stack id */
 	uint64_t *ikeys;
 	uint32_t *ivals;

@@ -3,6 +3,10 @@
  *   counter tracks per process: "heap live bytes" and "heap peak bytes" for the C heap,
  *     "heap live bytes: NAME" / "heap peak bytes: NAME" for mmap and the program's named
  *     heaps, and "NAME reported live/cached/requested bytes" from weft_heap_usage;
+ *   sampled memory accesses per process, cumulative counts: "memory accesses sampled (page
+ *     faults)" all of them, "accesses: SITE" those in blocks allocated under slice SITE
+ *     ("accesses: (no slice)": allocated outside any slice), "accesses: not in a recorded block"
+ *     the rest (analysis/memory.h says how they are joined);
  *   a slice's own allocation figures as args on its end (mem.alloc_count, mem.alloc_bytes,
  *     mem.free_count, mem.freed_bytes; trace_processor merges them into the slice's args);
  *   a native heap profile per process and heap, the flame graph of the Perfetto UI: one
@@ -28,7 +32,8 @@ enum {
 	TYPE_COUNTER = 4, SEQ_CLEARED = 1, SEQ_NEEDS = 2, UNIT_COUNT = 2, UNIT_BYTES = 3,
 };
 
-enum { C_LIVE, C_PEAK, C_USE_LIVE, C_USE_CACHED, C_USE_REQUESTED, C_ACCESSES };
+/* counter kinds: with the pid and a heap (or for C_ACCESS_SITE a site) id, a counter's uuid */
+enum { C_LIVE, C_PEAK, C_USE_LIVE, C_USE_CACHED, C_USE_REQUESTED, C_ACCESSES, C_ACCESS_SITE, C_ACCESS_UNJOINED };
 
 static uint64_t counter_uuid(uint64_t (*mix)(uint64_t, uint64_t), int pid, uint32_t heap, unsigned kind)
 {
@@ -66,6 +71,18 @@ void weft_pf_mem_tracks(struct pb *b, const struct weft_mem_proc *mp, uint64_t p
 	if (mp->naccesses)
 		counter_track(b, counter_uuid(mix, pid, 0, C_ACCESSES), proc_uuid, "memory accesses sampled (page faults)",
 			      UNIT_COUNT);
+	for (size_t i = 0; i < mp->naccess_sites; i++) {
+		uint32_t site = mp->access_sites[i].site;
+		const char *sn = site ? weft_site_name(mp->p, site) : "(no slice)";
+		if (sn)
+			snprintf(name, sizeof(name), "accesses: %s", sn);
+		else
+			snprintf(name, sizeof(name), "accesses: site#%u", site);
+		counter_track(b, counter_uuid(mix, pid, site, C_ACCESS_SITE), proc_uuid, name, UNIT_COUNT);
+	}
+	if (mp->unjoined.count)
+		counter_track(b, counter_uuid(mix, pid, 0, C_ACCESS_UNJOINED), proc_uuid,
+			      "accesses: not in a recorded block", UNIT_COUNT);
 	for (size_t i = 0; i < mp->nheaps; i++) {
 		const struct weft_mem_heap *h = &mp->heaps[i];
 		if (h->npoints) {
@@ -104,6 +121,15 @@ void weft_pf_mem_counters(struct pb *b, const struct weft_mem_proc *mp, uint32_t
 	for (size_t k = 0; k < mp->naccesses; k++) {
 		counter_point(b, seq, mp->accesses[k].ts, counter_uuid(mix, pid, 0, C_ACCESSES), mp->accesses[k].live);
 		drain(ctx);
+	}
+	for (size_t i = 0; i <= mp->naccess_sites; i++) { /* the sites, then the unjoined */
+		const struct weft_mem_access_site *s = i < mp->naccess_sites ? &mp->access_sites[i] : &mp->unjoined;
+		uint64_t uuid = i < mp->naccess_sites ? counter_uuid(mix, pid, s->site, C_ACCESS_SITE)
+						      : counter_uuid(mix, pid, 0, C_ACCESS_UNJOINED);
+		for (size_t k = 0; k < s->npoints; k++) {
+			counter_point(b, seq, s->points[k].ts, uuid, s->points[k].live);
+			drain(ctx);
+		}
 	}
 	for (size_t i = 0; i < mp->nheaps; i++) {
 		const struct weft_mem_heap *h = &mp->heaps[i];

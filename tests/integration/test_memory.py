@@ -1,10 +1,12 @@
 """Memory: `weft record --memory` on programs whose allocations are known exactly
 (tests/memory/memtest.c, memtest_cpp.cpp). Every figure is asserted three ways: weft report
 --memory (csv and json), the .pftrace read back by trace_processor (slice args, counters, the
-heap profile, the large-allocation instant) and protoc against Perfetto's schema."""
+heap profile, the large-allocation instant) and protoc against Perfetto's schema. Sampled
+accesses (tests/memory/touch.c) as counters per allocation site, against the SQLite export's join."""
 import json
 import os
 import re
+import sqlite3
 import unittest
 from weftlib import TraceTest, main, run, sanitizer, WEFT, BUILD
 
@@ -309,6 +311,87 @@ class Memory(TraceTest, PoolCounters):
                     and e["args"].get("mem.alloc_bytes") == 640]
             self.assertEqual(args, [{"mem.alloc_count": 10, "mem.alloc_bytes": 640, "mem.free_count": 10,
                                      "mem.freed_bytes": 640}], style)
+
+
+@unittest.skipIf(os.environ.get("WEFT_TEST_NO_PRELOAD") or sanitizer(), "needs weft record's runtime")
+class AccessSites(TraceTest):
+    """--mem-access=pagefault on tests/memory/touch.c (writer_pass writes every page of its 64 MiB
+    block, reader_pass reads every 4th page of its 16 MiB block): in the .pftrace, one cumulative
+    counter per allocation site of the process, each access charged to the slice that allocated
+    the block it landed in; the SQLite export's own join (docs/sqlite.md) is the reference."""
+
+    def setUp(self):
+        super().setUp()
+        # page-fault sampling needs perf_event_open (root, or kernel.perf_event_paranoid <= 2)
+        p = run([WEFT, "record", "-q", "--no-convert", "-o", os.path.join(self.tmp, "probe.data"),
+                 "--mem-access=pagefault", "--", "true"], cwd=self.tmp)
+        if "unavailable" in p.stderr:
+            self.skipTest("page-fault sampling is not permitted here: " + p.stderr.strip())
+
+    def test_accesses_per_allocation_site(self):
+        data = os.path.join(self.tmp, "a.data")
+        p = run([WEFT, "record", "-q", "-o", data, "--memory", "--mem-access=pagefault", "--",
+                 os.path.join(BUILD, "memtouch")], cwd=self.tmp)
+        self.assertEqual(p.stdout, "touched\n")
+        samples = int(re.search(r"page faults sampled: (\d+) samples, 0 lost", run([WEFT, "info", data]).stdout).group(1))
+        pf = os.path.join(data, "trace.pftrace")
+        self.tp_no_errors(pf)
+        tracks, within, decreasing = self.tp(
+            pf,
+            # every access track of the process: its unit, points, final (= highest) value
+            "select t.name, t.unit, count(*) n, max(c.value) mx, (select c2.value from counter c2 "
+            "where c2.track_id = t.id order by c2.ts desc limit 1) last from counter_track t "
+            "join counter c on c.track_id = t.id join process_counter_track pct on pct.id = t.id "
+            "join process p using(upid) where p.name like '%memtouch' and (t.name like 'accesses: %' "
+            "or t.name = 'memory accesses sampled (page faults)') group by t.id",
+            # a site's points lie inside its slice: the accesses were made there, beside it
+            "select t.name, sum(c.ts < s.ts or c.ts > s.ts + s.dur) outside from counter_track t "
+            "join counter c on c.track_id = t.id join slice s on 'accesses: ' || s.name = t.name "
+            "where s.name in ('writer_pass', 'reader_pass') group by t.id",
+            # cumulative: never going down
+            "select count(*) n from (select c.value v, lag(c.value) over (partition by c.track_id "
+            "order by c.ts) pv from counter c join counter_track t on t.id = c.track_id "
+            "where t.name like 'accesses: %') where v < pv")
+        t = {r["name"]: r for r in tracks}
+        for r in tracks:
+            self.assertEqual(r["unit"], "count", r)
+            self.assertEqual(r["mx"], r["last"], r)
+            self.assertLessEqual(r["n"], 50002, r)  # bucketed: at most ~50000 points a track
+        self.assertEqual(decreasing, [{"n": 0}])
+        self.assertEqual(sorted((r["name"], r["outside"]) for r in within),
+                         [("accesses: reader_pass", 0), ("accesses: writer_pass", 0)])
+        # first touches: one per page, >= 99% of them charged to the slice that allocated the block
+        for slice_name, pages in (("writer_pass", (64 << 20) // PAGE), ("reader_pass", (16 << 20) // PAGE // 4)):
+            with self.subTest(slice=slice_name):
+                got = t["accesses: " + slice_name]["last"]
+                self.assertGreaterEqual(got, pages * 99 // 100)
+                self.assertLessEqual(got, pages + pages // 100)
+        # the rest (the stacks, libraries, the runtime's buffers) is small; every sample is in
+        # exactly one track, and the total track is kept
+        unjoined = t["accesses: not in a recorded block"]["last"] if "accesses: not in a recorded block" in t else 0
+        self.assertLess(unjoined, (64 << 20) // PAGE // 10)
+        self.assertEqual(t["memory accesses sampled (page faults)"]["last"], samples)
+        sites = [r["last"] for n, r in t.items() if n.startswith("accesses: ")]
+        self.assertEqual(sum(sites), samples)
+        # the same join as the SQLite export's: per allocating slice, and the unjoined
+        db = os.path.join(self.tmp, "a.db")
+        run([WEFT, "export", "-q", data, "-o", db])
+        con = sqlite3.connect(db)
+        self.addCleanup(con.close)
+        ref = dict(con.execute(
+            "select case when x.allocation_id is null then 'not in a recorded block' "
+            "else coalesce(b.name, '(no slice)') end, count(*) from accesses x "
+            "left join allocations a on a.id = x.allocation_id left join slices b on b.id = a.slice_id "
+            "group by 1").fetchall())
+        self.assertEqual({n[len("accesses: "):]: r["last"] for n, r in t.items() if n.startswith("accesses: ")}, ref)
+        # Perfetto's schema reads the tracks: counter descriptors of unit count, under the process
+        text = self.protoc_decode(pf)
+        if text is not None:
+            for name in ("accesses: writer_pass", "accesses: reader_pass"):
+                m = re.search(r'track_descriptor \{\s*uuid: \d+\s*name: "%s"\s*parent_uuid: (\d+)\s*'
+                              r'counter \{\s*unit: UNIT_COUNT\s*\}' % re.escape(name), text)
+                self.assertIsNotNone(m, name)
+                self.assertRegex(text, r'uuid: %s\s*process \{\s*pid: \d+' % m.group(1))
 
 
 class NamedHeaps(TraceTest, PoolCounters):
