@@ -276,7 +276,8 @@ static void on_event(void *ud, const struct weft_ev *ev)
 		for (size_t k = 0; k < w->p->nthreads; k++)
 			if (w->p->threads[k].tid == ev->id)
 				utid = w->d->utid_base[w->proc] + (int64_t)k;
-		static const char *const src[] = {"?", "pagefault", "pebs-load", "pebs-store", "ibs-op"};
+		static const char *const src[] = {"?", "pagefault", "pebs-load", "pebs-store", "ibs-op", "watch-write",
+						  "watch-rw"};
 		int hw = ev->mfn >= 2 && ev->mfn <= 4;
 		int wr = ev->mfn == 3 ? 1 : ev->mfn == 2 ? 0 : hw ? weft_perf_data_src_is_write(ev->value) : -1;
 		sqlite3_stmt *s = w->d->st[S_ACCESS];
@@ -289,7 +290,7 @@ static void on_event(void *ud, const struct weft_ev *ev)
 		else
 			sqlite3_bind_null(s, 3);
 		sqlite3_bind_int64(s, 4, (int64_t)ev->addr);
-		sqlite3_bind_text(s, 5, src[ev->mfn <= 4 ? ev->mfn : 0], -1, SQLITE_STATIC);
+		sqlite3_bind_text(s, 5, src[ev->mfn < sizeof(src) / sizeof(src[0]) ? ev->mfn : 0], -1, SQLITE_STATIC);
 		sqlite3_bind_int64(s, 6, (int64_t)ev->addr2);
 		if (wr >= 0)
 			sqlite3_bind_int(s, 7, wr);
