@@ -206,6 +206,8 @@ static void on_event(void *ud, const struct weft_ev *ev)
 	}
 	case WEFT_EV_ACCESS: {
 		struct weft_mem_proc *mp = c->mp;
+		if (ev->mfn >= 5) /* a watchpoint's hits are every access of a few bytes, not a sample */
+			break;
 		GROW(mp->accesses, mp->naccesses, mp->acap);
 		mp->accesses[mp->naccesses++] = (struct weft_mem_point){ev->ts, 0, 0};
 		GROW(c->acc->a, c->acc->n, c->acc->cap);

@@ -8,7 +8,13 @@
  *   pebs       Intel PEBS load-latency loads (with the mem-loads-aux leader where the PMU has
  *              one) and, on a second event, stores: latency and data source per sample;
  *   ibs        AMD IBS op samples.
- * auto picks PEBS, then IBS, then page faults. Per-thread events, because the kernel refuses to
+ * auto picks PEBS, then IBS, then page faults. Beside them, or alone, watch= (`weft record
+ * --watch`) puts up to 4 hardware watchpoints (PERF_TYPE_BREAKPOINT, x86's debug registers) on
+ * variables of the program or addresses: every write (or read and write) of those bytes is one
+ * sample, source 5 (writes) or 6 (reads and writes). Only after a self-test: a write watchpoint
+ * on a variable of weft's own, written SELFTEST_WRITES times, must give exactly that many
+ * samples; some virtual machines open breakpoint events that never fire, and a source that
+ * records nothing would read as "the program never wrote it". Per-thread events, because the kernel refuses to
  * map the buffer of an inherited per-task event: the main thread's is opened at start, every
  * later thread's by a wrapper of pthread_create before the thread's own code runs. The PEBS and
  * IBS paths are built from the PMU's sysfs description and decoded by the tested decoder, but
@@ -23,6 +29,7 @@
 #include "lib/internal.h"
 #include "collect/perf_sample.h"
 #include <dlfcn.h>
+#include <linux/hw_breakpoint.h>
 #include <errno.h>
 #include <stdio.h>
 #include <linux/perf_event.h>
@@ -53,6 +60,9 @@ struct ring {
 	uint32_t tid;
 	void *base;
 	size_t size; /* 1 + RING_PAGES pages */
+	int watch;      /* the watchpoint's index, or -1 for a sampling source */
+	int monotonic;  /* its times are CLOCK_MONOTONIC (breakpoint events refuse CLOCK_BOOTTIME) */
+	struct ring *thread_next; /* the same thread's other rings (ring_key holds the newest) */
 	_Atomic int ended; /* the thread is gone: drain once more, then close */
 };
 
@@ -65,30 +75,66 @@ static pthread_t sampler;
 static int have_sampler;
 static _Atomic uint64_t samples, lost, throttled, open_failures;
 static int first_errno;        /* why the first perf_event_open failed */
-static pthread_key_t ring_key; /* a thread's ring, marked ended by the key's destructor */
+static pthread_key_t ring_key; /* a thread's rings, marked ended by the key's destructor */
+static pthread_once_t key_once = PTHREAD_ONCE_INIT;
+
+/* watch=: set at start by weft_watch_start (before any ring of theirs exists), read-only after */
+static struct { uint64_t addr; unsigned len; int src; char name[128]; } watches[WEFT_MAX_WATCH];
+static int nwatches;
+static _Atomic uint64_t watch_hits[WEFT_MAX_WATCH], watch_lost;
 
 static struct weft_site sampler_name = {0, WEFT_KIND_EVENT, 0, 0, 0, "weft: access sampler", "", 0, 0};
 
 static int sources[2]; /* what each thread opens (0: none): page faults, or PEBS loads + stores, or IBS */
+static _Atomic uint64_t watch_open_failures; /* a thread's watchpoint that could not be opened */
+static int watch_first_errno; /* why the first of them failed */
 
-static int open_one(int src, uint32_t tid)
+static void note_failure(int watch, int e)
+{
+	if (!atomic_fetch_add(watch >= 0 ? &watch_open_failures : &open_failures, 1))
+		*(watch >= 0 ? &watch_first_errno : &first_errno) = e;
+}
+
+static int64_t clock_gap(void)
+{
+	struct timespec b, m;
+	clock_gettime(CLOCK_MONOTONIC, &m);
+	clock_gettime(CLOCK_BOOTTIME, &b);
+	return ((int64_t)b.tv_sec - (int64_t)m.tv_sec) * 1000000000 + ((int64_t)b.tv_nsec - (int64_t)m.tv_nsec);
+}
+
+static void link_ring(struct ring *r)
+{
+	pthread_mutex_lock(&rings_lock);
+	r->next = rings;
+	rings = r;
+	pthread_mutex_unlock(&rings_lock);
+	r->thread_next = pthread_getspecific(ring_key);
+	pthread_setspecific(ring_key, r);
+}
+
+/* Source src's event for thread tid, or (watch >= 0) that watchpoint's. */
+static int open_one(int src, int watch, uint32_t tid)
 {
 	struct perf_event_attr a, aux;
 	int needs_aux = 0, aux_fd = -1;
 	char why[160];
-	if (weft_access_attr(src, "", 0, &a, &aux, &needs_aux, why, sizeof(why)))
-		return -1;
-	a.use_clockid = 1;
-	a.clockid = CLOCK_BOOTTIME;
+	if (watch >= 0) {
+		if (weft_watch_attr(watches[watch].addr, watches[watch].len, src == WEFT_ACC_WATCH_RW, &a, why, sizeof(why)))
+			return -1;
+	} else {
+		if (weft_access_attr(src, "", 0, &a, &aux, &needs_aux, why, sizeof(why)))
+			return -1;
+		a.use_clockid = 1;
+		a.clockid = CLOCK_BOOTTIME;
+	}
 	if (needs_aux && (aux_fd = (int)syscall(SYS_perf_event_open, &aux, (pid_t)tid, -1, -1, PERF_FLAG_FD_CLOEXEC)) < 0) {
-		if (!atomic_fetch_add(&open_failures, 1))
-			first_errno = errno;
+		note_failure(watch, errno);
 		return -1;
 	}
 	int fd = (int)syscall(SYS_perf_event_open, &a, (pid_t)tid, -1, aux_fd, PERF_FLAG_FD_CLOEXEC);
 	if (fd < 0) {
-		if (!atomic_fetch_add(&open_failures, 1))
-			first_errno = errno;
+		note_failure(watch, errno);
 		if (aux_fd >= 0)
 			close(aux_fd);
 		return -1;
@@ -97,8 +143,7 @@ static int open_one(int src, uint32_t tid)
 	void *base = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
 	struct ring *r = base == MAP_FAILED ? NULL : calloc(1, sizeof(*r));
 	if (!r) {
-		if (!atomic_fetch_add(&open_failures, 1))
-			first_errno = errno ? errno : ENOMEM;
+		note_failure(watch, errno ? errno : ENOMEM);
 		if (base != MAP_FAILED)
 			munmap(base, size);
 		close(fd);
@@ -109,49 +154,93 @@ static int open_one(int src, uint32_t tid)
 	r->fd = fd;
 	r->aux_fd = aux_fd;
 	r->src = src;
+	r->watch = watch;
+	r->monotonic = a.clockid == CLOCK_MONOTONIC;
 	r->sample_type = a.sample_type;
 	r->tid = tid;
 	r->base = base;
 	r->size = size;
-	pthread_mutex_lock(&rings_lock);
-	r->next = rings;
-	rings = r;
-	pthread_mutex_unlock(&rings_lock);
-	pthread_setspecific(ring_key, r);
+	link_ring(r);
 	return 0;
 }
 
-static int open_ring(uint32_t tid)
+static void open_sources(uint32_t tid)
 {
-	int rc = 0;
 	for (int i = 0; i < 2 && sources[i]; i++)
-		rc |= open_one(sources[i], tid);
-	return rc;
+		open_one(sources[i], -1, tid);
+}
+
+static void open_watches(uint32_t tid)
+{
+	for (int i = 0; i < nwatches; i++)
+		open_one(watches[i].src, i, tid);
+}
+
+static void free_ring(struct ring *r)
+{
+	munmap(r->base, r->size);
+	close(r->fd);
+	if (r->aux_fd >= 0)
+		close(r->aux_fd);
+	free(r);
+}
+
+/* Closes this thread's watchpoint rings (at start, when one of them could not be opened). */
+static void drop_watch_rings(void)
+{
+	struct ring *keep = NULL, **tail = &keep;
+	pthread_mutex_lock(&rings_lock);
+	for (struct ring **pp = &rings; *pp;) {
+		if ((*pp)->watch >= 0)
+			*pp = (*pp)->next;
+		else
+			pp = &(*pp)->next;
+	}
+	pthread_mutex_unlock(&rings_lock);
+	for (struct ring *r = pthread_getspecific(ring_key), *nx; r; r = nx) {
+		nx = r->thread_next;
+		if (r->watch >= 0) {
+			free_ring(r);
+		} else {
+			*tail = r;
+			tail = &r->thread_next;
+		}
+	}
+	*tail = NULL;
+	pthread_setspecific(ring_key, keep);
 }
 
 static void ring_done(void *arg)
 {
-	struct ring *r = arg;
-	atomic_store(&r->ended, 1);
+	for (struct ring *r = arg; r; r = r->thread_next)
+		atomic_store(&r->ended, 1);
 }
 
-/* The current thread's ring (called on the thread itself). */
+static void make_key(void)
+{
+	pthread_key_create(&ring_key, ring_done);
+}
+
+/* The current thread's rings (called on the thread itself). */
 static void watch_this_thread(void)
 {
 	weft_in_runtime++; /* its allocations are weft's */
-	open_ring((uint32_t)syscall(SYS_gettid));
+	uint32_t tid = (uint32_t)syscall(SYS_gettid);
+	open_sources(tid);
+	open_watches(tid);
 	weft_in_runtime--;
 }
 
 /* ---- the sampler ---- */
 
-static void emit(const struct ring *r, const struct weft_perf_sample *s)
+static void emit(const struct ring *r, const struct weft_perf_sample *s, int64_t gap)
 {
-	int full = r->src != WEFT_ACC_PAGEFAULT; /* latency and data source too */
+	/* latency and data source too */
+	int full = r->src == WEFT_ACC_PEBS_LOAD || r->src == WEFT_ACC_PEBS_STORE || r->src == WEFT_ACC_IBS_OP;
 	uint64_t *w = weft__reserve(full ? 48 : 32);
 	if (!w)
 		return; /* counted as dropped by the runtime */
-	w[0] = s->time;
+	w[0] = r->monotonic ? (uint64_t)((int64_t)s->time + gap) : s->time;
 	w[1] = weft__hdr(s->tid, WEFT_R_ACCESS, full ? 4 : 2, (unsigned)r->src);
 	w[2] = s->addr;
 	w[3] = s->ip;
@@ -172,7 +261,7 @@ static void ring_copy(const struct ring *r, uint64_t off, void *out, size_t len)
 		((char *)out)[i] = data[(off + i) % size];
 }
 
-static void drain(struct ring *r)
+static void drain(struct ring *r, int64_t gap)
 {
 	struct perf_event_mmap_page *h = r->base;
 	uint64_t head = __atomic_load_n(&h->data_head, __ATOMIC_ACQUIRE), tail = h->data_tail;
@@ -187,13 +276,14 @@ static void drain(struct ring *r)
 			struct weft_perf_sample s;
 			ring_copy(r, tail + sizeof(eh), body, len);
 			if (!weft_perf_decode_sample(r->sample_type, body, len, &s)) {
-				emit(r, &s);
-				atomic_fetch_add_explicit(&samples, 1, memory_order_relaxed);
+				emit(r, &s, gap);
+				atomic_fetch_add_explicit(r->watch >= 0 ? &watch_hits[r->watch] : &samples, 1,
+							  memory_order_relaxed);
 			}
 		} else if (eh.type == PERF_RECORD_LOST && eh.size >= sizeof(eh) + 16) {
 			uint64_t v[2];
 			ring_copy(r, tail + sizeof(eh), v, sizeof(v));
-			atomic_fetch_add_explicit(&lost, v[1], memory_order_relaxed);
+			atomic_fetch_add_explicit(r->watch >= 0 ? &watch_lost : &lost, v[1], memory_order_relaxed);
 		} else if (eh.type == PERF_RECORD_THROTTLE) {
 			atomic_fetch_add_explicit(&throttled, 1, memory_order_relaxed);
 		}
@@ -204,18 +294,15 @@ static void drain(struct ring *r)
 
 static void drain_all(void)
 {
+	int64_t gap = clock_gap(); /* the time suspended so far: monotonic rings' offset */
 	pthread_mutex_lock(&rings_lock);
 	for (struct ring **pp = &rings; *pp;) {
 		struct ring *r = *pp;
 		int ended = atomic_load(&r->ended);
-		drain(r);
+		drain(r, gap);
 		if (ended) { /* its last samples are out: the ring goes */
 			*pp = r->next;
-			munmap(r->base, r->size);
-			close(r->fd);
-			if (r->aux_fd >= 0)
-				close(r->aux_fd);
-			free(r);
+			free_ring(r);
 			continue;
 		}
 		pp = &r->next;
@@ -290,9 +377,34 @@ EXPORT int pthread_create(pthread_t *th, const pthread_attr_t *attr, void *(*fn)
 
 static void write_totals(void)
 {
-	uint32_t head[2] = {(uint32_t)sources[0], (uint32_t)sources[1]};
-	uint64_t v[3] = {atomic_load(&samples), atomic_load(&lost), atomic_load(&throttled)};
-	weft_meta_write(WEFT_M_ACCESS, head, sizeof(head), v, sizeof(v));
+	if (sources[0]) {
+		uint32_t head[2] = {(uint32_t)sources[0], (uint32_t)sources[1]};
+		uint64_t v[3] = {atomic_load(&samples), atomic_load(&lost), atomic_load(&throttled)};
+		weft_meta_write(WEFT_M_ACCESS, head, sizeof(head), v, sizeof(v));
+	}
+	if (nwatches) { /* docs/format.md, WATCH */
+		unsigned char buf[16 + WEFT_MAX_WATCH * (24 + sizeof(watches[0].name))];
+		size_t o = 0;
+		uint32_t head[2] = {(uint32_t)nwatches, (uint32_t)atomic_load(&watch_open_failures)};
+		uint64_t wl = atomic_load(&watch_lost);
+		memcpy(buf, head, 8);
+		memcpy(buf + 8, &wl, 8);
+		o = 16;
+		for (int i = 0; i < nwatches; i++) {
+			uint32_t lt[2] = {watches[i].len, (uint32_t)watches[i].src};
+			uint64_t hits = atomic_load(&watch_hits[i]);
+			memcpy(buf + o, &watches[i].addr, 8);
+			memcpy(buf + o + 8, lt, 8);
+			memcpy(buf + o + 16, &hits, 8);
+			o += 24;
+		}
+		for (int i = 0; i < nwatches; i++) {
+			size_t l = strlen(watches[i].name) + 1;
+			memcpy(buf + o, watches[i].name, l);
+			o += l;
+		}
+		weft_meta_write(WEFT_M_WATCH, buf, o, NULL, 0);
+	}
 }
 
 /* Last drain while the trace still runs (an atexit handler that runs before weft's). */
@@ -319,13 +431,10 @@ static void atfork_child(void)
 	rings = NULL;
 	while (r) {
 		struct ring *n = r->next;
-		munmap(r->base, r->size);
-		close(r->fd);
-		if (r->aux_fd >= 0)
-			close(r->aux_fd);
-		free(r);
+		free_ring(r);
 		r = n;
 	}
+	pthread_setspecific(ring_key, NULL); /* (those were this thread's in the parent) */
 	pthread_mutex_init(&rings_lock, NULL);
 	have_sampler = 0;
 	if (!atomic_load(&on))
@@ -333,9 +442,22 @@ static void atfork_child(void)
 	atomic_store(&samples, 0);
 	atomic_store(&lost, 0);
 	atomic_store(&throttled, 0);
+	for (int i = 0; i < nwatches; i++)
+		atomic_store(&watch_hits[i], 0);
+	atomic_store(&watch_lost, 0);
 	atomic_store(&quit, 0);
 	watch_this_thread();
 	start_sampler();
+}
+
+/* Sampling starts in this process (once, whichever source comes first). */
+static void begin(void)
+{
+	if (atomic_exchange(&on, 1))
+		return;
+	start_sampler();
+	atexit(stop_sampler);
+	pthread_atfork(NULL, NULL, atfork_child);
 }
 
 /* src: auto, pagefault, pebs or ibs. Returns 0, or -errno with the reason in why ("unavailable"
@@ -363,18 +485,120 @@ int weft_access_start(const char *src, char *why, size_t n)
 	} else {
 		sources[0] = WEFT_ACC_PAGEFAULT;
 	}
-	pthread_key_create(&ring_key, ring_done);
-	atomic_store(&on, 1);
-	watch_this_thread();
+	pthread_once(&key_once, make_key);
+	weft_in_runtime++;
+	open_sources((uint32_t)syscall(SYS_gettid));
+	weft_in_runtime--;
 	if (atomic_load(&open_failures)) {
-		atomic_store(&on, 0);
 		int e = first_errno;
+		sources[0] = sources[1] = 0; /* (no ring opened: the first open is the one that failed) */
 		snprintf(why, n, "perf_event_open failed: %s%s", strerror(e),
 			 e == EACCES || e == EPERM ? " (kernel.perf_event_paranoid too high? run as root or lower it)" : "");
 		return -e;
 	}
-	start_sampler();
-	atexit(stop_sampler);
-	pthread_atfork(NULL, NULL, atfork_child);
+	begin();
+	return 0;
+}
+
+/* ---- watch= ---- */
+
+#define SELFTEST_WRITES 4
+/* The self-test's variable: written only by weft_watch_start's self-test, on the starting thread. */
+static volatile _Alignas(8) uint64_t selftest_var;
+
+/* A write watchpoint on selftest_var, SELFTEST_WRITES writes: 0 when each gave its sample,
+ * else -errno with the reason. */
+static int selftest(char *why, size_t n)
+{
+	struct perf_event_attr a;
+	uint64_t addr = (uint64_t)(uintptr_t)&selftest_var;
+	if (weft_watch_attr(addr, 8, 0, &a, why, n))
+		return -EINVAL;
+	int fd = (int)syscall(SYS_perf_event_open, &a, 0, -1, -1, PERF_FLAG_FD_CLOEXEC);
+	if (fd < 0)
+		return weft_watch_selftest_verdict(errno, SELFTEST_WRITES, 0, why, n);
+	size_t page = (size_t)sysconf(_SC_PAGESIZE);
+	struct ring r = {.fd = fd, .size = 2 * page, .sample_type = a.sample_type, .watch = -1};
+	r.base = mmap(NULL, r.size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	if (r.base == MAP_FAILED) {
+		int e = errno;
+		close(fd);
+		return weft_watch_selftest_verdict(e, SELFTEST_WRITES, 0, why, n);
+	}
+	for (int i = 0; i < SELFTEST_WRITES; i++)
+		selftest_var = (uint64_t)i + 1;
+	/* the debug trap is taken as each write retires, so its sample is in the ring now */
+	struct perf_event_mmap_page *h = r.base;
+	uint64_t head = __atomic_load_n(&h->data_head, __ATOMIC_ACQUIRE), tail = h->data_tail, got = 0;
+	while (tail + sizeof(struct perf_event_header) <= head) {
+		struct perf_event_header eh;
+		ring_copy(&r, tail, &eh, sizeof(eh));
+		if (eh.size < sizeof(eh) || tail + eh.size > head)
+			break;
+		if (eh.type == PERF_RECORD_SAMPLE) {
+			unsigned char body[128];
+			size_t len = eh.size - sizeof(eh) < sizeof(body) ? eh.size - sizeof(eh) : sizeof(body);
+			struct weft_perf_sample s;
+			ring_copy(&r, tail + sizeof(eh), body, len);
+			if (!weft_perf_decode_sample(r.sample_type, body, len, &s) && s.addr == addr)
+				got++;
+		}
+		tail += eh.size;
+	}
+	munmap(r.base, r.size);
+	close(fd);
+	return weft_watch_selftest_verdict(0, SELFTEST_WRITES, got, why, n);
+}
+
+/* Specs from watch=: the self-test, then each symbol's address; then every thread watches
+ * them. Returns 0, or -errno with the reason in why (nothing is watched then). */
+int weft_watch_start(const struct weft_watch_spec *spec, int nspec, char *why, size_t n)
+{
+	weft_in_runtime++;
+	int rc = selftest(why, n);
+	for (int i = 0; !rc && i < nspec && i < WEFT_MAX_WATCH; i++) {
+		uint64_t addr = spec[i].addr, size = 0;
+		unsigned len = spec[i].len;
+		if (spec[i].symbol[0]) {
+			rc = weft_exe_symbol(spec[i].symbol, &addr, &size);
+			if (rc) {
+				snprintf(why, n, "no variable '%s' in the program's symbol table%s", spec[i].symbol,
+					 rc == -ENOENT ? "" : " (cannot read it)");
+				break;
+			}
+			if (!len) /* a smaller variable: its own bytes */
+				len = size >= 8 || !size ? 8 : size >= 4 ? 4 : size >= 2 ? 2 : 1;
+		}
+		if (!len)
+			len = 8;
+		struct perf_event_attr a;
+		char w[160];
+		if (weft_watch_attr(addr, len, spec[i].rw, &a, w, sizeof(w))) {
+			snprintf(why, n, "%s: %s", spec[i].symbol[0] ? spec[i].symbol : "address", w);
+			rc = -EINVAL;
+			break;
+		}
+		watches[i].addr = addr;
+		watches[i].len = len;
+		watches[i].src = spec[i].rw ? WEFT_ACC_WATCH_RW : WEFT_ACC_WATCH_W;
+		snprintf(watches[i].name, sizeof(watches[i].name), "%s", spec[i].symbol);
+	}
+	if (rc) {
+		weft_in_runtime--;
+		return rc;
+	}
+	nwatches = nspec < WEFT_MAX_WATCH ? nspec : WEFT_MAX_WATCH;
+	pthread_once(&key_once, make_key);
+	open_watches((uint32_t)syscall(SYS_gettid));
+	weft_in_runtime--;
+	if (atomic_load(&watch_open_failures)) {
+		/* the self-test's opened: these may not (every debug register taken, a bad address) */
+		nwatches = 0;
+		drop_watch_rings();
+		snprintf(why, n, "perf_event_open of a watchpoint failed after the self-test passed: %s",
+			 strerror(watch_first_errno));
+		return -EBUSY;
+	}
+	begin();
 	return 0;
 }

@@ -7,6 +7,8 @@
  */
 #include "collect/perf_sample.h"
 #include <ctype.h>
+#include <linux/hw_breakpoint.h>
+#include <time.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -171,6 +173,54 @@ int weft_access_attr(int src, const char *root, uint64_t period, struct perf_eve
 		snprintf(why, n, "unknown access source %d", src);
 		return -EINVAL;
 	}
+}
+
+int weft_watch_attr(uint64_t addr, unsigned len, int rw, struct perf_event_attr *a, char *why, size_t n)
+{
+	memset(a, 0, sizeof(*a));
+	if (len != 1 && len != 2 && len != 4 && len != 8) {
+		snprintf(why, n, "a watchpoint covers 1, 2, 4 or 8 bytes, not %u", len);
+		return -EINVAL;
+	}
+	if (!addr || addr % len) {
+		snprintf(why, n, "a %u-byte watchpoint needs an address that is a multiple of %u, not 0x%llx", len, len,
+			 (unsigned long long)addr);
+		return -EINVAL;
+	}
+	a->size = sizeof(*a);
+	a->type = PERF_TYPE_BREAKPOINT;
+	a->bp_type = rw ? HW_BREAKPOINT_RW : HW_BREAKPOINT_W;
+	a->bp_addr = addr;
+	a->bp_len = len;
+	a->sample_period = 1;
+	a->exclude_kernel = 1;
+	a->exclude_hv = 1;
+	a->sample_type = PERF_SAMPLE_IP | PERF_SAMPLE_TID | PERF_SAMPLE_TIME | PERF_SAMPLE_ADDR;
+	a->use_clockid = 1;
+	a->clockid = CLOCK_MONOTONIC;
+	return 0;
+}
+
+int weft_watch_selftest_verdict(int open_errno, uint64_t writes, uint64_t samples, char *why, size_t n)
+{
+	if (open_errno) {
+		snprintf(why, n, "perf_event_open of a hardware watchpoint failed: %s%s", strerror(open_errno),
+			 open_errno == EACCES || open_errno == EPERM
+				 ? " (kernel.perf_event_paranoid too high? run as root or lower it)"
+			 : open_errno == ENOENT || open_errno == EOPNOTSUPP ? " (no breakpoint PMU in this kernel)"
+			 : open_errno == ENOSPC ? " (every debug register is taken)" : "");
+		return -open_errno;
+	}
+	if (!samples) {
+		snprintf(why, n, "hardware watchpoints open but do not fire here (virtual machine?)");
+		return -ENODEV;
+	}
+	if (samples != writes) {
+		snprintf(why, n, "hardware watchpoints fire %llu times for %llu writes here",
+			 (unsigned long long)samples, (unsigned long long)writes);
+		return -EIO;
+	}
+	return 0;
 }
 
 int weft_perf_decode_sample(uint64_t t, const void *body, size_t len, struct weft_perf_sample *s)

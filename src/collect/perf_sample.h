@@ -16,6 +16,8 @@ enum weft_access_source {
 	WEFT_ACC_PEBS_LOAD = 2, /* Intel PEBS MEM_TRANS_RETIRED.LOAD_LATENCY (mem-loads) */
 	WEFT_ACC_PEBS_STORE = 3, /* Intel PEBS MEM_INST_RETIRED.ALL_STORES (mem-stores) */
 	WEFT_ACC_IBS_OP = 4,    /* AMD IBS op */
+	WEFT_ACC_WATCH_W = 5,   /* a hardware watchpoint on writes: every write to the watched bytes */
+	WEFT_ACC_WATCH_RW = 6,  /* a hardware watchpoint on reads and writes */
 };
 
 /* The attributes of source `src` for one thread, its sampling period `period` (0: the source's
@@ -25,6 +27,20 @@ enum weft_access_source {
  * (Sapphire Rapids and later), *needs_aux is set and aux holds the group leader to open first. */
 int weft_access_attr(int src, const char *sysfs_root, uint64_t period, struct perf_event_attr *attr,
 		     struct perf_event_attr *aux, int *needs_aux, char *why, size_t n);
+
+/* The attributes of a hardware watchpoint (PERF_TYPE_BREAKPOINT) on the len bytes at addr
+ * (len 1, 2, 4 or 8, addr a multiple of len, as x86's debug registers require), on writes or
+ * (rw) on reads and writes, one sample per hit, user space only. Breakpoint events refuse
+ * CLOCK_BOOTTIME (the kernel takes only NMI-safe clocks for a PMU that can fire in NMI-like
+ * context: EINVAL), so the samples carry CLOCK_MONOTONIC, which the runtime moves onto weft's
+ * timeline. Returns 0, or -EINVAL with a one-line reason. */
+int weft_watch_attr(uint64_t addr, unsigned len, int rw, struct perf_event_attr *attr, char *why, size_t n);
+
+/* The self-test's verdict: a write watchpoint opened (open_errno 0) or refused (open_errno,
+ * positive), and how many samples `writes` writes to its variable gave. Returns 0 when every
+ * write was seen, else -ENODEV (opened, never fired), -EIO (fired a wrong number of times) or
+ * -open_errno, with the reason, one line, in why. */
+int weft_watch_selftest_verdict(int open_errno, uint64_t writes, uint64_t samples, char *why, size_t n);
 
 /* What a sample carries (fields its sample_type lacks are 0). */
 struct weft_perf_sample {

@@ -22,8 +22,8 @@ enum weft_ev_kind {
 	 * requested (HEAP_USAGE) */
 	WEFT_EV_ALLOC, WEFT_EV_FREE, WEFT_EV_REALLOC, WEFT_EV_HEAP_USAGE,
 	/* a sampled memory access: id the tid that made it, mfn the source (enum
-	 * weft_access_source: 1 page fault, 2 PEBS load, 3 PEBS store, 4 IBS op), addr the data
-	 * address, addr2 the instruction, size the latency and value the data source (PEBS/IBS);
+	 * weft_access_source: 1 page fault, 2 PEBS load, 3 PEBS store, 4 IBS op, 5 watchpoint hit
+	 * on a write, 6 on a read or write), addr the data address (a watchpoint's: its address), addr2 the instruction, size the latency and value the data source (PEBS/IBS);
 	 * a sampler's stream holds every thread's */
 	WEFT_EV_ACCESS,
 };

@@ -463,20 +463,23 @@ static struct sthread *thread_by_tid(struct pwalk *pw, uint32_t tid, uint64_t ts
 
 static void access_row(struct pwalk *pw, const struct item *it)
 {
-	static const char *const src[] = {"?", "pagefault", "pebs-load", "pebs-store", "ibs-op"};
+	static const char *const src[] = {"?",	    "pagefault",   "pebs-load", "pebs-store",
+					  "ibs-op", "watch-write", "watch-rw"};
 	struct weft_sqlite_db *d = pw->d;
 	struct sthread *by = thread_by_tid(pw, it->id, it->ts);
 	int64_t utid = by ? by->utid : 0;
 	int64_t slice = by && by->nown ? (utid << 32) | (int64_t)by->own[by->nown - 1] : 0;
 	int hw = it->mfn >= 2 && it->mfn <= 4; /* latency (size) and data source (value) */
-	int64_t wr = it->mfn == 3 ? 1 : it->mfn == 2 ? 0 : hw ? weft_perf_data_src_is_write(it->value) : -1;
+	/* stores: PEBS stores and write-only watchpoints; PEBS loads; IBS says which in its data
+	 * source; page faults and read/write watchpoints cannot tell */
+	int64_t wr = it->mfn == 3 || it->mfn == 5 ? 1 : it->mfn == 2 ? 0 : hw ? weft_perf_data_src_is_write(it->value) : -1;
 	const struct weft_live_block *b = weft_livemap_containing(&pw->live, it->addr);
 	if (!b && !pw->reg_parsed) {
 		pw->reg_parsed = 1;
 		pw->reg = parse_regions(pw->p, &pw->nreg);
 	}
 	const char *region = b ? (b->heap ? weft_site_name(pw->p, b->heap) : "malloc") : region_of(pw, it->addr);
-	const char *source = src[it->mfn <= 4 ? it->mfn : 0];
+	const char *source = src[it->mfn < sizeof(src) / sizeof(src[0]) ? it->mfn : 0];
 	int64_t alloc = b ? (int64_t)b->id : 0;
 	if (hw)
 		weft_sq_row(&d->sq, &d->tab[T_ACCESS], "niiziwtiiizzt", (int64_t)it->ts, pw->upid, utid, (int64_t)it->addr,

@@ -82,6 +82,8 @@ enum weft_meta_type {
 	WEFT_M_SIGNAL = 15, /* u32 signal, u32 tid, u64 ticks: the process ended by this signal */
 	WEFT_M_RUSAGE = 16, /* at stop: u64 max RSS bytes, u64 user ns, u64 system ns (getrusage) */
 	WEFT_M_ACCESS = 18, /* u32 source (1 page faults), u32 0, u64 samples, u64 lost, u64 throttled: at stop */
+	WEFT_M_WATCH = 19,  /* u32 n, u32 threads not watched, u64 lost, n x (u64 addr, u32 len, u32
+			     * source, u64 hits), then n names (\0-terminated, "" for an address): at stop */
 	WEFT_M_MEMORY = 17, /* u32 flags (1 recording, 2 stacks), u32 0, u64 threshold bytes, u64
 			     * sampling bytes (0: every block), u64 frees not recorded (unknown
 			     * to the interposer) */

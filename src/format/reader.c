@@ -445,7 +445,34 @@ static void parse_meta(struct weft_trace *t, const char *name, const unsigned ch
 				memcpy(&p->access_samples, r + 8, 8);
 				memcpy(&p->access_lost, r + 16, 8);
 				memcpy(&p->access_throttled, r + 24, 8);
+				memcpy(&p->access_source, r, 4);
 				p->has_access = 1;
+			}
+			break;
+		case WEFT_M_WATCH:
+			if (len >= 16) {
+				uint32_t head[2];
+				memcpy(head, r, 8);
+				memcpy(&p->watch_lost, r + 8, 8);
+				p->watch_unwatched = head[1];
+				size_t nw = head[0] < 4 ? head[0] : 4, o = 16;
+				if (len < o + nw * 24)
+					break;
+				for (size_t k = 0; k < nw; k++, o += 24) {
+					struct weft_watch_total *w = &p->watches[k];
+					memcpy(&w->addr, r + o, 8);
+					memcpy(&w->len, r + o + 8, 4);
+					memcpy(&w->source, r + o + 12, 4);
+					memcpy(&w->hits, r + o + 16, 8);
+					w->name[0] = 0;
+				}
+				for (size_t k = 0; k < nw && o < len; k++) {
+					size_t l = bounded_len((const char *)r + o, len - o);
+					snprintf(p->watches[k].name, sizeof(p->watches[k].name), "%.*s", (int)l, (const char *)r + o);
+					o += l + 1;
+				}
+				p->nwatches = nw;
+				p->has_watch = 1;
 			}
 			break;
 		case WEFT_M_RUSAGE:

@@ -83,6 +83,15 @@ struct weft_proc {
 	int has_rusage;                       /* RUSAGE record (at a clean stop) */
 	int has_access;                       /* ACCESS totals: memory access sampling ran */
 	uint64_t access_samples, access_lost, access_throttled;
+	uint32_t access_source;               /* its source (enum weft_access_source; 0 unknown) */
+	struct weft_watch_total {             /* WATCH record: watch= hardware watchpoints */
+		uint64_t addr, hits;
+		uint32_t len, source;
+		char name[128];               /* the symbol, or "" for an address */
+	} watches[4];
+	size_t nwatches;
+	int has_watch;
+	uint64_t watch_lost, watch_unwatched; /* samples lost; threads whose watchpoints failed */
 	uint64_t max_rss, user_ns, sys_ns;
 	uint64_t bytes_stored, bytes_raw, nchunks_read, bad_chunks;
 };

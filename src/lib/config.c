@@ -196,6 +196,88 @@ SETTER(set_mem_access)
 			return set_str(c->mem_access, sizeof(c->mem_access), strcmp(v, "0") ? v : "");
 	return -EINVAL;
 }
+int weft_watch_parse(const char *list, struct weft_watch_spec *out, char *why, size_t n)
+{
+	int count = 0;
+	const char *p = list;
+	if (!*p)
+		return 0;
+	for (;;) {
+		const char *end = strchrnul(p, ',');
+		char spec[256];
+		if ((size_t)(end - p) >= sizeof(spec) || end == p) {
+			snprintf(why, n, end == p ? "an empty watch spec" : "a watch spec longer than %zu bytes",
+				 sizeof(spec) - 1);
+			return -EINVAL;
+		}
+		if (count == WEFT_MAX_WATCH) {
+			snprintf(why, n, "at most %d watchpoints (the debug registers of x86)", WEFT_MAX_WATCH);
+			return -EINVAL;
+		}
+		memcpy(spec, p, (size_t)(end - p));
+		spec[end - p] = 0;
+		struct weft_watch_spec *w = &out[count];
+		memset(w, 0, sizeof(*w));
+		char *save = NULL, *t = strtok_r(spec, ":/", &save);
+		if (!t) {
+			snprintf(why, n, "an empty watch spec");
+			return -EINVAL;
+		}
+		if (!strncmp(t, "0x", 2) || !strncmp(t, "0X", 2)) {
+			char *e;
+			errno = 0;
+			unsigned long long a = strtoull(t + 2, &e, 16);
+			if (e == t + 2 || *e || errno || !a) {
+				snprintf(why, n, "bad address '%s'", t);
+				return -EINVAL;
+			}
+			w->addr = a;
+		} else {
+			int ok = (isalpha((unsigned char)*t) || *t == '_') && strlen(t) < sizeof(w->symbol);
+			for (const char *c = t; ok && *c; c++)
+				ok = isalnum((unsigned char)*c) || *c == '_' || *c == '.' || *c == '$';
+			if (!ok) {
+				snprintf(why, n, "'%s' is neither a symbol nor a 0x address", t);
+				return -EINVAL;
+			}
+			memcpy(w->symbol, t, strlen(t) + 1);
+		}
+		int have_len = 0, have_mode = 0;
+		while ((t = strtok_r(NULL, ":/", &save))) {
+			if (!have_mode && (!strcmp(t, "w") || !strcmp(t, "rw"))) {
+				w->rw = t[0] == 'r';
+				have_mode = 1;
+			} else if (!have_len && (!strcmp(t, "1") || !strcmp(t, "2") || !strcmp(t, "4") || !strcmp(t, "8"))) {
+				w->len = (unsigned)(t[0] - '0');
+				have_len = 1;
+			} else {
+				snprintf(why, n, "bad watch field '%s': expected a length (1, 2, 4, 8) or w or rw, once each", t);
+				return -EINVAL;
+			}
+		}
+		if (w->addr && w->addr % (w->len ? w->len : 8)) {
+			snprintf(why, n, "0x%llx is not a multiple of the watched length %u", (unsigned long long)w->addr,
+				 w->len ? w->len : 8);
+			return -EINVAL;
+		}
+		count++;
+		if (!*end)
+			return count;
+		p = end + 1;
+	}
+}
+
+SETTER(set_watch)
+{
+	char why[200];
+	struct weft_watch_spec w[WEFT_MAX_WATCH];
+	int k = weft_watch_parse(v, w, why, sizeof(why));
+	if (k < 0)
+		return k;
+	memcpy(c->watch, w, sizeof(w));
+	c->nwatch = k;
+	return 0;
+}
 SETTER(set_overflow)
 {
 	if (!strcmp(v, "drop"))
@@ -232,6 +314,7 @@ static const struct {
 	{"memory_threshold", set_memory_threshold, "a size such as 4K (only blocks at least that big)"},
 	{"memory_sample", set_memory_sample, "a size such as 64K (mean bytes between samples), 0 = every block"},
 	{"mem_access", set_mem_access, "0, 1/auto (the best source available), pagefault, pebs or ibs"},
+	{"watch", set_watch, "up to 4 of SYMBOL or 0xADDR, each with /LEN (1, 2, 4, 8) and /w or /rw, comma-separated"},
 };
 
 const char *weft_config_valid(const char *key)

@@ -24,6 +24,17 @@
 
 /* ---- config.c ---- */
 enum weft_overflow { WEFT_OVERFLOW_DROP = 0, WEFT_OVERFLOW_BLOCK = 1 };
+/* One hardware watchpoint asked for with watch= (`weft record --watch`): a symbol of the
+ * traced executable or an address, the bytes it covers (0: the default, 8, or the symbol's size
+ * when smaller) and whether reads count too. */
+#define WEFT_MAX_WATCH 4 /* x86 has four debug address registers */
+struct weft_watch_spec {
+	char symbol[128]; /* "" when addr names the place */
+	uint64_t addr;
+	unsigned len; /* 1, 2, 4, 8, or 0: the default */
+	int rw;       /* 0: writes, 1: reads and writes */
+};
+
 struct weft_config {
 	int enable;
 	char output[1024];
@@ -45,6 +56,8 @@ struct weft_config {
 	uint64_t memory_threshold; /* ... only blocks of at least this size */
 	uint64_t memory_sample;    /* ... one sample per this many bytes on average (0: every block) */
 	char mem_access[16];       /* memory access sampling: "" off, auto, pagefault, pebs, ibs */
+	struct weft_watch_spec watch[WEFT_MAX_WATCH]; /* watch=: hardware watchpoints */
+	int nwatch;
 	char given[2048]; /* the options as given, for the trace metadata */
 };
 /* Written by config functions under weft_g.lock before start, read-only after start (except
@@ -55,6 +68,17 @@ WEFT_HIDDEN int weft_config_apply(struct weft_config *c, const char *opts, int l
 WEFT_HIDDEN int weft_config_set(struct weft_config *c, const char *key, const char *val, int log_errors);
 WEFT_HIDDEN const char *weft_config_valid(const char *key); /* what a key accepts, or NULL */
 WEFT_HIDDEN int weft_parse_size(const char *s, uint64_t *out);
+/* watch=SPEC[,SPEC...], SPEC = SYMBOL or 0xADDR, then optionally /LEN (1, 2, 4, 8) and /w or
+ * /rw (':' works as the separator too, except inside WEFT_OPTIONS, whose keys it separates).
+ * Fills out[] (WEFT_MAX_WATCH entries); returns how many, or -EINVAL with the reason in why. */
+WEFT_HIDDEN int weft_watch_parse(const char *list, struct weft_watch_spec *out, char *why, size_t n);
+/* preload/elfsym.c: every defined symbol of an ELF file (.symtab, else .dynsym) to fn, which
+ * returns nonzero to stop; *is_exec: an ET_EXEC file (values are addresses). 0 or -errno. */
+WEFT_HIDDEN int weft_elf_symbols(const char *path, int *is_exec,
+				 int (*fn)(void *arg, const char *name, uint64_t value, uint64_t size, int type),
+				 void *arg);
+/* A data symbol of the running executable: its run-time address and size. 0, -ENOENT or -errno. */
+WEFT_HIDDEN int weft_exe_symbol(const char *name, uint64_t *addr, uint64_t *size);
 WEFT_HIDDEN int weft_parse_cpulist(const char *s, uint64_t *mask);
 WEFT_HIDDEN int weft_expand_output(const char *pattern, const char *name, char *out, size_t n);
 

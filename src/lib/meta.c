@@ -91,7 +91,7 @@ static int is_final(unsigned type)
 	return type == WEFT_M_FINISH || type == WEFT_M_FUNC_FILTER || type == WEFT_M_OVERHEAD ||
 	       type == WEFT_M_WRITE_FAILED || type == WEFT_M_SIGNAL || type == WEFT_M_CLOCK ||
 	       type == WEFT_M_THREAD_END || type == WEFT_M_THREAD || type == WEFT_M_RUSAGE ||
-	       type == WEFT_M_MEMORY || type == WEFT_M_ACCESS;
+	       type == WEFT_M_MEMORY || type == WEFT_M_ACCESS || type == WEFT_M_WATCH;
 }
 
 void weft_meta_write(unsigned type, const void *a, size_t alen, const void *b, size_t blen)

@@ -3,14 +3,12 @@
  * (library file names) is set. The decision is taken once per function address, on its first
  * call, and kept in a lock-free table: the file comes from dladdr, the name from that file's
  * ELF symbol table (read once per file with libelf, so static functions have their names
- * too). Names are matched as the symbol table spells them (C++: mangled). An address the table
+ * too; elfsym.c reads them). Names are matched as the symbol table spells them (C++: mangled). An address the table
  * has no room for is recorded.
  */
 #include "lib/internal.h"
 #include <dlfcn.h>
-#include <fcntl.h>
-#include <gelf.h>
-#include <libelf.h>
+#include <elf.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -38,6 +36,31 @@ static int cmp_sym(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
+struct collect {
+	struct symfile *f;
+	size_t cap;
+};
+
+static int add_function(void *arg, const char *name, uint64_t value, uint64_t size, int type)
+{
+	struct collect *c = arg;
+	struct symfile *f = c->f;
+	if (type != STT_FUNC)
+		return 0;
+	if (f->n == c->cap) {
+		size_t cap = c->cap ? c->cap * 2 : 256;
+		void *ns = realloc(f->syms, cap * sizeof(*f->syms));
+		if (!ns)
+			return 1;
+		f->syms = ns;
+		c->cap = cap;
+	}
+	f->syms[f->n].value = value;
+	f->syms[f->n].size = size;
+	f->syms[f->n++].name = strdup(name);
+	return 0;
+}
+
 static struct symfile *load(const char *path)
 {
 	for (size_t i = 0; i < nfiles; i++)
@@ -47,46 +70,10 @@ static struct symfile *load(const char *path)
 		return NULL;
 	struct symfile *f = &files[nfiles++];
 	f->path = strdup(path);
-	elf_version(EV_CURRENT);
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	Elf *e = fd >= 0 ? elf_begin(fd, ELF_C_READ, NULL) : NULL;
-	GElf_Ehdr eh;
-	if (e && gelf_getehdr(e, &eh))
-		f->is_exec = eh.e_type == ET_EXEC;
-	size_t cap = 0;
-	for (int pass = 0; e && pass < 2 && !f->n; pass++) {
-		Elf_Scn *scn = NULL;
-		while ((scn = elf_nextscn(e, scn))) {
-			GElf_Shdr sh;
-			if (!gelf_getshdr(scn, &sh) || sh.sh_type != (pass ? SHT_DYNSYM : SHT_SYMTAB) || !sh.sh_entsize)
-				continue;
-			Elf_Data *d = elf_getdata(scn, NULL);
-			for (size_t j = 0; d && j < sh.sh_size / sh.sh_entsize; j++) {
-				GElf_Sym sym;
-				if (!gelf_getsym(d, (int)j, &sym) || !sym.st_value || GELF_ST_TYPE(sym.st_info) != STT_FUNC)
-					continue;
-				const char *name = elf_strptr(e, sh.sh_link, sym.st_name);
-				if (!name)
-					continue;
-				if (f->n == cap) {
-					cap = cap ? cap * 2 : 256;
-					void *ns = realloc(f->syms, cap * sizeof(*f->syms));
-					if (!ns)
-						break;
-					f->syms = ns;
-				}
-				f->syms[f->n].value = sym.st_value;
-				f->syms[f->n].size = sym.st_size;
-				f->syms[f->n++].name = strdup(name);
-			}
-		}
-	}
+	struct collect c = {f, 0};
+	weft_elf_symbols(path, &f->is_exec, add_function, &c);
 	if (f->n)
 		qsort(f->syms, f->n, sizeof(*f->syms), cmp_sym);
-	if (e)
-		elf_end(e);
-	if (fd >= 0)
-		close(fd);
 	return f;
 }
 

@@ -73,6 +73,7 @@ void weft_memory_start(void); /* memory.c */
 void weft_memory_stop(void);
 int weft_access_start(const char *src, char *why, size_t n); /* collect/access.c */
 void weft_access_stop(void);
+int weft_watch_start(const struct weft_watch_spec *spec, int nspec, char *why, size_t n);
 
 /* mem_access=: the best source this machine has (page faults everywhere); a source it lacks
  * is refused in one line, and the program runs on without it. */
@@ -82,6 +83,9 @@ static void access_start(void)
 	char why[256] = "";
 	if (*src && weft_access_start(src, why, sizeof(why)))
 		weft_log(WEFT_LOG_WARN, "mem-access=%s: unavailable: %s", src, why);
+	/* watch=: after a self-test, which a machine whose watchpoints do not fire fails */
+	if (weft_cfg.nwatch && weft_watch_start(weft_cfg.watch, weft_cfg.nwatch, why, sizeof(why)))
+		weft_log(WEFT_LOG_WARN, "watch: unavailable: %s", why);
 }
 
 static void sum_filtered(void)

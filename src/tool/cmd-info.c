@@ -150,10 +150,26 @@ int cmd_info(int argc, char **argv)
 			else if (p->mem_allocator)
 				printf("            allocator: %s (its calls recorded)\n", p->mem_allocator);
 		}
-		if (p->has_access)
-			printf("  accesses: page faults sampled: %llu samples, %llu lost, %llu throttled\n",
-			       (unsigned long long)p->access_samples, (unsigned long long)p->access_lost,
-			       (unsigned long long)p->access_throttled);
+		if (p->has_access) {
+			static const char *const src[] = {"page faults", "page faults", "PEBS loads and stores",
+							  "PEBS loads and stores", "IBS ops"};
+			printf("  accesses: %s sampled: %llu samples, %llu lost, %llu throttled\n",
+			       src[p->access_source < 5 ? p->access_source : 0], (unsigned long long)p->access_samples,
+			       (unsigned long long)p->access_lost, (unsigned long long)p->access_throttled);
+		}
+		if (p->has_watch) {
+			printf("  watched:  %zu hardware watchpoint%s, %llu lost", p->nwatches, p->nwatches == 1 ? "" : "s",
+			       (unsigned long long)p->watch_lost);
+			if (p->watch_unwatched)
+				printf(", %llu not opened on a thread", (unsigned long long)p->watch_unwatched);
+			printf("\n");
+			for (size_t k = 0; k < p->nwatches; k++) {
+				const struct weft_watch_total *w = &p->watches[k];
+				printf("            %s%s0x%llx, %u bytes, %s: %llu hits\n", w->name, w->name[0] ? " at " : "",
+				       (unsigned long long)w->addr, w->len, w->source == 6 ? "reads and writes" : "writes",
+				       (unsigned long long)w->hits);
+			}
+		}
 		if (p->has_rusage)
 			printf("  usage:    peak RSS %.1f MiB, CPU %.3f s user, %.3f s system\n", (double)p->max_rss / 1048576.0,
 			       (double)p->user_ns / 1e9, (double)p->sys_ns / 1e9);

@@ -54,6 +54,13 @@ static void help(FILE *f)
 		"      --mem-access[=SRC]  sample memory accesses: pagefault (the first touch of each page,\n"
 		"                          any Linux; the default), pebs or ibs (said unavailable where\n"
 		"                          missing); joined to allocations by weft export\n"
+		"      --watch SPEC[,SPEC] record every write to these bytes with hardware watchpoints\n"
+		"                          (at most 4 in all; repeatable). SPEC: SYMBOL (a variable of the\n"
+		"                          program) or 0xADDR, then :LEN (1, 2, 4 or 8; default 8, or the\n"
+		"                          variable's size) and :w (writes, the default) or :rw (reads\n"
+		"                          too). Each hit stops the thread in the kernel: watch what is\n"
+		"                          written rarely. Said unavailable where a self-test at start\n"
+		"                          sees watchpoints not fire (some virtual machines)\n"
 		"      --options OPTS      further WEFT_OPTIONS, key=value:key=value\n"
 		"  -q, --quiet             no summary line\n"
 		"  -h, --help              this text\n\n"
@@ -261,11 +268,11 @@ int cmd_record(int argc, char **argv)
 		{"time-filter", required_argument, 0, 't'}, {"options", required_argument, 0, 'O'},
 		{"filter", required_argument, 0, 'F'}, {"notrace", required_argument, 0, 'N'},
 		{"libs", required_argument, 0, 'L'}, {"memory", optional_argument, 0, 'm'},
-		{"mem-access", optional_argument, 0, 'A'},
+		{"mem-access", optional_argument, 0, 'A'}, {"watch", required_argument, 0, 'W'},
 		{"quiet", no_argument, 0, 'q'}, {"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
-	char names[1024] = "", why[128];
+	char names[1024] = "", why[256];
 	const char *outdir = "weft.data";
-	char extra[2048] = "";
+	char extra[2048] = "", watch[1024] = "";
 	int convert = 1, quiet = 0, c;
 	optind = 1;
 	opterr = 0;
@@ -326,6 +333,23 @@ int cmd_record(int argc, char **argv)
 			ADD(":mem_access=%s", src);
 			break;
 		}
+		case 'W': {
+			/* ':' separates WEFT_OPTIONS keys: the runtime takes '/' between a spec's fields */
+			char list[1024];
+			struct weft_watch_spec w[WEFT_MAX_WATCH];
+			snprintf(list, sizeof(list), "%s%s%s", watch, watch[0] ? "," : "", optarg);
+			for (char *x = list; *x; x++)
+				if (*x == ':')
+					*x = '/';
+			if (strlen(watch) + strlen(optarg) + 2 >= sizeof(watch) ||
+			    weft_watch_parse(list, w, why, sizeof(why)) < 0) {
+				weft_cli_error("record", "bad --watch '%s': %s", optarg,
+					       strlen(watch) + strlen(optarg) + 2 >= sizeof(watch) ? "too long" : why);
+				return WEFT_EXIT_USAGE;
+			}
+			snprintf(watch, sizeof(watch), "%s", list);
+			break;
+		}
 		case 'q': quiet = 1; break;
 		case 'h': help(stdout); return WEFT_EXIT_OK;
 		default:
@@ -335,6 +359,8 @@ int cmd_record(int argc, char **argv)
 	}
 	if (names[0]) /* the same selection for functions and explicit slices */
 		ADD(":func_filter=%s:filter=%s", names, names);
+	if (watch[0])
+		ADD(":watch=%s", watch);
 #undef ADD
 	if (optind < argc && !strcmp(argv[optind], "--"))
 		optind++;
@@ -466,7 +492,7 @@ int cmd_record(int argc, char **argv)
 		size_t funcs = 0; /* the conversion named every function address it met */
 		for (size_t i = 0; i < t->nprocs; i++)
 			funcs += t->procs[i].nfuncs;
-		if (!funcs && !strstr(extra, ":memory=1") && !strstr(extra, ":mem_access="))
+		if (!funcs && !strstr(extra, ":memory=1") && !strstr(extra, ":mem_access=") && !watch[0])
 			weft_cli_error("record", "no function events were recorded: was %s built with "
 				       "-finstrument-functions? (only weft.h events are traced otherwise)", argv[optind]);
 		else if (!funcs && !strstr(extra, ":memory_stacks=1") && strstr(extra, ":memory=1"))

@@ -136,11 +136,67 @@ static void patterns(void **s)
 	assert_int_equal(weft_expand_output("{name}{name}", "abcdef", out, 8), -ENAMETOOLONG);
 }
 
+/* watch=: symbols and addresses, lengths, modes, both separators, the limits */
+static void watch_specs(void **s)
+{
+	(void)s;
+	struct weft_watch_spec w[WEFT_MAX_WATCH];
+	char why[200];
+	assert_int_equal(weft_watch_parse("counter", w, why, sizeof(why)), 1);
+	assert_string_equal(w[0].symbol, "counter");
+	assert_int_equal(w[0].addr, 0);
+	assert_int_equal(w[0].len, 0); /* the default: 8, or the variable's size */
+	assert_int_equal(w[0].rw, 0);
+	assert_int_equal(weft_watch_parse("0x7ffc1000:4:rw,g_state.x/rw/2,0X10/1,_n$1:w:8", w, why, sizeof(why)), 4);
+	assert_string_equal(w[0].symbol, "");
+	assert_int_equal(w[0].addr, 0x7ffc1000);
+	assert_int_equal(w[0].len, 4);
+	assert_int_equal(w[0].rw, 1);
+	assert_string_equal(w[1].symbol, "g_state.x");
+	assert_int_equal(w[1].len, 2);
+	assert_int_equal(w[1].rw, 1);
+	assert_int_equal(w[2].addr, 0x10);
+	assert_int_equal(w[2].len, 1);
+	assert_int_equal(w[2].rw, 0);
+	assert_string_equal(w[3].symbol, "_n$1");
+	assert_int_equal(w[3].len, 8);
+	assert_int_equal(weft_watch_parse("", w, why, sizeof(why)), 0);
+	assert_int_equal(weft_watch_parse("a,b,c,d,e", w, why, sizeof(why)), -EINVAL);
+	assert_string_equal(why, "at most 4 watchpoints (the debug registers of x86)");
+	assert_int_equal(weft_watch_parse("x:3", w, why, sizeof(why)), -EINVAL);
+	assert_string_equal(why, "bad watch field '3': expected a length (1, 2, 4, 8) or w or rw, once each");
+	assert_int_equal(weft_watch_parse("x:r", w, why, sizeof(why)), -EINVAL);
+	assert_int_equal(weft_watch_parse("x:4:8", w, why, sizeof(why)), -EINVAL);
+	assert_int_equal(weft_watch_parse("x:w:rw", w, why, sizeof(why)), -EINVAL);
+	assert_int_equal(weft_watch_parse("0x1004", w, why, sizeof(why)), -EINVAL); /* 8 bytes: a multiple of 8 */
+	assert_string_equal(why, "0x1004 is not a multiple of the watched length 8");
+	assert_int_equal(weft_watch_parse("0x1004:4", w, why, sizeof(why)), 1);
+	assert_int_equal(weft_watch_parse("0x0", w, why, sizeof(why)), -EINVAL);
+	assert_int_equal(weft_watch_parse("0xzz", w, why, sizeof(why)), -EINVAL);
+	assert_int_equal(weft_watch_parse("1abc", w, why, sizeof(why)), -EINVAL);
+	assert_string_equal(why, "'1abc' is neither a symbol nor a 0x address");
+	assert_int_equal(weft_watch_parse("a,,b", w, why, sizeof(why)), -EINVAL);
+	assert_int_equal(weft_watch_parse("a,", w, why, sizeof(why)), -EINVAL);
+	/* through the key table (WEFT_OPTIONS: '/' between fields); a bad value keeps the old */
+	struct weft_config c;
+	weft_config_defaults(&c);
+	assert_int_equal(c.nwatch, 0);
+	assert_int_equal(weft_config_set(&c, "watch", "counter/4/rw,0x1000", 0), 0);
+	assert_int_equal(c.nwatch, 2);
+	assert_int_equal(c.watch[1].addr, 0x1000);
+	assert_int_equal(weft_config_set(&c, "watch", "counter/5", 0), -EINVAL);
+	assert_int_equal(c.nwatch, 2);
+	assert_int_equal(weft_config_apply(&c, "watch=flag/1:writers=2", 0), 0);
+	assert_int_equal(c.nwatch, 1);
+	assert_string_equal(c.watch[0].symbol, "flag");
+	assert_int_equal(c.watch[0].len, 1);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(sizes), cmocka_unit_test(cpulists), cmocka_unit_test(table),
-		cmocka_unit_test(globs), cmocka_unit_test(patterns),
+		cmocka_unit_test(globs), cmocka_unit_test(patterns), cmocka_unit_test(watch_specs),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -2,7 +2,8 @@
  * (tests/data/sysfs: Ice Lake, Sapphire Rapids with mem-loads-aux, a hybrid Alder Lake, an
  * AMD with IBS, a VM without a PMU), and the sample decoder on real page-fault records
  * recorded on a VM (tests/data/perf/pagefault-samples.bin: 16 first touches of the pages at
- * 0x7f0000000000, tid 23948) and on PEBS-shaped records built to the ABI. */
+ * 0x7f0000000000, tid 23948) and on PEBS-shaped records built to the ABI; the hardware
+ * watchpoint's attr and the verdicts of its self-test. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
@@ -10,6 +11,8 @@
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
+#include <linux/hw_breakpoint.h>
 #include "collect/perf_sample.h"
 
 #ifndef WEFT_TEST_DATA
@@ -149,11 +152,62 @@ static void pebs_shaped_records_decode(void **s)
 	assert_int_equal(weft_perf_decode_sample(t | PERF_SAMPLE_READ, b, o, &smp), -1);
 }
 
+/* watchpoints: the breakpoint attr, its refusals, and the self-test's verdicts */
+static void watchpoint_attr(void **s)
+{
+	(void)s;
+	struct perf_event_attr a;
+	char why[200];
+	assert_int_equal(weft_watch_attr(0x7ffc0010, 8, 0, &a, why, sizeof(why)), 0);
+	assert_int_equal(a.size, sizeof(a));
+	assert_int_equal(a.type, PERF_TYPE_BREAKPOINT);
+	assert_int_equal(a.bp_type, HW_BREAKPOINT_W);
+	assert_int_equal(a.bp_addr, 0x7ffc0010);
+	assert_int_equal(a.bp_len, HW_BREAKPOINT_LEN_8);
+	assert_int_equal(a.sample_period, 1);
+	assert_int_equal(a.sample_type, PERF_SAMPLE_IP | PERF_SAMPLE_TID | PERF_SAMPLE_TIME | PERF_SAMPLE_ADDR);
+	assert_int_equal(a.exclude_kernel, 1);
+	assert_int_equal(a.exclude_hv, 1);
+	assert_int_equal(a.exclude_user, 0);
+	assert_int_equal(a.inherit, 0);
+	assert_int_equal(a.disabled, 0);
+	/* the kernel refuses CLOCK_BOOTTIME (EINVAL) for breakpoints: an NMI-safe clock */
+	assert_int_equal(a.use_clockid, 1);
+	assert_int_equal(a.clockid, CLOCK_MONOTONIC);
+	assert_int_equal(weft_watch_attr(0x7ffc0012, 2, 1, &a, why, sizeof(why)), 0);
+	assert_int_equal(a.bp_type, HW_BREAKPOINT_RW);
+	assert_int_equal(a.bp_len, HW_BREAKPOINT_LEN_2);
+	assert_int_equal(weft_watch_attr(0x7ffc0013, 1, 0, &a, why, sizeof(why)), 0);
+	assert_int_equal(a.bp_len, HW_BREAKPOINT_LEN_1);
+	assert_int_equal(weft_watch_attr(0x7ffc0014, 4, 0, &a, why, sizeof(why)), 0);
+	assert_int_equal(a.bp_len, HW_BREAKPOINT_LEN_4);
+	assert_int_equal(weft_watch_attr(0x7ffc0014, 8, 0, &a, why, sizeof(why)), -EINVAL);
+	assert_string_equal(why, "a 8-byte watchpoint needs an address that is a multiple of 8, not 0x7ffc0014");
+	assert_int_equal(weft_watch_attr(0x7ffc0010, 3, 0, &a, why, sizeof(why)), -EINVAL);
+	assert_string_equal(why, "a watchpoint covers 1, 2, 4 or 8 bytes, not 3");
+	assert_int_equal(weft_watch_attr(0, 8, 0, &a, why, sizeof(why)), -EINVAL);
+
+	assert_int_equal(weft_watch_selftest_verdict(0, 4, 4, why, sizeof(why)), 0);
+	assert_int_equal(weft_watch_selftest_verdict(0, 4, 0, why, sizeof(why)), -ENODEV);
+	assert_string_equal(why, "hardware watchpoints open but do not fire here (virtual machine?)");
+	assert_int_equal(weft_watch_selftest_verdict(0, 4, 2, why, sizeof(why)), -EIO);
+	assert_string_equal(why, "hardware watchpoints fire 2 times for 4 writes here");
+	assert_int_equal(weft_watch_selftest_verdict(EACCES, 4, 0, why, sizeof(why)), -EACCES);
+	assert_string_equal(why, "perf_event_open of a hardware watchpoint failed: Permission denied "
+				 "(kernel.perf_event_paranoid too high? run as root or lower it)");
+	assert_int_equal(weft_watch_selftest_verdict(ENOENT, 4, 0, why, sizeof(why)), -ENOENT);
+	assert_string_equal(why, "perf_event_open of a hardware watchpoint failed: No such file or directory "
+				 "(no breakpoint PMU in this kernel)");
+	assert_int_equal(weft_watch_selftest_verdict(EINVAL, 4, 0, why, sizeof(why)), -EINVAL);
+	assert_string_equal(why, "perf_event_open of a hardware watchpoint failed: Invalid argument");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(pebs_loads_from_the_pmu_description), cmocka_unit_test(ibs_and_unavailable),
 		cmocka_unit_test(recorded_page_faults_decode), cmocka_unit_test(pebs_shaped_records_decode),
+		cmocka_unit_test(watchpoint_attr),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
