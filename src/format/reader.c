@@ -770,9 +770,12 @@ static void span_of(struct weft_trace *t, const struct weft_proc *p, const struc
 	for (size_t i = 0; i + 2 <= n; i += 2 + weft_rec_extra(w[i + 1])) {
 		unsigned type = weft_rec_type(w[i + 1]);
 		uint64_t ns, end;
-		if (type >= WEFT_R_ARG_I64 && type <= WEFT_R_FLOW_IN)
+		if (type == WEFT_R_COMPLETE || type == WEFT_R_ACCESS) /* already ns */
+			ns = end = w[i];
+		else if (weft_rec_has_ticks(type))
+			ns = end = weft_proc_ns(p, w[i]);
+		else /* arguments, flows, a stack's hash: no time of their own */
 			continue;
-		ns = end = type == WEFT_R_COMPLETE ? w[i] : weft_proc_ns(p, w[i]);
 		if (type == WEFT_R_COMPLETE && weft_rec_extra(w[i + 1]) && w[i + 2] > end)
 			end = w[i + 2];
 		if (ns < t->first_ns)

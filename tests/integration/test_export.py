@@ -342,6 +342,8 @@ class Accesses(TraceTest):
         self.assertEqual(p.stdout, "touched\n")
         info = run([WEFT, "info", data]).stdout
         self.assertRegex(info, r"accesses: page faults sampled: \d+ samples, 0 lost")
+        # the span is the program's (access records carry ns, not ticks): a fraction of a second
+        self.assertLess(float(re.search(r"span: +([0-9.]+) s", info).group(1)), 30)
         db = os.path.join(self.tmp, "a.db")
         run([WEFT, "export", "-q", data, "-o", db])
         con = sqlite3.connect(db)
