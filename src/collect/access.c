@@ -125,8 +125,6 @@ static int open_one(int src, int watch, uint32_t tid)
 	} else {
 		if (weft_access_attr(src, "", 0, &a, &aux, &needs_aux, why, sizeof(why)))
 			return -1;
-		a.use_clockid = 1;
-		a.clockid = CLOCK_BOOTTIME;
 	}
 	if (needs_aux && (aux_fd = (int)syscall(SYS_perf_event_open, &aux, (pid_t)tid, -1, -1, PERF_FLAG_FD_CLOEXEC)) < 0) {
 		note_failure(watch, errno);

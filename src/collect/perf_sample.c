@@ -117,11 +117,18 @@ int weft_access_attr(int src, const char *root, uint64_t period, struct perf_eve
 	*needs_aux = 0;
 	if (!root)
 		root = "";
+	/* A hardware PMU's samples are taken in NMI context, where the kernel reads only NMI-safe
+	 * clocks: CLOCK_BOOTTIME is refused (EINVAL), CLOCK_MONOTONIC taken; the runtime moves
+	 * those onto weft's timeline (the boottime - monotonic gap: time suspended). */
+	a->use_clockid = 1;
+	a->clockid = CLOCK_MONOTONIC;
 	switch (src) {
 	case WEFT_ACC_PAGEFAULT:
 		a->type = PERF_TYPE_SOFTWARE;
 		a->config = PERF_COUNT_SW_PAGE_FAULTS;
 		a->sample_period = period ? period : 1;
+		a->use_clockid = 1; /* a software event takes any clock: weft's own */
+		a->clockid = CLOCK_BOOTTIME;
 		return 0;
 	case WEFT_ACC_PEBS_LOAD:
 	case WEFT_ACC_PEBS_STORE: {

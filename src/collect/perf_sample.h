@@ -24,7 +24,9 @@ enum weft_access_source {
  * default), read from the PMU descriptions under sysfs_root ("" for the machine's own
  * /sys/bus/event_source/devices). Returns 0, or -ENOENT with a one-line reason ("no cpu PMU
  * with mem-loads events (virtual machine?)"). For PEBS loads on a PMU that has mem-loads-aux
- * (Sapphire Rapids and later), *needs_aux is set and aux holds the group leader to open first. */
+ * (Sapphire Rapids and later), *needs_aux is set and aux holds the group leader to open first.
+ * Page faults carry CLOCK_BOOTTIME; PEBS and IBS CLOCK_MONOTONIC (NMI-safe, as the kernel
+ * requires of a hardware PMU's clock), to be moved onto weft's timeline by the reader of the ring. */
 int weft_access_attr(int src, const char *sysfs_root, uint64_t period, struct perf_event_attr *attr,
 		     struct perf_event_attr *aux, int *needs_aux, char *why, size_t n);
 

@@ -43,6 +43,9 @@ static void pebs_loads_from_the_pmu_description(void **s)
 	uint64_t want = PERF_SAMPLE_IP | PERF_SAMPLE_TID | PERF_SAMPLE_TIME | PERF_SAMPLE_ADDR | PERF_SAMPLE_WEIGHT |
 			PERF_SAMPLE_DATA_SRC;
 	assert_int_equal(a.sample_type, want);
+	/* a hardware PMU's samples: an NMI-safe clock (the kernel refuses CLOCK_BOOTTIME there) */
+	assert_int_equal(a.use_clockid, 1);
+	assert_int_equal(a.clockid, CLOCK_MONOTONIC);
 	assert_int_equal(attr_of("icx", WEFT_ACC_PEBS_STORE, &a, &aux, &needs_aux, why), 0);
 	assert_int_equal(a.config, 0x82d0);
 	/* Sapphire Rapids: the mem-loads-aux leader */
@@ -65,6 +68,7 @@ static void ibs_and_unavailable(void **s)
 	assert_int_equal(attr_of("amd", WEFT_ACC_IBS_OP, &a, &aux, &needs_aux, why), 0);
 	assert_int_equal(a.type, 11);
 	assert_int_equal(a.sample_period, 0x10000);
+	assert_int_equal(a.clockid, CLOCK_MONOTONIC);
 	assert_int_equal(attr_of("amd", WEFT_ACC_PEBS_LOAD, &a, &aux, &needs_aux, why), -ENOENT);
 	assert_string_equal(why, "no cpu PMU with mem-loads events (virtual machine, or not Intel?)");
 	assert_int_equal(attr_of("vm", WEFT_ACC_IBS_OP, &a, &aux, &needs_aux, why), -ENOENT);
@@ -74,6 +78,8 @@ static void ibs_and_unavailable(void **s)
 	assert_int_equal(a.type, PERF_TYPE_SOFTWARE);
 	assert_int_equal(a.config, PERF_COUNT_SW_PAGE_FAULTS);
 	assert_int_equal(a.sample_period, 1);
+	assert_int_equal(a.use_clockid, 1);
+	assert_int_equal(a.clockid, CLOCK_BOOTTIME); /* a software event: weft's own clock */
 }
 
 static void recorded_page_faults_decode(void **s)
