@@ -1,211 +1,179 @@
 /*
- * livemap.c - see livemap.h. A treap per heap (a binary search tree on the address, heap-
- * ordered on a pseudo-random priority, so it stays balanced in expectation whatever the order
- * of the addresses), built with split and merge. Nodes live in one pool addressed by 32-bit
- * indices (0 is "none"); removed nodes go on a free list.
+ * livemap.c - see livemap.h. The blocks live in a pool (indices, a free list); an open-
+ * addressing table maps (heap, address) to a block for exact lookups, and a range set
+ * (analysis/ranges.h: a treap that knows each subtree's highest end) answers containment,
+ * keyed by (address, block id) so blocks of different heaps at one address stay apart.
  */
 #include "analysis/livemap.h"
+#include "analysis/ranges.h"
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
-struct weft_livemap_node {
-	struct weft_live_block b;
-	uint32_t left, right, prio;
-};
+#define EMPTY UINT32_MAX
+#define GONE (UINT32_MAX - 1)
 
-struct weft_livemap_heap {
-	uint32_t heap, root;
-	uint64_t count;
-};
-
-#define N(i) (m->nodes[i])
+static uint64_t mix(uint32_t heap, uint64_t addr)
+{
+	uint64_t k = (addr ^ ((uint64_t)heap << 47) ^ heap) * 0x9e3779b97f4a7c15ull;
+	return k ^ (k >> 29);
+}
 
 void weft_livemap_init(struct weft_livemap *m)
 {
 	memset(m, 0, sizeof(*m));
-	m->seed = 0x9e3779b97f4a7c15ull;
+	m->free_head = EMPTY;
 }
 
 void weft_livemap_free(struct weft_livemap *m)
 {
-	free(m->nodes);
-	free(m->heaps);
+	if (m->ranges)
+		weft_ranges__clear(m->ranges);
+	free(m->ranges);
+	free(m->blocks);
+	free(m->slots);
 	memset(m, 0, sizeof(*m));
 }
 
-static struct weft_livemap_heap *heap_of(struct weft_livemap *m, uint32_t heap, int add)
+/* The slot of (heap, addr), or where it would go (the first removed or empty slot). */
+static size_t slot_of(const struct weft_livemap *m, uint32_t heap, uint64_t addr, int *found)
 {
-	for (size_t i = 0; i < m->nheaps; i++)
-		if (m->heaps[i].heap == heap)
-			return &m->heaps[i];
-	if (!add)
-		return NULL;
-	struct weft_livemap_heap *h = realloc(m->heaps, (m->nheaps + 1) * sizeof(*h));
-	if (!h)
-		return NULL;
-	m->heaps = h;
-	h = &m->heaps[m->nheaps++];
-	memset(h, 0, sizeof(*h));
-	h->heap = heap;
-	return h;
-}
-
-/* Splits t into keys < key (*l) and keys >= key (*r). */
-static void split(struct weft_livemap *m, uint32_t t, uint64_t key, uint32_t *l, uint32_t *r)
-{
-	if (!t) {
-		*l = *r = 0;
-		return;
+	size_t mask = m->nslots - 1, h = (size_t)mix(heap, addr) & mask, first_gone = SIZE_MAX;
+	for (;; h = (h + 1) & mask) {
+		uint32_t i = m->slots[h];
+		if (i == EMPTY) {
+			*found = 0;
+			return first_gone != SIZE_MAX ? first_gone : h;
+		}
+		if (i == GONE) {
+			if (first_gone == SIZE_MAX)
+				first_gone = h;
+			continue;
+		}
+		if (m->blocks[i].addr == addr && m->blocks[i].heap == heap) {
+			*found = 1;
+			return h;
+		}
 	}
-	if (N(t).b.addr < key) {
-		split(m, N(t).right, key, &N(t).right, r);
-		*l = t;
-	} else {
-		split(m, N(t).left, key, l, &N(t).left);
-		*r = t;
-	}
-}
-
-/* Every key of l below every key of r. */
-static uint32_t merge(struct weft_livemap *m, uint32_t l, uint32_t r)
-{
-	if (!l || !r)
-		return l ? l : r;
-	if (N(l).prio > N(r).prio) {
-		N(l).right = merge(m, N(l).right, r);
-		return l;
-	}
-	N(r).left = merge(m, l, N(r).left);
-	return r;
-}
-
-static uint32_t find_in(struct weft_livemap *m, uint32_t t, uint64_t addr)
-{
-	while (t && N(t).b.addr != addr)
-		t = addr < N(t).b.addr ? N(t).left : N(t).right;
-	return t;
 }
 
 struct weft_live_block *weft_livemap_find(struct weft_livemap *m, uint32_t heap, uint64_t addr)
 {
-	struct weft_livemap_heap *h = heap_of(m, heap, 0);
-	uint32_t t = h ? find_in(m, h->root, addr) : 0;
-	return t ? &N(t).b : NULL;
+	if (!m->live)
+		return NULL;
+	int found;
+	size_t h = slot_of(m, heap, addr, &found);
+	return found ? &m->blocks[m->slots[h]] : NULL;
 }
 
-static uint32_t node_new(struct weft_livemap *m)
+static int rehash(struct weft_livemap *m, size_t n)
 {
-	if (m->free_head) {
+	uint32_t *s = malloc(n * sizeof(*s));
+	if (!s)
+		return -ENOMEM;
+	for (size_t i = 0; i < n; i++)
+		s[i] = EMPTY;
+	for (size_t i = 0; i < m->nslots; i++) {
+		uint32_t b = m->slots[i];
+		if (b == EMPTY || b == GONE)
+			continue;
+		size_t h = (size_t)mix(m->blocks[b].heap, m->blocks[b].addr) & (n - 1);
+		while (s[h] != EMPTY)
+			h = (h + 1) & (n - 1);
+		s[h] = b;
+	}
+	free(m->slots);
+	m->slots = s;
+	m->nslots = n;
+	m->gone = 0;
+	return 0;
+}
+
+/* A block from the pool (its index), or EMPTY when out of memory. */
+static uint32_t block_new(struct weft_livemap *m)
+{
+	if (m->free_head != EMPTY) {
 		uint32_t i = m->free_head;
-		m->free_head = N(i).left;
+		m->free_head = (uint32_t)m->blocks[i].id; /* the free list runs through `id` */
 		return i;
 	}
-	if (m->used + 1 >= m->cap) {
-		if (m->cap >= UINT32_MAX / 2)
-			return 0;
-		uint32_t cap = m->cap ? m->cap * 2 : 1024;
-		struct weft_livemap_node *n = realloc(m->nodes, (size_t)cap * sizeof(*n));
-		if (!n)
-			return 0;
-		m->nodes = n;
+	if (m->nblocks == m->cap) {
+		if (m->cap >= GONE / 2)
+			return EMPTY;
+		size_t cap = m->cap ? m->cap * 2 : 1024;
+		struct weft_live_block *b = realloc(m->blocks, cap * sizeof(*b));
+		if (!b)
+			return EMPTY;
+		m->blocks = b;
 		m->cap = cap;
-		if (!m->used)
-			m->used = 1; /* index 0 is "none" */
 	}
-	return m->used++;
+	return (uint32_t)m->nblocks++;
 }
 
-struct weft_live_block *weft_livemap_insert(struct weft_livemap *m, uint32_t heap, uint64_t addr)
+struct weft_live_block *weft_livemap_insert(struct weft_livemap *m, uint32_t heap, uint64_t addr, uint64_t size,
+					    uint64_t id)
 {
-	struct weft_livemap_heap *h = heap_of(m, heap, 1);
-	if (!h)
+	if (!m->ranges && !(m->ranges = calloc(1, sizeof(*m->ranges))))
 		return NULL;
-	size_t hi = (size_t)(h - m->heaps);
-	uint32_t i = node_new(m); /* may move the pool, not the heaps */
-	if (!i)
+	if ((m->live + m->gone + 1) * 2 > m->nslots && rehash(m, m->nslots ? m->nslots * 2 : 1024))
 		return NULL;
-	h = &m->heaps[hi];
-	memset(&N(i), 0, sizeof(N(i)));
-	N(i).b.addr = addr;
-	N(i).b.heap = heap;
-	m->seed ^= m->seed << 13; /* xorshift64 */
-	m->seed ^= m->seed >> 7;
-	m->seed ^= m->seed << 17;
-	N(i).prio = (uint32_t)(m->seed >> 32);
-	uint32_t l, r;
-	split(m, h->root, addr, &l, &r);
-	h->root = merge(m, merge(m, l, i), r);
-	h->count++;
+	int found;
+	size_t h = slot_of(m, heap, addr, &found);
+	if (found)
+		return NULL; /* the caller finds first */
+	uint32_t i = block_new(m);
+	if (i == EMPTY)
+		return NULL;
+	/* a zero-size block still holds its own address; a block that would wrap ends at the top */
+	uint64_t end = addr + (size ? size : 1);
+	if (end < addr)
+		end = UINT64_MAX;
+	if (weft_ranges__insert(m->ranges, addr, end, id, i) == -ENOMEM) {
+		m->blocks[i].id = m->free_head;
+		m->free_head = i;
+		return NULL;
+	}
+	if (m->slots[h] == GONE)
+		m->gone--;
+	m->slots[h] = i;
+	struct weft_live_block *b = &m->blocks[i];
+	memset(b, 0, sizeof(*b));
+	b->heap = heap;
+	b->addr = addr;
+	b->size = size;
+	b->id = id;
 	m->live++;
-	return &N(i).b;
-}
-
-/* Removes the node with key addr from t (found by descent); returns the new root. */
-static uint32_t remove_in(struct weft_livemap *m, uint32_t t, uint64_t addr, uint32_t *gone)
-{
-	if (!t)
-		return 0;
-	if (N(t).b.addr == addr) {
-		*gone = t;
-		return merge(m, N(t).left, N(t).right);
-	}
-	if (addr < N(t).b.addr)
-		N(t).left = remove_in(m, N(t).left, addr, gone);
-	else
-		N(t).right = remove_in(m, N(t).right, addr, gone);
-	return t;
+	return b;
 }
 
 void weft_livemap_remove(struct weft_livemap *m, uint32_t heap, uint64_t addr)
 {
-	struct weft_livemap_heap *h = heap_of(m, heap, 0);
-	if (!h)
+	if (!m->live)
 		return;
-	uint32_t gone = 0;
-	h->root = remove_in(m, h->root, addr, &gone);
-	if (!gone)
+	int found;
+	size_t h = slot_of(m, heap, addr, &found);
+	if (!found)
 		return;
-	N(gone).left = m->free_head;
-	m->free_head = gone;
-	h->count--;
+	uint32_t i = m->slots[h];
+	weft_ranges__remove(m->ranges, addr, m->blocks[i].id, NULL);
+	m->slots[h] = GONE;
+	m->gone++;
+	m->blocks[i].id = m->free_head;
+	m->free_head = i;
 	m->live--;
 }
 
 struct weft_live_block *weft_livemap_containing(struct weft_livemap *m, uint64_t addr)
 {
-	struct weft_live_block *best = NULL;
-	for (size_t i = 0; i < m->nheaps; i++) {
-		uint32_t t = m->heaps[i].root, pred = 0;
-		while (t) { /* the last block starting at or below addr */
-			if (N(t).b.addr <= addr) {
-				pred = t;
-				t = N(t).right;
-			} else {
-				t = N(t).left;
-			}
-		}
-		if (!pred)
-			continue;
-		struct weft_live_block *b = &N(pred).b;
-		if (addr - b->addr >= b->size && !(b->size == 0 && addr == b->addr))
-			continue;
-		if (!best || b->addr > best->addr || (b->addr == best->addr && b->ts > best->ts))
-			best = b;
-	}
-	return best;
-}
-
-static void walk(struct weft_livemap *m, uint32_t t, void (*fn)(void *, struct weft_live_block *), void *ud)
-{
-	while (t) {
-		walk(m, N(t).left, fn, ud);
-		fn(ud, &N(t).b);
-		t = N(t).right;
-	}
+	uint64_t i;
+	if (!m->live || !weft_ranges__find(m->ranges, addr, NULL, NULL, &i))
+		return NULL;
+	return &m->blocks[i];
 }
 
 void weft_livemap_foreach(struct weft_livemap *m, void (*fn)(void *ud, struct weft_live_block *b), void *ud)
 {
-	for (size_t i = 0; i < m->nheaps; i++)
-		walk(m, m->heaps[i].root, fn, ud);
+	for (size_t i = 0; i < m->nslots; i++)
+		if (m->slots[i] != EMPTY && m->slots[i] != GONE)
+			fn(ud, &m->blocks[m->slots[i]]);
 }

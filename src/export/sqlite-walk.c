@@ -374,11 +374,9 @@ static void do_alloc(struct pwalk *pw, const struct sthread *s, const struct ite
 {
 	if (weft_livemap_find(&pw->live, it->id, addr)) /* its free never came: ends here, in no slice */
 		do_free(pw, s, it->id, addr, it->ts, 0);
-	struct weft_live_block *b = weft_livemap_insert(&pw->live, it->id, addr);
+	struct weft_live_block *b = weft_livemap_insert(&pw->live, it->id, addr, it->size, (uint64_t)++pw->d->next_alloc);
 	if (!b)
 		weft_oom("writing SQLite");
-	b->size = it->size;
-	b->id = ++pw->d->next_alloc;
 	b->ts = it->ts;
 	b->serial = it->serial;
 	b->thread = s->utid;
