@@ -21,6 +21,8 @@ need libdeflate-dev have_pc libdeflate
 need libsqlite3-dev have_pc sqlite3
 need libcairo2-dev have_pc cairo
 need g++ command -v g++
+# the Python module is built for Debian's interpreter (its headers)
+need python3-dev test -f "$(/usr/bin/python3 -c 'import sysconfig; print(sysconfig.get_paths()["include"])' 2>/dev/null)/Python.h"
 if [ "$what" = test ] || [ "$what" = bench ]; then
   need libcmocka-dev have_pc cmocka
   need protobuf-compiler command -v protoc
@@ -28,6 +30,7 @@ if [ "$what" = test ] || [ "$what" = bench ]; then
   need nodejs command -v node
   need npm command -v npm
   need clang command -v clang++
+  need python3-pytest /usr/bin/python3 -c 'import pytest'
 fi
 if [ "$what" = bench ]; then
   need uftrace command -v uftrace
