@@ -46,8 +46,8 @@ static const char *const schema =
 
 static const char *const indexes =
 	"CREATE INDEX slices_by_thread ON slices(utid, ts);\n"
-	"CREATE INDEX allocations_by_slice ON allocations(slice_id);\n"
-	"CREATE INDEX accesses_by_allocation ON accesses(allocation_id);\n"
+	"CREATE INDEX allocations_by_slice ON allocations(slice_id) WHERE slice_id IS NOT NULL;\n"
+	"CREATE INDEX accesses_by_allocation ON accesses(allocation_id) WHERE allocation_id IS NOT NULL;\n"
 	"CREATE INDEX accesses_by_time ON accesses(ts);\n"
 	"CREATE INDEX counters_by_name ON counters(name, ts);\n";
 
@@ -156,8 +156,9 @@ int weft_export_sqlite(const struct weft_trace *t, const char *path, struct weft
 			rc = -EIO;
 			goto out;
 		}
+	weft_sq_start(&d.sq);
 	write_rows(&d, sum);
-	if (d.sq.rc) {
+	if (weft_sq_stop(&d.sq)) {
 		snprintf(err, errlen, "SQLite: %s", sqlite3_errstr(d.sq.rc));
 		rc = -EIO;
 		goto out;
@@ -170,6 +171,7 @@ int weft_export_sqlite(const struct weft_trace *t, const char *path, struct weft
 	if (d.sq.progress && d.sq.rows >= (1u << 20))
 		fprintf(stderr, "\r\033[K"); /* the summary line takes its place */
 out:
+	weft_sq_stop(&d.sq);
 	for (int i = 0; i < NTABLES; i++)
 		weft_sq_table_free(&d.tab[i]);
 	if (d.sq.h && sqlite3_close(d.sq.h) != SQLITE_OK && !rc) {
