@@ -169,7 +169,35 @@ PyObject *pw_trace_new(PyObject *func, struct weft_site *site, struct weft_site 
 		return NULL;
 	}
 	Py_DECREF(r);
+	if (t->genkind == GEN_COROUTINE)
+		mark_coroutine_function((PyObject *)t);
 	return (PyObject *)t;
+}
+
+/* A traced `async def` function still answers True to iscoroutinefunction(): Python 3.12's
+ * inspect.markcoroutinefunction, else asyncio's marker attribute (3.11). Best effort. */
+static void mark_coroutine_function(PyObject *t)
+{
+	PyObject *et, *ev, *tb;
+	PyErr_Fetch(&et, &ev, &tb);
+	PyObject *insp = PyImport_ImportModule("inspect");
+	PyObject *mark = insp ? PyObject_GetAttrString(insp, "markcoroutinefunction") : NULL;
+	if (mark) {
+		PyObject *r = PyObject_CallOneArg(mark, t);
+		Py_XDECREF(r);
+	} else {
+		PyErr_Clear();
+		PyObject *co = PyImport_ImportModule("asyncio.coroutines");
+		PyObject *flag = co ? PyObject_GetAttrString(co, "_is_coroutine") : NULL;
+		if (flag)
+			PyObject_SetAttrString(t, "_is_coroutine", flag);
+		Py_XDECREF(flag);
+		Py_XDECREF(co);
+	}
+	Py_XDECREF(mark);
+	Py_XDECREF(insp);
+	PyErr_Clear();
+	PyErr_Restore(et, ev, tb);
 }
 
 /* the slice's default name: the function's __qualname__, else __name__, else its repr */
@@ -317,6 +345,19 @@ static PyObject *trace_get_category(PyObject *self, void *c)
 	return PyUnicode_FromString(cat);
 }
 
+/* pickled by reference, as the function it replaces: module.qualname (multiprocessing,
+ * copy.copy) */
+static PyObject *trace_reduce(PyObject *self, PyObject *unused)
+{
+	(void)unused;
+	return PyObject_GetAttrString(self, "__qualname__");
+}
+
+static PyMethodDef trace_methods[] = {
+	{"__reduce__", trace_reduce, METH_NOARGS, "pickled by reference (module and __qualname__)"},
+	{NULL, NULL, 0, NULL},
+};
+
 static PyGetSetDef trace_getset[] = {
 	{"__dict__", PyObject_GenericGetDict, PyObject_GenericSetDict, NULL, NULL},
 	{"slice_name", trace_get_name, NULL, "the name of the slices this wrapper records", NULL},
@@ -338,6 +379,7 @@ static PyGetSetDef trace_getset[] = {
 		.tp_traverse = trace_traverse, \
 		.tp_clear = trace_clear, \
 		.tp_weaklistoffset = offsetof(PwTrace, weakrefs), \
+		.tp_methods = trace_methods, \
 		.tp_getset = trace_getset, \
 		.tp_descr_get = get, \
 		.tp_dictoffset = offsetof(PwTrace, dict), \
