@@ -143,6 +143,32 @@ static PwTrace *trace_alloc(PyObject *func, struct weft_site *site, struct weft_
 	return t;
 }
 
+/* A traced `async def` function still answers True to iscoroutinefunction(): Python 3.12's
+ * inspect.markcoroutinefunction, else asyncio's marker attribute (3.11). Best effort. */
+static void mark_coroutine_function(PyObject *t)
+{
+	PyObject *et, *ev, *tb;
+	PyErr_Fetch(&et, &ev, &tb);
+	PyObject *insp = PyImport_ImportModule("inspect");
+	PyObject *mark = insp ? PyObject_GetAttrString(insp, "markcoroutinefunction") : NULL;
+	if (mark) {
+		PyObject *r = PyObject_CallOneArg(mark, t);
+		Py_XDECREF(r);
+	} else {
+		PyErr_Clear();
+		PyObject *co = PyImport_ImportModule("asyncio.coroutines");
+		PyObject *flag = co ? PyObject_GetAttrString(co, "_is_coroutine") : NULL;
+		if (flag)
+			PyObject_SetAttrString(t, "_is_coroutine", flag);
+		Py_XDECREF(flag);
+		Py_XDECREF(co);
+	}
+	Py_XDECREF(mark);
+	Py_XDECREF(insp);
+	PyErr_Clear();
+	PyErr_Restore(et, ev, tb);
+}
+
 PyObject *pw_trace_new(PyObject *func, struct weft_site *site, struct weft_site *exc_site,
 		       unsigned track, const struct pw_args *args)
 {
@@ -172,32 +198,6 @@ PyObject *pw_trace_new(PyObject *func, struct weft_site *site, struct weft_site 
 	if (t->genkind == GEN_COROUTINE)
 		mark_coroutine_function((PyObject *)t);
 	return (PyObject *)t;
-}
-
-/* A traced `async def` function still answers True to iscoroutinefunction(): Python 3.12's
- * inspect.markcoroutinefunction, else asyncio's marker attribute (3.11). Best effort. */
-static void mark_coroutine_function(PyObject *t)
-{
-	PyObject *et, *ev, *tb;
-	PyErr_Fetch(&et, &ev, &tb);
-	PyObject *insp = PyImport_ImportModule("inspect");
-	PyObject *mark = insp ? PyObject_GetAttrString(insp, "markcoroutinefunction") : NULL;
-	if (mark) {
-		PyObject *r = PyObject_CallOneArg(mark, t);
-		Py_XDECREF(r);
-	} else {
-		PyErr_Clear();
-		PyObject *co = PyImport_ImportModule("asyncio.coroutines");
-		PyObject *flag = co ? PyObject_GetAttrString(co, "_is_coroutine") : NULL;
-		if (flag)
-			PyObject_SetAttrString(t, "_is_coroutine", flag);
-		Py_XDECREF(flag);
-		Py_XDECREF(co);
-	}
-	Py_XDECREF(mark);
-	Py_XDECREF(insp);
-	PyErr_Clear();
-	PyErr_Restore(et, ev, tb);
 }
 
 /* the slice's default name: the function's __qualname__, else __name__, else its repr */
