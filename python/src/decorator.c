@@ -143,6 +143,15 @@ static PwTrace *trace_alloc(PyObject *func, struct weft_site *site, struct weft_
 	return t;
 }
 
+/* a callable, or a descriptor whose binding is (classmethod is not callable itself) */
+static int traceable(PyObject *func)
+{
+	if (PyCallable_Check(func) || Py_TYPE(func)->tp_descr_get)
+		return 1;
+	PyErr_Format(PyExc_TypeError, "weft.trace: %.100s object is not callable", Py_TYPE(func)->tp_name);
+	return 0;
+}
+
 /* A traced `async def` function still answers True to iscoroutinefunction(): Python 3.12's
  * inspect.markcoroutinefunction, else asyncio's marker attribute (3.11). Best effort. */
 static void mark_coroutine_function(PyObject *t)
@@ -172,10 +181,8 @@ static void mark_coroutine_function(PyObject *t)
 PyObject *pw_trace_new(PyObject *func, struct weft_site *site, struct weft_site *exc_site,
 		       unsigned track, const struct pw_args *args)
 {
-	if (!PyCallable_Check(func)) {
-		PyErr_Format(PyExc_TypeError, "weft.trace: %.100s object is not callable", Py_TYPE(func)->tp_name);
+	if (!traceable(func))
 		return NULL;
-	}
 	PwTrace *t = trace_alloc(func, site, exc_site, track, args);
 	if (!t)
 		return NULL;
@@ -234,10 +241,8 @@ PyObject *pw_trace_make(PyObject *mod, PyObject *const *argv, Py_ssize_t nargs, 
 			goto usage;
 	}
 	PyObject *func = argv[0];
-	if (!PyCallable_Check(func)) {
-		PyErr_Format(PyExc_TypeError, "weft.trace: %.100s object is not callable", Py_TYPE(func)->tp_name);
+	if (!traceable(func))
 		return NULL;
-	}
 	if (name == Py_None) {
 		if (!(name = default_name(func)))
 			return NULL;

@@ -21,7 +21,6 @@
  * state in C globals (single-phase initialisation).
  */
 #include "pyweft.h"
-#include <errno.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -395,8 +394,7 @@ static PyObject *py_start(PyObject *mod, PyObject *unused)
 	if (rc == 0)
 		Py_RETURN_TRUE;
 	if (buf[0]) { /* tracing was wanted and could not start: the library said why */
-		errno = -rc;
-		PyErr_SetString(PyExc_OSError, buf);
+		PyErr_SetString(PyExc_OSError, buf); /* rc is -ECANCELED whatever the cause */
 		return NULL;
 	}
 	Py_RETURN_FALSE; /* enable=0, or stopped already */

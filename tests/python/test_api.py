@@ -101,6 +101,10 @@ def test_methods_closures_lambdas(tmp_path):
             @weft.trace
             def make(cls, k):
                 return cls(k)
+            @weft.trace
+            @classmethod
+            def kind(cls):
+                return cls.__name__
 
         def outer(n):
             @weft.trace
@@ -116,7 +120,10 @@ def test_methods_closures_lambdas(tmp_path):
             s = Shape.make(3)
             return s.area(2), Shape.unit(), s.unit2(), outer(10), sq(4), named(5), Shape.area(s, 1)
 
-        assert top() == (6, 1, 2, [10, 11, 12], 16, 25, 3), top()
+        assert top() == (6, 1, 2, [10, 11, 12], 16, 25, 3)
+        assert Shape.kind() == "Shape" and Shape(1).kind() == "Shape"
+        import pickle
+        assert pickle.loads(pickle.dumps(top)) is top
         # the wrapper looks like the function
         assert Shape.area.__name__ == "area" and Shape.area.__qualname__ == "Shape.area"
         assert Shape.__dict__["area"].__wrapped__.__code__.co_name == "area"
@@ -127,9 +134,9 @@ def test_methods_closures_lambdas(tmp_path):
     rows, = t.q(SLICES)
     n = counts(rows)
     assert n == {"top": 1, "Shape.make": 1, "Shape.area": 2, "Shape.unit": 1, "Shape.unit2": 1,
-                 "outer.<locals>.inner": 3, "<lambda>": 1, "square": 1}
+                 "outer.<locals>.inner": 3, "<lambda>": 1, "square": 1, "Shape.kind": 2}
     for r in rows:
-        if r["name"] != "top":
+        if r["name"] not in ("top", "Shape.kind"):
             assert (r["parent"], r["depth"]) == ("top", 1), r
     assert {r["thread"] for r in rows} == {"MainThread"}
     cats, = t.q("select distinct category from slice where name = 'square'")
