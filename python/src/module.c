@@ -442,7 +442,7 @@ static PyObject *py_output_dir(PyObject *mod, PyObject *unused)
 	(void)mod;
 	(void)unused;
 	const char *d = weft_output_dir();
-	if (!d)
+	if (!d || !*d) /* before start, or enable=0 */
 		Py_RETURN_NONE;
 	return PyUnicode_DecodeFSDefault(d);
 }
