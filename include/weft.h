@@ -238,6 +238,16 @@ struct weft_arg {
 WEFT_API void weft_event_args(struct weft_site *s, unsigned type, unsigned track,
 		     const struct weft_arg *args, unsigned nargs);
 
+/* A site made at run time (an interpreter's function, say) with its source location: registers
+ * s now, as its first event would, and records that it is at `file`:`line`; the converters
+ * then give the site's slices and instants the arguments "file" and "line". Sites of the same
+ * kind, category and name at different locations get different ids. s must be zeroed but for
+ * kind, name and category (all of which, like s itself, must live for the whole run), and
+ * this is its first use. Returns 1 when the site records, 0 when it does not (tracing off or
+ * stopped, its category or name filtered out, out of memory), -EINVAL for a NULL s or file.
+ * Thread-safe; not async-signal-safe (it may allocate). */
+WEFT_API int weft_site_source(struct weft_site *s, const char *file, unsigned line);
+
 struct weft_rate {
 	struct weft_site site;
 	uint64_t count; /* atomically added by weft_rate_add */
@@ -455,6 +465,7 @@ WEFT__INLINE int weft__off_stats(struct weft_stats *st)
 #define weft_set_log(fn, ud) ((void)0)
 #define weft_strerror(e) ("tracing compiled out (WEFT_DISABLE)")
 #define weft_event_args(s, t, tr, a, n) ((void)0)
+#define weft_site_source(s, f, l) ((void)sizeof(s), (void)sizeof(f), (void)sizeof(l), 0)
 #define weft_rate_add(r, n) ((void)0)
 #define weft_heap(n) ((weft_heap_t *)0)
 #define weft_heap_alloc(h, p, n) ((void)sizeof(h), (void)sizeof(p), (void)sizeof(n))

@@ -33,6 +33,7 @@ extern "C" {
 
 /* Record types (word1 bits 32-39). The on-disk meaning is specified in docs/format.md. */
 enum weft_rec_type {
+	/* an END may carry one extra word (format 1.4): flags, WEFT_END_* below */
 	WEFT_R_BEGIN = 1, WEFT_R_END = 2, WEFT_R_INSTANT = 3,
 	WEFT_R_COUNTER_I64 = 4, WEFT_R_COUNTER_F64 = 5,
 	WEFT_R_ASYNC_BEGIN = 6, WEFT_R_ASYNC_END = 7, WEFT_R_COMPLETE = 8,
@@ -56,6 +57,11 @@ enum weft_rec_type {
 	 * word0 the time in CLOCK_BOOTTIME ns (not ticks), id the tid that made it, track the
 	 * source (1 page fault: a first touch); extra words: data address, instruction address */
 	WEFT_R_ACCESS = 28,
+};
+
+/* Flags of an END's extra word. */
+enum weft_end_flag {
+	WEFT_END_EXCEPTION = 1, /* the scope was left by an exception (a Python frame that raised) */
 };
 
 /* Which function made a memory record (its track field). */

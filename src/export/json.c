@@ -71,6 +71,7 @@ struct jthread {
 	const struct weft_mem_proc *mem; /* the process's memory analysis, or NULL */
 };
 #define JD_UNTERM (1ull << 63)
+#define JD_EXC (1ull << 62) /* left by an exception */
 
 static void put(struct pb *b, const char *s, size_t n)
 {
@@ -414,10 +415,16 @@ static void x_event(struct jthread *j, struct jlist *L, const struct weft_ev *ev
 	int any = arg_pairs(j, b, ev) != 0;
 	if (ev->kind == WEFT_EV_BEGIN && mem_pairs(j, b, ev, any))
 		any = 1;
+	if (dur & JD_EXC) {
+		if (any)
+			PUTS(b, ",");
+		PUTS(b, "\"exception\":true");
+		any = 1;
+	}
 	if (any)
 		e->flags |= JF_ARGS;
 	close_entry(L, e);
-	e->dur = dur & ~JD_UNTERM;
+	e->dur = dur & ~(JD_UNTERM | JD_EXC);
 	if (dur & JD_UNTERM)
 		e->flags |= JF_UNTERM;
 }
@@ -475,7 +482,8 @@ static void pass1_event(void *ud, const struct weft_ev *ev)
 		s->idx[s->n++] = j->ndurs++;
 	} else if (s->n) { /* the walker balances: an end always has its begin */
 		size_t i = s->idx[--s->n];
-		j->durs[i] = (ev->ts - j->durs[i]) | ((ev->flags & WEFT_EVF_UNTERMINATED) ? JD_UNTERM : 0);
+		j->durs[i] = (ev->ts - j->durs[i]) | ((ev->flags & WEFT_EVF_UNTERMINATED) ? JD_UNTERM : 0) |
+			     ((ev->flags & WEFT_EVF_EXCEPTION) ? JD_EXC : 0);
 	}
 }
 
@@ -508,6 +516,8 @@ static void pass2_event(void *ud, const struct weft_ev *ev)
 				PUTS(b, "\"weft_unterminated\":true");
 			else if (ev->flags & WEFT_EVF_UNWOUND)
 				PUTS(b, "\"weft_unwound\":true");
+			else if (ev->flags & WEFT_EVF_EXCEPTION)
+				PUTS(b, "\"exception\":true");
 			else
 				any = 0;
 			if (mem_pairs(j, b, ev, any) || any)

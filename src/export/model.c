@@ -158,7 +158,7 @@ static int attachable(const struct weft_walker *w)
 	       k == WEFT_EV_ASYNC_BEGIN || k == WEFT_EV_ASYNC_INSTANT;
 }
 
-static void on_end(struct weft_walker *w, uint64_t ts, uint32_t id, unsigned track)
+static void on_end(struct weft_walker *w, uint64_t ts, uint32_t id, unsigned track, unsigned flags)
 {
 	flush(w);
 	if (ts > w->last_ts)
@@ -180,7 +180,7 @@ static void on_end(struct weft_walker *w, uint64_t ts, uint32_t id, unsigned tra
 	}
 	s->n--;
 	w->st->events++;
-	emit_end(w, ts, id, s->serials[s->n], track, 0);
+	emit_end(w, ts, id, s->serials[s->n], track, flags);
 }
 
 /* setjmp: remember how deep the thread's own track was; longjmp to that jmp_buf closes what
@@ -239,6 +239,27 @@ void weft_walker_init(struct weft_walker *w, const struct weft_proc *p, weft_ev_
 
 static void walk(struct weft_walker *wk, const uint64_t *r, size_t n);
 
+/* A site with a source location (SOURCE, 1.4): its file and line as the pending event's first
+ * arguments. */
+static void source_args(struct weft_walker *w, uint32_t id)
+{
+	const struct weft_proc *p = w->p;
+	if (id >= p->nsites || !p->sites[id].file)
+		return;
+	struct weft_ev_arg *a = &w->ev.args[w->ev.nargs++];
+	a->key = p->key_file;
+	a->type = WEFT_R_ARG_STR;
+	a->s = p->sites[id].file;
+	a->slen = strlen(a->s);
+	a->v = a->slen;
+	a = &w->ev.args[w->ev.nargs++];
+	a->key = p->key_line;
+	a->type = WEFT_R_ARG_I64;
+	a->v = p->sites[id].line;
+	a->s = NULL;
+	a->slen = 0;
+}
+
 /* The serial of the innermost slice open on any track of the thread (the latest begun of the
  * stacks' tops), 0 when none is. */
 static uint64_t innermost(const struct weft_walker *w)
@@ -287,13 +308,15 @@ static void walk(struct weft_walker *wk, const uint64_t *r, size_t n)
 			wk->ev.serial = ++wk->next_serial;
 			s->serials[s->n] = wk->next_serial;
 			s->ids[s->n++] = id;
+			if (__builtin_expect(wk->p->key_file != 0, 0))
+				source_args(wk, id);
 			break;
 		}
-		case WEFT_R_END:
-			on_end(wk, r[i], id, track);
+		case WEFT_R_END: /* 1.4: an extra word of flags (WEFT_END_*) */
+			on_end(wk, r[i], id, track, (extra && (x & WEFT_END_EXCEPTION)) ? WEFT_EVF_EXCEPTION : 0);
 			break;
 		case WEFT_R_FUNC_EXIT:
-			on_end(wk, r[i], id, 0);
+			on_end(wk, r[i], id, 0, 0);
 			break;
 		case WEFT_R_SETJMP:
 			flush(wk);
@@ -304,6 +327,8 @@ static void walk(struct weft_walker *wk, const uint64_t *r, size_t n)
 			break;
 		case WEFT_R_INSTANT:
 			start(wk, WEFT_EV_INSTANT, r[i], id, track);
+			if (__builtin_expect(wk->p->key_file != 0, 0))
+				source_args(wk, id);
 			break;
 		case WEFT_R_COUNTER_I64:
 		case WEFT_R_COUNTER_F64:

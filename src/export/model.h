@@ -29,6 +29,7 @@ enum weft_ev_kind {
 };
 #define WEFT_EVF_UNTERMINATED 1u
 #define WEFT_EVF_UNWOUND 2u
+#define WEFT_EVF_EXCEPTION 4u /* END: the scope was left by an exception (WEFT_END_EXCEPTION) */
 
 #define WEFT_EV_MAX_ARGS 16
 #define WEFT_EV_MAX_FLOWS 8

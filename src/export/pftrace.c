@@ -348,6 +348,8 @@ static void packet(struct seq_enc *e, const struct weft_ev *ev, uint64_t ts, uns
 			annotation_flag(b, "weft_unterminated");
 		if (ev->flags & WEFT_EVF_UNWOUND)
 			annotation_flag(b, "weft_unwound");
+		if (ev->flags & WEFT_EVF_EXCEPTION)
+			annotation_flag(b, "exception");
 		const struct weft_mem_slice *ms =
 			e->mem && ev->kind == WEFT_EV_END ? weft_mem_slice(e->mem, (size_t)(e->th - p->threads), ev->serial) : NULL;
 		if (ms)

@@ -16,8 +16,8 @@
 #include "weft_fastpath.h" /* record types and site kinds */
 
 #define WEFT_FMT_MAJOR 1
-#define WEFT_FMT_MINOR 3 /* 1: packing version 2; 2: thread serials (chunk seq, THREAD records);
-                          * 3: memory records (ALLOC..STACK), RUSAGE */
+#define WEFT_FMT_MINOR 4 /* 1: packing version 2; 2: thread serials (chunk seq, THREAD records);
+                          * 3: memory records (ALLOC..STACK), RUSAGE; 4: SOURCE records, END flags */
 #define WEFT_META_MAGIC "WEFTMETA"
 #define WEFT_EVENTS_MAGIC "WEFTEVTS"
 #define WEFT_CHUNK_MAGIC 0x4b4e4843u /* "CHNK" */
@@ -80,6 +80,7 @@ enum weft_meta_type {
 	WEFT_M_OVERHEAD = 13, /* u64 CPU ns used by writer threads, u64 slow paths taken (at stop) */
 	WEFT_M_WRITE_FAILED = 14, /* u32 errno, u32 0: writing events failed; later chunks dropped */
 	WEFT_M_SIGNAL = 15, /* u32 signal, u32 tid, u64 ticks: the process ended by this signal */
+	WEFT_M_SOURCE = 20, /* (1.4) u32 site id, u32 line, then file\0: the site's source location */
 	WEFT_M_RUSAGE = 16, /* at stop: u64 max RSS bytes, u64 user ns, u64 system ns (getrusage) */
 	WEFT_M_ACCESS = 18, /* u32 source (1 page faults), u32 0, u64 samples, u64 lost, u64 throttled: at stop */
 	WEFT_M_WATCH = 19,  /* u32 n, u32 threads not watched, u64 lost, n x (u64 addr, u32 len, u32

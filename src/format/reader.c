@@ -348,6 +348,19 @@ static void parse_meta(struct weft_trace *t, const char *name, const unsigned ch
 			s->defined = 1;
 			break;
 		}
+		case WEFT_M_SOURCE: {
+			if (len < 9)
+				break;
+			uint32_t w[2];
+			memcpy(w, r, 8);
+			struct weft_site_def *s = site_slot(p, w[0]);
+			if (!s)
+				break;
+			free(s->file);
+			s->file = xstrndup((const char *)r + 8, bounded_len((const char *)r + 8, len - 8));
+			s->line = w[1];
+			break;
+		}
 		case WEFT_M_TRACK: {
 			if (len < 4)
 				break;
@@ -785,6 +798,30 @@ static void span_of(struct weft_trace *t, const struct weft_proc *p, const struc
 	}
 }
 
+/* Sites with a source location give their events the arguments "file" and "line": their keys
+ * are two sites added here (after every defined one). A SOURCE record for an undefined site
+ * (a damaged file) is dropped. */
+static void add_source_keys(struct weft_proc *p)
+{
+	int any = 0;
+	for (size_t i = 1; i < p->nsites; i++) {
+		struct weft_site_def *s = &p->sites[i];
+		if (s->file && !s->defined) {
+			free(s->file);
+			s->file = NULL;
+		}
+		any |= s->file != NULL;
+	}
+	if (!any)
+		return;
+	p->key_file = weft_proc_add_site(p, "file", "");
+	p->key_line = weft_proc_add_site(p, "line", "");
+	if (p->key_file && p->key_line)
+		p->sites[p->key_file].kind = p->sites[p->key_line].kind = WEFT_KIND_ARG;
+	else
+		p->key_file = p->key_line = 0;
+}
+
 static void finish(struct weft_trace *t)
 {
 	uint64_t *buf = NULL;
@@ -866,6 +903,8 @@ static void finish(struct weft_trace *t)
 	free(buf);
 	if (t->first_ns == UINT64_MAX)
 		t->first_ns = t->last_ns = 0;
+	for (size_t i = 0; i < t->nprocs; i++)
+		add_source_keys(&t->procs[i]);
 	for (size_t i = 0; i < t->nprocs; i++)
 		if (t->procs[i].maps)
 			weft_symbolize(t, &t->procs[i]);
@@ -1022,6 +1061,7 @@ void weft_trace_free(struct weft_trace *t)
 			free(p->sites[s].name);
 			free(p->sites[s].cat);
 			free(p->sites[s].unit);
+			free(p->sites[s].file);
 		}
 		free(p->sites);
 		for (size_t s = 0; s < p->ntracks; s++)

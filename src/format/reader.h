@@ -16,6 +16,8 @@ struct weft_site_def {
 	uint32_t id;
 	uint8_t kind, is_double, defined;
 	char *name, *cat, *unit;
+	char *file;    /* its source location (SOURCE record, 1.4), or NULL */
+	uint32_t line;
 };
 
 /* A chunk as stored; weft_chunk_decode gives its records. */
@@ -57,6 +59,9 @@ struct weft_proc {
 	unsigned __int128 mult;
 	struct weft_site_def *sites; /* indexed by id */
 	size_t nsites;
+	/* argument keys "file" and "line" (sites the reader adds when some site has a source
+	 * location): the walker gives those sites' events these two arguments; 0 when none has */
+	uint32_t key_file, key_line;
 	char **tracks; /* indexed by track id */
 	size_t ntracks;
 	struct weft_thread_data *threads;

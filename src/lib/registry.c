@@ -17,6 +17,8 @@ struct intern {
 	uint32_t id;
 	uint8_t kind;
 	char *name, *cat;
+	char *file;    /* the source location weft_site_source gave, or NULL */
+	unsigned line;
 };
 
 /* All below guarded by reg_lock. */
@@ -57,23 +59,44 @@ static void write_site(uint32_t id, const struct weft_site *s)
 	free(body);
 }
 
-static uint32_t intern(const struct weft_site *s)
+/* SOURCE record: the site's file and line (format 1.4). */
+static void write_source(uint32_t id, const char *file, unsigned line)
+{
+	uint32_t head[2] = {id, line};
+	weft_meta_write(WEFT_M_SOURCE, head, sizeof(head), file, strlen(file) + 1);
+}
+
+/* The id of (kind, category, name) - and source location, where one is given: a site at
+ * another location is another id - defining a new one in the metadata. 0 when out of memory. */
+static uint32_t intern(const struct weft_site *s, const char *file, unsigned line)
 {
 	const char *n = s->name ? s->name : "", *c = s->category ? s->category : "";
 	unsigned h = hash_str(n, c, s->kind);
 	for (struct intern *e = table[h]; e; e = e->next)
-		if (e->kind == s->kind && !strcmp(e->name, n) && !strcmp(e->cat, c))
+		if (e->kind == s->kind && !strcmp(e->name, n) && !strcmp(e->cat, c) &&
+		    (file ? e->file && e->line == line && !strcmp(e->file, file) : !e->file))
 			return e->id;
 	struct intern *e = calloc(1, sizeof(*e));
 	if (!e)
 		return 0;
 	e->name = strdup(n);
 	e->cat = strdup(c);
+	e->file = file ? strdup(file) : NULL;
+	e->line = line;
+	if (!e->name || !e->cat || (file && !e->file)) {
+		free(e->name);
+		free(e->cat);
+		free(e->file);
+		free(e);
+		return 0;
+	}
 	e->kind = s->kind;
 	e->id = next_id++;
 	e->next = table[h];
 	table[h] = e;
 	write_site(e->id, s);
+	if (file)
+		write_source(e->id, file, line);
 	return e->id;
 }
 
@@ -95,7 +118,8 @@ static uint8_t evaluate(const struct weft_site *s)
 	return run == WEFT_RUN_ON ? WEFT__SITE_ON : WEFT__SITE_NEW;
 }
 
-int weft__site_check(struct weft_site *s)
+/* Registers s (at a source location when file is not NULL) and sets its state. */
+static int site_register(struct weft_site *s, const char *file, unsigned line)
 {
 	uint8_t st = __atomic_load_n(&s->state, __ATOMIC_ACQUIRE);
 	if (st != WEFT__SITE_NEW)
@@ -117,7 +141,7 @@ int weft__site_check(struct weft_site *s)
 	pthread_mutex_lock(&reg_lock);
 	if (s->state == WEFT__SITE_NEW) {
 		if (!s->id) {
-			s->id = intern(s);
+			s->id = intern(s, file, line);
 			s->next = sites;
 			sites = s;
 		}
@@ -127,6 +151,18 @@ int weft__site_check(struct weft_site *s)
 	pthread_mutex_unlock(&reg_lock);
 	weft_in_runtime--;
 	return st == WEFT__SITE_ON;
+}
+
+int weft__site_check(struct weft_site *s)
+{
+	return site_register(s, NULL, 0);
+}
+
+int weft_site_source(struct weft_site *s, const char *file, unsigned line)
+{
+	if (!s || !file)
+		return -EINVAL;
+	return site_register(s, file, line);
 }
 
 void weft_registry_reevaluate(void)
@@ -173,6 +209,8 @@ void weft_registry_write_all(void)
 					break;
 				}
 			write_site(e->id, &tmp);
+			if (e->file)
+				write_source(e->id, e->file, e->line);
 		}
 	for (unsigned i = 1; i <= ntracks; i++) {
 		uint32_t id32 = i;

@@ -61,6 +61,11 @@ static void help(FILE *f)
 		"                          too). Each hit stops the thread in the kernel: watch what is\n"
 		"                          written rarely. Said unavailable where a self-test at start\n"
 		"                          sees watchpoints not fire (some virtual machines)\n"
+		"      --python[=calls]    record every Python function call (CPython 3.11: a frame-\n"
+		"                          evaluation hook installed at start-up through a sitecustomize\n"
+		"                          module weft puts first on PYTHONPATH), nested with the\n"
+		"                          native functions on each thread; -F/-N select by qualified\n"
+		"                          name. `import weft` works in the program with or without it\n"
 		"      --options OPTS      further WEFT_OPTIONS, key=value:key=value\n"
 		"  -q, --quiet             no summary line\n"
 		"  -h, --help              this text\n\n"
@@ -83,6 +88,43 @@ static void forward(int sig, siginfo_t *si, void *uc)
 const char *weft_cli_find_preload(char *out, size_t n)
 {
 	return weft_cli_find_file("libweft-preload.so", out, n);
+}
+
+/* The directory holding the `weft` Python package: BUILD/python in the build tree, the
+ * dist-packages directory it was installed into otherwise (found relative to the weft
+ * executable, as libweft-preload.so is). NULL when there is none (built without python3-dev). */
+static const char *find_python_dir(char *out, size_t n)
+{
+	char f[PATH_MAX];
+	if (weft_cli_find_file("python/weft/__init__.py", f, sizeof(f))) {
+		snprintf(out, n, "%.*s", (int)(strlen(f) - strlen("/weft/__init__.py")), f);
+		return out;
+	}
+#ifdef WEFT_PYTHON_REL
+	char exe[PATH_MAX - 128];
+	ssize_t l = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+	char *slash = l > 0 ? (exe[l] = 0, strrchr(exe, '/')) : NULL;
+	if (slash) {
+		*slash = 0;
+		snprintf(f, sizeof(f), "%s/%s/weft/__init__.py", exe, WEFT_PYTHON_REL);
+		if (access(f, R_OK) == 0 && realpath(f, out) && strlen(out) < n) {
+			out[strlen(out) - strlen("/weft/__init__.py")] = 0;
+			return out;
+		}
+	}
+#endif
+	return NULL;
+}
+
+/* Did the program record any Python call (a site in category "python")? */
+static int python_calls_recorded(const struct weft_trace *t)
+{
+	for (size_t i = 0; i < t->nprocs; i++)
+		for (size_t k = 0; k < t->procs[i].nsites; k++)
+			if (t->procs[i].sites[k].defined && t->procs[i].sites[k].cat &&
+			    !strcmp(t->procs[i].sites[k].cat, "python"))
+				return 1;
+	return 0;
 }
 
 /* Is `dir` a directory weft may move aside: a trace directory (weft files only, or empty)? */
@@ -269,11 +311,12 @@ int cmd_record(int argc, char **argv)
 		{"filter", required_argument, 0, 'F'}, {"notrace", required_argument, 0, 'N'},
 		{"libs", required_argument, 0, 'L'}, {"memory", optional_argument, 0, 'm'},
 		{"mem-access", optional_argument, 0, 'A'}, {"watch", required_argument, 0, 'W'},
+		{"python", optional_argument, 0, 'P'},
 		{"quiet", no_argument, 0, 'q'}, {"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
 	char names[1024] = "", why[256];
 	const char *outdir = "weft.data";
 	char extra[2048] = "", watch[1024] = "";
-	int convert = 1, quiet = 0, c;
+	int convert = 1, quiet = 0, python = 0, c;
 	optind = 1;
 	opterr = 0;
 #define ADD(...) snprintf(extra + strlen(extra), sizeof(extra) - strlen(extra), __VA_ARGS__)
@@ -350,6 +393,17 @@ int cmd_record(int argc, char **argv)
 			snprintf(watch, sizeof(watch), "%s", list);
 			break;
 		}
+		case 'P':
+			if (optarg && !strcmp(optarg, "c-calls")) {
+				weft_cli_error("record", "--python=c-calls is not implemented yet (Python calls only: --python)");
+				return WEFT_EXIT_USAGE;
+			}
+			if (optarg && strcmp(optarg, "calls")) {
+				weft_cli_error("record", "bad --python mode '%s': expected calls", optarg);
+				return WEFT_EXIT_USAGE;
+			}
+			python = 1;
+			break;
 		case 'q': quiet = 1; break;
 		case 'h': help(stdout); return WEFT_EXIT_OK;
 		default:
@@ -371,6 +425,19 @@ int cmd_record(int argc, char **argv)
 	char preload[PATH_MAX];
 	if (!weft_cli_find_preload(preload, sizeof(preload))) {
 		weft_cli_error("record", "libweft-preload.so not found next to the weft executable");
+		return WEFT_EXIT_FAIL;
+	}
+	/* the weft Python package for the program (import weft), and with --python the start-up
+	 * hook's directory before it */
+	char pydir[PATH_MAX], pypath[PATH_MAX * 3];
+	const char *old_pp = getenv("PYTHONPATH");
+	pypath[0] = 0;
+	if (find_python_dir(pydir, sizeof(pydir)))
+		snprintf(pypath, sizeof(pypath), "%s%s%s%s%s", python ? pydir : "", python ? "/weft_bootstrap:" : "",
+			 pydir, old_pp && *old_pp ? ":" : "", old_pp && *old_pp ? old_pp : "");
+	else if (python) {
+		weft_cli_error("record", "--python: the weft Python package was not found next to the weft "
+			       "executable (built without python3-dev?)");
 		return WEFT_EXIT_FAIL;
 	}
 	char dirwhy[PATH_MAX * 2 + 100];
@@ -424,6 +491,10 @@ int cmd_record(int argc, char **argv)
 		setenv("LD_PRELOAD", ld, 1);
 		setenv("WEFT_OPTIONS", options, 1);
 		setenv("WEFT_SESSION", dir, 1);
+		if (pypath[0])
+			setenv("PYTHONPATH", pypath, 1);
+		if (python)
+			setenv("WEFT_PYTHON", "calls", 1);
 		execvp(argv[optind], argv + optind);
 		int e = errno;
 		ssize_t w = write(pipefd[1], &e, sizeof(e));
@@ -492,7 +563,12 @@ int cmd_record(int argc, char **argv)
 		size_t funcs = 0; /* the conversion named every function address it met */
 		for (size_t i = 0; i < t->nprocs; i++)
 			funcs += t->procs[i].nfuncs;
-		if (!funcs && !strstr(extra, ":memory=1") && !strstr(extra, ":mem_access=") && !watch[0])
+		if (python && !python_calls_recorded(t))
+			weft_cli_error("record", "--python: no Python calls were recorded: is %s CPython 3 (and not "
+				       "run with -S, -I or -E, which skip weft's start-up hook)?", argv[optind]);
+		else if (python)
+			; /* Python calls are what was asked for: native functions are a bonus */
+		else if (!funcs && !strstr(extra, ":memory=1") && !strstr(extra, ":mem_access=") && !watch[0])
 			weft_cli_error("record", "no function events were recorded: was %s built with "
 				       "-finstrument-functions? (only weft.h events are traced otherwise)", argv[optind]);
 		else if (!funcs && !strstr(extra, ":memory_stacks=1") && strstr(extra, ":memory=1"))

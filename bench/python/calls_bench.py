@@ -1,0 +1,96 @@
+#!/usr/bin/python3
+"""Python call tracing cost: CPU time (user + system of the child process and its children,
+from wait4) per Python call over the untraced run, for weft record --python (and, to show the
+hook's floor, with every function filtered out), cProfile, an empty sys.setprofile callback and
+yappi. Two workloads: fib(25) (242785 calls) and a loop of 1M calls
+of an empty function. Rounds are interleaved (every mode once per round) and the median taken;
+each mode is also run on an empty workload (N = 0) so that its start-up and exit cost (weft's
+runtime, cProfile's import and output) is taken off:
+    ns/call = ((mode N) - (mode 0) - ((untraced N) - (untraced 0))) / calls
+usage: bench/python/calls_bench.py [BUILD] [--rounds R]   (BUILD default ./build)
+Prints a table; nothing is written into the source tree."""
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+PY = "/usr/bin/python3"
+W = os.path.join(HERE, "calls_workload.py")
+
+
+def fib_calls(n):
+    a, b = 1, 1  # calls(n) = calls(n-1) + calls(n-2) + 1, calls(0) = calls(1) = 1
+    for _ in range(n - 1):
+        a, b = b, a + b + 1
+    return b if n > 0 else 1
+
+
+WORKLOADS = [("fib", 25, fib_calls(25)), ("loop", 1000000, 1000000 + 1)]
+
+
+def modes(build, tmp):
+    weft = os.path.join(build, "weft")
+    runner = "import runpy, sys; sys.argv = sys.argv[1:]; {setup}; runpy.run_path(sys.argv[0], run_name='__main__')"
+    return {
+        "untraced": lambda a: [PY, W, *a],
+        "weft --python": lambda a: [weft, "record", "-q", "--no-convert", "-o", os.path.join(tmp, "w.data"),
+                                    "--python", "--", PY, W, *a],
+        # the hook's floor: installed, every code object filtered out (3.11 then stops inlining
+        # Python-to-Python calls, so each call recurses through the C evaluator)
+        "weft, none kept": lambda a: [weft, "record", "-q", "--no-convert", "-o", os.path.join(tmp, "w.data"),
+                                      "--python", "-F", "no-such-function", "--", PY, W, *a],
+        "cProfile": lambda a: [PY, "-m", "cProfile", "-o", os.devnull, W, *a],
+        "setprofile": lambda a: [PY, "-c", runner.format(setup="sys.setprofile(lambda f, e, a: None)"), W, *a],
+        "yappi": lambda a: [PY, "-c", runner.format(setup="import yappi; yappi.start()"), W, *a],
+    }
+
+
+def cpu_ns(cmd):
+    p = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    _, status, ru = os.wait4(p.pid, 0)
+    p.returncode = os.waitstatus_to_exitcode(status)
+    err = p.stderr.read()
+    p.stderr.close()
+    if p.returncode:
+        raise SystemExit(f"{cmd} failed ({p.returncode}): {err.decode(errors='replace')}")
+    return (ru.ru_utime + ru.ru_stime) * 1e9
+
+
+def main():
+    args = sys.argv[1:]
+    rounds = 7
+    if "--rounds" in args:
+        i = args.index("--rounds")
+        rounds = int(args[i + 1])
+        del args[i:i + 2]
+    build = os.path.abspath(args[0] if args else "build")
+    tmp = tempfile.mkdtemp(prefix="weft-pybench-")
+    try:
+        ms = modes(build, tmp)
+        runs = {}
+        for r in range(rounds):
+            for kind, n, _ in WORKLOADS:
+                for size in (0, n):
+                    for name, cmd in ms.items():
+                        runs.setdefault((name, kind, size), []).append(cpu_ns(cmd([kind, str(size)])))
+        med = {k: statistics.median(v) for k, v in runs.items()}
+        print(f"CPU time per run (median of {rounds} interleaved rounds), CPython {sys.version.split()[0]}")
+        for kind, n, calls in WORKLOADS:
+            base = med[("untraced", kind, n)] - med[("untraced", kind, 0)]
+            print(f"\n{kind} {n}: {calls} calls; untraced {base / 1e6:.1f} ms of calls "
+                  f"({base / calls:.1f} ns/call), start-up {med[('untraced', kind, 0)] / 1e6:.1f} ms")
+            print(f"  {'mode':<16} {'ms (N)':>9} {'ms (0)':>8} {'ns/call over untraced':>22} {'x cProfile':>11}")
+            over = {name: (med[(name, kind, n)] - med[(name, kind, 0)] - base) / calls for name in ms}
+            for name in ms:
+                ratio = over[name] / over["cProfile"] if over["cProfile"] > 0 else float("nan")
+                print(f"  {name:<16} {med[(name, kind, n)] / 1e6:9.1f} {med[(name, kind, 0)] / 1e6:8.1f} "
+                      f"{over[name]:22.1f} {ratio:11.2f}")
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()

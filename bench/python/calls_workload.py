@@ -1,0 +1,27 @@
+"""The workload of calls_bench.py: `fib N` (fib(25) makes 242785 calls) or `loop N` (N calls of
+a function that does nothing); N = 0 measures the start-up and exit alone."""
+import sys
+
+
+def fib(n):
+    return n if n < 2 else fib(n - 1) + fib(n - 2)
+
+
+def nothing():
+    pass
+
+
+def loop(n):
+    for _ in range(n):
+        nothing()
+
+
+def main():
+    kind, n = sys.argv[1], int(sys.argv[2])
+    if kind == "fib":
+        fib(n) if n else None
+    else:
+        loop(n)
+
+
+main()

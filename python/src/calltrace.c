@@ -1,0 +1,294 @@
+/*
+ * calltrace.c - weft._calltrace: every Python function call as a slice on its thread's track,
+ * in the same per-thread stream (and so on the same stack and clock) as the native code's
+ * function events and weft.h slices.
+ *
+ * CPython 3.11: a PEP 523 frame-evaluation function. The interpreter calls it for every frame
+ * it evaluates - each call of a Python function, and each resumption of a generator or
+ * coroutine (3.11 inlines Python-to-Python calls only while no such function is set, so with
+ * it set every call comes here). It writes a BEGIN, calls the evaluator that was installed
+ * before it (CPython's own, usually), and writes an END when that returns: with one extra word
+ * of flags (WEFT_END_EXCEPTION) when the frame was left by an exception, so slices always
+ * balance. Each code object maps to a weft site (name co_qualname, category "python", its
+ * co_filename and co_firstlineno recorded once as the site's source location), cached in a
+ * code-extra slot: per event the work is a load of that slot, the site's state byte and the
+ * two 16-byte records - no string work, no reference counting, no dictionary lookup. A code
+ * object seen for the first time takes a slow path that makes its site; filters (weft record
+ * -F/-N, i.e. filter=) decide there, once, by the site's state (OFF: skipped). The evaluator
+ * is per interpreter, so threads that were running before tracing started are traced from
+ * their next call on (frames already running when it started, or still running when it
+ * stopped, just have no slice or keep theirs).
+ *
+ * Sites are never freed: the registry links them and the code objects point to them; a code
+ * object seen while tracing is kept alive (one reference) until tracing stops.
+ *
+ * Other versions (and start(hook="profile") on 3.11, to test it): a C profile function
+ * (PyEval_SetProfile; on 3.12+ PyEval_SetProfileAllThreads) with the same records, slower
+ * (a reference count per event) and, on 3.11, for the calling thread only. On 3.12+ the
+ * sys.monitoring API would be the fast hook; it is not written yet (nothing to test it here).
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <frameobject.h>
+#include "weft.h"
+#include <stdlib.h>
+#include <string.h>
+
+#if PY_VERSION_HEX >= 0x030B0000 && PY_VERSION_HEX < 0x030C0000
+#define WEFT_PY_EVAL 1 /* the PEP 523 hook (needs the 3.11 frame layout) */
+#ifndef Py_BUILD_CORE
+#define Py_BUILD_CORE 1
+#endif
+#include <internal/pycore_frame.h>
+#undef Py_BUILD_CORE
+#else
+#define WEFT_PY_EVAL 0
+#endif
+
+/* One per code object seen while tracing. */
+struct pysite {
+	struct weft_site site; /* kind EVENT, name co_qualname, category "python" */
+	PyObject *code;        /* a strong reference while tracing, NULL after stop */
+	struct pysite *next;   /* every pysite holding a reference (`held`) */
+	char text[];           /* the name, then the file */
+};
+
+/* Everything below is written with the GIL held (module calls, the hook's slow path). */
+static Py_ssize_t extra_index = -1; /* the code-extra slot, requested once */
+static struct pysite *held;         /* pysites whose code object we keep alive */
+static int active;                  /* 0 off, 1 the eval hook, 2 the profile hook */
+static struct weft_site skip = {WEFT__SITE_OFF, WEFT_KIND_EVENT, 0, 0, 0, "", "python", 0, 0};
+
+/* The code object's site, made on first sight (errors leave `skip`: that code is not traced).
+ * The caller's pending exception, if any (a generator resumed by throw()), is kept. */
+static struct weft_site *first_sight(PyCodeObject *co)
+{
+	PyObject *et, *ev, *tb;
+	PyErr_Fetch(&et, &ev, &tb);
+	struct weft_site *s = &skip;
+	Py_ssize_t ln, lf;
+	const char *name = PyUnicode_AsUTF8AndSize(co->co_qualname, &ln);
+	const char *file = name ? PyUnicode_AsUTF8AndSize(co->co_filename, &lf) : NULL;
+	struct pysite *ps = file ? calloc(1, sizeof(*ps) + (size_t)ln + (size_t)lf + 2) : NULL;
+	if (ps) {
+		memcpy(ps->text, name, (size_t)ln + 1);
+		memcpy(ps->text + ln + 1, file, (size_t)lf + 1);
+		ps->site.kind = WEFT_KIND_EVENT;
+		ps->site.name = ps->text;
+		ps->site.category = "python";
+		weft_site_source(&ps->site, ps->text + ln + 1, (unsigned)co->co_firstlineno);
+		s = &ps->site;
+	}
+	if (extra_index >= 0 && _PyCode_SetExtra((PyObject *)co, extra_index, s) == 0 && ps) {
+		Py_INCREF(co);
+		ps->code = (PyObject *)co;
+		ps->next = held;
+		held = ps;
+	} else if (ps) {
+		s = &ps->site; /* not cached: this site is used for this one call and leaks; rare */
+	}
+	PyErr_Clear();
+	PyErr_Restore(et, ev, tb);
+	return s;
+}
+
+/* Reads the code-extra slot directly when the layout of CPython's code-extra block (a size,
+ * then the pointers) was confirmed at start (extra_direct), else through _PyCode_GetExtra. */
+typedef struct {
+	Py_ssize_t size;
+	void *extras[1];
+} code_extra_block;
+static int extra_direct;
+
+static inline struct weft_site *site_of(PyCodeObject *co)
+{
+	void *v = NULL;
+	if (__builtin_expect(extra_direct, 1)) {
+		const code_extra_block *x = co->co_extra;
+		if (x && extra_index < x->size)
+			v = x->extras[extra_index];
+	} else {
+		_PyCode_GetExtra((PyObject *)co, extra_index, &v);
+	}
+	return __builtin_expect(v != NULL, 1) ? (struct weft_site *)v : first_sight(co);
+}
+
+static inline void end_of(uint32_t id, PyObject *result)
+{
+	if (__builtin_expect(result != NULL, 1))
+		weft__rec2(weft__hdr(id, WEFT_R_END, 0, 0));
+	else
+		weft__rec3(weft__hdr(id, WEFT_R_END, 1, 0), WEFT_END_EXCEPTION);
+}
+
+#if WEFT_PY_EVAL
+static _PyFrameEvalFunction chained; /* the evaluator ours calls (set at start) */
+
+static PyObject *eval_frame(PyThreadState *ts, _PyInterpreterFrame *f, int throwflag)
+{
+	struct weft_site *s = site_of(f->f_code);
+	if (!weft__on(s))
+		return chained(ts, f, throwflag);
+	uint32_t id = s->id;
+	weft__rec2(weft__hdr(id, WEFT_R_BEGIN, 0, 0));
+	PyObject *r = chained(ts, f, throwflag);
+	end_of(id, r);
+	return r;
+}
+#endif
+
+/* The fallback: a C profile function. PyTrace_CALL comes per call and per resumption, RETURN
+ * per exit and per yield (arg NULL: by an exception). A frame that was running when it was
+ * set returns without a begin: the converters skip such an END (counted as unmatched). */
+static int profile(PyObject *obj, PyFrameObject *frame, int what, PyObject *arg)
+{
+	(void)obj;
+	if (what != PyTrace_CALL && what != PyTrace_RETURN)
+		return 0;
+	PyCodeObject *co = PyFrame_GetCode(frame);
+	struct weft_site *s = site_of(co);
+	Py_DECREF(co);
+	if (!weft__on(s))
+		return 0;
+	if (what == PyTrace_CALL)
+		weft__rec2(weft__hdr(s->id, WEFT_R_BEGIN, 0, 0));
+	else
+		end_of(s->id, arg ? arg : (PyObject *)NULL);
+	return 0;
+}
+
+/* Confirms the code-extra layout this file assumes, on a code object of its own. */
+static void check_extra_layout(void)
+{
+	extra_direct = 0;
+	PyCodeObject *co = PyCode_NewEmpty("weft", "probe", 1);
+	if (!co) {
+		PyErr_Clear();
+		return;
+	}
+	void *probe = &extra_direct;
+	if (_PyCode_SetExtra((PyObject *)co, extra_index, probe) == 0) {
+		const code_extra_block *x = co->co_extra;
+		extra_direct = x && extra_index < x->size && x->extras[extra_index] == probe;
+		_PyCode_SetExtra((PyObject *)co, extra_index, NULL);
+	}
+	PyErr_Clear();
+	Py_DECREF(co);
+}
+
+static void release_held(void)
+{
+	while (held) {
+		struct pysite *ps = held;
+		held = ps->next;
+		ps->next = NULL;
+		PyObject *co = ps->code;
+		ps->code = NULL;
+		Py_XDECREF(co);
+	}
+}
+
+PyDoc_STRVAR(start_doc, "start(hook='auto')\n--\n\n"
+	     "Record every Python call from now on, in every thread, as a slice (category 'python',\n"
+	     "args file and line). hook: 'auto' (the frame-evaluation hook on CPython 3.11, else the\n"
+	     "profile hook), 'eval' or 'profile'. Starts weft's runtime if it is not running. Calling\n"
+	     "it again while tracing is a no-op; RuntimeError if the hook cannot be installed.");
+static PyObject *ct_start(PyObject *mod, PyObject *args, PyObject *kw)
+{
+	(void)mod;
+	static char *kwlist[] = {"hook", NULL};
+	const char *hook = "auto";
+	if (!PyArg_ParseTupleAndKeywords(args, kw, "|s:start", kwlist, &hook))
+		return NULL;
+	int want;
+	if (!strcmp(hook, "auto"))
+		want = WEFT_PY_EVAL ? 1 : 2;
+	else if (!strcmp(hook, "eval"))
+		want = 1;
+	else if (!strcmp(hook, "profile"))
+		want = 2;
+	else
+		return PyErr_Format(PyExc_ValueError, "hook must be 'auto', 'eval' or 'profile', not '%s'", hook);
+	if (active)
+		Py_RETURN_NONE;
+	if (extra_index < 0) {
+		extra_index = _PyEval_RequestCodeExtraIndex(NULL);
+		if (extra_index < 0)
+			return PyErr_Format(PyExc_RuntimeError, "weft: no code-extra slot left for the call tracer");
+		check_extra_layout();
+	}
+	if (want == 1) {
+#if WEFT_PY_EVAL
+		PyInterpreterState *in = PyThreadState_GetInterpreter(PyThreadState_Get());
+		chained = _PyInterpreterState_GetEvalFrameFunc(in);
+		if (chained == eval_frame)
+			return PyErr_Format(PyExc_RuntimeError, "weft: the call tracer's hook is installed already");
+		_PyInterpreterState_SetEvalFrameFunc(in, eval_frame);
+#else
+		return PyErr_Format(PyExc_RuntimeError, "weft: the frame-evaluation hook needs CPython 3.11 "
+				    "(this is %s); use hook='profile'", PY_VERSION);
+#endif
+	} else {
+#if PY_VERSION_HEX >= 0x030C0000
+		PyEval_SetProfileAllThreads(profile, NULL);
+#else
+		PyEval_SetProfile(profile, NULL);
+#endif
+	}
+	active = want;
+	Py_RETURN_NONE;
+}
+
+PyDoc_STRVAR(stop_doc, "stop()\n--\n\n"
+	     "Stop recording Python calls (the calls still running keep their slices and end them).\n"
+	     "Gives back the code objects kept since start(). A no-op when not tracing.");
+static PyObject *ct_stop(PyObject *mod, PyObject *unused)
+{
+	(void)mod;
+	(void)unused;
+	if (active == 1) {
+#if WEFT_PY_EVAL
+		PyInterpreterState *in = PyThreadState_GetInterpreter(PyThreadState_Get());
+		/* another tool that chained to ours after we started keeps its own: leave it */
+		if (_PyInterpreterState_GetEvalFrameFunc(in) == eval_frame)
+			_PyInterpreterState_SetEvalFrameFunc(in, chained);
+#endif
+	} else if (active == 2) {
+#if PY_VERSION_HEX >= 0x030C0000
+		PyEval_SetProfileAllThreads(NULL, NULL);
+#else
+		PyEval_SetProfile(NULL, NULL);
+#endif
+	}
+	active = 0;
+	release_held();
+	Py_RETURN_NONE;
+}
+
+PyDoc_STRVAR(active_doc, "active()\n--\n\nThe hook recording Python calls: 'eval', 'profile' or None.");
+static PyObject *ct_active(PyObject *mod, PyObject *unused)
+{
+	(void)mod;
+	(void)unused;
+	if (!active)
+		Py_RETURN_NONE;
+	return PyUnicode_FromString(active == 1 ? "eval" : "profile");
+}
+
+static PyMethodDef methods[] = {
+	{"start", (PyCFunction)(void (*)(void))ct_start, METH_VARARGS | METH_KEYWORDS, start_doc},
+	{"stop", ct_stop, METH_NOARGS, stop_doc},
+	{"active", ct_active, METH_NOARGS, active_doc},
+	{NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module = {
+	PyModuleDef_HEAD_INIT, "weft._calltrace",
+	"Python call tracing into weft's trace (see weft record --python, python3 -m weft).", -1, methods,
+	NULL, NULL, NULL, NULL,
+};
+
+PyMODINIT_FUNC PyInit__calltrace(void)
+{
+	return PyModule_Create(&module);
+}

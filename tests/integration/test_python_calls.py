@@ -1,0 +1,212 @@
+"""Python call tracing (weft._calltrace, `weft record --python`, `python3 -m weft`): programs
+under tests/python/ whose calls are known exactly, checked in the .pftrace with Perfetto's
+trace_processor - slice counts, depth, parents, the file/line and exception arguments - and
+the full stack with a C extension built with -finstrument-functions."""
+import os
+import re
+
+from weftlib import BUILD, SRC, WEFT, TraceTest, main, run
+
+PY = "/usr/bin/python3"
+PROGS = os.path.join(SRC, "tests", "python")
+EXT = os.path.join(BUILD, "tests", "python")  # nativeext
+PYDIR = os.path.join(BUILD, "python")
+
+
+def prog(name):
+    return os.path.join(PROGS, name)
+
+
+def line_of(name, pattern):
+    with open(prog(name)) as f:
+        for i, line in enumerate(f, 1):
+            if re.match(pattern, line):
+                return i
+    raise AssertionError(f"{pattern} not in {name}")
+
+
+CALLS_OUT = "fib 6765\nmisc 109\ngen [0, 1, 2, 3, 4]\nasync [0, 1, 2]\nexc 4\n"
+# slice name -> (count, parent names allowed); calls and resumptions per tests/python/calls_prog.py:
+# a generator or coroutine function's call makes the object (one slice), then one slice per
+# resumption (gen(5): 5 values and the one that ends it)
+EXPECTED = {
+    "fib": (21891, {"fib", "run_fib"}),
+    "Klass.method": (7, {"run_misc.<locals>.<genexpr>"}),
+    "Klass.static": (4, {"run_misc.<locals>.<genexpr>"}),
+    "Klass.klass": (3, {"run_misc.<locals>.<listcomp>"}),
+    "run_misc.<locals>.<genexpr>": (1 + 8 + 1 + 5, {"run_misc"}),
+    "run_misc.<locals>.<listcomp>": (1, {"run_misc"}),
+    "outer.<locals>.inner": (5, {"run_misc"}),
+    "run_misc.<locals>.<lambda>": (3, {"run_misc"}),  # called by map (C)
+    "gen": (1 + 6, {"run_gen"}),
+    "leaf": (3 + 3 * 2, {"gathered", "Handle._run"}),
+    "catch_at": (4, {"run_exc.<locals>.<genexpr>"}),
+    "raiser": (1 + 2 + 3 + 4, {"catch_at", "raiser"}),
+}
+
+
+class PythonCallsTest(TraceTest):
+    def record(self, script, *args, opts=(), env=None, check=True):
+        out = os.path.join(self.tmp, "trace.data")
+        p = run([WEFT, "record", "-q", "-o", out, *opts, "--", PY, prog(script), *map(str, args)],
+                env=env, cwd=self.tmp, check=check)
+        return os.path.join(out, "trace.pftrace"), p
+
+    def rows(self, pftrace, *queries):
+        return self.tp(pftrace, *queries)
+
+    def counts(self, pf, names):
+        q = ",".join("'" + n + "'" for n in names)
+        rows, = self.tp(pf, f"select name, count(*) c from slice where name in ({q}) group by name")
+        return {r["name"]: r["c"] for r in rows}
+
+    def check_calls(self, pf, creations=True):
+        """creations=False: the profile hook sees no call where a generator or coroutine
+        function makes its object, only the resumptions."""
+        expected = dict(EXPECTED)
+        if not creations:
+            for n, k in (("gen", 1), ("leaf", 3), ("run_misc.<locals>.<genexpr>", 2)):
+                expected[n] = (expected[n][0] - k, expected[n][1])
+        names = ",".join("'" + n + "'" for n in EXPECTED)
+        counts, parents, fib, exc, unbalanced, loc = self.tp(
+            pf,
+            f"select name, count(*) c from slice where name in ({names}) group by name",
+            f"select s.name, p.name parent, count(*) c from slice s left join slice p on s.parent_id = p.id "
+            f"where s.name in ({names}) group by s.name, p.name",
+            "select min(depth) lo, max(depth) hi, sum(category = 'python') py from slice where name = 'fib'",
+            f"select name, sum(coalesce(extract_arg(arg_set_id, 'debug.exception'), 0)) e from slice "
+            f"where name in ({names}) group by name",
+            "select count(*) n from slice where extract_arg(arg_set_id, 'debug.weft_unterminated') "
+            "or extract_arg(arg_set_id, 'debug.weft_unwound')",
+            "select extract_arg(arg_set_id, 'debug.file') file, extract_arg(arg_set_id, 'debug.line') line "
+            "from slice where name = 'fib' limit 1")
+        self.assertEqual({r["name"]: r["c"] for r in counts}, {n: c for n, (c, _) in expected.items()})
+        for r in parents:
+            self.assertIn(r["parent"], EXPECTED[r["name"]][1], r)
+        self.assertEqual([r["c"] for r in parents if r["name"] == "fib" and r["parent"] == "run_fib"], [1])
+        # fib(20) calls fib(19) ... fib(1): 20 frames, the deepest 19 below the first
+        self.assertEqual(fib[0]["hi"] - fib[0]["lo"], 19)
+        self.assertEqual(fib[0]["py"], 21891)
+        # raiser(0) raises, every raiser above it is left by the exception; catch_at catches it
+        exc = {r["name"]: r["e"] for r in exc}
+        self.assertEqual(exc["raiser"], 10)
+        self.assertEqual({n: e for n, e in exc.items() if n != "raiser" and e}, {})
+        self.assertEqual(unbalanced[0]["n"], 0)
+        self.assertTrue(loc[0]["file"].endswith("tests/python/calls_prog.py"), loc)
+        self.assertEqual(loc[0]["line"], line_of("calls_prog.py", r"def fib\("))
+
+    def test_record_python_calls(self):
+        pf, p = self.record("calls_prog.py", opts=["--python"])
+        self.assertEqual(p.stdout, CALLS_OUT)
+        self.check_calls(pf)
+        self.tp_no_errors(pf)
+
+    def test_python_m_weft(self):
+        """python3 -m weft SCRIPT: the same calls, weft's runtime started by the module."""
+        out = os.path.join(self.tmp, "m.data")
+        p = run([PY, "-m", "weft", prog("calls_prog.py")], cwd=self.tmp,
+                env={"PYTHONPATH": PYDIR, "WEFT_OPTIONS": f"output={out}"})
+        self.assertEqual(p.stdout, CALLS_OUT)
+        pf, _ = self.convert(out, "m.pftrace")
+        self.check_calls(pf)
+
+    def test_profile_hook(self):
+        """The fallback hook (a C profile function; the only one before 3.11 and, until a
+        sys.monitoring hook is written, on 3.12+) records the same calls."""
+        out = os.path.join(self.tmp, "p.data")
+        code = ("import runpy, sys; from weft import _calltrace; _calltrace.start('profile'); "
+                f"sys.argv = [{prog('calls_prog.py')!r}]; runpy.run_path(sys.argv[0], run_name='__main__')")
+        p = run([PY, "-c", code], cwd=self.tmp, env={"PYTHONPATH": PYDIR, "WEFT_OPTIONS": f"output={out}"})
+        self.assertEqual(p.stdout, CALLS_OUT)
+        pf, _ = self.convert(out, "p.pftrace")
+        self.check_calls(pf, creations=False)
+
+    def test_threads_started_before_tracing(self):
+        """Two threads run before the hook is installed, two start after: every step() call
+        after the start is recorded on its own thread; the early threads' frames that were
+        running have no slice, so their step() calls are roots."""
+        n = 300
+        pf, p = self.record("threads_prog.py", n)  # no --python: the program starts the hook
+        self.assertEqual(p.stdout, f"threads {4 * n}\n")
+        per_thread, = self.tp(
+            pf, "select t.tid, count(*) c, min(s.depth) d from slice s join thread_track tt on "
+                "s.track_id = tt.id join thread t using (utid) where s.name = 'step' group by t.utid")
+        self.assertEqual(sorted(r["c"] for r in per_thread), [n] * 4)
+        self.assertEqual(sorted(r["d"] > 0 for r in per_thread), [False, False, True, True])
+
+    def test_native_extension_nests(self):
+        """Python -> C (-finstrument-functions) -> Python on one thread's stack."""
+        pf, p = self.record("native_prog.py", opts=["--python"], env={"PYTHONPATH": EXT})
+        self.assertEqual(p.stdout, "native 40\n")
+        rows, threads = self.tp(
+            pf,
+            "select s.name, p.name parent, count(*) c from slice s left join slice p on s.parent_id = p.id "
+            "where s.name in ('use_native', 'nx_py_sum_squares', 'nx_sum_squares', 'nx_square', 'nx_py_call', "
+            "'nx_call_back', 'callback', 'leafpy') group by s.name, p.name",
+            "select count(distinct track_id) n from slice where name in ('use_native', 'nx_square', 'leafpy')")
+        got = {(r["name"], r["parent"]): r["c"] for r in rows}
+        self.assertEqual(got, {
+            ("use_native", "<module>"): 1,
+            ("nx_py_sum_squares", "use_native"): 1,
+            ("nx_sum_squares", "nx_py_sum_squares"): 1,
+            ("nx_square", "nx_sum_squares"): 5,
+            ("nx_py_call", "use_native"): 1,
+            ("nx_call_back", "nx_py_call"): 1,
+            ("nx_square", "nx_call_back"): 1,
+            ("callback", "nx_call_back"): 1,
+            ("leafpy", "callback"): 1,
+        })
+        self.assertEqual(threads[0]["n"], 1)
+
+    def test_exit_status_and_output(self):
+        plain = run([PY, prog("exit_prog.py")], check=False)
+        pf, p = self.record("exit_prog.py", opts=["--python"], check=False)
+        self.assertEqual((p.returncode, p.stdout), (3, "hello from python\n"))
+        self.assertEqual((plain.returncode, plain.stdout), (p.returncode, p.stdout))
+        self.assertEqual(self.counts(pf, ["say"]), {"say": 1})
+
+    def test_filters(self):
+        pf, _ = self.record("calls_prog.py", opts=["--python", "-F", "fib", "-F", "/^Klass\\./"])
+        names, = self.tp(pf, "select name, count(*) c from slice group by name")
+        self.assertEqual({r["name"]: r["c"] for r in names},
+                         {"fib": 21891, "Klass.method": 7, "Klass.static": 4, "Klass.klass": 3})
+        pf, _ = self.record("calls_prog.py", opts=["--python", "-N", "fib", "-N", "raiser"])
+        got = self.counts(pf, ["fib", "raiser", "run_fib", "catch_at"])
+        self.assertEqual(got, {"run_fib": 1, "catch_at": 4})
+
+    def test_import_weft_and_sitecustomize_chain(self):
+        """weft record puts the weft package on PYTHONPATH (with or without --python); with
+        --python a sitecustomize of the user's still runs after weft's."""
+        user = os.path.join(self.tmp, "user")
+        os.mkdir(user)
+        with open(os.path.join(user, "sitecustomize.py"), "w") as f:
+            f.write("import sys\nsys.stderr.write('user sitecustomize ran\\n')\n")
+        out = os.path.join(self.tmp, "s.data")
+        code = "import weft, weft._calltrace as c; print(weft.__name__, c.active())"
+        p = run([WEFT, "record", "-q", "-o", out, "--no-convert", "--", PY, "-c", code], env={"PYTHONPATH": user})
+        self.assertEqual(p.stdout, "weft None\n")
+        self.assertIn("user sitecustomize ran", p.stderr)
+        p = run([WEFT, "record", "-q", "-o", out, "--no-convert", "--python", "--", PY, "-c", code],
+                env={"PYTHONPATH": user})
+        self.assertEqual(p.stdout, "weft eval\n")
+        self.assertIn("user sitecustomize ran", p.stderr)
+
+    def test_json_args(self):
+        """The JSON converter shows file/line on a Python slice and exception on one that
+        raised."""
+        pf, _ = self.record("calls_prog.py", opts=["--python", "-F", "raiser", "-F", "fib"])
+        js, _ = self.convert(os.path.dirname(pf), "t.json")
+        ev = [e for e in self.load_json(js)["traceEvents"] if e.get("ph") in ("B", "E", "X")]
+        fib = next(e for e in ev if e.get("name") == "fib")
+        self.assertEqual(fib["args"]["line"], line_of("calls_prog.py", r"def fib\("))
+        self.assertTrue(fib["args"]["file"].endswith("calls_prog.py"))
+        self.assertEqual(sum(1 for e in ev if e.get("args", {}).get("exception") is True), 10)
+
+    def test_bad_mode(self):
+        p = run([WEFT, "record", "--python=c-calls", "--", PY, "-c", "pass"], check=False)
+        self.assertEqual(p.returncode, 2)
+        self.assertIn("not implemented yet", p.stderr)
+
+
+if __name__ == "__main__":
+    main()
