@@ -146,7 +146,7 @@ int weft_export_sqlite(const struct weft_trace *t, const char *path, struct weft
 		goto out;
 	}
 	/* a bounded page cache (64 MiB): the export's memory does not grow with the database */
-	if ((rc = exec_sql(&d, "PRAGMA journal_mode=OFF; PRAGMA synchronous=OFF; PRAGMA cache_size=-65536; "
+	if ((rc = exec_sql(&d, "PRAGMA page_size=65536; PRAGMA journal_mode=OFF; PRAGMA synchronous=OFF; PRAGMA cache_size=-65536; "
 			       "PRAGMA temp_store=FILE; PRAGMA locking_mode=EXCLUSIVE; BEGIN;", err, errlen)) ||
 	    (rc = exec_sql(&d, schema, err, errlen)))
 		goto out;
