@@ -123,7 +123,7 @@ static int open_one(int src, int watch, uint32_t tid)
 		if (weft_watch_attr(watches[watch].addr, watches[watch].len, src == WEFT_ACC_WATCH_RW, &a, why, sizeof(why)))
 			return -1;
 	} else {
-		if (weft_access_attr(src, "", 0, &a, &aux, &needs_aux, why, sizeof(why)))
+		if (weft_access_attr(src, "", weft_cfg.mem_access_period, &a, &aux, &needs_aux, why, sizeof(why)))
 			return -1;
 	}
 	if (needs_aux && (aux_fd = (int)syscall(SYS_perf_event_open, &aux, (pid_t)tid, -1, -1, PERF_FLAG_FD_CLOEXEC)) < 0) {

@@ -196,6 +196,17 @@ SETTER(set_mem_access)
 			return set_str(c->mem_access, sizeof(c->mem_access), strcmp(v, "0") ? v : "");
 	return -EINVAL;
 }
+SETTER(set_mem_access_period)
+{
+	uint64_t x;
+	char *end;
+	errno = 0;
+	x = strtoull(v, &end, 10);
+	if (errno || end == v || *end || x > (1ull << 32) || v[0] == '-')
+		return -EINVAL;
+	c->mem_access_period = x;
+	return 0;
+}
 int weft_watch_parse(const char *list, struct weft_watch_spec *out, char *why, size_t n)
 {
 	int count = 0;
@@ -314,6 +325,8 @@ static const struct {
 	{"memory_threshold", set_memory_threshold, "a size such as 4K (only blocks at least that big)"},
 	{"memory_sample", set_memory_sample, "a size such as 64K (mean bytes between samples), 0 = every block"},
 	{"mem_access", set_mem_access, "0, 1/auto (the best source available), pagefault, pebs or ibs"},
+	{"mem_access_period", set_mem_access_period,
+	 "events between samples, 0 to 2^32 (0: the source's default: every page fault, 1009 PEBS loads, 10007 stores, 65536 IBS ops)"},
 	{"watch", set_watch, "up to 4 of SYMBOL or 0xADDR, each with /LEN (1, 2, 4, 8) and /w or /rw, comma-separated"},
 };
 

@@ -56,6 +56,7 @@ struct weft_config {
 	uint64_t memory_threshold; /* ... only blocks of at least this size */
 	uint64_t memory_sample;    /* ... one sample per this many bytes on average (0: every block) */
 	char mem_access[16];       /* memory access sampling: "" off, auto, pagefault, pebs, ibs */
+	uint64_t mem_access_period; /* events between samples (0: the source's default) */
 	struct weft_watch_spec watch[WEFT_MAX_WATCH]; /* watch=: hardware watchpoints */
 	int nwatch;
 	char given[2048]; /* the options as given, for the trace metadata */

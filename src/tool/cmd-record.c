@@ -54,6 +54,8 @@ static void help(FILE *f)
 		"      --mem-access[=SRC]  sample memory accesses: pagefault (the first touch of each page,\n"
 		"                          any Linux; the default), pebs or ibs (said unavailable where\n"
 		"                          missing); joined to allocations by weft export\n"
+		"      --mem-access-period N  one sample per N events (default: every page fault;\n"
+		"                          1009 PEBS loads, 10007 PEBS stores, 65536 IBS ops)\n"
 		"      --watch SPEC[,SPEC] record every write to these bytes with hardware watchpoints\n"
 		"                          (at most 4 in all; repeatable). SPEC: SYMBOL (a variable of the\n"
 		"                          program) or 0xADDR, then :LEN (1, 2, 4 or 8; default 8, or the\n"
@@ -247,7 +249,7 @@ static const struct passed_option *passed_option(int opt)
 	static const struct passed_option table[] = {
 		{'b', "-b/--buffer-size", "buffer_size"}, {'w', "--writers", "writers"},
 		{'z', "-z/--compression", "compression"}, {'D', "-D/--depth", "func_depth"},
-		{'t', "-t/--time-filter", "func_min"},
+		{'t', "-t/--time-filter", "func_min"}, {'R', "--mem-access-period", "mem_access_period"},
 	};
 	for (size_t i = 0; i < sizeof(table) / sizeof(table[0]); i++)
 		if (table[i].opt == opt)
@@ -311,6 +313,7 @@ int cmd_record(int argc, char **argv)
 		{"filter", required_argument, 0, 'F'}, {"notrace", required_argument, 0, 'N'},
 		{"libs", required_argument, 0, 'L'}, {"memory", optional_argument, 0, 'm'},
 		{"mem-access", optional_argument, 0, 'A'}, {"watch", required_argument, 0, 'W'},
+		{"mem-access-period", required_argument, 0, 'R'},
 		{"python", optional_argument, 0, 'P'},
 		{"quiet", no_argument, 0, 'q'}, {"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
 	char names[1024] = "", why[256];
@@ -328,6 +331,7 @@ int cmd_record(int argc, char **argv)
 		case 'w':
 		case 'z':
 		case 'D':
+		case 'R':
 		case 't': {
 			const struct passed_option *po = passed_option(c);
 			if (check_option(po->flag, po->key, optarg))

@@ -377,6 +377,22 @@ class Accesses(TraceTest):
                            "where t.name = 'memory accesses sampled (page faults)'")
         self.assertEqual(counter[0]["mx"], samples)
 
+    def test_sampling_period(self):
+        """--mem-access-period N: one sample per N page faults."""
+        counts = {}
+        for period in (1, 16):
+            data = os.path.join(self.tmp, "p%d.data" % period)
+            run([WEFT, "record", "-q", "--no-convert", "-o", data, "--mem-access", "--mem-access-period",
+                 str(period), "--", os.path.join(BUILD, "memtouch")], cwd=self.tmp)
+            info = run([WEFT, "info", data]).stdout
+            self.assertIn("mem_access_period=%d" % period, info)
+            counts[period] = int(re.search(r"page faults sampled: (\d+) samples, 0 lost", info).group(1))
+        self.assertGreater(counts[1], 16384 + 1024)
+        self.assertAlmostEqual(counts[16], counts[1] / 16, delta=counts[1] / 16 * 0.1 + 2)
+        p = run([WEFT, "record", "-q", "--mem-access-period", "x", "--", "true"], check=False)
+        self.assertEqual(p.returncode, 2)
+        self.assertIn("--mem-access-period", p.stderr)
+
     def test_plots(self):
         data = os.path.join(self.tmp, "p.data")
         run([WEFT, "record", "-q", "-o", data, "--memory", "--mem-access", "--", os.path.join(BUILD, "memtouch")],
