@@ -259,7 +259,11 @@ static void ring_copy(const struct ring *r, uint64_t off, void *out, size_t len)
 		((char *)out)[i] = data[(off + i) % size];
 }
 
-static void drain(struct ring *r, int64_t gap)
+/* Walks the ring's records from its tail to its head, each with its body (up to 512 bytes)
+ * copied out, and gives the space back. */
+static void ring_walk(struct ring *r, void (*on)(struct ring *r, const struct perf_event_header *eh,
+						 const unsigned char *body, size_t len, void *ud),
+		      void *ud)
 {
 	struct perf_event_mmap_page *h = r->base;
 	uint64_t head = __atomic_load_n(&h->data_head, __ATOMIC_ACQUIRE), tail = h->data_tail;
@@ -268,26 +272,38 @@ static void drain(struct ring *r, int64_t gap)
 		ring_copy(r, tail, &eh, sizeof(eh));
 		if (eh.size < sizeof(eh) || tail + eh.size > head)
 			break;
-		if (eh.type == PERF_RECORD_SAMPLE) {
-			unsigned char body[512];
-			size_t len = eh.size - sizeof(eh) < sizeof(body) ? eh.size - sizeof(eh) : sizeof(body);
-			struct weft_perf_sample s;
-			ring_copy(r, tail + sizeof(eh), body, len);
-			if (!weft_perf_decode_sample(r->sample_type, body, len, &s)) {
-				emit(r, &s, gap);
-				atomic_fetch_add_explicit(r->watch >= 0 ? &watch_hits[r->watch] : &samples, 1,
-							  memory_order_relaxed);
-			}
-		} else if (eh.type == PERF_RECORD_LOST && eh.size >= sizeof(eh) + 16) {
-			uint64_t v[2];
-			ring_copy(r, tail + sizeof(eh), v, sizeof(v));
-			atomic_fetch_add_explicit(r->watch >= 0 ? &watch_lost : &lost, v[1], memory_order_relaxed);
-		} else if (eh.type == PERF_RECORD_THROTTLE) {
-			atomic_fetch_add_explicit(&throttled, 1, memory_order_relaxed);
-		}
+		unsigned char body[512];
+		size_t len = eh.size - sizeof(eh) < sizeof(body) ? eh.size - sizeof(eh) : sizeof(body);
+		ring_copy(r, tail + sizeof(eh), body, len);
+		on(r, &eh, body, len, ud);
 		tail += eh.size;
 	}
 	__atomic_store_n(&h->data_tail, tail, __ATOMIC_RELEASE);
+}
+
+static void drain_one(struct ring *r, const struct perf_event_header *eh, const unsigned char *body, size_t len,
+		      void *ud)
+{
+	const int64_t *gap = ud;
+	if (eh->type == PERF_RECORD_SAMPLE) {
+		struct weft_perf_sample s;
+		if (!weft_perf_decode_sample(r->sample_type, body, len, &s)) {
+			emit(r, &s, *gap);
+			atomic_fetch_add_explicit(r->watch >= 0 ? &watch_hits[r->watch] : &samples, 1,
+						  memory_order_relaxed);
+		}
+	} else if (eh->type == PERF_RECORD_LOST && len >= 16) {
+		uint64_t v[2];
+		memcpy(v, body, sizeof(v));
+		atomic_fetch_add_explicit(r->watch >= 0 ? &watch_lost : &lost, v[1], memory_order_relaxed);
+	} else if (eh->type == PERF_RECORD_THROTTLE) {
+		atomic_fetch_add_explicit(&throttled, 1, memory_order_relaxed);
+	}
+}
+
+static void drain(struct ring *r, int64_t gap)
+{
+	ring_walk(r, drain_one, &gap);
 }
 
 static void drain_all(void)
@@ -504,6 +520,16 @@ int weft_access_start(const char *src, char *why, size_t n)
 /* The self-test's variable: written only by weft_watch_start's self-test, on the starting thread. */
 static volatile _Alignas(8) uint64_t selftest_var;
 
+struct selftest_count { uint64_t addr, got; };
+static void selftest_one(struct ring *r, const struct perf_event_header *eh, const unsigned char *body, size_t len,
+			 void *ud)
+{
+	struct selftest_count *c = ud;
+	struct weft_perf_sample s;
+	if (eh->type == PERF_RECORD_SAMPLE && !weft_perf_decode_sample(r->sample_type, body, len, &s) && s.addr == c->addr)
+		c->got++;
+}
+
 /* A write watchpoint on selftest_var, SELFTEST_WRITES writes: 0 when each gave its sample,
  * else -errno with the reason. */
 static int selftest(char *why, size_t n)
@@ -526,23 +552,9 @@ static int selftest(char *why, size_t n)
 	for (int i = 0; i < SELFTEST_WRITES; i++)
 		selftest_var = (uint64_t)i + 1;
 	/* the debug trap is taken as each write retires, so its sample is in the ring now */
-	struct perf_event_mmap_page *h = r.base;
-	uint64_t head = __atomic_load_n(&h->data_head, __ATOMIC_ACQUIRE), tail = h->data_tail, got = 0;
-	while (tail + sizeof(struct perf_event_header) <= head) {
-		struct perf_event_header eh;
-		ring_copy(&r, tail, &eh, sizeof(eh));
-		if (eh.size < sizeof(eh) || tail + eh.size > head)
-			break;
-		if (eh.type == PERF_RECORD_SAMPLE) {
-			unsigned char body[128];
-			size_t len = eh.size - sizeof(eh) < sizeof(body) ? eh.size - sizeof(eh) : sizeof(body);
-			struct weft_perf_sample s;
-			ring_copy(&r, tail + sizeof(eh), body, len);
-			if (!weft_perf_decode_sample(r.sample_type, body, len, &s) && s.addr == addr)
-				got++;
-		}
-		tail += eh.size;
-	}
+	struct selftest_count c = {addr, 0};
+	ring_walk(&r, selftest_one, &c);
+	uint64_t got = c.got;
 	munmap(r.base, r.size);
 	close(fd);
 	return weft_watch_selftest_verdict(0, SELFTEST_WRITES, got, why, n);
