@@ -121,6 +121,47 @@ static inline void end_of(uint32_t id, PyObject *result)
 		weft__rec3(weft__hdr(id, WEFT_R_END, 1, 0), WEFT_END_EXCEPTION);
 }
 
+/* Threads: each stream is named after its threading.Thread. The thread is looked up in
+ * threading's registry (threading._active, by ident) and its name read from the instance's
+ * __dict__ (_name) - no Python code runs, nothing is created (current_thread() would make a
+ * dummy Thread for an unregistered one). A new thread is registered a few calls into
+ * Thread._bootstrap, so the lookup is repeated on its calls until it succeeds, at most
+ * NAME_TRIES times (a thread threading never registers keeps its OS name). threading is never
+ * imported for this: a program that has not imported it has no names to give. The main thread
+ * keeps the process's name. */
+#define NAME_TRIES 64
+static __thread unsigned name_tries __attribute__((tls_model("initial-exec")));
+static unsigned long main_ident;
+
+static void name_thread(void)
+{
+	name_tries++;
+	unsigned long ident = PyThread_get_thread_ident();
+	if (ident == main_ident) {
+		name_tries = NAME_TRIES;
+		return;
+	}
+	PyObject *et, *ev, *tb;
+	PyErr_Fetch(&et, &ev, &tb);
+	PyObject *mods = PySys_GetObject("modules"); /* borrowed */
+	PyObject *mod = mods ? PyDict_GetItemString(mods, "threading") : NULL;
+	PyObject *reg = mod ? PyObject_GetAttrString(mod, "_active") : NULL;
+	PyObject *key = reg && PyDict_Check(reg) ? PyLong_FromUnsignedLong(ident) : NULL;
+	PyObject *th = key ? PyDict_GetItemWithError(reg, key) : NULL; /* borrowed */
+	PyObject *dict = th ? PyObject_GenericGetDict(th, NULL) : NULL;
+	PyObject *name = dict && PyDict_Check(dict) ? PyDict_GetItemString(dict, "_name") : NULL;
+	const char *n = name && PyUnicode_Check(name) ? PyUnicode_AsUTF8(name) : NULL;
+	if (n) {
+		weft_thread_name(n);
+		name_tries = NAME_TRIES;
+	}
+	Py_XDECREF(dict);
+	Py_XDECREF(key);
+	Py_XDECREF(reg);
+	PyErr_Clear();
+	PyErr_Restore(et, ev, tb);
+}
+
 #if WEFT_PY_EVAL
 static _PyFrameEvalFunction chained; /* the evaluator ours calls (set at start) */
 
@@ -129,6 +170,8 @@ static PyObject *eval_frame(PyThreadState *ts, _PyInterpreterFrame *f, int throw
 	struct weft_site *s = site_of(f->f_code);
 	if (!weft__on(s))
 		return chained(ts, f, throwflag);
+	if (__builtin_expect(name_tries < NAME_TRIES, 0))
+		name_thread();
 	uint32_t id = s->id;
 	weft__rec2(weft__hdr(id, WEFT_R_BEGIN, 0, 0));
 	PyObject *r = chained(ts, f, throwflag);
@@ -150,6 +193,8 @@ static int profile(PyObject *obj, PyFrameObject *frame, int what, PyObject *arg)
 	Py_DECREF(co);
 	if (!weft__on(s))
 		return 0;
+	if (__builtin_expect(name_tries < NAME_TRIES, 0))
+		name_thread();
 	if (what == PyTrace_CALL)
 		weft__rec2(weft__hdr(s->id, WEFT_R_BEGIN, 0, 0));
 	else
@@ -211,6 +256,7 @@ static PyObject *ct_start(PyObject *mod, PyObject *args, PyObject *kw)
 		return PyErr_Format(PyExc_ValueError, "hook must be 'auto', 'eval' or 'profile', not '%s'", hook);
 	if (active)
 		Py_RETURN_NONE;
+	main_ident = PyThread_get_thread_ident(); /* start() runs on the main thread (sitecustomize) */
 	if (extra_index < 0) {
 		extra_index = _PyEval_RequestCodeExtraIndex(NULL);
 		if (extra_index < 0)

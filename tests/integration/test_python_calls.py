@@ -129,10 +129,12 @@ class PythonCallsTest(TraceTest):
         pf, p = self.record("threads_prog.py", n)  # no --python: the program starts the hook
         self.assertEqual(p.stdout, f"threads {4 * n}\n")
         per_thread, = self.tp(
-            pf, "select t.tid, count(*) c, min(s.depth) d from slice s join thread_track tt on "
+            pf, "select t.tid, t.name, count(*) c, min(s.depth) d from slice s join thread_track tt on "
                 "s.track_id = tt.id join thread t using (utid) where s.name = 'step' group by t.utid")
         self.assertEqual(sorted(r["c"] for r in per_thread), [n] * 4)
         self.assertEqual(sorted(r["d"] > 0 for r in per_thread), [False, False, True, True])
+        # each stream named after its threading.Thread (the early ones too: named at their next call)
+        self.assertEqual(sorted(r["name"] for r in per_thread), ["early0", "early1", "late0", "late1"])
 
     def test_native_extension_nests(self):
         """Python -> C (-finstrument-functions) -> Python on one thread's stack."""
