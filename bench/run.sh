@@ -73,3 +73,15 @@ echo
 echo "## Memory: malloc/free tracing, side by side (bench/memory/run.sh)"
 echo
 "$src/bench/memory/run.sh" "$build" | tail -n +3
+echo
+echo "## weft overhead against a known slowdown (bench/overhead/run.sh)"
+echo
+"$src/bench/overhead/run.sh" "$build" | tail -n +4
+echo
+echo "## Python: call tracing, side by side (bench/python/calls_bench.py)"
+echo
+/usr/bin/python3 "$src/bench/python/calls_bench.py" "$build"
+echo
+echo "## Python: decorators (bench/python/api_bench.py)"
+echo
+PYTHONPATH="$build/python" /usr/bin/python3 "$src/bench/python/api_bench.py"

@@ -37,6 +37,7 @@ if [ "$what" = bench ]; then
   need lttng-tools command -v lttng
   need liblttng-ust-dev have_pc lttng-ust
   need heaptrack command -v heaptrack
+  need python3-yappi /usr/bin/python3 -c 'import yappi'
 fi
 [ ${#pkgs[@]} -eq 0 ] && exit 0
 if [ "$(id -u)" = 0 ]; then
