@@ -14,6 +14,7 @@ which leaves through os._exit: there a multiprocessing finalizer, registered aft
 does the same. The end stops weft (flushing this process's events) and writes the .pfw."""
 import atexit
 import os
+import signal
 import sys
 import threading
 import time
@@ -28,7 +29,10 @@ os.environ["PERFFLOW_INSTANCE_PATH"] = inst_path
 
 scopes = {}  # async slice name -> PerfFlowAspect scope (for the .pfw's "scope")
 _finished_pid = None
-_lock = threading.Lock()
+_lock = threading.RLock()  # RLock: finish() may run again from the SIGTERM handler
+_mp_ready_pid = None
+_in_finish = False  # finish() is running (SIGTERM waits for it)
+_term_pending = 0  # the SIGTERM that came meanwhile
 
 
 def pfw_path(pid=None):
@@ -76,12 +80,15 @@ def _setup():
         os.environ["PYTHONPATH"] = here + (os.pathsep + path if path else "")
     atexit.register(finish)
     os.register_at_fork(after_in_child=_after_fork_child)
+    mpp = sys.modules.get("multiprocessing.process")
+    if mpp is not None and getattr(mpp.current_process(), "_inheriting", False):
+        _mp_child(None)  # a spawn child, importing the program's main module before its target
     return True
 
 
 def _after_fork_child():
     global _lock
-    _lock = threading.Lock()
+    _lock = threading.RLock()
     if "name" in opts.given:
         weft.process_name(opts.name)
     mp = sys.modules.get("multiprocessing.util")
@@ -98,29 +105,65 @@ _state = _State()  # a live object for multiprocessing's weak registry
 
 
 def _mp_child(_obj):
+    """In a multiprocessing child (fork: once multiprocessing has reset itself there; spawn:
+    while it imports the main module, as spawn resets nothing later): finish at
+    its end (a fork child leaves through os._exit, past atexit), and on SIGTERM, which
+    Pool.terminate() (the end of `with Pool()`) sends to its workers, when the program has not
+    set a handler of its own: the handler finishes, then dies of the signal as before."""
+    global _mp_ready_pid
+    if _mp_ready_pid == os.getpid():
+        return
+    _mp_ready_pid = os.getpid()
     import multiprocessing.util as mp
     mp.Finalize(None, finish, exitpriority=-(1 << 30))  # after the program's own finalizers
+    if threading.current_thread() is threading.main_thread() and \
+            signal.getsignal(signal.SIGTERM) == signal.SIG_DFL:
+        signal.signal(signal.SIGTERM, _on_sigterm)
+
+
+def _on_sigterm(signum, _frame):
+    global _term_pending
+    if _in_finish:  # finishing already (a worker's normal end): die once that is done
+        _term_pending = signum
+        return
+    finish()
+    _die(signum)
+
+
+def _die(signum):
+    signal.signal(signum, signal.SIG_DFL)
+    os.kill(os.getpid(), signum)
 
 
 def finish():
     """This process's end: weft stopped, the .pfw written. Once per process; never raises."""
-    global _finished_pid
+    global _finished_pid, _in_finish
     with _lock:
         pid = os.getpid()
         if _finished_pid == pid:
             return
         _finished_pid = pid
-        d = weft.output_dir()
-        weft.stop()
-        if not d or not opts.weft_pfw:
-            return
-        path = pfw_path(pid)
+        _in_finish = True
         try:
-            off = (time.time_ns() - weft.now_ns()) / 1000.0
-            _pfw.write(d, pid, path, opts.log_event == "compact", opts.log_format == "array", off,
-                       scopes)
-        except Exception as e:  # the program's exit is not ours to change
-            print(f"perfflowaspect: {path} not written: {e}", file=sys.stderr)
+            _finish(pid)
+        finally:
+            _in_finish = False
+    if _term_pending:
+        _die(_term_pending)
+
+
+def _finish(pid):
+    d = weft.output_dir()
+    weft.stop()
+    if not d or not opts.weft_pfw:
+        return
+    path = pfw_path(pid)
+    try:
+        off = (time.time_ns() - weft.now_ns()) / 1000.0
+        _pfw.write(d, pid, path, opts.log_event == "compact", opts.log_format == "array", off,
+                   scopes)
+    except Exception as e:  # the program's exit is not ours to change
+        print(f"perfflowaspect: {path} not written: {e}", file=sys.stderr)
 
 
 active = opts.log_enable and _setup()
