@@ -47,15 +47,14 @@ def _own_files(trace_dir, pid):
 
 
 def _clean_env():
-    """The environment for the converter: not itself traced (no preload, no weft options)."""
+    """The environment for the converter: not itself traced. The variables are set rather
+    than left out, as weft's preload (under `weft record`) adds those an exec lacks."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("WEFT_") or k == "WEFT_CLI"}
-    pre = env.get("LD_PRELOAD")
-    if pre:
-        keep = [x for x in pre.replace(":", " ").split() if "weft" not in os.path.basename(x)]
-        if keep:
-            env["LD_PRELOAD"] = " ".join(keep)
-        else:
-            del env["LD_PRELOAD"]
+    pre = env.get("LD_PRELOAD", "")
+    env["LD_PRELOAD"] = " ".join(x for x in pre.replace(":", " ").split()
+                                 if "weft" not in os.path.basename(x))
+    env["WEFT_OPTIONS"] = "enable=0"
+    env["WEFT_SESSION"] = ""
     return env
 
 
