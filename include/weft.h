@@ -237,6 +237,11 @@ struct weft_arg {
 /* Begin (type WEFT_R_BEGIN) or instant (WEFT_R_INSTANT) with arguments, as one atomic event. */
 WEFT_API void weft_event_args(struct weft_site *s, unsigned type, unsigned track,
 		     const struct weft_arg *args, unsigned nargs);
+/* A complete slice (WEFT_COMPLETE's record) from start_ns to end_ns (weft_now_ns() times) with
+ * arguments, as one atomic event: for values known only once the range is over. Nests like
+ * WEFT_COMPLETE: record it after the range, not around slices the thread records later. */
+WEFT_API void weft_complete_args(struct weft_site *s, uint64_t start_ns, uint64_t end_ns,
+				 unsigned track, const struct weft_arg *args, unsigned nargs);
 
 /* A site made at run time (an interpreter's function, say) with its source location: registers
  * s now, as its first event would, and records that it is at `file`:`line`; the converters
@@ -465,6 +470,7 @@ WEFT__INLINE int weft__off_stats(struct weft_stats *st)
 #define weft_set_log(fn, ud) ((void)0)
 #define weft_strerror(e) ("tracing compiled out (WEFT_DISABLE)")
 #define weft_event_args(s, t, tr, a, n) ((void)0)
+#define weft_complete_args(s, t0, t1, tr, a, n) ((void)0)
 #define weft_site_source(s, f, l) ((void)sizeof(s), (void)sizeof(f), (void)sizeof(l), 0)
 #define weft_rate_add(r, n) ((void)0)
 #define weft_heap(n) ((weft_heap_t *)0)

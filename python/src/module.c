@@ -506,6 +506,44 @@ PyObject *pw_instant_on(unsigned track, PyObject *const *argv, Py_ssize_t nargs,
 	Py_RETURN_NONE;
 }
 
+/* complete(name, start_ns, end_ns, /, category=None, **args): a slice whose times are given
+ * (now_ns() values) and whose arguments may be known only once it is over. */
+static PyObject *py_complete(PyObject *mod, PyObject *const *argv, Py_ssize_t nargs, PyObject *kwnames)
+{
+	(void)mod;
+	if (nargs != 3) {
+		PyErr_SetString(PyExc_TypeError, "complete(name, start_ns, end_ns, /, category=None, **args)");
+		return NULL;
+	}
+	uint64_t t[2];
+	for (int i = 0; i < 2; i++) {
+		if (!PyLong_Check(argv[1 + i])) {
+			PyErr_SetString(PyExc_TypeError, "complete(): start_ns and end_ns must be ints (weft.now_ns())");
+			return NULL;
+		}
+		t[i] = PyLong_AsUnsignedLongLong(argv[1 + i]);
+		if (t[i] == (uint64_t)-1 && PyErr_Occurred())
+			return NULL;
+	}
+	if (t[1] < t[0]) {
+		PyErr_SetString(PyExc_ValueError, "complete(): end_ns is before start_ns");
+		return NULL;
+	}
+	Py_ssize_t ci = kw_index(kwnames, "category");
+	struct weft_site *s = pw_site(WEFT_KIND_EVENT, argv[0], ci >= 0 ? argv[nargs + ci] : NULL, NULL);
+	if (!s)
+		return NULL;
+	if (!weft__on(s))
+		Py_RETURN_NONE;
+	pw_thread_check();
+	struct pw_args a;
+	if (pw_args_from_kw(&a, argv + nargs, kwnames, ci) < 0)
+		return NULL;
+	weft_complete_args(s, t[0], t[1], 0, a.a, a.n);
+	pw_args_clear(&a);
+	Py_RETURN_NONE;
+}
+
 static PyObject *py_counter(PyObject *mod, PyObject *const *argv, Py_ssize_t nargs, PyObject *kwnames)
 {
 	(void)mod;
@@ -659,6 +697,10 @@ static PyMethodDef methods[] = {
 	{"instant", (PyCFunction)(void (*)(void))py_instant, FASTKW,
 	 "instant(name, /, category=None, **args)\n--\n\n"
 	 "A zero-duration event on the calling thread, with arguments."},
+	{"complete", (PyCFunction)(void (*)(void))py_complete, FASTKW,
+	 "complete(name, start_ns, end_ns, /, category=None, **args)\n--\n\n"
+	 "A slice from start_ns to end_ns (weft.now_ns() values) on the calling thread, with\n"
+	 "arguments: for values known only once the range is over. Record it after the range."},
 	{"counter", (PyCFunction)(void (*)(void))py_counter, FASTKW,
 	 "counter(name, value, unit=None)\n--\n\n"
 	 "A point on the process-wide counter track name: an int (int64) or a float. The unit\n"

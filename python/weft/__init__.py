@@ -19,12 +19,12 @@ the first event); `weft convert DIR -o trace.pftrace` makes a file for ui.perfet
 C, the first event starts tracing unless enable=0; weft.stop() (or the end of the process)
 finishes the trace. See python/README.md in the source tree.
 """
-from ._weft import (async_begin, async_end, configure, counter, enabled, flow_in, flow_out,
+from ._weft import (async_begin, async_end, complete, configure, counter, enabled, flow_in, flow_out,
                     flush, instant, now_ns, output_dir, process_name, scope, start, stop,
                     thread_name, track)
 from . import _weft
 
-__all__ = ["trace", "scope", "instant", "counter", "track", "async_begin", "async_end",
+__all__ = ["trace", "scope", "instant", "complete", "counter", "track", "async_begin", "async_end",
            "flow_out", "flow_in", "configure", "start", "stop", "flush", "now_ns", "enabled",
            "output_dir", "thread_name", "process_name"]
 

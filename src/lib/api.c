@@ -1,6 +1,7 @@
 /*
  * api.c - the out-of-line event calls: events with arguments (one reservation for the event
- * and all its argument records, so an event is kept or dropped whole), flows, and the rate
+ * and all its argument records, so an event is kept or dropped whole), complete slices with
+ * arguments, flows, and the rate
  * counter. Still lock-free and allocation-free; only the first use of a key registers it.
  */
 #include "internal.h"
@@ -16,10 +17,12 @@ static size_t arg_words(const struct weft_arg *a)
 	return 2 + (n + 7) / 8;
 }
 
-void weft_event_args(struct weft_site *s, unsigned type, unsigned track,
-		     const struct weft_arg *args, unsigned nargs)
+/* One reservation for the event record (`w0`, its header, `extra` words from `xw`) and the
+ * records of its arguments: the event is kept or dropped whole. */
+static void event_with_args(struct weft_site *s, unsigned type, unsigned track, uint64_t w0,
+			    const uint64_t *xw, unsigned extra, const struct weft_arg *args, unsigned nargs)
 {
-	size_t words = 2;
+	size_t words = 2 + extra;
 	unsigned keep = 0;
 	uint32_t ids[16];
 	for (unsigned i = 0; i < nargs && keep < 16; i++) {
@@ -32,9 +35,11 @@ void weft_event_args(struct weft_site *s, unsigned type, unsigned track,
 	if (!p)
 		return;
 	uint64_t *w = p;
-	w[0] = weft__ticks();
-	w[1] = weft__hdr(s->id, type, 0, track);
-	w += 2;
+	w[0] = w0;
+	w[1] = weft__hdr(s->id, type, extra, track);
+	for (unsigned i = 0; i < extra; i++)
+		w[2 + i] = xw[i];
+	w += 2 + extra;
 	unsigned k = 0;
 	for (unsigned i = 0; i < nargs && k < keep; i++) {
 		const struct weft_arg *a = &args[i];
@@ -43,14 +48,14 @@ void weft_event_args(struct weft_site *s, unsigned type, unsigned track,
 		k++;
 		if (a->type == WEFT_R_ARG_STR) {
 			size_t n = a->v.s ? strnlen(a->v.s, MAX_STR) : 0;
-			unsigned extra = (unsigned)((n + 7) / 8);
+			unsigned ex = (unsigned)((n + 7) / 8);
 			w[0] = n;
-			w[1] = weft__hdr(a->key->id, WEFT_R_ARG_STR, extra, 0);
+			w[1] = weft__hdr(a->key->id, WEFT_R_ARG_STR, ex, 0);
 			if (n) {
-				w[1 + extra] = 0; /* zero the tail of the last word */
+				w[1 + ex] = 0; /* zero the tail of the last word */
 				memcpy(w + 2, a->v.s, n);
 			}
-			w += 2 + extra;
+			w += 2 + ex;
 		} else {
 			w[0] = a->v.u;
 			w[1] = weft__hdr(a->key->id, a->type, 0, 0);
@@ -58,6 +63,20 @@ void weft_event_args(struct weft_site *s, unsigned type, unsigned track,
 		}
 	}
 	weft__commit(p + words);
+}
+
+void weft_event_args(struct weft_site *s, unsigned type, unsigned track,
+		     const struct weft_arg *args, unsigned nargs)
+{
+	event_with_args(s, type, track, weft__ticks(), NULL, 0, args, nargs);
+}
+
+void weft_complete_args(struct weft_site *s, uint64_t start_ns, uint64_t end_ns, unsigned track,
+			const struct weft_arg *args, unsigned nargs)
+{
+	if (!weft__on(s))
+		return;
+	event_with_args(s, WEFT_R_COMPLETE, track, start_ns, &end_ns, 1, args, nargs);
 }
 
 static void flow(unsigned type, uint64_t id)
