@@ -85,3 +85,7 @@ echo
 echo "## Python: decorators (bench/python/api_bench.py)"
 echo
 PYTHONPATH="$build/python" /usr/bin/python3 "$src/bench/python/api_bench.py"
+echo
+echo "## Python: PerfFlowAspect's decorator on weft (bench/python/pfa_bench.py; PerfFlowAspect's own with --pfa-src DIR)"
+echo
+PYTHONPATH="$build/python" /usr/bin/python3 "$src/bench/python/pfa_bench.py"
