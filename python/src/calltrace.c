@@ -349,7 +349,7 @@ static int profile(PyObject *obj, PyFrameObject *frame, int what, PyObject *arg)
 	case PyTrace_C_CALL:
 	case PyTrace_C_RETURN:
 	case PyTrace_C_EXCEPTION: {
-		if (!c_calls || !PyCFunction_Check(arg))
+		if (!c_calls || !arg || !PyCFunction_Check(arg))
 			break;
 		const PyMethodDef *ml = ((PyCFunctionObject *)arg)->m_ml;
 		struct weft_site *c = csite_find(ml);
@@ -535,10 +535,12 @@ static PyObject *ct_profile_thread(PyObject *mod, PyObject *args)
 		Py_RETURN_NONE;
 	}
 	PyEval_SetProfile(profile, NULL);
+	/* never an error from here: the interpreter would take it as the profile function's and
+	 * raise it in the program */
 	const char *ev = PyUnicode_Check(event) ? PyUnicode_AsUTF8(event) : NULL;
 	if (!ev)
-		return NULL;
-	if (PyFrame_Check(frame) && !strcmp(ev, "call"))
+		PyErr_Clear();
+	else if (PyFrame_Check(frame) && !strcmp(ev, "call"))
 		profile(NULL, (PyFrameObject *)frame, PyTrace_CALL, NULL);
 	else if (PyFrame_Check(frame) && !strcmp(ev, "c_call"))
 		profile(NULL, (PyFrameObject *)frame, PyTrace_C_CALL, arg);
