@@ -2,12 +2,15 @@
 """Python call tracing cost: CPU time (user + system of the child process and its children,
 from wait4) per Python call over the untraced run, for weft record --python (and, to show the
 hook's floor, with every function filtered out), cProfile, an empty sys.setprofile callback and
-yappi. Two workloads: fib(25) (242785 calls) and a loop of 1M calls
-of an empty function. Rounds are interleaved (every mode once per round) and the median taken;
+yappi, and weft record --python=c-calls (the profile hook, C calls recorded too). Three
+workloads: fib(25) (242785 calls), a loop of 1M calls of an empty function and a loop of 1M
+calls of the builtin len() (C calls: recorded by c-calls, cProfile and yappi, not by the
+default --python mode). Rounds are interleaved (every mode once per round) and the median taken;
 each mode is also run on an empty workload (N = 0) so that its start-up and exit cost (weft's
 runtime, cProfile's import and output) is taken off:
     ns/call = ((mode N) - (mode 0) - ((untraced N) - (untraced 0))) / calls
-usage: bench/python/calls_bench.py [BUILD] [--rounds R]   (BUILD default ./build)
+usage: bench/python/calls_bench.py [BUILD] [--rounds R] [--modes M,M...] [--workloads W,W...]
+(BUILD default ./build; all modes and workloads by default; untraced is always run)
 Prints a table; nothing is written into the source tree."""
 import os
 import shutil
@@ -28,7 +31,7 @@ def fib_calls(n):
     return b if n > 0 else 1
 
 
-WORKLOADS = [("fib", 25, fib_calls(25)), ("loop", 1000000, 1000000 + 1)]
+WORKLOADS = [("fib", 25, fib_calls(25)), ("loop", 1000000, 1000000 + 1), ("len", 1000000, 1000000 + 1)]
 
 
 def modes(build, tmp):
@@ -42,6 +45,10 @@ def modes(build, tmp):
         # Python-to-Python calls, so each call recurses through the C evaluator)
         "weft, none kept": lambda a: [weft, "record", "-q", "--no-convert", "-o", os.path.join(tmp, "w.data"),
                                       "--python", "-F", "no-such-function", "--", PY, W, *a],
+        "weft c-calls": lambda a: [weft, "record", "-q", "--no-convert", "-o", os.path.join(tmp, "w.data"),
+                                   "--python=c-calls", "--", PY, W, *a],
+        "c-calls none kept": lambda a: [weft, "record", "-q", "--no-convert", "-o", os.path.join(tmp, "w.data"),
+                                         "--python=c-calls", "-F", "no-such-function", "--", PY, W, *a],
         "cProfile": lambda a: [PY, "-m", "cProfile", "-o", os.devnull, W, *a],
         "setprofile": lambda a: [PY, "-c", runner.format(setup="sys.setprofile(lambda f, e, a: None)"), W, *a],
         "yappi": lambda a: [PY, "-c", runner.format(setup="import yappi; yappi.start()"), W, *a],
@@ -66,19 +73,28 @@ def main():
         i = args.index("--rounds")
         rounds = int(args[i + 1])
         del args[i:i + 2]
+    only = {}
+    for opt in ("--modes", "--workloads"):
+        if opt in args:
+            i = args.index(opt)
+            only[opt] = args[i + 1].split(",")
+            del args[i:i + 2]
+    workloads = [w for w in WORKLOADS if w[0] in only.get("--workloads", [w[0]])]
     build = os.path.abspath(args[0] if args else "build")
     tmp = tempfile.mkdtemp(prefix="weft-pybench-")
     try:
         ms = modes(build, tmp)
+        if "--modes" in only:
+            ms = {k: v for k, v in ms.items() if k in ("untraced", "cProfile") or k in only["--modes"]}
         runs = {}
         for r in range(rounds):
-            for kind, n, _ in WORKLOADS:
+            for kind, n, _ in workloads:
                 for size in (0, n):
                     for name, cmd in ms.items():
                         runs.setdefault((name, kind, size), []).append(cpu_ns(cmd([kind, str(size)])))
         med = {k: statistics.median(v) for k, v in runs.items()}
         print(f"CPU time per run (median of {rounds} interleaved rounds), CPython {sys.version.split()[0]}")
-        for kind, n, calls in WORKLOADS:
+        for kind, n, calls in workloads:
             base = med[("untraced", kind, n)] - med[("untraced", kind, 0)]
             print(f"\n{kind} {n}: {calls} calls; untraced {base / 1e6:.1f} ms of calls "
                   f"({base / calls:.1f} ns/call), start-up {med[('untraced', kind, 0)] / 1e6:.1f} ms")

@@ -1,5 +1,6 @@
-"""The workload of calls_bench.py: `fib N` (fib(25) makes 242785 calls) or `loop N` (N calls of
-a function that does nothing); N = 0 measures the start-up and exit alone."""
+"""The workload of calls_bench.py: `fib N` (fib(25) makes 242785 calls), `loop N` (N calls of
+a function that does nothing) or `len N` (N calls of the builtin len, a C function, from one
+Python function); N = 0 measures the start-up and exit alone."""
 import sys
 
 
@@ -16,10 +17,18 @@ def loop(n):
         nothing()
 
 
+def lens(n):
+    s = "ab"
+    for _ in range(n):
+        len(s)
+
+
 def main():
     kind, n = sys.argv[1], int(sys.argv[2])
     if kind == "fib":
         fib(n) if n else None
+    elif kind == "len":
+        lens(n)
     else:
         loop(n)
 

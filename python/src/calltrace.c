@@ -26,10 +26,28 @@
  * (PyEval_SetProfile; on 3.12+ PyEval_SetProfileAllThreads) with the same records, slower
  * (a reference count per event) and, on 3.11, for the calling thread only. On 3.12+ the
  * sys.monitoring API would be the fast hook; it is not written yet (nothing to test it here).
+ *
+ * C calls (start(c_calls=True), weft record --python=c-calls): the C functions Python code
+ * calls (builtins, extension functions, methods of built-in types) are reported by CPython
+ * only to a profile function, as PyTrace_C_CALL / C_RETURN / C_EXCEPTION with the callable as
+ * the argument - on 3.11 always a builtin_function_or_method (PyCFunctionObject; a method
+ * descriptor is bound to its self first), never a type (`int('x')` is not a C call here). So
+ * this mode uses the profile function for everything, and each C callable maps to a weft site
+ * (category "python-c") cached by its PyMethodDef in a small pointer-keyed table (`csites`):
+ * per C event one hash probe. The name is made once, at first sight: `len` for builtins,
+ * `math.sqrt` for other modules' functions, `list.append` for methods (the class that defines
+ * the method, found in the MRO of self's type, so a subclass's call is still `list.append`).
+ * A C call is recorded only under a Python frame that is itself recorded (not one filtered
+ * out or marked untraced()), so it always nests under the function that called it.
+ * On 3.11 the profile function covers the calling thread only: threads started later
+ * through threading get it from profile_thread(), the hook weft._record hands to
+ * threading.setprofile, which puts this profile function in place of itself at the new
+ * thread's first event.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <frameobject.h>
+#include <stdint.h>
 #include "weft.h"
 #include <stdlib.h>
 #include <string.h>
@@ -57,6 +75,7 @@ struct pysite {
 static Py_ssize_t extra_index = -1; /* the code-extra slot, requested once */
 static struct pysite *held;         /* pysites whose code object we keep alive */
 static int active;                  /* 0 off, 1 the eval hook, 2 the profile hook */
+static int c_calls;                 /* with active == 2: record C calls too */
 static struct weft_site skip = {WEFT__SITE_OFF, WEFT_KIND_EVENT, 0, 0, 0, "", "python", 0, 0};
 
 /* The code object's site, made on first sight (errors leave `skip`: that code is not traced).
@@ -180,26 +199,185 @@ static PyObject *eval_frame(PyThreadState *ts, _PyInterpreterFrame *f, int throw
 }
 #endif
 
-/* The fallback: a C profile function. PyTrace_CALL comes per call and per resumption, RETURN
- * per exit and per yield (arg NULL: by an exception). A frame that was running when it was
- * set returns without a begin: the converters skip such an END (counted as unmatched). */
+/* C calls: one site per PyMethodDef, in an open-addressing table keyed by the pointer (linear
+ * probing, at most half full, grown by doubling; entries are never removed). The PyMethodDef
+ * tables of built-in and extension modules are static, so a key stays valid; a def freed and
+ * reused at the same address would keep the first name. Written and read with the GIL held. */
+struct csite {
+	struct weft_site site; /* kind EVENT, category "python-c" */
+	char name[];
+};
+struct centry {
+	const PyMethodDef *key;
+	struct weft_site *site;
+};
+static struct centry *csites; /* the table; NULL until the first C call */
+static size_t csites_cap, csites_len;
+
+static inline size_t chash(const PyMethodDef *ml, size_t cap)
+{
+	return (size_t)(((uintptr_t)ml >> 4) * 0x9E3779B97F4A7C15ull >> 7) & (cap - 1);
+}
+
+static struct weft_site *csite_find(const PyMethodDef *ml)
+{
+	if (!csites)
+		return NULL;
+	for (size_t i = chash(ml, csites_cap);; i = (i + 1) & (csites_cap - 1)) {
+		if (csites[i].key == ml)
+			return csites[i].site;
+		if (!csites[i].key)
+			return NULL;
+	}
+}
+
+static int csite_put(const PyMethodDef *ml, struct weft_site *site)
+{
+	if (2 * (csites_len + 1) > csites_cap) {
+		size_t cap = csites_cap ? 2 * csites_cap : 256;
+		struct centry *t = calloc(cap, sizeof(*t));
+		if (!t)
+			return -1;
+		for (size_t k = 0; k < csites_cap; k++) {
+			if (!csites[k].key)
+				continue;
+			size_t i = chash(csites[k].key, cap);
+			while (t[i].key)
+				i = (i + 1) & (cap - 1);
+			t[i] = csites[k];
+		}
+		free(csites);
+		csites = t;
+		csites_cap = cap;
+	}
+	size_t i = chash(ml, csites_cap);
+	while (csites[i].key)
+		i = (i + 1) & (csites_cap - 1);
+	csites[i].key = ml;
+	csites[i].site = site;
+	csites_len++;
+	return 0;
+}
+
+/* The class in type's MRO whose dict defines the method `ml` (a method or class-method
+ * descriptor holding it), else type itself. Borrowed. */
+static PyTypeObject *defining_type(PyTypeObject *type, const PyMethodDef *ml)
+{
+	PyObject *mro = type->tp_mro;
+	if (!mro || !PyTuple_Check(mro))
+		return type;
+	for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(mro); i++) {
+		PyObject *base = PyTuple_GET_ITEM(mro, i);
+		PyObject *dict = PyType_Check(base) ? ((PyTypeObject *)base)->tp_dict : NULL;
+		PyObject *d = dict ? PyDict_GetItemString(dict, ml->ml_name) : NULL; /* borrowed */
+		if (d && (Py_IS_TYPE(d, &PyMethodDescr_Type) || Py_IS_TYPE(d, &PyClassMethodDescr_Type)) &&
+		    ((PyMethodDescrObject *)d)->d_method == ml)
+			return (PyTypeObject *)base;
+	}
+	return type;
+}
+
+/* The site of a C callable seen for the first time: `len`, `math.sqrt`, `list.append`. NULL
+ * (not recorded) when it cannot be made. Called at PyTrace_C_CALL, with no exception pending;
+ * leaves none. */
+static struct weft_site *csite_first_sight(PyCFunctionObject *fn)
+{
+	const PyMethodDef *ml = fn->m_ml;
+	PyObject *self = fn->m_self, *owner = NULL;
+	const char *prefix = NULL;
+	if (!self || PyModule_Check(self)) {
+		prefix = self ? PyModule_GetName(self) : NULL;
+		if (prefix && !strcmp(prefix, "builtins"))
+			prefix = NULL;
+	} else {
+		PyTypeObject *t = defining_type(PyType_Check(self) ? (PyTypeObject *)self : Py_TYPE(self), ml);
+		owner = PyObject_GetAttrString((PyObject *)t, "__qualname__");
+		prefix = owner && PyUnicode_Check(owner) ? PyUnicode_AsUTF8(owner) : NULL;
+		if (!prefix)
+			prefix = t->tp_name;
+	}
+	PyErr_Clear();
+	const char *mname = ml->ml_name ? ml->ml_name : "?";
+	size_t n = (prefix ? strlen(prefix) + 1 : 0) + strlen(mname) + 1;
+	struct csite *cs = calloc(1, sizeof(*cs) + n);
+	if (cs) {
+		snprintf(cs->name, n, "%s%s%s", prefix ? prefix : "", prefix ? "." : "", mname);
+		cs->site.kind = WEFT_KIND_EVENT;
+		cs->site.name = cs->name;
+		cs->site.category = "python-c";
+		if (csite_put(ml, &cs->site) < 0) {
+			free(cs);
+			cs = NULL;
+		}
+	}
+	Py_XDECREF(owner);
+	return cs ? &cs->site : NULL;
+}
+
+/* The code object a profile event's frame runs, borrowed. */
+static inline PyCodeObject *code_of(PyFrameObject *frame)
+{
+#if WEFT_PY_EVAL
+	return frame->f_frame->f_code; /* 3.11: PyFrame_GetCode without the reference count */
+#else
+	PyCodeObject *co = PyFrame_GetCode(frame);
+	Py_DECREF(co); /* the frame holds it */
+	return co;
+#endif
+}
+
+/* The profile function. PyTrace_CALL comes per call and per resumption, RETURN per exit and
+ * per yield (arg NULL: by an exception). A frame that was running when it was set returns
+ * without a begin: the converters skip such an END (counted as unmatched). With c_calls, the
+ * C events of a recorded frame too: C_CALL (arg: the callable) begins the C site's slice,
+ * C_RETURN ends it and C_EXCEPTION ends it with the exception flag. */
 static int profile(PyObject *obj, PyFrameObject *frame, int what, PyObject *arg)
 {
 	(void)obj;
-	if (what != PyTrace_CALL && what != PyTrace_RETURN)
-		return 0;
-	PyCodeObject *co = PyFrame_GetCode(frame);
-	struct weft_site *s = site_of(co);
-	Py_DECREF(co);
+	struct weft_site *s = site_of(code_of(frame));
 	if (!weft__on(s))
 		return 0;
 	if (__builtin_expect(name_tries < NAME_TRIES, 0))
 		name_thread();
-	if (what == PyTrace_CALL)
+	switch (what) {
+	case PyTrace_CALL:
 		weft__rec2(weft__hdr(s->id, WEFT_R_BEGIN, 0, 0));
-	else
-		end_of(s->id, arg ? arg : (PyObject *)NULL);
+		break;
+	case PyTrace_RETURN:
+		end_of(s->id, arg);
+		break;
+	case PyTrace_C_CALL:
+	case PyTrace_C_RETURN:
+	case PyTrace_C_EXCEPTION: {
+		if (!c_calls || !arg || !PyCFunction_Check(arg))
+			break;
+		const PyMethodDef *ml = ((PyCFunctionObject *)arg)->m_ml;
+		struct weft_site *c = csite_find(ml);
+		if (!c && what == PyTrace_C_CALL)
+			c = csite_first_sight((PyCFunctionObject *)arg);
+		if (!c || !weft__on(c))
+			break;
+		if (what == PyTrace_C_CALL)
+			weft__rec2(weft__hdr(c->id, WEFT_R_BEGIN, 0, 0));
+		else if (what == PyTrace_C_RETURN)
+			weft__rec2(weft__hdr(c->id, WEFT_R_END, 0, 0));
+		else
+			weft__rec3(weft__hdr(c->id, WEFT_R_END, 1, 0), WEFT_END_EXCEPTION);
+		break;
+	}
+	default:
+		break;
+	}
 	return 0;
+}
+
+static void set_profile(Py_tracefunc f)
+{
+#if PY_VERSION_HEX >= 0x030C0000
+	PyEval_SetProfileAllThreads(f, NULL);
+#else
+	PyEval_SetProfile(f, NULL);
+#endif
 }
 
 /* Confirms the code-extra layout this file assumes, on a code object of its own. */
@@ -233,36 +411,52 @@ static void release_held(void)
 	}
 }
 
-PyDoc_STRVAR(start_doc, "start(hook='auto')\n--\n\n"
+/* The code-extra slot, requested once per process. 0 or -1 with RuntimeError set. */
+static int ensure_extra(void)
+{
+	if (extra_index >= 0)
+		return 0;
+	extra_index = _PyEval_RequestCodeExtraIndex(NULL);
+	if (extra_index < 0) {
+		PyErr_SetString(PyExc_RuntimeError, "weft: no code-extra slot left for the call tracer");
+		return -1;
+	}
+	check_extra_layout();
+	return 0;
+}
+
+PyDoc_STRVAR(start_doc, "start(hook='auto', c_calls=False)\n--\n\n"
 	     "Record every Python call from now on, in every thread, as a slice (category 'python',\n"
 	     "args file and line). hook: 'auto' (the frame-evaluation hook on CPython 3.11, else the\n"
-	     "profile hook), 'eval' or 'profile'. Starts weft's runtime if it is not running. Calling\n"
-	     "it again while tracing is a no-op; RuntimeError if the hook cannot be installed.");
+	     "profile hook), 'eval' or 'profile'. c_calls=True records the C functions Python code\n"
+	     "calls too (category 'python-c'; it needs the profile hook, which 'auto' then picks;\n"
+	     "before 3.12 for the calling thread and, through profile_thread, threads started later).\n"
+	     "Starts weft's runtime if it is not running. Calling it again while tracing is a no-op;\n"
+	     "ValueError for a bad combination, RuntimeError if the hook cannot be installed.");
 static PyObject *ct_start(PyObject *mod, PyObject *args, PyObject *kw)
 {
 	(void)mod;
-	static char *kwlist[] = {"hook", NULL};
+	static char *kwlist[] = {"hook", "c_calls", NULL};
 	const char *hook = "auto";
-	if (!PyArg_ParseTupleAndKeywords(args, kw, "|s:start", kwlist, &hook))
+	int want_c = 0;
+	if (!PyArg_ParseTupleAndKeywords(args, kw, "|sp:start", kwlist, &hook, &want_c))
 		return NULL;
 	int want;
 	if (!strcmp(hook, "auto"))
-		want = WEFT_PY_EVAL ? 1 : 2;
+		want = WEFT_PY_EVAL && !want_c ? 1 : 2;
 	else if (!strcmp(hook, "eval"))
 		want = 1;
 	else if (!strcmp(hook, "profile"))
 		want = 2;
 	else
 		return PyErr_Format(PyExc_ValueError, "hook must be 'auto', 'eval' or 'profile', not '%s'", hook);
+	if (want == 1 && want_c)
+		return PyErr_Format(PyExc_ValueError, "c_calls=True needs the profile hook, not '%s'", hook);
 	if (active)
 		Py_RETURN_NONE;
 	main_ident = PyThread_get_thread_ident(); /* start() runs on the main thread (sitecustomize) */
-	if (extra_index < 0) {
-		extra_index = _PyEval_RequestCodeExtraIndex(NULL);
-		if (extra_index < 0)
-			return PyErr_Format(PyExc_RuntimeError, "weft: no code-extra slot left for the call tracer");
-		check_extra_layout();
-	}
+	if (ensure_extra() < 0)
+		return NULL;
 	if (want == 1) {
 #if WEFT_PY_EVAL
 		PyInterpreterState *in = PyThreadState_GetInterpreter(PyThreadState_Get());
@@ -275,19 +469,17 @@ static PyObject *ct_start(PyObject *mod, PyObject *args, PyObject *kw)
 				    "(this is %s); use hook='profile'", PY_VERSION);
 #endif
 	} else {
-#if PY_VERSION_HEX >= 0x030C0000
-		PyEval_SetProfileAllThreads(profile, NULL);
-#else
-		PyEval_SetProfile(profile, NULL);
-#endif
+		c_calls = want_c;
+		set_profile(profile);
 	}
 	active = want;
 	Py_RETURN_NONE;
 }
 
 PyDoc_STRVAR(stop_doc, "stop()\n--\n\n"
-	     "Stop recording Python calls (the calls still running keep their slices and end them).\n"
-	     "Gives back the code objects kept since start(). A no-op when not tracing.");
+	     "Stop recording Python calls (the calls still running keep their slices and end them;\n"
+	     "with the profile hook, in other threads, from their next event). Gives back the code\n"
+	     "objects kept since start(). A no-op when not tracing.");
 static PyObject *ct_stop(PyObject *mod, PyObject *unused)
 {
 	(void)mod;
@@ -300,13 +492,10 @@ static PyObject *ct_stop(PyObject *mod, PyObject *unused)
 			_PyInterpreterState_SetEvalFrameFunc(in, chained);
 #endif
 	} else if (active == 2) {
-#if PY_VERSION_HEX >= 0x030C0000
-		PyEval_SetProfileAllThreads(NULL, NULL);
-#else
-		PyEval_SetProfile(NULL, NULL);
-#endif
+		set_profile(NULL);
 	}
 	active = 0;
+	c_calls = 0;
 	release_held();
 	Py_RETURN_NONE;
 }
@@ -321,10 +510,69 @@ static PyObject *ct_active(PyObject *mod, PyObject *unused)
 	return PyUnicode_FromString(active == 1 ? "eval" : "profile");
 }
 
+PyDoc_STRVAR(c_calls_doc, "c_calls()\n--\n\nWhether C calls are being recorded (start(c_calls=True)).");
+static PyObject *ct_c_calls(PyObject *mod, PyObject *unused)
+{
+	(void)mod;
+	(void)unused;
+	return PyBool_FromLong(active == 2 && c_calls);
+}
+
+/* threading.setprofile's hook, called as a Python-level profile function (frame, event, arg)
+ * at the first event of each thread threading starts: it puts the C profile function in its
+ * own place for that thread and hands it this first event. After stop() it removes itself. */
+PyDoc_STRVAR(profile_thread_doc, "profile_thread(frame, event, arg)\n--\n\n"
+	     "For threading.setprofile: installs the call tracer's profile function in each new\n"
+	     "thread at its first event (CPython before 3.12, where a profile function is per thread).");
+static PyObject *ct_profile_thread(PyObject *mod, PyObject *args)
+{
+	(void)mod;
+	PyObject *frame, *event, *arg;
+	if (!PyArg_UnpackTuple(args, "profile_thread", 3, 3, &frame, &event, &arg))
+		return NULL;
+	if (active != 2) {
+		PyEval_SetProfile(NULL, NULL);
+		Py_RETURN_NONE;
+	}
+	PyEval_SetProfile(profile, NULL);
+	/* never an error from here: the interpreter would take it as the profile function's and
+	 * raise it in the program */
+	const char *ev = PyUnicode_Check(event) ? PyUnicode_AsUTF8(event) : NULL;
+	if (!ev)
+		PyErr_Clear();
+	else if (PyFrame_Check(frame) && !strcmp(ev, "call"))
+		profile(NULL, (PyFrameObject *)frame, PyTrace_CALL, NULL);
+	else if (PyFrame_Check(frame) && !strcmp(ev, "c_call"))
+		profile(NULL, (PyFrameObject *)frame, PyTrace_C_CALL, arg);
+	Py_RETURN_NONE;
+}
+
+PyDoc_STRVAR(untraced_doc, "untraced(func_or_code)\n--\n\n"
+	     "Never record calls of this Python function (nor the C calls it makes): for weft's own\n"
+	     "helpers that run inside the traced program. Returns its argument.");
+static PyObject *ct_untraced(PyObject *mod, PyObject *obj)
+{
+	(void)mod;
+	PyObject *code = PyFunction_Check(obj) ? PyFunction_GET_CODE(obj) : obj;
+	if (!PyCode_Check(code))
+		return PyErr_Format(PyExc_TypeError, "untraced() takes a Python function or code object, not %.100s",
+				    Py_TYPE(obj)->tp_name);
+	if (ensure_extra() < 0)
+		return NULL;
+	/* a site made already stays held (and given back) as usual; the slot now says skip */
+	if (_PyCode_SetExtra(code, extra_index, &skip) < 0)
+		return NULL;
+	Py_INCREF(obj);
+	return obj;
+}
+
 static PyMethodDef methods[] = {
 	{"start", (PyCFunction)(void (*)(void))ct_start, METH_VARARGS | METH_KEYWORDS, start_doc},
 	{"stop", ct_stop, METH_NOARGS, stop_doc},
 	{"active", ct_active, METH_NOARGS, active_doc},
+	{"c_calls", ct_c_calls, METH_NOARGS, c_calls_doc},
+	{"profile_thread", ct_profile_thread, METH_VARARGS, profile_thread_doc},
+	{"untraced", ct_untraced, METH_O, untraced_doc},
 	{NULL, NULL, 0, NULL},
 };
 

@@ -63,11 +63,19 @@ static void help(FILE *f)
 		"                          too). Each hit stops the thread in the kernel: watch what is\n"
 		"                          written rarely. Said unavailable where a self-test at start\n"
 		"                          sees watchpoints not fire (some virtual machines)\n"
-		"      --python[=calls]    record every Python function call (CPython 3.11: a frame-\n"
+		"      --python[=MODES]    record every Python function call (CPython 3.11: a frame-\n"
 		"                          evaluation hook installed at start-up through a sitecustomize\n"
 		"                          module weft puts first on PYTHONPATH), nested with the\n"
 		"                          native functions on each thread; -F/-N select by qualified\n"
-		"                          name. `import weft` works in the program with or without it\n"
+		"                          name. `import weft` works in the program with or without it.\n"
+		"                          MODES, comma-separated: calls (the default), and with it\n"
+		"                          c-calls          the C functions Python calls too (len,\n"
+		"                                           list.append, math.sqrt: category python-c)\n"
+		"                                           through the slower profile hook; before\n"
+		"                                           CPython 3.12 in the main thread and threads\n"
+		"                                           started later through threading\n"
+		"                          tasks            each asyncio Task as an async slice from its\n"
+		"                                           creation to its end, named after its coroutine\n"
 		"      --options OPTS      further WEFT_OPTIONS, key=value:key=value\n"
 		"  -q, --quiet             no summary line\n"
 		"  -h, --help              this text\n\n"
@@ -116,6 +124,28 @@ static const char *find_python_dir(char *out, size_t n)
 	}
 #endif
 	return NULL;
+}
+
+/* --python[=MODES]: MODES a comma-separated list of calls, c-calls, tasks (calls is implied by
+ * the others; no value means calls). Adds the bits to *modes; -1 for an unknown word. */
+enum { PY_CALLS = 1, PY_C_CALLS = 2, PY_TASKS = 4 };
+static int python_modes(const char *arg, int *modes)
+{
+	int m = PY_CALLS;
+	for (const char *w = arg; w && *w;) {
+		size_t n = strcspn(w, ",");
+		if (n == 5 && !strncmp(w, "calls", n))
+			;
+		else if (n == 7 && !strncmp(w, "c-calls", n))
+			m |= PY_C_CALLS;
+		else if (n == 5 && !strncmp(w, "tasks", n))
+			m |= PY_TASKS;
+		else
+			return -1;
+		w += n + (w[n] == ',');
+	}
+	*modes |= m;
+	return 0;
 }
 
 /* Did the program record any Python call (a site in category "python")? */
@@ -398,15 +428,11 @@ int cmd_record(int argc, char **argv)
 			break;
 		}
 		case 'P':
-			if (optarg && !strcmp(optarg, "c-calls")) {
-				weft_cli_error("record", "--python=c-calls is not implemented yet (Python calls only: --python)");
+			if (python_modes(optarg, &python) < 0) {
+				weft_cli_error("record", "bad --python mode '%s': expected a comma-separated list of "
+					       "calls, c-calls, tasks", optarg);
 				return WEFT_EXIT_USAGE;
 			}
-			if (optarg && strcmp(optarg, "calls")) {
-				weft_cli_error("record", "bad --python mode '%s': expected calls", optarg);
-				return WEFT_EXIT_USAGE;
-			}
-			python = 1;
 			break;
 		case 'q': quiet = 1; break;
 		case 'h': help(stdout); return WEFT_EXIT_OK;
@@ -498,7 +524,9 @@ int cmd_record(int argc, char **argv)
 		if (pypath[0])
 			setenv("PYTHONPATH", pypath, 1);
 		if (python)
-			setenv("WEFT_PYTHON", "calls", 1);
+			setenv("WEFT_PYTHON", (python & PY_C_CALLS) && (python & PY_TASKS) ? "calls,c-calls,tasks"
+					      : python & PY_C_CALLS ? "calls,c-calls"
+					      : python & PY_TASKS ? "calls,tasks" : "calls", 1);
 		execvp(argv[optind], argv + optind);
 		int e = errno;
 		ssize_t w = write(pipefd[1], &e, sizeof(e));

@@ -65,9 +65,10 @@ class PythonCallsTest(TraceTest):
         rows, = self.tp(pf, f"select name, count(*) c from slice where name in ({q}) group by name")
         return {r["name"]: r["c"] for r in rows}
 
-    def check_calls(self, pf, creations=True):
+    def check_calls(self, pf, creations=True, c_parents=()):
         """creations=False: the profile hook sees no call where a generator or coroutine
-        function makes its object, only the resumptions."""
+        function makes its object, only the resumptions. c_parents: C functions (c-calls
+        mode) that may stand between a function and its Python caller."""
         expected = dict(EXPECTED)
         if not creations:
             for n, k in (("gen", 1), ("leaf", 3), ("run_misc.<locals>.<genexpr>", 2)):
@@ -87,7 +88,7 @@ class PythonCallsTest(TraceTest):
             "from slice where name = 'fib' limit 1")
         self.assertEqual({r["name"]: r["c"] for r in counts}, {n: c for n, (c, _) in expected.items()})
         for r in parents:
-            self.assertIn(r["parent"], EXPECTED[r["name"]][1], r)
+            self.assertIn(r["parent"], EXPECTED[r["name"]][1] | set(c_parents), r)
         self.assertEqual([r["c"] for r in parents if r["name"] == "fib" and r["parent"] == "run_fib"], [1])
         # fib(20) calls fib(19) ... fib(1): 20 frames, the deepest 19 below the first
         self.assertEqual(fib[0]["hi"] - fib[0]["lo"], 19)
@@ -210,9 +211,100 @@ class PythonCallsTest(TraceTest):
         self.assertEqual(sum(1 for e in ev if e.get("args", {}).get("exception") is True), 10)
 
     def test_bad_mode(self):
-        p = run([WEFT, "record", "--python=c-calls", "--", PY, "-c", "pass"], check=False)
+        p = run([WEFT, "record", "--python=c-calls,bogus", "--", PY, "-c", "pass"], check=False)
         self.assertEqual(p.returncode, 2)
-        self.assertIn("not implemented yet", p.stderr)
+        self.assertIn("bad --python mode 'c-calls,bogus'", p.stderr)
+
+    def check_c_calls(self, pf, n, m, k):
+        """ccalls_prog.py's C calls: per thread (main and "late", started after tracing
+        began), exactly the calls each function makes, nested under it, with the failing
+        math.sqrt(-1) ended by its exception."""
+        rows, exc, unbalanced, cat = self.tp(
+            pf,
+            "select t.name thread, s.name, p.name parent, count(*) c from slice s join slice p on "
+            "s.parent_id = p.id join thread_track tt on s.track_id = tt.id join thread t using (utid) "
+            "where p.name in ('use_len', 'use_append', 'use_sqrt', 'raises') group by t.name, s.name, p.name",
+            "select p.name parent, coalesce(extract_arg(s.arg_set_id, 'debug.exception'), 0) e, count(*) c "
+            "from slice s join slice p on s.parent_id = p.id where s.name = 'math.sqrt' group by p.name, e",
+            "select count(*) n from slice where extract_arg(arg_set_id, 'debug.weft_unterminated') "
+            "or extract_arg(arg_set_id, 'debug.weft_unwound')",
+            "select distinct category from slice where name in ('len', 'list.append', 'math.sqrt')")
+        got = {(r["thread"], r["name"], r["parent"]): r["c"] for r in rows}
+        want = {}
+        for th in (os.path.basename(PY), "late"):
+            want.update({(th, "len", "use_len"): n, (th, "list.append", "use_append"): m,
+                         (th, "len", "use_append"): 1, (th, "math.sqrt", "use_sqrt"): k,
+                         (th, "math.sqrt", "raises"): 1})
+        self.assertEqual(got, want)
+        self.assertEqual({(r["parent"], r["e"]): r["c"] for r in exc},
+                         {("use_sqrt", 0): 2 * k, ("raises", 1): 2})
+        self.assertEqual(unbalanced[0]["n"], 0)
+        self.assertEqual([r["category"] for r in cat], ["python-c"])
+
+    def test_c_calls(self):
+        n, m, k = 37, 23, 11
+        plain = run([PY, prog("ccalls_prog.py"), str(n), str(m), str(k)])
+        pf, p = self.record("ccalls_prog.py", n, m, k, opts=["--python=c-calls"])
+        self.assertEqual(p.stdout, plain.stdout)
+        self.assertEqual(p.stdout, f"ccalls True ({2 * n}, {m}, {round(sum(i ** 0.5 for i in range(k)), 3)}, 1)\n")
+        self.check_c_calls(pf, n, m, k)
+        # the Python calls are still all there (by the profile hook: no creation slices)
+        pf, p = self.record("calls_prog.py", opts=["--python=calls,c-calls"])
+        self.assertEqual(p.stdout, CALLS_OUT)
+        self.check_calls(pf, creations=False, c_parents=("sum", "Context.run"))
+        self.tp_no_errors(pf)
+
+    def test_c_calls_python_m_weft(self):
+        n, m, k = 5, 6, 7
+        out = os.path.join(self.tmp, "c.data")
+        p = run([PY, "-m", "weft", "--c-calls", prog("ccalls_prog.py"), *map(str, (n, m, k))], cwd=self.tmp,
+                env={"PYTHONPATH": PYDIR, "WEFT_OPTIONS": f"output={out}"})
+        self.assertTrue(p.stdout.startswith("ccalls True"), p.stdout)
+        pf, _ = self.convert(out, "c.pftrace")
+        self.check_c_calls(pf, n, m, k)
+
+    def test_c_calls_filtered(self):
+        """-F selects C functions by name as it selects Python ones; a C call of a Python
+        function that is filtered out is not recorded."""
+        pf, _ = self.record("ccalls_prog.py", 3, 4, 5, opts=["--python=c-calls", "-F", "use_len", "-F", "len",
+                                                             "-F", "math.sqrt"])
+        names, = self.tp(pf, "select s.name, p.name parent, count(*) c from slice s left join slice p "
+                             "on s.parent_id = p.id group by s.name, p.name")
+        self.assertEqual({(r["name"], r["parent"]): r["c"] for r in names},
+                         {("use_len", None): 2, ("len", "use_len"): 6})
+
+    def test_tasks(self):
+        """--python=tasks: one async slice per asyncio Task from its creation to its end,
+        spanning the slices of the coroutine's steps on the thread's track; with c-calls too."""
+        plain = run([PY, prog("tasks_prog.py")])
+        for mode, creations in (("tasks", 1), ("c-calls,tasks", 0)):
+            pf, p = self.record("tasks_prog.py", opts=[f"--python={mode}"])
+            self.assertEqual(p.stdout, plain.stdout)
+            self.assertEqual(p.stdout, "gather ['a', 'b', 'c']\ncaught KeyError('k')\nname named Task\n")
+            tasks, steps, tracks = self.tp(
+                pf,
+                "select name, ts, ts + dur e, dur from slice where category = 'asyncio' and "
+                "name in ('alpha', 'beta', 'gamma', 'delta', 'fails', 'main')",
+                "select s.name, p.name parent, s.ts, s.ts + s.dur e from slice s left join slice p "
+                "on s.parent_id = p.id where s.category = 'python' and s.name in ('alpha', 'beta', 'gamma')",
+                "select count(distinct track_id) n from slice where category = 'asyncio'")
+            by = {}
+            for r in tasks:
+                by.setdefault(r["name"], []).append(r)
+            self.assertEqual({n: len(v) for n, v in by.items()},
+                             {"alpha": 1, "beta": 1, "gamma": 1, "delta": 1, "fails": 1, "main": 1}, mode)
+            self.assertGreaterEqual(tracks[0]["n"], 6)
+            for name in ("alpha", "beta", "gamma"):
+                made = [r for r in steps if r["name"] == name and r["parent"] == "main"]
+                run_ = [r for r in steps if r["name"] == name and r["parent"] != "main"]
+                self.assertEqual((len(made), len(run_)), (creations, 3), (mode, name, steps))
+                t, = by[name]
+                self.assertLessEqual(t["ts"], min(r["ts"] for r in run_), (mode, name))
+                self.assertGreaterEqual(t["e"], max(r["e"] for r in run_), (mode, name))
+                # the main task spans the three
+                self.assertLessEqual(by["main"][0]["ts"], t["ts"])
+                self.assertGreaterEqual(by["main"][0]["e"], t["e"])
+            self.tp_no_errors(pf)
 
 
 if __name__ == "__main__":
