@@ -600,9 +600,16 @@ int cmd_record(int argc, char **argv)
 				       "run with -S, -I or -E, which skip weft's start-up hook)?", argv[optind]);
 		else if (python)
 			; /* Python calls are what was asked for: native functions are a bonus */
-		else if (!funcs && !strstr(extra, ":memory=1") && !strstr(extra, ":mem_access=") && !watch[0])
-			weft_cli_error("record", "no function events were recorded: was %s built with "
-				       "-finstrument-functions? (only weft.h events are traced otherwise)", argv[optind]);
+		else if (!funcs && !strstr(extra, ":memory=1") && !strstr(extra, ":mem_access=") && !watch[0]) {
+			const char *base = strrchr(argv[optind], '/') ? strrchr(argv[optind], '/') + 1 : argv[optind];
+			if (!strncmp(base, "python", 6))
+				weft_cli_error("record", "no native function events: add --python to record every "
+					       "Python call (weft.trace/weft.scope events are recorded either way)");
+			else
+				weft_cli_error("record", "no function events were recorded: was %s built with "
+					       "-finstrument-functions? (only weft.h events are traced otherwise)",
+					       argv[optind]);
+		}
 		else if (!funcs && !strstr(extra, ":memory_stacks=1") && strstr(extra, ":memory=1"))
 			weft_cli_error("record", "no function events: allocations are charged to weft.h slices "
 				      "only (build with -finstrument-functions to see functions)");

@@ -74,6 +74,11 @@ class RecordSafety(TraceTest):
         p = run([WEFT, "record", "-o", os.path.join(self.tmp, "t.data"), "--", "true"], cwd=self.tmp)
         self.assertIn("weft: record: no function events were recorded: was true built with "
                       "-finstrument-functions?", p.stderr)
+        # a Python interpreter: the hint is --python
+        p = run([WEFT, "record", "-o", os.path.join(self.tmp, "p.data"), "--", "/usr/bin/python3", "-c", "pass"],
+                cwd=self.tmp)
+        self.assertIn("weft: record: no native function events: add --python to record every Python call",
+                      p.stderr)
 
 
 class ConvertSafety(TraceTest):
