@@ -4,7 +4,6 @@
  *   contend1/2  take one mutex in turn, 4 times each, holding it 10 ms asleep (slice
  *             "contend": S while the other holds it, R when woken)
  * Threads are named with weft_thread_name and pthread_setname_np (the kernel's comm). */
-#define _GNU_SOURCE
 #include <pthread.h>
 #include <stdio.h>
 #include <time.h>
