@@ -255,17 +255,46 @@ static void slice(struct pb *b, uint32_t seq, uint64_t ts, uint64_t track, int t
 	pb_end(b, pk);
 }
 
+static int by_cpu_ts(const void *pa, const void *pb_)
+{
+	const struct own *a = pa, *b = pb_;
+	if (a->cpu != b->cpu)
+		return a->cpu < b->cpu ? -1 : 1;
+	return a->ts < b->ts ? -1 : a->ts > b->ts;
+}
+
+/* A thread that exits is never switched out (its event goes first): its last time on the CPU
+ * ends at the next record of another of the program's threads on that CPU, else at the end. */
+static uint64_t left_cpu(const struct own *bycpu, size_t n, const struct own *o, uint64_t last_ns)
+{
+	size_t lo = 0, hi = n;
+	while (lo < hi) { /* the first record on o's CPU after o */
+		size_t mid = (lo + hi) / 2;
+		if (bycpu[mid].cpu < o->cpu || (bycpu[mid].cpu == o->cpu && bycpu[mid].ts <= o->ts))
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo < n && bycpu[lo].cpu == o->cpu ? bycpu[lo].ts : last_ns > o->ts ? last_ns : o->ts;
+}
+
 void weft_pf_sched_finish(struct weft_pf_sched *s, struct pb *b, uint32_t seq, const struct weft_proc *p,
 			  uint64_t proc_uuid, uint64_t last_ns, uint64_t (*mix)(uint64_t, uint64_t))
 {
 	if (!s)
 		return;
 	weft_pf_sched_close(s, b);
+	struct own *bycpu = s->nown ? malloc(s->nown * sizeof(*bycpu)) : NULL;
+	if (s->nown && !bycpu)
+		oom();
+	if (s->nown)
+		memcpy(bycpu, s->own, s->nown * sizeof(*bycpu));
+	qsort(bycpu, s->nown, sizeof(*bycpu), by_cpu_ts);
 	qsort(s->own, s->nown, sizeof(*s->own), by_tid_ts);
 	for (size_t i = 0; i < s->nown;) {
 		uint32_t tid = s->own[i].tid;
 		uint64_t track = mix(mix(7, (uint64_t)(uint32_t)p->pid), tid);
-		const char *tn = "";
+		const char *tn = tid == (uint32_t)p->pid && p->name ? p->name : "";
 		for (size_t k = 0; k < p->nthreads; k++)
 			if (p->threads[k].tid == tid && p->threads[k].name)
 				tn = p->threads[k].name;
@@ -281,9 +310,12 @@ void weft_pf_sched_finish(struct weft_pf_sched *s, struct pb *b, uint32_t seq, c
 		pb_end(b, pk);
 		int open = 0; /* 0 none, 1 on CPU, 2 off CPU */
 		uint64_t ts = 0;
+		const struct own *last_in = NULL;
 		for (; i < s->nown && s->own[i].tid == tid; i++) {
 			const struct own *o = &s->own[i];
 			ts = o->ts;
+			if (o->in)
+				last_in = o;
 			if (o->in && open == 1)
 				continue; /* two ins in a row: a lost out */
 			if (!o->in && open == 2)
@@ -301,9 +333,12 @@ void weft_pf_sched_finish(struct weft_pf_sched *s, struct pb *b, uint32_t seq, c
 				open = 0;
 			}
 		}
-		if (open)
+		if (open == 1 && last_in)
+			slice(b, seq, left_cpu(bycpu, s->nown, last_in, last_ns), track, TYPE_END, NULL, NULL, 0, NULL);
+		else if (open)
 			slice(b, seq, last_ns > ts ? last_ns : ts, track, TYPE_END, NULL, NULL, 0, NULL);
 	}
+	free(bycpu);
 	free(s->own);
 	free(s->key);
 	free(s->name);
