@@ -17,7 +17,7 @@
  * Tracepoints refuse CLOCK_BOOTTIME, so the rings run on CLOCK_MONOTONIC and each drain moves
  * their times onto weft's CLOCK_BOOTTIME timeline by the time suspended so far, as access.c
  * does. sched_threads= reader threads (default 1) each own every N-th CPU's ring: they wait
- * in poll() until a ring is half full or 10 ms pass, then copy its records into their own
+ * in poll() until a ring is a quarter full or 10 ms pass, then copy its records into their own
  * weft stream as SCHED records (docs/format.md). Task names go out once per task and change
  * (a COMM record), not with every switch. A full ring loses records in the kernel
  * (PERF_RECORD_LOST): counted, and shown by `weft info` with the totals of the SCHED metadata
@@ -42,7 +42,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#define RING_PAGES 128 /* data pages per CPU (512 KiB): ~5000 switches */
+#define RING_PAGES 256 /* data pages per CPU (1 MiB): ~10000 records, woken at a quarter full */
 #define POLL_MS 10
 #define MAX_READERS 16
 #define COMM_SLOTS 4096
@@ -137,7 +137,7 @@ static void base_attr(struct perf_event_attr *a, size_t ring_bytes)
 	a->use_clockid = 1;
 	a->clockid = CLOCK_MONOTONIC; /* tracepoints refuse CLOCK_BOOTTIME (EINVAL) */
 	a->watermark = 1;
-	a->wakeup_watermark = (uint32_t)(ring_bytes / 2);
+	a->wakeup_watermark = (uint32_t)(ring_bytes / 4);
 }
 
 static int map_ring(struct cpu_ring *r)
@@ -471,9 +471,12 @@ void weft_sched_stop(void) /* preload.c: before the trace stops */
 	if (!weft_g.in_signal) {
 		for (int i = 0; i < nreaders; i++)
 			pthread_join(readers[i], NULL);
-		nreaders = nreaders ? nreaders : 0;
 	}
 	write_meta();
+	if (!weft_g.in_signal) { /* (a fatal signal's handler frees nothing: the process ends) */
+		nreaders = 0;
+		close_all();
+	}
 }
 
 static void atfork_child(void)
