@@ -57,6 +57,10 @@ enum weft_rec_type {
 	 * word0 the time in CLOCK_BOOTTIME ns (not ticks), id the tid that made it, track the
 	 * source (1 page fault: a first touch); extra words: data address, instruction address */
 	WEFT_R_ACCESS = 28,
+	/* a scheduling event (format 1.5; written by the preload runtime's sched readers,
+	 * sched=1): word0 the time in CLOCK_BOOTTIME ns (not ticks), id the CPU, track the kind
+	 * (enum weft_sched_kind in src/collect/sched_tp.h; docs/format.md lists the extra words) */
+	WEFT_R_SCHED = 29,
 };
 
 /* Flags of an END's extra word. */

@@ -402,6 +402,12 @@ static void walk(struct weft_walker *wk, const uint64_t *r, size_t n)
 			wk->ev.size = extra > 2 ? r[i + 4] : 0;  /* latency (PEBS/IBS) */
 			wk->ev.value = extra > 3 ? r[i + 5] : 0; /* data source */
 			break;
+		case WEFT_R_SCHED:
+			start(wk, WEFT_EV_SCHED, r[i], id, 0);
+			wk->ev.mfn = track;
+			wk->ev.nframes = extra;
+			wk->ev.frames = r + i + 2;
+			break;
 		case WEFT_R_STACK:
 			if (wk->pending && (wk->ev.kind == WEFT_EV_ALLOC || wk->ev.kind == WEFT_EV_REALLOC)) {
 				wk->ev.stack_hash = r[i];

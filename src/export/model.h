@@ -26,6 +26,10 @@ enum weft_ev_kind {
 	 * on a write, 6 on a read or write), addr the data address (a watchpoint's: its address), addr2 the instruction, size the latency and value the data source (PEBS/IBS);
 	 * a sampler's stream holds every thread's */
 	WEFT_EV_ACCESS,
+	/* a scheduling event (format 1.5, sched=1): id the CPU, mfn the kind (enum
+	 * weft_sched_kind), nframes/frames its extra words (docs/format.md, SCHED); a sched
+	 * reader's stream holds every CPU's it drains */
+	WEFT_EV_SCHED,
 };
 #define WEFT_EVF_UNTERMINATED 1u
 #define WEFT_EVF_UNWOUND 2u

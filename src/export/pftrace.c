@@ -15,6 +15,7 @@
 #include "export/export.h"
 #include "export/pb.h"
 #include "export/pftrace-memory.h"
+#include "export/pftrace-sched.h"
 #include "format/format.h"
 #include <errno.h>
 #include <pthread.h>
@@ -95,6 +96,9 @@ struct seq_enc {
 	struct libdeflate_compressor *zc; /* this sequence's compressor, made at its first batch */
 	uint8_t *zbuf;                    /* and its output buffer, reused */
 	size_t zcap;
+	const struct weft_trace *t;
+	int described;                    /* the thread's descriptor is out */
+	struct weft_pf_sched *sched;      /* SCHED records of this stream (a sched reader's) */
 };
 
 static int seen(struct seq_enc *e, uint64_t uuid)
@@ -444,9 +448,22 @@ static void big_alloc(struct seq_enc *e, const struct weft_ev *ev)
 	pb_end(b, pk);
 }
 
+static void thread_descriptor(struct seq_enc *e, uint64_t ts);
+
 static void on_event(void *ud, const struct weft_ev *ev)
 {
 	struct seq_enc *e = ud;
+	if (ev->kind == WEFT_EV_SCHED) { /* on a sequence of its own: no interning there */
+		if (e->out.n >= (1u << 20)) {
+			weft_pf_sched_close(e->sched, &e->out);
+			drain(e, 1u << 20);
+		}
+		weft_pf_sched_event(&e->sched, &e->out, e->seq | 0x80000000u, ev);
+		return;
+	}
+	weft_pf_sched_close(e->sched, &e->out);
+	if (!e->described) /* at the thread's first event: after it was created (a tid's utid) */
+		thread_descriptor(e, ev->ts);
 	drain(e, 1u << 20);
 	uint64_t track = track_for(e, ev);
 	switch (ev->kind) {
@@ -496,18 +513,17 @@ static const struct weft_proc *last_image(const struct weft_trace *t, const stru
 }
 
 
-static void encode_thread(size_t i, void *ud)
+/* The thread's first packet: its track descriptor, made the sequence's default track, with
+ * the time of its first event: trace_processor gives a tid that a sched event saw created
+ * (task_newtask) before a descriptor's time a new utid, so the time must not be earlier. */
+static void thread_descriptor(struct seq_enc *e, uint64_t ts)
 {
-	struct job *j = ud;
-	struct seq_enc *e = &j->encs[i];
 	const struct weft_proc *p = e->p;
-	e->named = calloc(p->nsites + 1, 1);
-	e->keyed = calloc(p->nsites + 1, 1);
-	e->catted = calloc(e->cats->n + 1, 1);
-	if (!e->named || !e->keyed || !e->catted)
-		weft_oom("writing the .pftrace");
 	struct pb *b = &e->out;
+	e->described = 1;
 	size_t pk = pb_begin(b, TRACE_PACKET);
+	if (ts)
+		pb_varint(b, TP_TIMESTAMP, ts);
 	pb_varint(b, TP_SEQ_ID, e->seq);
 	pb_varint(b, TP_SEQ_FLAGS, SEQ_CLEARED);
 	pb_varint(b, TP_FIRST_ON_SEQ, 1);
@@ -523,7 +539,7 @@ static void encode_thread(size_t i, void *ud)
 	pb_varint(b, THD_TID, e->th->tid);
 	/* a thread has one name in the UI: the main thread of a process that exec'd is named
 	 * after its last image, like the process */
-	const struct weft_proc *last = last_image(j->t, p);
+	const struct weft_proc *last = last_image(e->t, p);
 	if (last != p && e->th->tid == (uint32_t)p->pid) {
 		const char *name = last->name;
 		for (size_t k = 0; k < last->nthreads; k++)
@@ -536,7 +552,25 @@ static void encode_thread(size_t i, void *ud)
 	pb_end(b, thd);
 	pb_end(b, td);
 	pb_end(b, pk);
+}
+
+static void encode_thread(size_t i, void *ud)
+{
+	struct job *j = ud;
+	struct seq_enc *e = &j->encs[i];
+	const struct weft_proc *p = e->p;
+	e->named = calloc(p->nsites + 1, 1);
+	e->keyed = calloc(p->nsites + 1, 1);
+	e->catted = calloc(e->cats->n + 1, 1);
+	if (!e->named || !e->keyed || !e->catted)
+		weft_oom("writing the .pftrace");
+	e->t = j->t;
 	weft_walk_thread(p, e->th, j->t->last_ns, on_event, e, &e->st, &e->buf, &e->cap);
+	weft_pf_sched_close(e->sched, &e->out);
+	if (!e->described) /* no event of its own (a sched reader): the end of the trace is after its start */
+		thread_descriptor(e, j->t->last_ns);
+	weft_pf_sched_finish(e->sched, &e->out, e->seq | 0x80000000u, p, proc_uuid(p->pid), j->t->last_ns, mix);
+	e->sched = NULL;
 	drain(e, 1);
 	enc_free(e);
 	free(e->out.p);
@@ -598,6 +632,7 @@ static void header(const struct weft_trace *t, const struct weft_mem *mem, struc
 	pb_varint(b, 2, 6);
 	pb_end(b, cs);
 	pb_end(b, pk);
+	weft_pf_sched_system_info(b, t);
 
 	for (size_t i = 0; i < t->nprocs; i++) {
 		const struct weft_proc *p = &t->procs[i];

@@ -16,8 +16,9 @@
 #include "weft_fastpath.h" /* record types and site kinds */
 
 #define WEFT_FMT_MAJOR 1
-#define WEFT_FMT_MINOR 4 /* 1: packing version 2; 2: thread serials (chunk seq, THREAD records);
-                          * 3: memory records (ALLOC..STACK), RUSAGE; 4: SOURCE records, END flags */
+#define WEFT_FMT_MINOR 5 /* 1: packing version 2; 2: thread serials (chunk seq, THREAD records);
+                          * 3: memory records (ALLOC..STACK), RUSAGE; 4: SOURCE records, END flags;
+                          * 5: SCHED records and metadata */
 #define WEFT_META_MAGIC "WEFTMETA"
 #define WEFT_EVENTS_MAGIC "WEFTEVTS"
 #define WEFT_CHUNK_MAGIC 0x4b4e4843u /* "CHNK" */
@@ -85,6 +86,8 @@ enum weft_meta_type {
 	WEFT_M_ACCESS = 18, /* u32 source (1 page faults), u32 0, u64 samples, u64 lost, u64 throttled: at stop */
 	WEFT_M_WATCH = 19,  /* u32 n, u32 threads not watched, u64 lost, n x (u64 addr, u32 len, u32
 			     * source, u64 hits), then n names (\0-terminated, "" for an address): at stop */
+	WEFT_M_SCHED = 21,  /* (1.5) u32 mode (0 off, 1 tracepoints, 2 own switches), u32 cpus, u64
+			     * records, u64 lost, u32 readers, u32 0, then release\0 machine\0 why\0 */
 	WEFT_M_MEMORY = 17, /* u32 flags (1 recording, 2 stacks), u32 0, u64 threshold bytes, u64
 			     * sampling bytes (0: every block), u64 frees not recorded (unknown
 			     * to the interposer) */

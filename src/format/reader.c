@@ -462,6 +462,27 @@ static void parse_meta(struct weft_trace *t, const char *name, const unsigned ch
 				p->has_access = 1;
 			}
 			break;
+		case WEFT_M_SCHED:
+			if (len >= 32) {
+				uint32_t head[2], rd;
+				memcpy(head, r, 8);
+				memcpy(&p->sched_records, r + 8, 8);
+				memcpy(&p->sched_lost, r + 16, 8);
+				memcpy(&rd, r + 24, 4);
+				p->sched_mode = head[0];
+				p->sched_cpus = head[1];
+				p->sched_readers = rd;
+				const char *str = (const char *)r + 32, *end = (const char *)r + len;
+				char *dst[3] = {p->sched_release, p->sched_machine, p->sched_why};
+				size_t cap[3] = {sizeof(p->sched_release), sizeof(p->sched_machine), sizeof(p->sched_why)};
+				for (int k = 0; k < 3; k++) {
+					size_t l = str < end ? bounded_len(str, (size_t)(end - str)) : 0;
+					snprintf(dst[k], cap[k], "%.*s", (int)l, str);
+					str += l + 1;
+				}
+				p->has_sched = 1;
+			}
+			break;
 		case WEFT_M_WATCH:
 			if (len >= 16) {
 				uint32_t head[2];
@@ -783,7 +804,7 @@ static void span_of(struct weft_trace *t, const struct weft_proc *p, const struc
 	for (size_t i = 0; i + 2 <= n; i += 2 + weft_rec_extra(w[i + 1])) {
 		unsigned type = weft_rec_type(w[i + 1]);
 		uint64_t ns, end;
-		if (type == WEFT_R_COMPLETE || type == WEFT_R_ACCESS) /* already ns */
+		if (type == WEFT_R_COMPLETE || type == WEFT_R_ACCESS || type == WEFT_R_SCHED) /* already ns */
 			ns = end = w[i];
 		else if (weft_rec_has_ticks(type))
 			ns = end = weft_proc_ns(p, w[i]);

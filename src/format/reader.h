@@ -89,6 +89,11 @@ struct weft_proc {
 	int has_access;                       /* ACCESS totals: memory access sampling ran */
 	uint64_t access_samples, access_lost, access_throttled;
 	uint32_t access_source;               /* its source (enum weft_access_source; 0 unknown) */
+	int has_sched;                        /* SCHED record (1.5): sched=1 was asked for here */
+	uint32_t sched_mode, sched_cpus, sched_readers; /* mode: 0 unavailable, 1 tracepoints, 2 own switches */
+	uint64_t sched_records, sched_lost;
+	char sched_release[65], sched_machine[65]; /* uname() of the recording machine */
+	char sched_why[200];                  /* mode 0: why */
 	struct weft_watch_total {             /* WATCH record: watch= hardware watchpoints */
 		uint64_t addr, hits;
 		uint32_t len, source;

@@ -23,6 +23,7 @@ void weft_config_defaults(struct weft_config *c)
 	c->buffer_size = 256u << 20; /* an upper bound: chunks are allocated as needed */
 	c->chunk_size = 1u << 20;
 	c->writers = 1;
+	c->sched_threads = 1;
 	c->compression = 1;
 	c->overflow = WEFT_OVERFLOW_DROP;
 }
@@ -278,6 +279,23 @@ int weft_watch_parse(const char *list, struct weft_watch_spec *out, char *why, s
 	}
 }
 
+SETTER(set_sched)
+{
+	if (strcmp(v, "0") && strcmp(v, "1"))
+		return -EINVAL;
+	c->sched = v[0] == '1';
+	return 0;
+}
+SETTER(set_sched_threads)
+{
+	char *end;
+	errno = 0;
+	long x = strtol(v, &end, 10);
+	if (errno || end == v || *end || x < 1 || x > 16)
+		return -EINVAL;
+	c->sched_threads = (int)x;
+	return 0;
+}
 SETTER(set_watch)
 {
 	char why[200];
@@ -328,6 +346,8 @@ static const struct {
 	{"mem_access_period", set_mem_access_period,
 	 "events between samples, 0 to 2^32 (0: the source's default: every page fault, 1009 PEBS loads, 10007 stores, 65536 IBS ops)"},
 	{"watch", set_watch, "up to 4 of SYMBOL or 0xADDR, each with /LEN (1, 2, 4, 8) and /w or /rw, comma-separated"},
+	{"sched", set_sched, "0 or 1 (scheduling events; weft record's runtime)"},
+	{"sched_threads", set_sched_threads, "1 to 16 (threads reading the per-CPU rings)"},
 };
 
 const char *weft_config_valid(const char *key)

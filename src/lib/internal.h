@@ -59,6 +59,8 @@ struct weft_config {
 	uint64_t mem_access_period; /* events between samples (0: the source's default) */
 	struct weft_watch_spec watch[WEFT_MAX_WATCH]; /* watch=: hardware watchpoints */
 	int nwatch;
+	int sched;                 /* sched=1: scheduling events (weft record --sched; the preload runtime) */
+	int sched_threads;         /* reader threads of the per-CPU rings (default 1) */
 	char given[2048]; /* the options as given, for the trace metadata */
 };
 /* Written by config functions under weft_g.lock before start, read-only after start (except

@@ -74,6 +74,22 @@ void weft_memory_stop(void);
 int weft_access_start(const char *src, char *why, size_t n); /* collect/access.c */
 void weft_access_stop(void);
 int weft_watch_start(const struct weft_watch_spec *spec, int nspec, char *why, size_t n);
+int weft_sched_start(char *why, size_t n, char *notice, size_t nn); /* collect/sched.c */
+void weft_sched_stop(void);
+
+/* sched=1: every task's scheduling (root), else the program's own context switches, said in
+ * one line; neither: "unavailable", and the program runs on. */
+static void sched_start(void)
+{
+	if (!weft_cfg.sched)
+		return;
+	char why[256] = "", notice[300] = "";
+	int rc = weft_sched_start(why, sizeof(why), notice, sizeof(notice));
+	if (notice[0])
+		weft_log(WEFT_LOG_WARN, "%s", notice);
+	if (rc < 0)
+		weft_log(WEFT_LOG_WARN, "sched: unavailable: %s", why);
+}
 
 /* mem_access=: the best source this machine has (page faults everywhere); a source it lacks
  * is refused in one line, and the program runs on without it. */
@@ -90,6 +106,7 @@ static void access_start(void)
 
 static void sum_filtered(void)
 {
+	weft_sched_stop();
 	weft_access_stop();
 	weft_memory_stop();
 	func_stopped = 1;
@@ -515,6 +532,7 @@ __attribute__((constructor(101))) static void preload_init(void)
 	install_signals();
 	weft_memory_start();
 	access_start();
+	sched_start();
 }
 
 

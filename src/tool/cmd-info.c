@@ -157,6 +157,17 @@ int cmd_info(int argc, char **argv)
 			       src[p->access_source < 5 ? p->access_source : 0], (unsigned long long)p->access_samples,
 			       (unsigned long long)p->access_lost, (unsigned long long)p->access_throttled);
 		}
+		if (p->has_sched && p->sched_mode == 1)
+			printf("  sched:    every task on %u CPUs (tracepoints sched_switch, sched_waking, task_newtask, "
+			       "task_rename): %llu records, %llu lost, %u reader thread%s\n", p->sched_cpus,
+			       (unsigned long long)p->sched_records, (unsigned long long)p->sched_lost, p->sched_readers,
+			       p->sched_readers == 1 ? "" : "s");
+		else if (p->has_sched && p->sched_mode == 2)
+			printf("  sched:    the program's own context switches on %u CPUs (no root): %llu records, "
+			       "%llu lost\n", p->sched_cpus, (unsigned long long)p->sched_records,
+			       (unsigned long long)p->sched_lost);
+		else if (p->has_sched)
+			printf("  sched:    unavailable: %s\n", p->sched_why[0] ? p->sched_why : "unknown reason");
 		if (p->has_watch) {
 			printf("  watched:  %zu hardware watchpoint%s, %llu lost", p->nwatches, p->nwatches == 1 ? "" : "s",
 			       (unsigned long long)p->watch_lost);

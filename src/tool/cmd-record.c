@@ -63,6 +63,12 @@ static void help(FILE *f)
 		"                          too). Each hit stops the thread in the kernel: watch what is\n"
 		"                          written rarely. Said unavailable where a self-test at start\n"
 		"                          sees watchpoints not fire (some virtual machines)\n"
+		"      --sched             scheduling on the timeline: as root every task's switches,\n"
+		"                          wakeups, new tasks and renames on every CPU (kernel\n"
+		"                          tracepoints), so Perfetto shows Running/Runnable/Sleeping\n"
+		"                          under each thread; without root the program's own context\n"
+		"                          switches, as on/off-CPU slices\n"
+		"      --sched-threads N   threads reading the per-CPU rings (default 1)\n"
 		"      --python[=MODES]    record every Python function call (CPython 3.11: a frame-\n"
 		"                          evaluation hook installed at start-up through a sitecustomize\n"
 		"                          module weft puts first on PYTHONPATH), nested with the\n"
@@ -280,6 +286,7 @@ static const struct passed_option *passed_option(int opt)
 		{'b', "-b/--buffer-size", "buffer_size"}, {'w', "--writers", "writers"},
 		{'z', "-z/--compression", "compression"}, {'D', "-D/--depth", "func_depth"},
 		{'t', "-t/--time-filter", "func_min"}, {'R', "--mem-access-period", "mem_access_period"},
+		{'T', "--sched-threads", "sched_threads"},
 	};
 	for (size_t i = 0; i < sizeof(table) / sizeof(table[0]); i++)
 		if (table[i].opt == opt)
@@ -345,6 +352,7 @@ int cmd_record(int argc, char **argv)
 		{"mem-access", optional_argument, 0, 'A'}, {"watch", required_argument, 0, 'W'},
 		{"mem-access-period", required_argument, 0, 'R'},
 		{"python", optional_argument, 0, 'P'},
+		{"sched", no_argument, 0, 'S'}, {"sched-threads", required_argument, 0, 'T'},
 		{"quiet", no_argument, 0, 'q'}, {"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
 	char names[1024] = "", why[256];
 	const char *outdir = "weft.data";
@@ -362,6 +370,7 @@ int cmd_record(int argc, char **argv)
 		case 'z':
 		case 'D':
 		case 'R':
+		case 'T':
 		case 't': {
 			const struct passed_option *po = passed_option(c);
 			if (check_option(po->flag, po->key, optarg))
@@ -434,6 +443,7 @@ int cmd_record(int argc, char **argv)
 				return WEFT_EXIT_USAGE;
 			}
 			break;
+		case 'S': ADD(":sched=1"); break;
 		case 'q': quiet = 1; break;
 		case 'h': help(stdout); return WEFT_EXIT_OK;
 		default:
@@ -600,7 +610,8 @@ int cmd_record(int argc, char **argv)
 				       "run with -S, -I or -E, which skip weft's start-up hook)?", argv[optind]);
 		else if (python)
 			; /* Python calls are what was asked for: native functions are a bonus */
-		else if (!funcs && !strstr(extra, ":memory=1") && !strstr(extra, ":mem_access=") && !watch[0]) {
+		else if (!funcs && !strstr(extra, ":memory=1") && !strstr(extra, ":mem_access=") && !watch[0] &&
+			 !strstr(extra, ":sched=1")) {
 			const char *base = strrchr(argv[optind], '/') ? strrchr(argv[optind], '/') + 1 : argv[optind];
 			if (!strncmp(base, "python", 6))
 				weft_cli_error("record", "no native function events: add --python to record every "

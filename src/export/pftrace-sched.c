@@ -1,0 +1,366 @@
+/*
+ * pftrace-sched.c - SCHED records (docs/format.md) into a .pftrace. Tracepoint records go
+ * out as FtraceEventBundle packets, one per run of records of one CPU (a reader drains one
+ * CPU's ring after another, so runs are long), with the fields of
+ * ../shared/perfetto/layouts/sched_minimal.txtpb: sched_switch, sched_waking, task_newtask,
+ * task_rename. Task names come from the stream's COMM records (a tid -> name table per
+ * sequence; pid 0 is "swapper/CPU"). The own-switch records of the fallback (no root) are
+ * collected, sorted per thread, and written at the end as slices "on CPU" (argument cpu)
+ * and "off CPU" (argument reason: preempted or blocked) on a track per thread under its
+ * process, named after the thread.
+ */
+#include "export/pftrace-sched.h"
+#include "collect/sched_tp.h"
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum {
+	TRACE_PACKET = 1, TP_TIMESTAMP = 8, TP_SEQ_ID = 10, TP_TRACK_EVENT = 11, TP_FTRACE = 1,
+	TP_SYSTEM_INFO = 45, TP_TRACK_DESCRIPTOR = 60,
+	SI_UTSNAME = 1, UTS_SYSNAME = 1, UTS_RELEASE = 3, UTS_MACHINE = 4,
+	FB_CPU = 1, FB_EVENT = 2,
+	FE_TIMESTAMP = 1, FE_PID = 2, FE_SWITCH = 4, FE_WAKING = 20, FE_NEWTASK = 235, FE_RENAME = 236,
+	TD_UUID = 1, TD_NAME = 2, TD_PARENT = 5,
+	TE_DEBUG = 4, TE_TYPE = 9, TE_TRACK_UUID = 11, TE_NAME = 23,
+	DA_UINT = 3, DA_STRING = 6, DA_NAME = 10,
+	TYPE_BEGIN = 1, TYPE_END = 2,
+};
+
+struct own { uint64_t ts; uint32_t tid, cpu; uint8_t in, preempt; };
+
+struct weft_pf_sched {
+	/* the tid -> name table: open addressing, key tid + 1 */
+	uint32_t *key;
+	char (*name)[16];
+	size_t cap, n;
+	/* the open bundle */
+	int open;
+	size_t pk, bundle;
+	uint32_t cpu;
+	/* own switches, written at the end */
+	struct own *own;
+	size_t nown, owncap;
+};
+
+static void oom(void)
+{
+	weft_oom("writing the .pftrace");
+}
+
+static size_t slot(const struct weft_pf_sched *s, uint32_t tid)
+{
+	size_t i = (tid * 2654435761u) & (s->cap - 1);
+	while (s->key[i] && s->key[i] != tid + 1)
+		i = (i + 1) & (s->cap - 1);
+	return i;
+}
+
+static void set_name(struct weft_pf_sched *s, uint32_t tid, const char *name)
+{
+	if ((s->n + 1) * 2 > s->cap) {
+		struct weft_pf_sched old = *s;
+		s->cap = s->cap ? s->cap * 2 : 1024;
+		s->key = calloc(s->cap, sizeof(*s->key));
+		s->name = calloc(s->cap, sizeof(*s->name));
+		if (!s->key || !s->name)
+			oom();
+		s->n = 0;
+		for (size_t i = 0; i < old.cap; i++)
+			if (old.key[i]) {
+				size_t k = slot(s, old.key[i] - 1);
+				s->key[k] = old.key[i];
+				memcpy(s->name[k], old.name[i], 16);
+				s->n++;
+			}
+		free(old.key);
+		free(old.name);
+	}
+	size_t k = slot(s, tid);
+	if (!s->key[k]) {
+		s->key[k] = tid + 1;
+		s->n++;
+	}
+	memset(s->name[k], 0, 16);
+	memcpy(s->name[k], name, strnlen(name, 15));
+}
+
+static const char *get_name(const struct weft_pf_sched *s, uint32_t tid, uint32_t cpu, char buf[32])
+{
+	if (!tid) {
+		snprintf(buf, 32, "swapper/%u", cpu);
+		return buf;
+	}
+	if (s->cap) {
+		size_t k = slot(s, tid);
+		if (s->key[k]) {
+			memcpy(buf, s->name[k], 16);
+			buf[16] = 0;
+			return buf;
+		}
+	}
+	return "";
+}
+
+void weft_pf_sched_close(struct weft_pf_sched *s, struct pb *b)
+{
+	if (!s || !s->open)
+		return;
+	pb_end(b, s->bundle);
+	pb_end(b, s->pk);
+	s->open = 0;
+}
+
+static void bundle_for(struct weft_pf_sched *s, struct pb *b, uint32_t seq, uint32_t cpu)
+{
+	if (s->open && (s->cpu != cpu || b->n - s->pk > (256u << 10)))
+		weft_pf_sched_close(s, b);
+	if (s->open)
+		return;
+	s->pk = pb_begin(b, TRACE_PACKET);
+	pb_varint(b, TP_SEQ_ID, seq);
+	s->bundle = pb_begin(b, TP_FTRACE);
+	pb_varint(b, FB_CPU, cpu);
+	s->cpu = cpu;
+	s->open = 1;
+}
+
+static int64_t s16(uint64_t v) { return (int16_t)(uint16_t)v; }
+
+void weft_pf_sched_event(struct weft_pf_sched **sp, struct pb *b, uint32_t seq, const struct weft_ev *ev)
+{
+	if (!*sp && !(*sp = calloc(1, sizeof(**sp))))
+		oom();
+	struct weft_pf_sched *s = *sp;
+	const uint64_t *x = ev->frames;
+	unsigned nx = ev->nframes;
+	uint32_t cpu = ev->id;
+	char a[32], c[32];
+	switch (ev->mfn) {
+	case WEFT_SCHED_COMM:
+		if (nx >= 3) {
+			char name[17] = "";
+			memcpy(name, &x[1], 16);
+			set_name(s, (uint32_t)x[0], name);
+		}
+		return;
+	case WEFT_SCHED_OUT:
+	case WEFT_SCHED_IN:
+		if (nx < 1)
+			return;
+		if (s->nown == s->owncap) {
+			s->owncap = s->owncap ? s->owncap * 2 : 1024;
+			if (!(s->own = realloc(s->own, s->owncap * sizeof(*s->own))))
+				oom();
+		}
+		s->own[s->nown++] = (struct own){ev->ts, (uint32_t)x[0], cpu, ev->mfn == WEFT_SCHED_IN,
+						 (uint8_t)((x[0] >> 32) & 1)};
+		return;
+	case WEFT_SCHED_SWITCH: case WEFT_SCHED_WAKING: case WEFT_SCHED_NEWTASK:
+		if (nx < 2)
+			return;
+		break;
+	case WEFT_SCHED_RENAME:
+		if (nx < 3)
+			return;
+		break;
+	default:
+		return; /* a kind of a newer minor version */
+	}
+	bundle_for(s, b, seq, cpu);
+	size_t fe = pb_begin(b, FB_EVENT);
+	pb_varint(b, FE_TIMESTAMP, ev->ts);
+	uint32_t lo = (uint32_t)x[0], hi = (uint32_t)(x[0] >> 32);
+	size_t m;
+	switch (ev->mfn) {
+	case WEFT_SCHED_SWITCH:
+		pb_varint(b, FE_PID, lo);
+		m = pb_begin(b, FE_SWITCH);
+		pb_string(b, 1, get_name(s, lo, cpu, a));
+		pb_varint(b, 2, lo);
+		pb_varint(b, 3, (uint64_t)s16(x[1] >> 32));
+		pb_varint(b, 4, (uint32_t)x[1]);
+		pb_string(b, 5, get_name(s, hi, cpu, c));
+		pb_varint(b, 6, hi);
+		pb_varint(b, 7, (uint64_t)s16(x[1] >> 48));
+		pb_end(b, m);
+		break;
+	case WEFT_SCHED_WAKING:
+		pb_varint(b, FE_PID, (uint32_t)(x[1] >> 32));
+		m = pb_begin(b, FE_WAKING);
+		pb_string(b, 1, get_name(s, lo, cpu, a));
+		pb_varint(b, 2, lo);
+		pb_varint(b, 3, (uint64_t)s16(x[1]));
+		pb_varint(b, 4, 1);
+		pb_varint(b, 5, hi);
+		pb_end(b, m);
+		break;
+	case WEFT_SCHED_NEWTASK:
+		pb_varint(b, FE_PID, hi);
+		m = pb_begin(b, FE_NEWTASK);
+		pb_varint(b, 1, lo);
+		pb_string(b, 2, get_name(s, lo, cpu, a));
+		pb_varint(b, 3, x[1]);
+		pb_varint(b, 4, 0);
+		pb_end(b, m);
+		break;
+	case WEFT_SCHED_RENAME: {
+		char name[17] = "";
+		memcpy(name, &x[1], 16);
+		pb_varint(b, FE_PID, hi);
+		m = pb_begin(b, FE_RENAME);
+		pb_varint(b, 1, lo);
+		pb_string(b, 2, get_name(s, lo, cpu, a));
+		pb_string(b, 3, name);
+		pb_varint(b, 4, 0);
+		pb_end(b, m);
+		set_name(s, lo, name);
+		break;
+	}
+	}
+	pb_end(b, fe);
+}
+
+static int by_tid_ts(const void *pa, const void *pb_)
+{
+	const struct own *a = pa, *b = pb_;
+	if (a->tid != b->tid)
+		return a->tid < b->tid ? -1 : 1;
+	if (a->ts != b->ts)
+		return a->ts < b->ts ? -1 : 1;
+	return (int)a->in - (int)b->in; /* an out and an in at once: the out first */
+}
+
+static void slice(struct pb *b, uint32_t seq, uint64_t ts, uint64_t track, int type, const char *name,
+		  const char *key, uint64_t num, const char *str)
+{
+	size_t pk = pb_begin(b, TRACE_PACKET);
+	pb_varint(b, TP_TIMESTAMP, ts);
+	pb_varint(b, TP_SEQ_ID, seq);
+	size_t te = pb_begin(b, TP_TRACK_EVENT);
+	pb_varint(b, TE_TYPE, (uint64_t)type);
+	pb_varint(b, TE_TRACK_UUID, track);
+	if (name)
+		pb_string(b, TE_NAME, name);
+	if (key) {
+		size_t m = pb_begin(b, TE_DEBUG);
+		pb_string(b, DA_NAME, key);
+		if (str)
+			pb_string(b, DA_STRING, str);
+		else
+			pb_varint(b, DA_UINT, num);
+		pb_end(b, m);
+	}
+	pb_end(b, te);
+	pb_end(b, pk);
+}
+
+static int by_cpu_ts(const void *pa, const void *pb_)
+{
+	const struct own *a = pa, *b = pb_;
+	if (a->cpu != b->cpu)
+		return a->cpu < b->cpu ? -1 : 1;
+	return a->ts < b->ts ? -1 : a->ts > b->ts;
+}
+
+/* A thread that exits is never switched out (its event goes first): its last time on the CPU
+ * ends at the next record of another of the program's threads on that CPU, else at the end. */
+static uint64_t left_cpu(const struct own *bycpu, size_t n, const struct own *o, uint64_t last_ns)
+{
+	size_t lo = 0, hi = n;
+	while (lo < hi) { /* the first record on o's CPU after o */
+		size_t mid = (lo + hi) / 2;
+		if (bycpu[mid].cpu < o->cpu || (bycpu[mid].cpu == o->cpu && bycpu[mid].ts <= o->ts))
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo < n && bycpu[lo].cpu == o->cpu ? bycpu[lo].ts : last_ns > o->ts ? last_ns : o->ts;
+}
+
+void weft_pf_sched_finish(struct weft_pf_sched *s, struct pb *b, uint32_t seq, const struct weft_proc *p,
+			  uint64_t proc_uuid, uint64_t last_ns, uint64_t (*mix)(uint64_t, uint64_t))
+{
+	if (!s)
+		return;
+	weft_pf_sched_close(s, b);
+	struct own *bycpu = s->nown ? malloc(s->nown * sizeof(*bycpu)) : NULL;
+	if (s->nown && !bycpu)
+		oom();
+	if (s->nown)
+		memcpy(bycpu, s->own, s->nown * sizeof(*bycpu));
+	qsort(bycpu, s->nown, sizeof(*bycpu), by_cpu_ts);
+	qsort(s->own, s->nown, sizeof(*s->own), by_tid_ts);
+	for (size_t i = 0; i < s->nown;) {
+		uint32_t tid = s->own[i].tid;
+		uint64_t track = mix(mix(7, (uint64_t)(uint32_t)p->pid), tid);
+		const char *tn = tid == (uint32_t)p->pid && p->name ? p->name : "";
+		for (size_t k = 0; k < p->nthreads; k++)
+			if (p->threads[k].tid == tid && p->threads[k].name)
+				tn = p->threads[k].name;
+		char name[300];
+		snprintf(name, sizeof(name), "%s %u: on/off CPU", tn, tid);
+		size_t pk = pb_begin(b, TRACE_PACKET);
+		pb_varint(b, TP_SEQ_ID, seq);
+		size_t td = pb_begin(b, TP_TRACK_DESCRIPTOR);
+		pb_varint(b, TD_UUID, track);
+		pb_varint(b, TD_PARENT, proc_uuid);
+		pb_string(b, TD_NAME, name);
+		pb_end(b, td);
+		pb_end(b, pk);
+		int open = 0; /* 0 none, 1 on CPU, 2 off CPU */
+		uint64_t ts = 0;
+		const struct own *last_in = NULL;
+		for (; i < s->nown && s->own[i].tid == tid; i++) {
+			const struct own *o = &s->own[i];
+			ts = o->ts;
+			if (o->in)
+				last_in = o;
+			if (o->in && open == 1)
+				continue; /* two ins in a row: a lost out */
+			if (!o->in && open == 2)
+				continue;
+			if (open)
+				slice(b, seq, o->ts, track, TYPE_END, NULL, NULL, 0, NULL);
+			if (o->in) {
+				slice(b, seq, o->ts, track, TYPE_BEGIN, "on CPU", "cpu", o->cpu, NULL);
+				open = 1;
+			} else if (i + 1 < s->nown && s->own[i + 1].tid == tid) { /* the last out: nothing after */
+				slice(b, seq, o->ts, track, TYPE_BEGIN, "off CPU", "reason", 0,
+				      o->preempt ? "preempted" : "blocked");
+				open = 2;
+			} else {
+				open = 0;
+			}
+		}
+		if (open == 1 && last_in)
+			slice(b, seq, left_cpu(bycpu, s->nown, last_in, last_ns), track, TYPE_END, NULL, NULL, 0, NULL);
+		else if (open)
+			slice(b, seq, last_ns > ts ? last_ns : ts, track, TYPE_END, NULL, NULL, 0, NULL);
+	}
+	free(bycpu);
+	free(s->own);
+	free(s->key);
+	free(s->name);
+	free(s);
+}
+
+void weft_pf_sched_system_info(struct pb *b, const struct weft_trace *t)
+{
+	const struct weft_proc *p = NULL;
+	for (size_t i = 0; i < t->nprocs && !p; i++)
+		if (t->procs[i].has_sched && t->procs[i].sched_mode == 1)
+			p = &t->procs[i];
+	if (!p)
+		return;
+	size_t pk = pb_begin(b, TRACE_PACKET);
+	pb_varint(b, TP_SEQ_ID, 1);
+	size_t si = pb_begin(b, TP_SYSTEM_INFO);
+	size_t u = pb_begin(b, SI_UTSNAME);
+	pb_string(b, UTS_SYSNAME, "Linux");
+	pb_string(b, UTS_RELEASE, p->sched_release);
+	pb_string(b, UTS_MACHINE, p->sched_machine);
+	pb_end(b, u);
+	pb_end(b, si);
+	pb_end(b, pk);
+}

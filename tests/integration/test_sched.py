@@ -1,0 +1,117 @@
+"""weft record --sched: scheduling on the timeline. As root, the kernel's sched_switch,
+sched_waking, task_newtask and task_rename tracepoints of every task go into the trace and the
+.pftrace carries them as ftrace bundles, so trace_processor's thread_state shows what each
+thread of schedmix did inside its weft slice (on the same utid as the slice). Without root
+(the program run as nobody) the program's own context switches are recorded instead, said in
+one line, and shown as on/off-CPU slices. Lower bounds only: this machine is shared."""
+import os
+import subprocess
+import unittest
+from weftlib import TraceTest, main, run, WEFT, BUILD
+
+SCHEDMIX = os.path.join(BUILD, "schedmix")
+MS = 1000000
+
+# per weft slice: the time its thread spent in each state inside the slice
+IN_SLICE = ("select s.name as slice, tt.utid as utid, s.dur as dur, st.state as state, "
+            "sum(min(st.ts + st.dur, s.ts + s.dur) - max(st.ts, s.ts)) as t "
+            "from slice s join thread_track tt on s.track_id = tt.id "
+            "join thread_state st on st.utid = tt.utid "
+            "where st.dur > 0 and st.ts < s.ts + s.dur and st.ts + st.dur > s.ts "
+            "group by s.id, st.state")
+
+
+class Sched(TraceTest):
+    def states(self, pftrace):
+        rows, = self.tp(pftrace, IN_SLICE)
+        out = {}
+        for r in rows:
+            out.setdefault((r["slice"], r["utid"]), {"dur": r["dur"]})[r["state"]] = r["t"]
+        return out
+
+    @unittest.skipUnless(os.geteuid() == 0, "the tracepoints need root")
+    def test_thread_state_of_the_programs_threads(self):
+        data = os.path.join(self.tmp, "s.data")
+        p = run([WEFT, "record", "-o", data, "--sched", "--", SCHEDMIX])
+        self.assertIn("schedmix done", p.stdout)
+        self.assertNotIn("sched:", p.stderr)  # no notice, nothing unavailable
+        info = run([WEFT, "info", data]).stdout
+        self.assertRegex(info, r"sched:    every task on \d+ CPUs \(tracepoints sched_switch, sched_waking, "
+                               r"task_newtask, task_rename\): \d+ records, 0 lost, 1 reader thread")
+        pf = os.path.join(data, "trace.pftrace")
+        rows, = self.tp(pf, "select name, value from stats where value > 0 and severity in ('error', 'data_loss')")
+        # this VM sometimes loses a switch-out of threads that are not the program's
+        self.assertEqual([r for r in rows if r["name"] != "mismatched_sched_switch_tids"], [], rows)
+        # every thread of the program is one utid: its slices' and its scheduling
+        rows, = self.tp(pf, "select t.tid, count(distinct t.utid) as n from thread t "
+                            "join process p using(upid) where p.name = 'schedmix' group by t.tid")
+        self.assertTrue(rows)
+        self.assertTrue(all(r["n"] == 1 for r in rows), rows)
+        st = self.states(pf)
+        by_name = {}
+        for (name, utid), v in st.items():
+            by_name.setdefault(name, []).append(v)
+        self.assertEqual(sorted(by_name), ["contend", "sleep", "spin"], st)
+        sleep, = by_name["sleep"]
+        self.assertGreaterEqual(sleep.get("S", 0), 40 * MS, sleep)
+        spin, = by_name["spin"]
+        # it never sleeps: on a CPU or waiting for one the whole slice, and running most of it
+        # (on a shared two-CPU machine other tasks take their turns)
+        self.assertGreaterEqual(spin.get("Running", 0) + spin.get("R", 0) + spin.get("R+", 0), spin["dur"] * 9 // 10, spin)
+        self.assertGreaterEqual(spin.get("Running", 0), spin["dur"] * 3 // 10, spin)
+        self.assertLess(spin.get("S", 0), 5 * MS, spin)
+        self.assertEqual(len(by_name["contend"]), 2)
+        for c in by_name["contend"]:
+            # each sleeps holding the mutex 4 x 10 ms, or waits for it asleep; runs between
+            self.assertGreaterEqual(c.get("S", 0), 35 * MS, c)
+            self.assertGreater(c.get("Running", 0), 0, c)
+        # the CPU tracks: sched slices of the program's threads, and the kernel named them
+        rows, = self.tp(pf, "select count(*) as n from sched join thread using(utid) where thread.name = 'spinner'")
+        self.assertGreater(rows[0]["n"], 0)
+        # the ftrace bundles and system_info are valid Perfetto protos
+        text = self.protoc_decode(pf)
+        self.assertIn("sched_switch {", text)
+        self.assertIn("utsname {", text)
+
+    @unittest.skipUnless(os.geteuid() == 0, "needs root to drop privileges")
+    def test_without_root_own_context_switches(self):
+        os.chmod(self.tmp, 0o777)
+        data = os.path.join(self.tmp, "n.data")
+        p = run(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups",
+                 WEFT, "record", "-o", data, "--sched", "--", SCHEDMIX], cwd=self.tmp)
+        self.assertIn("schedmix done", p.stdout)
+        with open("/proc/sys/kernel/perf_event_paranoid") as f:
+            level = int(f.read())
+        self.assertIn(f"weft: sched: full scheduling needs root (perf_event_paranoid {level}): recording the "
+                      "program's own context switches\n", p.stderr)
+        info = run([WEFT, "info", data]).stdout
+        self.assertRegex(info, r"sched:    the program's own context switches on \d+ CPUs \(no root\): \d+ records, 0 lost")
+        pf = os.path.join(data, "trace.pftrace")
+        self.tp_no_errors(pf)
+        rows, = self.tp(pf, "select s.name, s.ts, s.dur from slice s join track t on s.track_id = t.id "
+                            "where t.name like 'sleeper %: on/off CPU'")
+        off = [r for r in rows if r["name"] == "off CPU"]
+        self.assertTrue(any(r["name"] == "on CPU" for r in rows), rows)
+        rows2, = self.tp(pf, "select ts, dur from slice where name = 'sleep'")
+        sl = rows2[0]
+        inside = sum(min(r["ts"] + r["dur"], sl["ts"] + sl["dur"]) - max(r["ts"], sl["ts"])
+                     for r in off if r["ts"] < sl["ts"] + sl["dur"] and r["ts"] + r["dur"] > sl["ts"])
+        self.assertGreaterEqual(inside, 40 * MS, (rows, sl))
+
+    def test_bad_sched_threads(self):
+        p = run([WEFT, "record", "--sched-threads", "0", "--", SCHEDMIX], check=False, cwd=self.tmp)
+        self.assertEqual(p.returncode, 2)
+        self.assertEqual(p.stderr, "weft: record: bad value '0' for --sched-threads: expected 1 to 16 "
+                                   "(threads reading the per-CPU rings)\n")
+
+    @unittest.skipUnless(os.geteuid() == 0, "the tracepoints need root")
+    def test_two_reader_threads(self):
+        data = os.path.join(self.tmp, "t.data")
+        run([WEFT, "record", "-q", "-o", data, "--sched", "--sched-threads", "2", "--", SCHEDMIX])
+        info = run([WEFT, "info", data]).stdout
+        self.assertRegex(info, r"0 lost, (1 reader thread|2 reader threads)\n")
+        self.assertIn('"weft-sched"', info)
+
+
+if __name__ == "__main__":
+    main()
