@@ -57,6 +57,10 @@ enum weft_rec_type {
 	 * word0 the time in CLOCK_BOOTTIME ns (not ticks), id the tid that made it, track the
 	 * source (1 page fault: a first touch); extra words: data address, instruction address */
 	WEFT_R_ACCESS = 28,
+	/* a system sampler reading (format 1.5; written by the runtime's sampler thread,
+	 * collect/sampler.c): word0 the time in CLOCK_BOOTTIME ns (not ticks), id the channel (a
+	 * SYS_CHANNEL metadata record), one extra word: the reading */
+	WEFT_R_SAMPLE = 30,
 };
 
 /* Flags of an END's extra word. */
