@@ -87,10 +87,13 @@ enum weft_meta_type {
 	WEFT_M_WATCH = 19,  /* u32 n, u32 threads not watched, u64 lost, n x (u64 addr, u32 len, u32
 			     * source, u64 hits), then n names (\0-terminated, "" for an address): at stop */
 	WEFT_M_SYS_SOURCE = 23, /* (1.5) u32 source (enum weft_sys_source), u32 state (enum
-				 * weft_sys_state), u64 period ns, then text\0: what it samples, or why not */
+				 * weft_sys_state), u64 period ns, u32 the sampler thread's tid, u32 0,
+				 * then text\0: what it samples, or why not (the last one of a source counts) */
 	WEFT_M_SYS_CHANNEL = 24, /* (1.5) u32 channel, u16 kind (enum weft_sys_kind), u16 0, u32 index
 				  * (CPU, GPU, RAPL domain), u32 0, u64 aux (RAPL: max_energy_range_uj),
 				  * then name\0 */
+	WEFT_M_SYS_OVERHEAD = 25, /* (1.5) at stop: u64 CPU ns of the sampler thread, u64 its wall ns,
+				   * u64 rounds (wake-ups that sampled something) */
 	WEFT_M_MEMORY = 17, /* u32 flags (1 recording, 2 stacks), u32 0, u64 threshold bytes, u64
 			     * sampling bytes (0: every block), u64 frees not recorded (unknown
 			     * to the interposer) */
