@@ -63,6 +63,14 @@ static void help(FILE *f)
 		"                          too). Each hit stops the thread in the kernel: watch what is\n"
 		"                          written rarely. Said unavailable where a self-test at start\n"
 		"                          sees watchpoints not fire (some virtual machines)\n"
+		"      --cpu-mem           sample the CPU time and RSS of every process every 10 ms (see\n"
+		"                          --sample-period): counter tracks, and every slice longer than\n"
+		"                          the period gets cpu.user_ns, cpu.sys_ns, mem.rss_bytes args\n"
+		"      --power             sample CPU frequency (every --sample-period), RAPL and NVIDIA\n"
+		"                          GPU power (every --power-period, default 1s); what the machine\n"
+		"                          lacks is said unavailable in weft info\n"
+		"      --sample-period T   cpu-mem and CPU frequency period (default 10ms)\n"
+		"      --power-period T    RAPL and GPU power period (default 1s)\n"
 		"      --python[=calls]    record every Python function call (CPython 3.11: a frame-\n"
 		"                          evaluation hook installed at start-up through a sitecustomize\n"
 		"                          module weft puts first on PYTHONPATH), nested with the\n"
@@ -250,6 +258,7 @@ static const struct passed_option *passed_option(int opt)
 		{'b', "-b/--buffer-size", "buffer_size"}, {'w', "--writers", "writers"},
 		{'z', "-z/--compression", "compression"}, {'D', "-D/--depth", "func_depth"},
 		{'t', "-t/--time-filter", "func_min"}, {'R', "--mem-access-period", "mem_access_period"},
+		{'S', "--sample-period", "sample_period"}, {'T', "--power-period", "power_period"},
 	};
 	for (size_t i = 0; i < sizeof(table) / sizeof(table[0]); i++)
 		if (table[i].opt == opt)
@@ -315,6 +324,8 @@ int cmd_record(int argc, char **argv)
 		{"mem-access", optional_argument, 0, 'A'}, {"watch", required_argument, 0, 'W'},
 		{"mem-access-period", required_argument, 0, 'R'},
 		{"python", optional_argument, 0, 'P'},
+		{"cpu-mem", no_argument, 0, 'C'}, {"power", no_argument, 0, 'E'},
+		{"sample-period", required_argument, 0, 'S'}, {"power-period", required_argument, 0, 'T'},
 		{"quiet", no_argument, 0, 'q'}, {"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
 	char names[1024] = "", why[256];
 	const char *outdir = "weft.data";
@@ -332,6 +343,8 @@ int cmd_record(int argc, char **argv)
 		case 'z':
 		case 'D':
 		case 'R':
+		case 'S':
+		case 'T':
 		case 't': {
 			const struct passed_option *po = passed_option(c);
 			if (check_option(po->flag, po->key, optarg))
@@ -408,6 +421,8 @@ int cmd_record(int argc, char **argv)
 			}
 			python = 1;
 			break;
+		case 'C': ADD(":cpu_mem=1"); break;
+		case 'E': ADD(":power=1"); break;
 		case 'q': quiet = 1; break;
 		case 'h': help(stdout); return WEFT_EXIT_OK;
 		default:
@@ -572,7 +587,8 @@ int cmd_record(int argc, char **argv)
 				       "run with -S, -I or -E, which skip weft's start-up hook)?", argv[optind]);
 		else if (python)
 			; /* Python calls are what was asked for: native functions are a bonus */
-		else if (!funcs && !strstr(extra, ":memory=1") && !strstr(extra, ":mem_access=") && !watch[0])
+		else if (!funcs && !strstr(extra, ":memory=1") && !strstr(extra, ":mem_access=") && !watch[0] &&
+			 !strstr(extra, ":cpu_mem=1") && !strstr(extra, ":power=1"))
 			weft_cli_error("record", "no function events were recorded: was %s built with "
 				       "-finstrument-functions? (only weft.h events are traced otherwise)", argv[optind]);
 		else if (!funcs && !strstr(extra, ":memory_stacks=1") && strstr(extra, ":memory=1"))
