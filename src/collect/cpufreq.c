@@ -86,7 +86,7 @@ static int open_cpufreq(char *desc, size_t n)
 				 strerror(first_err));
 		return -(first_err ? first_err : ENOENT);
 	}
-	snprintf(desc, n, "scaling_cur_freq of %d CPU%s of %d (%s), every %.3g ms, on change; idle states not sampled "
+	snprintf(desc, n, "scaling_cur_freq of %d CPU%s of %d (%s), every %.6g ms, on change; idle states not sampled "
 		 "(sysfs has no current state)", ncpus, ncpus == 1 ? "" : "s", k, dir,
 		 (double)weft_cfg.sample_period_ns / 1e6);
 	return 0;

@@ -120,7 +120,7 @@ static int open_nvml(char *desc, size_t n)
 		unload();
 		return -ENODEV;
 	}
-	snprintf(desc, n, "power of %d GPU%s (%s), energy of %d, every %.3g ms", ngpus, ngpus == 1 ? "" : "s",
+	snprintf(desc, n, "power of %d GPU%s (%s), energy of %d, every %.6g ms", ngpus, ngpus == 1 ? "" : "s",
 		 weft_cfg.nvml_lib, with_energy, (double)weft_cfg.power_period_ns / 1e6);
 	return 0;
 }

@@ -31,7 +31,7 @@ static int open_procstat(char *desc, size_t n)
 	ch_sys = weft_sys_channel(WEFT_SYSK_CPU_SYS_NS, 0, 0, "cpu.sys", WEFT_SYSCH_HOLD);
 	if (statm_fd >= 0)
 		ch_rss = weft_sys_channel(WEFT_SYSK_RSS_BYTES, 0, 0, "mem.rss", WEFT_SYSCH_HOLD);
-	snprintf(desc, n, "user and system CPU time (getrusage)%s%s%s%s, every %.3g ms",
+	snprintf(desc, n, "user and system CPU time (getrusage)%s%s%s%s, every %.6g ms",
 		 statm_fd >= 0 ? " and RSS (" : "; RSS unavailable: ", path, statm_fd >= 0 ? ")" : ": ",
 		 statm_fd >= 0 ? "" : strerror(e), (double)weft_cfg.sample_period_ns / 1e6);
 	return 0;

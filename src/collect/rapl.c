@@ -107,7 +107,7 @@ static int open_rapl(char *desc, size_t n)
 						     : "");
 		return -(first_err ? first_err : ENOENT);
 	}
-	snprintf(desc, n, "energy_uj of %d RAPL zone%s (%s), every %.3g ms", nzones, nzones == 1 ? "" : "s", dir,
+	snprintf(desc, n, "energy_uj of %d RAPL zone%s (%s), every %.6g ms", nzones, nzones == 1 ? "" : "s", dir,
 		 (double)weft_cfg.power_period_ns / 1e6);
 	return 0;
 }
