@@ -61,6 +61,10 @@ enum weft_rec_type {
 	 * sched=1): word0 the time in CLOCK_BOOTTIME ns (not ticks), id the CPU, track the kind
 	 * (enum weft_sched_kind in src/collect/sched_tp.h; docs/format.md lists the extra words) */
 	WEFT_R_SCHED = 29,
+	/* a system sampler reading (format 1.5; written by the runtime's sampler thread,
+	 * collect/sampler.c): word0 the time in CLOCK_BOOTTIME ns (not ticks), id the channel (a
+	 * SYS_CHANNEL metadata record), one extra word: the reading */
+	WEFT_R_SAMPLE = 30,
 };
 
 /* Flags of an END's extra word. */

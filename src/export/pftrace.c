@@ -16,6 +16,7 @@
 #include "export/pb.h"
 #include "export/pftrace-memory.h"
 #include "export/pftrace-sched.h"
+#include "export/pftrace-system.h"
 #include "format/format.h"
 #include <errno.h>
 #include <pthread.h>
@@ -99,6 +100,11 @@ struct seq_enc {
 	const struct weft_trace *t;
 	int described;                    /* the thread's descriptor is out */
 	struct weft_pf_sched *sched;      /* SCHED records of this stream (a sched reader's) */
+	const struct weft_sys_proc *sys;  /* the process's sampler readings, when slices get CPU/RSS args */
+	struct { uint64_t serial, ts; } *open; /* slices open on this thread (their begin times) */
+	size_t nopen, opencap;
+	uint64_t end_begin;               /* the slice being ended began then (end_known) */
+	int end_known;
 };
 
 static int seen(struct seq_enc *e, uint64_t uuid)
@@ -258,7 +264,8 @@ static int packet_fast(struct seq_enc *e, const struct weft_ev *ev, uint64_t ts,
 {
 	const struct weft_proc *p = e->p;
 	if (track != e->tuuid || ev->nargs || ev->nout || ev->nin || ev->flags ||
-	    ev->kind == WEFT_EV_DROPPED || type == TYPE_COUNTER || (e->mem && type == TYPE_END))
+	    ev->kind == WEFT_EV_DROPPED || type == TYPE_COUNTER || (e->mem && type == TYPE_END) ||
+	    (e->end_known && type == TYPE_END))
 		return 0;
 	uint32_t id = ev->id, ci = 0;
 	if (type != TYPE_END) {
@@ -358,6 +365,8 @@ static void packet(struct seq_enc *e, const struct weft_ev *ev, uint64_t ts, uns
 			e->mem && ev->kind == WEFT_EV_END ? weft_mem_slice(e->mem, (size_t)(e->th - p->threads), ev->serial) : NULL;
 		if (ms)
 			weft_pf_mem_slice_args(b, ms);
+		if (e->end_known)
+			weft_pf_sys_slice_args(b, e->sys, e->end_begin, ts);
 	}
 	pb_end(b, te);
 	pb_end(b, pk);
@@ -449,6 +458,31 @@ static void big_alloc(struct seq_enc *e, const struct weft_ev *ev)
 }
 
 static void thread_descriptor(struct seq_enc *e, uint64_t ts);
+/* With sampler readings: slices' begin times, for their CPU and RSS args at the end. */
+static void note_slice(struct seq_enc *e, const struct weft_ev *ev)
+{
+	e->end_known = 0;
+	if (ev->kind == WEFT_EV_BEGIN) {
+		if (e->nopen == e->opencap) {
+			e->opencap = e->opencap ? e->opencap * 2 : 64;
+			e->open = realloc(e->open, e->opencap * sizeof(*e->open));
+			if (!e->open)
+				weft_oom("writing the .pftrace");
+		}
+		e->open[e->nopen].serial = ev->serial;
+		e->open[e->nopen++].ts = ev->ts;
+	} else if (ev->kind == WEFT_EV_END) {
+		for (size_t i = e->nopen; i-- > 0;) { /* the innermost, nearly always */
+			if (e->open[i].serial != ev->serial)
+				continue;
+			e->end_begin = e->open[i].ts;
+			e->end_known = 1;
+			memmove(&e->open[i], &e->open[i + 1], (e->nopen - i - 1) * sizeof(*e->open));
+			e->nopen--;
+			break;
+		}
+	}
+}
 
 static void on_event(void *ud, const struct weft_ev *ev)
 {
@@ -466,6 +500,8 @@ static void on_event(void *ud, const struct weft_ev *ev)
 		thread_descriptor(e, ev->ts);
 	drain(e, 1u << 20);
 	uint64_t track = track_for(e, ev);
+	if (e->sys)
+		note_slice(e, ev);
 	switch (ev->kind) {
 	case WEFT_EV_BEGIN: case WEFT_EV_ASYNC_BEGIN:
 		packet(e, ev, ev->ts, TYPE_BEGIN, track);
@@ -489,7 +525,10 @@ static void on_event(void *ud, const struct weft_ev *ev)
 		end.kind = WEFT_EV_END;
 		end.nargs = end.nout = end.nin = 0;
 		end.flags = 0;
+		e->end_begin = ev->ts;
+		e->end_known = e->sys != NULL;
 		packet(e, &end, ev->end_ts, TYPE_END, track);
+		e->end_known = 0;
 		break;
 	}
 	default:
@@ -579,6 +618,7 @@ static void encode_thread(size_t i, void *ud)
 	free(e->keyed);
 	free(e->catted);
 	free(e->lanes_seen);
+	free(e->open);
 }
 
 static void build_cats(const struct weft_proc *p, struct proc_cats *c)
@@ -602,7 +642,7 @@ static void build_cats(const struct weft_proc *p, struct proc_cats *c)
 	}
 }
 
-static void header(const struct weft_trace *t, const struct weft_mem *mem, struct pb *b)
+static void header(const struct weft_trace *t, const struct weft_mem *mem, const struct weft_sys *sys, struct pb *b)
 {
 	/* Clock snapshot: BOOTTIME is the trace clock; REALTIME lets the UI show wall time. */
 	uint64_t boot = t->first_ns, real = 0;
@@ -681,6 +721,7 @@ static void header(const struct weft_trace *t, const struct weft_mem *mem, struc
 		if (mp)
 			weft_pf_mem_tracks(b, mp, proc_uuid(p->pid), mix);
 	}
+	weft_pf_sys_tracks(b, sys, mix, proc_uuid);
 }
 
 static void drain_cb(void *ctx)
@@ -707,9 +748,17 @@ int weft_export_pftrace(const struct weft_trace *t, FILE *out, int jobs, int def
 		free(cats);
 		return rc;
 	}
+	struct weft_sys *sys = NULL;
+	if ((rc = weft_sys_analyze(t, &sys, err, errlen))) {
+		weft_mem_free(mem);
+		free(encs);
+		free(cats);
+		return rc;
+	}
 	size_t k = 0;
 	for (size_t i = 0; i < t->nprocs; i++) {
 		const struct weft_proc *p = &t->procs[i];
+		const struct weft_sys_proc *sp = weft_sys_for(sys, p);
 		build_cats(p, &cats[i]);
 		for (size_t h = 0; h < p->nthreads; h++, k++) {
 			encs[k].p = p;
@@ -720,6 +769,7 @@ int weft_export_pftrace(const struct weft_trace *t, FILE *out, int jobs, int def
 			encs[k].tuuid = thread_uuid(p->pid, p->threads[h].tid, p->threads[h].serial);
 			encs[k].mem = weft_mem_for(mem, p);
 			encs[k].big_alloc = mem->big_alloc;
+			encs[k].sys = sp && sp->slice_min_ns ? sp : NULL;
 
 		}
 	}
@@ -727,7 +777,7 @@ int weft_export_pftrace(const struct weft_trace *t, FILE *out, int jobs, int def
 		sum->dropped += weft_proc_dropped(&t->procs[i]);
 	/* descriptors of processes, named tracks and counters first, then the threads */
 	struct seq_enc head = {.file = &file};
-	header(t, mem, &head.out);
+	header(t, mem, sys, &head.out);
 	drain(&head, 1);
 	struct job j = {t, encs};
 	weft_parallel_for(n, jobs, encode_thread, &j);
@@ -740,10 +790,13 @@ int weft_export_pftrace(const struct weft_trace *t, FILE *out, int jobs, int def
 		weft_pf_mem_counters(&head.out, mp, seq++, mix, drain_cb, &head);
 		seq += weft_pf_mem_profiles(&head.out, mp, seq, drain_cb, &head);
 	}
+	for (size_t i = 0; sys && i < sys->nprocs; i++) /* the sampler's readings, a sequence per process */
+		weft_pf_sys_counters(&head.out, &sys->procs[i], seq++, mix, drain_cb, &head);
 	drain(&head, 1);
 	enc_free(&head);
 	free(head.out.p);
 	weft_mem_free(mem);
+	weft_sys_free(sys);
 	for (size_t i = 0; i < n; i++)
 		weft_export_summary_add(sum, &encs[i].st);
 	sum->bytes = file.bytes;

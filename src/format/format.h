@@ -18,7 +18,8 @@
 #define WEFT_FMT_MAJOR 1
 #define WEFT_FMT_MINOR 5 /* 1: packing version 2; 2: thread serials (chunk seq, THREAD records);
                           * 3: memory records (ALLOC..STACK), RUSAGE; 4: SOURCE records, END flags;
-                          * 5: SCHED records and metadata */
+                          * 5: SCHED records and metadata; the system sampler (SAMPLE records,
+                          *    SYS_SOURCE, SYS_CHANNEL, SYS_OVERHEAD) */
 #define WEFT_META_MAGIC "WEFTMETA"
 #define WEFT_EVENTS_MAGIC "WEFTEVTS"
 #define WEFT_CHUNK_MAGIC 0x4b4e4843u /* "CHNK" */
@@ -88,9 +89,36 @@ enum weft_meta_type {
 			     * source, u64 hits), then n names (\0-terminated, "" for an address): at stop */
 	WEFT_M_SCHED = 21,  /* (1.5) u32 mode (0 off, 1 tracepoints, 2 own switches), u32 cpus, u64
 			     * records, u64 lost, u32 readers, u32 0, then release\0 machine\0 why\0 */
+	WEFT_M_SYS_SOURCE = 23, /* (1.5) u32 source (enum weft_sys_source), u32 state (enum
+				 * weft_sys_state), u64 period ns, u32 the sampler thread's tid, u32 0,
+				 * then text\0: what it samples, or why not (the last one of a source counts) */
+	WEFT_M_SYS_CHANNEL = 24, /* (1.5) u32 channel, u16 kind (enum weft_sys_kind), u16 0, u32 index
+				  * (CPU, GPU, RAPL domain), u32 0, u64 aux (RAPL: max_energy_range_uj),
+				  * then name\0 */
+	WEFT_M_SYS_OVERHEAD = 25, /* (1.5) at stop: u64 CPU ns of the sampler thread, u64 its wall ns,
+				   * u64 rounds (wake-ups that sampled something) */
 	WEFT_M_MEMORY = 17, /* u32 flags (1 recording, 2 stacks), u32 0, u64 threshold bytes, u64
 			     * sampling bytes (0: every block), u64 frees not recorded (unknown
 			     * to the interposer) */
+};
+
+/* System sampler sources (SYS_SOURCE) and their state. */
+enum weft_sys_source { WEFT_SYS_CPU_MEM = 1, WEFT_SYS_CPUFREQ = 2, WEFT_SYS_CPUIDLE = 3, WEFT_SYS_RAPL = 4,
+		       WEFT_SYS_NVML = 5 };
+enum weft_sys_state {
+	WEFT_SYS_UNAVAILABLE = 0, /* asked for, cannot run here: the text says why */
+	WEFT_SYS_USED = 1,        /* sampled by this process: the text says what */
+	WEFT_SYS_STANDBY = 2,     /* a system-wide source another process of the trace samples */
+};
+/* What a channel's SAMPLE readings are (SYS_CHANNEL kind). */
+enum weft_sys_kind {
+	WEFT_SYSK_CPU_USER_NS = 1, /* the process's user CPU time so far (getrusage) */
+	WEFT_SYSK_CPU_SYS_NS = 2,  /* ... system CPU time */
+	WEFT_SYSK_RSS_BYTES = 3,   /* its resident set */
+	WEFT_SYSK_CPUFREQ_KHZ = 4, /* index = CPU: scaling_cur_freq, written when it changes */
+	WEFT_SYSK_RAPL_UJ = 5,     /* index = domain: energy_uj (wraps at aux = max_energy_range_uj) */
+	WEFT_SYSK_GPU_POWER_MW = 6, /* index = GPU: nvmlDeviceGetPowerUsage */
+	WEFT_SYSK_GPU_ENERGY_MJ = 7, /* index = GPU: nvmlDeviceGetTotalEnergyConsumption */
 };
 
 struct weft_meta_rec_header {
@@ -124,7 +152,8 @@ static inline int weft_rec_is_event(unsigned type)
 {
 	return (type >= WEFT_R_BEGIN && type <= WEFT_R_COMPLETE) ||
 	       (type >= WEFT_R_ASYNC_INSTANT && type <= WEFT_R_FUNC_EXIT) ||
-	       (type >= WEFT_R_ALLOC && type <= WEFT_R_HEAP_USAGE) || type == WEFT_R_ACCESS;
+	       (type >= WEFT_R_ALLOC && type <= WEFT_R_HEAP_USAGE) || type == WEFT_R_ACCESS ||
+	       type == WEFT_R_SAMPLE;
 }
 
 static inline void weft_file_header_init(struct weft_file_header *h, const char *magic, int pid,

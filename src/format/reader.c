@@ -517,6 +517,43 @@ static void parse_meta(struct weft_trace *t, const char *name, const unsigned ch
 				p->has_rusage = 1;
 			}
 			break;
+		case WEFT_M_SYS_SOURCE:
+			if (len >= 24) {
+				uint32_t w[2];
+				memcpy(w, r, 8);
+				if (w[0] >= WEFT_SYS_NSOURCES)
+					break;
+				struct weft_sys_src_def *sd = &p->sys_sources[w[0]];
+				sd->present = 1;
+				sd->state = w[1];
+				memcpy(&sd->period_ns, r + 8, 8);
+				memcpy(&sd->tid, r + 16, 4);
+				free(sd->text);
+				sd->text = xstrndup((const char *)r + 24, bounded_len((const char *)r + 24, len - 24));
+			}
+			break;
+		case WEFT_M_SYS_CHANNEL:
+			if (len >= 24) {
+				struct weft_sys_chan_def c = {0};
+				uint16_t k;
+				memcpy(&c.id, r, 4);
+				memcpy(&k, r + 4, 2);
+				c.kind = k;
+				memcpy(&c.index, r + 8, 4);
+				memcpy(&c.aux, r + 16, 8);
+				c.name = xstrndup((const char *)r + 24, bounded_len((const char *)r + 24, len - 24));
+				p->sys_chans = xrealloc(p->sys_chans, (p->nsys_chans + 1) * sizeof(c));
+				p->sys_chans[p->nsys_chans++] = c;
+			}
+			break;
+		case WEFT_M_SYS_OVERHEAD:
+			if (len >= 24) {
+				memcpy(&p->sys_cpu_ns, r, 8);
+				memcpy(&p->sys_wall_ns, r + 8, 8);
+				memcpy(&p->sys_rounds, r + 16, 8);
+				p->has_sys_overhead = 1;
+			}
+			break;
 		case WEFT_M_FINISH:
 			if (len >= sizeof(p->fin)) {
 				memcpy(p->fin, r, sizeof(p->fin));
@@ -804,7 +841,8 @@ static void span_of(struct weft_trace *t, const struct weft_proc *p, const struc
 	for (size_t i = 0; i + 2 <= n; i += 2 + weft_rec_extra(w[i + 1])) {
 		unsigned type = weft_rec_type(w[i + 1]);
 		uint64_t ns, end;
-		if (type == WEFT_R_COMPLETE || type == WEFT_R_ACCESS || type == WEFT_R_SCHED) /* already ns */
+		if (type == WEFT_R_COMPLETE || type == WEFT_R_ACCESS || type == WEFT_R_SCHED ||
+		    type == WEFT_R_SAMPLE) /* already ns */
 			ns = end = w[i];
 		else if (weft_rec_has_ticks(type))
 			ns = end = weft_proc_ns(p, w[i]);
@@ -1093,6 +1131,11 @@ void weft_trace_free(struct weft_trace *t)
 		free(p->argv);
 		free(p->clock);
 		free(p->maps);
+		for (size_t c = 0; c < p->nsys_chans; c++)
+			free(p->sys_chans[c].name);
+		free(p->sys_chans);
+		for (size_t c = 0; c < WEFT_SYS_NSOURCES; c++)
+			free(p->sys_sources[c].text);
 		free(p->func_addr);
 		free(p->func_id);
 		free(p->name);

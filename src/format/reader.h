@@ -42,6 +42,22 @@ struct weft_thread_data {
 
 struct weft_clock_pt { uint64_t ticks, boot_ns, real_ns; };
 
+/* The system sampler (format 1.5): a channel (SYS_CHANNEL) and a source's last word (SYS_SOURCE). */
+struct weft_sys_chan_def {
+	uint32_t id;
+	unsigned kind, index; /* enum weft_sys_kind; the CPU, GPU or RAPL zone */
+	uint64_t aux;         /* RAPL: max_energy_range_uj */
+	char *name;
+};
+struct weft_sys_src_def {
+	int present;        /* a SYS_SOURCE record of this source was read */
+	uint32_t state;     /* enum weft_sys_state */
+	uint32_t tid;       /* the sampler thread */
+	uint64_t period_ns;
+	char *text;         /* what it samples, or why it cannot */
+};
+#define WEFT_SYS_NSOURCES 8 /* sys_sources[] is indexed by enum weft_sys_source */
+
 struct weft_proc {
 	int pid, ppid;
 	int gen;       /* 0, or N for the N-th image after exec (files PID.N.*) */
@@ -103,6 +119,11 @@ struct weft_proc {
 	int has_watch;
 	uint64_t watch_lost, watch_unwatched; /* samples lost; threads whose watchpoints failed */
 	uint64_t max_rss, user_ns, sys_ns;
+	struct weft_sys_chan_def *sys_chans; /* SYS_CHANNEL records, in order */
+	size_t nsys_chans;
+	struct weft_sys_src_def sys_sources[WEFT_SYS_NSOURCES];
+	int has_sys_overhead;                /* SYS_OVERHEAD: the sampler thread's own cost */
+	uint64_t sys_cpu_ns, sys_wall_ns, sys_rounds;
 	uint64_t bytes_stored, bytes_raw, nchunks_read, bad_chunks;
 };
 

@@ -26,6 +26,11 @@ void weft_config_defaults(struct weft_config *c)
 	c->sched_threads = 1;
 	c->compression = 1;
 	c->overflow = WEFT_OVERFLOW_DROP;
+	c->sample_period_ns = 10000000;
+	c->power_period_ns = 1000000000;
+	snprintf(c->sysfs_root, sizeof(c->sysfs_root), "/sys");
+	snprintf(c->procfs_root, sizeof(c->procfs_root), "/proc");
+	snprintf(c->nvml_lib, sizeof(c->nvml_lib), "libnvidia-ml.so.1");
 }
 
 int weft_parse_size(const char *s, uint64_t *out)
@@ -318,6 +323,23 @@ SETTER(set_overflow)
 	return 0;
 }
 
+SETTER(set_cpu_mem) { return parse_int(v, 0, 1, &c->cpu_mem); }
+SETTER(set_power) { return parse_int(v, 0, 1, &c->power); }
+/* sampling periods: 1 ms to 1 hour */
+static int set_period(uint64_t *dst, const char *v)
+{
+	uint64_t ns;
+	if (weft_parse_duration(v, &ns) || ns < 1000000 || ns > 3600000000000ull)
+		return -EINVAL;
+	*dst = ns;
+	return 0;
+}
+SETTER(set_sample_period) { return set_period(&c->sample_period_ns, v); }
+SETTER(set_power_period) { return set_period(&c->power_period_ns, v); }
+SETTER(set_sysfs_root) { return *v ? set_str(c->sysfs_root, sizeof(c->sysfs_root), v) : -EINVAL; }
+SETTER(set_procfs_root) { return *v ? set_str(c->procfs_root, sizeof(c->procfs_root), v) : -EINVAL; }
+SETTER(set_nvml_lib) { return *v ? set_str(c->nvml_lib, sizeof(c->nvml_lib), v) : -EINVAL; }
+
 static const struct {
 	const char *key;
 	setter_fn set;
@@ -348,6 +370,13 @@ static const struct {
 	{"watch", set_watch, "up to 4 of SYMBOL or 0xADDR, each with /LEN (1, 2, 4, 8) and /w or /rw, comma-separated"},
 	{"sched", set_sched, "0 or 1 (scheduling events; weft record's runtime)"},
 	{"sched_threads", set_sched_threads, "1 to 16 (threads reading the per-CPU rings)"},
+	{"cpu_mem", set_cpu_mem, "0 or 1 (sample the process's CPU time and RSS every sample_period)"},
+	{"power", set_power, "0 or 1 (sample CPU frequency every sample_period, RAPL and GPU power every power_period)"},
+	{"sample_period", set_sample_period, "a duration from 1ms to 1h such as 10ms (the default)"},
+	{"power_period", set_power_period, "a duration from 1ms to 1h such as 1s (the default)"},
+	{"sysfs_root", set_sysfs_root, "a directory standing for /sys (for tests)"},
+	{"procfs_root", set_procfs_root, "a directory standing for /proc (for tests)"},
+	{"nvml_lib", set_nvml_lib, "the NVML library dlopen loads (default libnvidia-ml.so.1)"},
 };
 
 const char *weft_config_valid(const char *key)
@@ -370,7 +399,7 @@ int weft_config_set(struct weft_config *c, const char *key, const char *val, int
 		return rc ? -EINVAL : 0;
 	}
 	if (log_errors) {
-		char keys[512] = "";
+		char keys[1024] = "";
 		for (size_t i = 0; i < sizeof(options) / sizeof(options[0]); i++) {
 			strncat(keys, i ? ", " : "", sizeof(keys) - strlen(keys) - 1);
 			strncat(keys, options[i].key, sizeof(keys) - strlen(keys) - 1);

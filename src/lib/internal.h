@@ -61,6 +61,14 @@ struct weft_config {
 	int nwatch;
 	int sched;                 /* sched=1: scheduling events (weft record --sched; the preload runtime) */
 	int sched_threads;         /* reader threads of the per-CPU rings (default 1) */
+	/* the system sampler (collect/sampler.c): one thread for every periodic source */
+	int cpu_mem;               /* the process's CPU time and RSS, at sample_period */
+	int power;                 /* CPU frequency at sample_period; RAPL and GPU power at power_period */
+	uint64_t sample_period_ns; /* default 10 ms */
+	uint64_t power_period_ns;  /* default 1 s */
+	char sysfs_root[512];      /* stands for /sys (tests: fixture trees) */
+	char procfs_root[512];     /* stands for /proc */
+	char nvml_lib[512];        /* what dlopen loads for NVML (default libnvidia-ml.so.1) */
 	char given[2048]; /* the options as given, for the trace metadata */
 };
 /* Written by config functions under weft_g.lock before start, read-only after start (except
@@ -167,6 +175,11 @@ WEFT_HIDDEN void weft_writers_stop(void);
 WEFT_HIDDEN void weft_writers_atfork_prepare(void);
 WEFT_HIDDEN void weft_writers_atfork_parent(void);
 WEFT_HIDDEN void weft_writers_atfork_child(void);
+
+/* ---- collect/sampler.c: the system sampler thread (cpu_mem=, power=) ---- */
+WEFT_HIDDEN void weft_sys_start(void); /* session start (under weft_g.lock): starts the thread if asked */
+WEFT_HIDDEN void weft_sys_stop(void);  /* weft_stop: a last sample, then the thread ends */
+WEFT_HIDDEN void weft_sys_atfork_child(void); /* the child's own thread (its trace is running) */
 
 /* ---- session.c: global state ---- */
 enum weft_run_state { WEFT_RUN_NEW = 0, WEFT_RUN_ON = 1, WEFT_RUN_FAILED = 2, WEFT_RUN_STOPPED = 3 };

@@ -166,6 +166,7 @@ static void start_locked(void)
 		return;
 	}
 	atomic_store(&weft_g.run, WEFT_RUN_ON);
+	weft_sys_start();
 }
 
 static void at_exit(void)
@@ -223,8 +224,10 @@ static void fork_child_locked(void)
 		weft_meta_process();
 		weft_registry_write_all();
 		weft_threads_after_fork();
-		if (weft_writers_start(weft_g.dir, weft_g.stem, pid) == 0)
+		if (weft_writers_start(weft_g.dir, weft_g.stem, pid) == 0) {
+			weft_sys_atfork_child();
 			return;
+		}
 	}
 	atomic_store(&weft_g.run, WEFT_RUN_FAILED);
 }
@@ -282,6 +285,7 @@ int weft_stop(void)
 	atomic_store(&weft_g.run, WEFT_RUN_STOPPED);
 	if (weft_g.before_stop)
 		weft_g.before_stop();
+	weft_sys_stop(); /* its last readings, while events are still taken */
 	weft_registry_reevaluate(); /* every site OFF: later events cost one load */
 	weft_threads_flush_all();
 	weft_writers_stop();

@@ -5,6 +5,7 @@
  */
 #include "tool/cmd.h"
 #include "format/reader.h"
+#include "format/format.h"
 #include <getopt.h>
 #include <stdio.h>
 #include <string.h>
@@ -179,6 +180,28 @@ int cmd_info(int argc, char **argv)
 				printf("            %s%s0x%llx, %u bytes, %s: %llu hits\n", w->name, w->name[0] ? " at " : "",
 				       (unsigned long long)w->addr, w->len, w->source == 6 ? "reads and writes" : "writes",
 				       (unsigned long long)w->hits);
+			}
+		}
+		int sampled = 0;
+		for (size_t k = 0; k < WEFT_SYS_NSOURCES; k++)
+			sampled |= p->sys_sources[k].present;
+		if (sampled) { /* the system sampler: each source asked for, used or why not */
+			static const char *const names[WEFT_SYS_NSOURCES] = {"?", "cpu-mem", "cpufreq", "cpuidle", "rapl", "nvml"};
+			printf("  sampler:  ");
+			if (p->has_sys_overhead)
+				printf("%.3f ms CPU in %.3f s (%.3f%%), %llu rounds\n", (double)p->sys_cpu_ns / 1e6,
+				       (double)p->sys_wall_ns / 1e9,
+				       p->sys_wall_ns ? 100.0 * (double)p->sys_cpu_ns / (double)p->sys_wall_ns : 0.0,
+				       (unsigned long long)p->sys_rounds);
+			else
+				printf("running, or ended without a clean stop\n");
+			for (size_t k = 0; k < WEFT_SYS_NSOURCES; k++) {
+				const struct weft_sys_src_def *sd = &p->sys_sources[k];
+				if (!sd->present)
+					continue;
+				printf("    %-8s %s: %s\n", names[k] ? names[k] : "?",
+				       sd->state == WEFT_SYS_USED ? "used" : sd->state == WEFT_SYS_STANDBY ? "standby" : "unavailable",
+				       sd->text ? sd->text : "");
 			}
 		}
 		if (p->has_rusage)

@@ -69,6 +69,14 @@ static void help(FILE *f)
 		"                          under each thread; without root the program's own context\n"
 		"                          switches, as on/off-CPU slices\n"
 		"      --sched-threads N   threads reading the per-CPU rings (default 1)\n"
+		"      --cpu-mem           sample the CPU time and RSS of every process every 10 ms (see\n"
+		"                          --sample-period): counter tracks, and every slice longer than\n"
+		"                          the period gets cpu.user_ns, cpu.sys_ns, mem.rss_bytes args\n"
+		"      --power             sample CPU frequency (every --sample-period), RAPL and NVIDIA\n"
+		"                          GPU power (every --power-period, default 1s); what the machine\n"
+		"                          lacks is said unavailable in weft info\n"
+		"      --sample-period T   cpu-mem and CPU frequency period (default 10ms)\n"
+		"      --power-period T    RAPL and GPU power period (default 1s)\n"
 		"      --python[=MODES]    record every Python function call (CPython 3.11: a frame-\n"
 		"                          evaluation hook installed at start-up through a sitecustomize\n"
 		"                          module weft puts first on PYTHONPATH), nested with the\n"
@@ -287,6 +295,7 @@ static const struct passed_option *passed_option(int opt)
 		{'z', "-z/--compression", "compression"}, {'D', "-D/--depth", "func_depth"},
 		{'t', "-t/--time-filter", "func_min"}, {'R', "--mem-access-period", "mem_access_period"},
 		{'T', "--sched-threads", "sched_threads"},
+		{'Q', "--sample-period", "sample_period"}, {'U', "--power-period", "power_period"},
 	};
 	for (size_t i = 0; i < sizeof(table) / sizeof(table[0]); i++)
 		if (table[i].opt == opt)
@@ -353,6 +362,8 @@ int cmd_record(int argc, char **argv)
 		{"mem-access-period", required_argument, 0, 'R'},
 		{"python", optional_argument, 0, 'P'},
 		{"sched", no_argument, 0, 'S'}, {"sched-threads", required_argument, 0, 'T'},
+		{"cpu-mem", no_argument, 0, 'C'}, {"power", no_argument, 0, 'E'},
+		{"sample-period", required_argument, 0, 'Q'}, {"power-period", required_argument, 0, 'U'},
 		{"quiet", no_argument, 0, 'q'}, {"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
 	char names[1024] = "", why[256];
 	const char *outdir = "weft.data";
@@ -370,6 +381,8 @@ int cmd_record(int argc, char **argv)
 		case 'z':
 		case 'D':
 		case 'R':
+		case 'Q':
+		case 'U':
 		case 'T':
 		case 't': {
 			const struct passed_option *po = passed_option(c);
@@ -444,6 +457,8 @@ int cmd_record(int argc, char **argv)
 			}
 			break;
 		case 'S': ADD(":sched=1"); break;
+		case 'C': ADD(":cpu_mem=1"); break;
+		case 'E': ADD(":power=1"); break;
 		case 'q': quiet = 1; break;
 		case 'h': help(stdout); return WEFT_EXIT_OK;
 		default:
@@ -611,7 +626,8 @@ int cmd_record(int argc, char **argv)
 		else if (python)
 			; /* Python calls are what was asked for: native functions are a bonus */
 		else if (!funcs && !strstr(extra, ":memory=1") && !strstr(extra, ":mem_access=") && !watch[0] &&
-			 !strstr(extra, ":sched=1")) {
+			 !strstr(extra, ":sched=1") &&
+			 !strstr(extra, ":cpu_mem=1") && !strstr(extra, ":power=1")) {
 			const char *base = strrchr(argv[optind], '/') ? strrchr(argv[optind], '/') + 1 : argv[optind];
 			if (!strncmp(base, "python", 6))
 				weft_cli_error("record", "no native function events: add --python to record every "

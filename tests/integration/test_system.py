@@ -1,0 +1,114 @@
+"""The system sampler (cpu_mem=, power=; weft record --cpu-mem --power): fixture trees under
+tests/data/system stand for /sys and /proc (sysfs_root=, procfs_root=) and a stub NVML
+(tests/programs/nvml_stub.c, nvml_lib=) whose readings follow its call count, so every value
+on the .pftrace's counter tracks is known exactly; sysprobe (tests/programs/sysprobe.c)
+rewrites a fixture file and waits until the sampler has read it. The real /proc and getrusage
+are checked with lower bounds only. Read back with trace_processor and protoc."""
+import os
+import shutil
+from weftlib import TraceTest, main, run, WEFT, BUILD, SRC
+
+PAGE = os.sysconf("SC_PAGE_SIZE")
+PROBE = os.path.join(BUILD, "sysprobe")
+STUB = os.path.join(BUILD, "nvml_stub.so")
+FIXTURES = os.path.join(SRC, "tests", "data", "system")
+MAX_UJ = 262143328850  # max_energy_range_uj of both fixture zones
+
+
+class System(TraceTest):
+    def fixture(self):
+        root = os.path.join(self.tmp, "fx")
+        shutil.copytree(FIXTURES, root)
+        return os.path.join(root, "sys"), os.path.join(root, "proc")
+
+    def counters(self, pf):
+        rows, = self.tp(pf, "select t.name, c.ts, c.value from counter c join counter_track t on c.track_id = t.id "
+                            "order by t.name, c.ts")
+        tracks = {}
+        for r in rows:
+            tracks.setdefault(r["name"], []).append((r["ts"], r["value"]))
+        return tracks
+
+    def test_fixtures_exact(self):
+        sysfs, procfs = self.fixture()
+        freq0 = os.path.join(sysfs, "devices/system/cpu/cpu0/cpufreq/scaling_cur_freq")
+        pkg = os.path.join(sysfs, "class/powercap/intel-rapl:0/energy_uj")
+        opts = (f"cpu_mem=1:power=1:power_period=20ms:sysfs_root={sysfs}:procfs_root={procfs}:nvml_lib={STUB}")
+        # package-0: 262142000000 (fixture) -> 262143000000 -> 1000000 (past max_energy_range_uj)
+        data, _ = self.record("sysprobe", ["wait", freq0, "set", freq0, "2400000", "set", pkg, "262143000000",
+                                           "set", freq0, "1800000", "set", pkg, "000001000000",
+                                           "nvml", STUB, 6], options=opts)
+        info = run([WEFT, "info", data]).stdout
+        self.assertIn("cpu-mem  used: user and system CPU time (getrusage) and RSS", info)
+        self.assertIn("cpufreq  used: scaling_cur_freq of 2 CPUs of 3", info)
+        self.assertIn("rapl     used: energy_uj of 2 RAPL zones", info)
+        self.assertIn("nvml     used: power of 2 GPUs", info)
+        self.assertRegex(info, r"sampler:  [0-9.]+ ms CPU in [0-9.]+ s \([0-9.]+%\), [0-9]+ rounds")
+        pf, _ = self.convert(data, "t.pftrace")
+        self.tp_no_errors(pf)
+        self.protoc_decode(pf)
+        # CPU frequency: Perfetto's cpufreq tracks, one value per change
+        freq, = self.tp(pf, "select t.cpu, c.value from counter c join cpu_counter_track t on c.track_id = t.id "
+                            "where t.name = 'cpufreq' order by t.cpu, c.ts")
+        self.assertEqual([(r["cpu"], r["value"]) for r in freq],
+                         [(0, 1200000), (0, 2400000), (0, 1800000), (1, 3000000)])
+        c = self.counters(pf)
+        # RAPL: watts = energy between two readings / time between them; the wrap counted once
+        pw = c["RAPL package-0 power"]
+        nonzero = [(k, v) for k, (_, v) in enumerate(pw) if v != 0]
+        self.assertEqual(len(nonzero), 2, pw)
+        for (k, v), d_uj in zip(nonzero, (1000000, 1000000 + (MAX_UJ - 262143000000))):
+            expect = d_uj * 1e3 / (pw[k + 1][0] - pw[k][0])
+            self.assertAlmostEqual(v, expect, delta=expect * 1e-9)
+        self.assertEqual({v for _, v in c["RAPL package-0:core power"]}, {0})
+        # NVML stub: GPU g's n-th reading is (g+1)*100 + min(n, 4) W; the one at open is not recorded
+        self.assertEqual([v for _, v in c["GPU 0 power"]], [101, 102, 103, 104])
+        self.assertEqual([v for _, v in c["GPU 1 power"]], [201, 202, 203, 204])
+        self.assertEqual([v for _, v in c["GPU 0 energy"]][:4], [0, 5, 10, 15])
+        self.assertNotIn("GPU 1 energy", c)
+        # the fixture statm: 300 resident pages, unchanged
+        self.assertEqual({v for _, v in c["mem.rss"]}, {300 * PAGE})
+        types, = self.tp(pf, "select distinct t.name, t.type from track t where t.name in "
+                             "('GPU 0 power', 'RAPL package-0 power', 'mem.rss', 'cpu.user %')")
+        kinds = {r["name"]: r["type"] for r in types}
+        self.assertEqual(kinds["GPU 0 power"], "global_counter_track_event")
+        self.assertEqual(kinds["RAPL package-0 power"], "global_counter_track_event")
+        self.assertEqual(kinds["mem.rss"], "process_counter_track_event")
+        self.assertEqual(kinds["cpu.user %"], "process_counter_track_event")
+
+    def test_unavailable(self):
+        empty = os.path.join(self.tmp, "empty")
+        os.mkdir(empty)
+        data, _ = self.record("sysprobe", ["spin", 5], options=f"cpu_mem=1:power=1:sysfs_root={empty}:"
+                                                                 f"procfs_root={empty}:nvml_lib={empty}/none.so")
+        info = run([WEFT, "info", data]).stdout
+        self.assertIn(f"RSS unavailable: {empty}/self/statm: No such file or directory", info)
+        self.assertIn(f"cpufreq  unavailable: cannot list {empty}/devices/system/cpu: No such file or directory", info)
+        self.assertIn(f"rapl     unavailable: no {empty}/class/powercap", info)
+        self.assertIn(f"nvml     unavailable: cannot load {empty}/none.so", info)
+        pf, _ = self.convert(data, "t.pftrace")
+        c = self.counters(pf)
+        self.assertNotIn("mem.rss", c)
+        self.assertFalse([n for n in c if n.startswith(("RAPL", "GPU", "cpufreq"))], c)
+
+    def test_record_cpu_mem_real(self):
+        data = os.path.join(self.tmp, "r.data")
+        run([WEFT, "record", "-q", "--cpu-mem", "-o", data, "--", PROBE, "spin", "30", "alloc", "64"], cwd=self.tmp)
+        info = run([WEFT, "info", data]).stdout
+        self.assertIn("cpu-mem  used: user and system CPU time (getrusage) and RSS (/proc/self/statm)", info)
+        pf = os.path.join(data, "trace.pftrace")
+        self.tp_no_errors(pf)
+        args, = self.tp(pf, "select s.name, a.key, a.int_value v from slice s join args a using(arg_set_id) "
+                            "where s.name = 'spin'")
+        a = {r["key"]: r["v"] for r in args}
+        self.assertGreaterEqual(a["debug.cpu_user_ns"], 15000000)  # 30 ms of CPU spun
+        self.assertIn("debug.cpu_sys_ns", a)
+        self.assertGreater(a["debug.mem_rss_bytes"], 0)
+        c = self.counters(pf)
+        rss = [v for _, v in c["mem.rss"]]
+        self.assertGreaterEqual(max(rss) - rss[0], 60 << 20)  # 64 MiB touched, kept to the exit
+        self.assertGreater(max(v for _, v in c["cpu.user %"]), 0)
+
+
+if __name__ == "__main__":
+    main()
