@@ -5,6 +5,7 @@
  * stays: tracing never stops because of a typo.
  */
 #include "internal.h"
+#include "../collect/counters.h"
 #include <ctype.h>
 #include <errno.h>
 #include <stdio.h>
@@ -300,6 +301,15 @@ SETTER(set_overflow)
 	return 0;
 }
 
+SETTER(set_counters)
+{
+	const struct weft_ctr_def *d[WEFT_CTR_MAX];
+	char why[64];
+	if (strcmp(v, "0") && weft_ctr_parse(v, d, why, sizeof(why)) < 0)
+		return -EINVAL;
+	return set_str(c->counters, sizeof(c->counters), strcmp(v, "0") ? v : "");
+}
+
 static const struct {
 	const char *key;
 	setter_fn set;
@@ -327,6 +337,7 @@ static const struct {
 	{"mem_access", set_mem_access, "0, 1/auto (the best source available), pagefault, pebs or ibs"},
 	{"mem_access_period", set_mem_access_period,
 	 "events between samples, 0 to 2^32 (0: the source's default: every page fault, 1009 PEBS loads, 10007 stores, 65536 IBS ops)"},
+	{"counters", set_counters, "comma-separated perf counter names (instructions, cycles, task-clock, page-faults, ...), 0 = none"},
 	{"watch", set_watch, "up to 4 of SYMBOL or 0xADDR, each with /LEN (1, 2, 4, 8) and /w or /rw, comma-separated"},
 };
 
