@@ -98,6 +98,11 @@ struct weft_proc {
 	int has_watch;
 	uint64_t watch_lost, watch_unwatched; /* samples lost; threads whose watchpoints failed */
 	uint64_t max_rss, user_ns, sys_ns;
+	/* COUNTERS record (1.5, counters=): the counters whose values slice records carry, in
+	 * their order; flags 1 user space only, 2 rdpmc */
+	unsigned nctr;
+	uint32_t ctr_flags;
+	char ctr_names[8][32];
 	uint64_t bytes_stored, bytes_raw, nchunks_read, bad_chunks;
 };
 
