@@ -14,7 +14,7 @@ class Options(TraceTest):
         self.assertEqual(lines[0], "weft: unknown option 'bogus' ignored; valid keys: enable, output, name, "
                                    "categories, filter, buffer_size, chunk_size, writers, writer_cpus, "
                                    "compression, overflow, func_depth, func_min, func_filter, func_libs, memory, "
-                                   "memory_stacks, memory_threshold, memory_sample, mem_access, mem_access_period, watch")
+                                   "memory_stacks, memory_threshold, memory_sample, mem_access, mem_access_period, counters, watch")
         self.assertEqual(lines[1], "weft: bad value 'zero' for option writers: expected 1 to 16; using the default")
         self.assertIn("events:     ", run([WEFT, "info", data]).stdout)
         self.assertEqual(len(glob.glob(data + "/*.wevents")), 1)
