@@ -309,7 +309,7 @@ struct weft__scope {
 WEFT__INLINE void weft__scope_end(struct weft__scope *sc)
 {
 	if (sc->site)
-		weft__rec2(weft__hdr(sc->site->id, WEFT_R_END, 0, sc->track));
+		weft__slice(weft__hdr(sc->site->id, WEFT_R_END, 0, sc->track));
 }
 WEFT__INLINE struct weft_site *weft__begin(struct weft_site *s, unsigned track,
 					   const struct weft_arg *a, unsigned n)
@@ -319,7 +319,7 @@ WEFT__INLINE struct weft_site *weft__begin(struct weft_site *s, unsigned track,
 	if (n)
 		weft_event_args(s, WEFT_R_BEGIN, track, a, n);
 	else
-		weft__rec2(weft__hdr(s->id, WEFT_R_BEGIN, 0, track));
+		weft__slice(weft__hdr(s->id, WEFT_R_BEGIN, 0, track));
 	return s;
 }
 /* the arguments as a local array `arr` after an unused first entry (so that it is never empty),
@@ -345,7 +345,7 @@ WEFT__INLINE struct weft_site *weft__begin(struct weft_site *s, unsigned track,
 	do { \
 		static struct weft_site weft__s_ = WEFT__SITE_INIT(WEFT_KIND_EVENT, cat, name); \
 		if (weft__on(&weft__s_)) \
-			weft__rec2(weft__hdr(weft__s_.id, WEFT_R_END, 0, (track))); \
+			weft__slice(weft__hdr(weft__s_.id, WEFT_R_END, 0, (track))); \
 	} while (0)
 #define WEFT__INSTANT(track, cat, name, ...) \
 	do { \

@@ -108,6 +108,11 @@ struct weft__tls {
 	char *end;
 	char *start; /* of the current chunk: lets a record be taken back (func_min=) */
 	int busy;    /* between reserve and commit: a signal handler's event then is dropped */
+	/* counters= (format 1.5): how many counter values this thread's slice records carry (0:
+	 * none, the default). Written by the thread itself when its counter group opens (preload
+	 * runtime: at start for the main thread, before a new thread's code runs for the others);
+	 * read by weft__slice(), on the same cache line as pos. */
+	int nctr;
 };
 extern WEFT_API __thread struct weft__tls weft__tls __attribute__((tls_model("initial-exec")));
 
@@ -115,6 +120,9 @@ WEFT_API int weft__site_check(struct weft_site *s);
 WEFT_API void weft__lost(void); /* counts an event dropped inside a signal handler */
 WEFT_API void *weft__reserve_slow(size_t bytes);
 WEFT_API uint64_t weft__ticks_fallback(void);
+/* A slice record (BEGIN, END, FUNC_ENTER, FUNC_EXIT) with the thread's counter values as extra
+ * words (END: a flags word 0 first); out of line, since reading counters is a syscall or rdpmc. */
+WEFT_API void weft__slice_ctr(uint64_t hdr);
 
 WEFT__INLINE uint64_t weft__ticks(void)
 {
@@ -187,6 +195,18 @@ WEFT__INLINE void weft__rec2(uint64_t hdr)
 	p[0] = t;
 	p[1] = hdr;
 	weft__commit(p + 2);
+}
+
+/* A slice's begin or end: two words, or (counters=) the out-of-line record with the counter
+ * values. Counters off costs one load of nctr, beside pos on the same line, and a branch
+ * predicted not taken. */
+WEFT__INLINE void weft__slice(uint64_t hdr)
+{
+	if (__builtin_expect(weft__tls.nctr != 0, 0)) {
+		weft__slice_ctr(hdr);
+		return;
+	}
+	weft__rec2(hdr);
 }
 
 /* Three-word record with the current time: counters, async begin/end. */

@@ -360,6 +360,7 @@ static void *thread_start(void *p)
 	weft_in_runtime--;
 	if (atomic_load(&on))
 		watch_this_thread();
+	weft_counters_thread(); /* counters= (collect/counters.c) */
 	return t.fn(t.arg);
 }
 
@@ -369,7 +370,7 @@ EXPORT int pthread_create(pthread_t *th, const pthread_attr_t *attr, void *(*fn)
 	if (!real)
 		real = (int (*)(pthread_t *, const pthread_attr_t *, void *(*)(void *), void *))dlsym(RTLD_NEXT,
 												     "pthread_create");
-	if (!atomic_load(&on))
+	if (!atomic_load(&on) && !weft_counters_on())
 		return real(th, attr, fn, arg);
 	weft_in_runtime++;
 	struct tramp *t = malloc(sizeof(*t));

@@ -108,9 +108,12 @@ static void flush(struct weft_walker *w)
 }
 
 static void emit_end(struct weft_walker *w, uint64_t ts, uint32_t id, uint64_t serial, unsigned track,
-		     unsigned flags)
+		     unsigned flags, const uint64_t *ctr, unsigned nctr)
 {
 	struct weft_ev e;
+	e.nctr = nctr;
+	if (nctr)
+		memcpy(e.ctr, ctr, 8 * (size_t)nctr);
 	e.serial = serial;
 	e.stack_hash = 0;
 	e.nframes = 0;
@@ -139,6 +142,7 @@ static void start(struct weft_walker *w, unsigned kind, uint64_t ts, uint32_t id
 	e->track = track;
 	e->value = 0;
 	e->is_double = 0;
+	e->nctr = 0;
 	e->nargs = e->nout = e->nin = 0;
 	e->serial = 0;
 	e->stack_hash = 0;
@@ -158,7 +162,8 @@ static int attachable(const struct weft_walker *w)
 	       k == WEFT_EV_ASYNC_BEGIN || k == WEFT_EV_ASYNC_INSTANT;
 }
 
-static void on_end(struct weft_walker *w, uint64_t ts, uint32_t id, unsigned track, unsigned flags)
+static void on_end(struct weft_walker *w, uint64_t ts, uint32_t id, unsigned track, unsigned flags,
+		   const uint64_t *ctr, unsigned nctr)
 {
 	flush(w);
 	if (ts > w->last_ts)
@@ -176,11 +181,11 @@ static void on_end(struct weft_walker *w, uint64_t ts, uint32_t id, unsigned tra
 	while (s->n > i) { /* inner slices whose ends never came */
 		w->st->unwound++;
 		s->n--;
-		emit_end(w, ts, s->ids[s->n], s->serials[s->n], track, WEFT_EVF_UNWOUND);
+		emit_end(w, ts, s->ids[s->n], s->serials[s->n], track, WEFT_EVF_UNWOUND, NULL, 0);
 	}
 	s->n--;
 	w->st->events++;
-	emit_end(w, ts, id, s->serials[s->n], track, flags);
+	emit_end(w, ts, id, s->serials[s->n], track, flags, ctr, nctr);
 }
 
 /* setjmp: remember how deep the thread's own track was; longjmp to that jmp_buf closes what
@@ -221,7 +226,7 @@ static void on_longjmp(struct weft_walker *w, uint64_t ts, uint64_t env)
 			while (s->n > w->jmps[i].depth) {
 				w->st->unwound++;
 				s->n--;
-				emit_end(w, ts, s->ids[s->n], s->serials[s->n], 0, WEFT_EVF_UNWOUND);
+				emit_end(w, ts, s->ids[s->n], s->serials[s->n], 0, WEFT_EVF_UNWOUND, NULL, 0);
 			}
 			return;
 		}
@@ -305,6 +310,10 @@ static void walk(struct weft_walker *wk, const uint64_t *r, size_t n)
 				break;
 			}
 			start(wk, WEFT_EV_BEGIN, r[i], id, tr);
+			if (extra && extra == wk->p->nctr) { /* counters= (1.5) */
+				wk->ev.nctr = extra;
+				memcpy(wk->ev.ctr, r + i + 2, 8 * (size_t)extra);
+			}
 			wk->ev.serial = ++wk->next_serial;
 			s->serials[s->n] = wk->next_serial;
 			s->ids[s->n++] = id;
@@ -313,10 +322,12 @@ static void walk(struct weft_walker *wk, const uint64_t *r, size_t n)
 			break;
 		}
 		case WEFT_R_END: /* 1.4: an extra word of flags (WEFT_END_*) */
-			on_end(wk, r[i], id, track, (extra && (x & WEFT_END_EXCEPTION)) ? WEFT_EVF_EXCEPTION : 0);
+			/* 1.5: the counters after the flags */
+			on_end(wk, r[i], id, track, (extra && (x & WEFT_END_EXCEPTION)) ? WEFT_EVF_EXCEPTION : 0,
+			       r + i + 3, extra == 1 + wk->p->nctr && wk->p->nctr ? wk->p->nctr : 0);
 			break;
 		case WEFT_R_FUNC_EXIT:
-			on_end(wk, r[i], id, 0, 0);
+			on_end(wk, r[i], id, 0, 0, r + i + 2, extra && extra == wk->p->nctr ? extra : 0);
 			break;
 		case WEFT_R_SETJMP:
 			flush(wk);
@@ -435,7 +446,7 @@ void weft_walker_finish(struct weft_walker *w, uint64_t end_ns)
 		while (k->n > 0) {
 			w->st->unterminated++;
 			k->n--;
-			emit_end(w, end_ns, k->ids[k->n], k->serials[k->n], k->track, WEFT_EVF_UNTERMINATED);
+			emit_end(w, end_ns, k->ids[k->n], k->serials[k->n], k->track, WEFT_EVF_UNTERMINATED, NULL, 0);
 		}
 		free(k->ids);
 		free(k->serials);

@@ -63,6 +63,11 @@ struct weft_ev {
 	uint64_t stack_hash;
 	unsigned nframes;
 	const uint64_t *frames;
+	/* BEGIN and END (counters=, format 1.5): the thread's counter values there, in the order
+	 * of the process's ctr_names; nctr 0 when the record carried none (an END that closes an
+	 * unwound slice never does) */
+	unsigned nctr;
+	uint64_t ctr[8];
 	unsigned nargs, nout, nin;
 	struct weft_ev_arg args[WEFT_EV_MAX_ARGS];
 	uint64_t flows_out[WEFT_EV_MAX_FLOWS], flows_in[WEFT_EV_MAX_FLOWS];

@@ -34,7 +34,7 @@ enum {
 	TD_SIBLING_MERGE = 15, TP_DEFAULTS = 59, TPD_TRACK_EVENT = 11, TED_TRACK_UUID = 11,
 	PD_PID = 1, PD_CMDLINE = 2, PD_NAME = 6,
 	THD_PID = 1, THD_TID = 2, THD_NAME = 5,
-	CD_UNIT = 3, CD_UNIT_NAME = 6,
+	CD_TYPE = 1, CD_UNIT = 3, CD_UNIT_NAME = 6, TED_EXTRA_CTR_UUIDS = 31, TE_EXTRA_CTR_VALUES = 12,
 	TE_CATEGORY_IIDS = 3, TE_DEBUG = 4, TE_TYPE = 9, TE_NAME_IID = 10, TE_TRACK_UUID = 11,
 	TE_NAME = 23, TE_COUNTER = 30, TE_DCOUNTER = 44, TE_FLOW_IDS = 47, TE_TERM_FLOW_IDS = 48,
 	ID_CATEGORIES = 1, ID_EVENT_NAMES = 2, ID_DEBUG_NAMES = 3,
@@ -62,6 +62,8 @@ static uint64_t track_uuid(int pid, unsigned tr) { return mix(3, ((uint64_t)(uin
 static uint64_t lane_uuid(int pid, unsigned tr, uint32_t tid) { return mix(mix(4, ((uint64_t)(uint32_t)pid << 32) | tr), tid); }
 static uint64_t counter_uuid(int pid, uint32_t id) { return mix(5, ((uint64_t)(uint32_t)pid << 32) | id); }
 static uint64_t async_uuid(int pid, uint32_t id, uint64_t aid) { return mix(mix(6, ((uint64_t)(uint32_t)pid << 32) | id), aid); }
+/* counters= (format 1.5): the k-th per-slice counter of a thread, a track under the thread's */
+static uint64_t slice_ctr_uuid(uint64_t thread, unsigned k) { return mix(mix(9, thread), k); }
 
 /* Per-process category interning: site id -> category iid (0 = none). */
 struct proc_cats {
@@ -263,7 +265,7 @@ static int packet_fast(struct seq_enc *e, const struct weft_ev *ev, uint64_t ts,
 		       uint64_t track)
 {
 	const struct weft_proc *p = e->p;
-	if (track != e->tuuid || ev->nargs || ev->nout || ev->nin || ev->flags ||
+	if (track != e->tuuid || ev->nargs || ev->nout || ev->nin || ev->flags || ev->nctr ||
 	    ev->kind == WEFT_EV_DROPPED || type == TYPE_COUNTER || (e->mem && type == TYPE_END) ||
 	    (e->end_known && type == TYPE_END))
 		return 0;
@@ -304,6 +306,45 @@ static int packet_fast(struct seq_enc *e, const struct weft_ev *ev, uint64_t ts,
 	*len = (uint8_t)(o - len - 1);
 	b->n = (size_t)(o - b->p);
 	return 1;
+}
+
+/* counters=: the values at a slice's begin or end, on the thread's counter tracks (their uuids
+ * are the sequence's default extra_counter_track_uuids, in the same order) */
+static void slice_counters(struct pb *b, const struct weft_proc *p, const struct weft_ev *ev)
+{
+	if (!ev->nctr || ev->nctr != p->nctr)
+		return;
+	for (unsigned k = 0; k < ev->nctr; k++)
+		pb_varint(b, TE_EXTRA_CTR_VALUES, ev->ctr[k]);
+}
+
+/* counters=: one counter track per counter under the thread's track; task-clock as Perfetto's
+ * thread time (COUNTER_THREAD_TIME_NS), which fills slice.thread_ts and thread_dur */
+static void describe_slice_counters(struct seq_enc *e)
+{
+	const struct weft_proc *p = e->p;
+	struct pb *b = &e->out;
+	for (unsigned k = 0; k < p->nctr; k++) {
+		const char *n = p->ctr_names[k];
+		size_t pk = pb_begin(b, TRACE_PACKET);
+		pb_varint(b, TP_SEQ_ID, e->seq);
+		pb_varint(b, TP_SEQ_FLAGS, SEQ_NEEDS);
+		size_t td = pb_begin(b, TP_TRACK_DESCRIPTOR);
+		pb_varint(b, TD_UUID, slice_ctr_uuid(e->tuuid, k));
+		pb_varint(b, TD_PARENT, e->tuuid);
+		size_t cd;
+		if (!strcmp(n, "task-clock")) {
+			cd = pb_begin(b, TD_COUNTER);
+			pb_varint(b, CD_TYPE, 1); /* COUNTER_THREAD_TIME_NS */
+		} else {
+			pb_string(b, TD_NAME, n);
+			cd = pb_begin(b, TD_COUNTER);
+			pb_varint(b, CD_UNIT, !strcmp(n, "cpu-clock") ? 1 : 2); /* UNIT_TIME_NS, UNIT_COUNT */
+		}
+		pb_end(b, cd);
+		pb_end(b, td);
+		pb_end(b, pk);
+	}
 }
 
 static void packet(struct seq_enc *e, const struct weft_ev *ev, uint64_t ts, unsigned type, uint64_t track)
@@ -354,7 +395,9 @@ static void packet(struct seq_enc *e, const struct weft_ev *ev, uint64_t ts, uns
 			pb_fixed64(b, TE_FLOW_IDS, ev->flows_out[i]);
 		for (unsigned i = 0; i < ev->nin; i++)
 			pb_fixed64(b, TE_TERM_FLOW_IDS, ev->flows_in[i]);
+		slice_counters(b, p, ev);
 	} else {
+		slice_counters(b, p, ev);
 		if (ev->flags & WEFT_EVF_UNTERMINATED)
 			annotation_flag(b, "weft_unterminated");
 		if (ev->flags & WEFT_EVF_UNWOUND)
@@ -569,6 +612,8 @@ static void thread_descriptor(struct seq_enc *e, uint64_t ts)
 	size_t defs = pb_begin(b, TP_DEFAULTS);
 	size_t ted = pb_begin(b, TPD_TRACK_EVENT);
 	pb_varint(b, TED_TRACK_UUID, e->tuuid);
+	for (unsigned k = 0; k < p->nctr; k++)
+		pb_varint(b, TED_EXTRA_CTR_UUIDS, slice_ctr_uuid(e->tuuid, k));
 	pb_end(b, ted);
 	pb_end(b, defs);
 	size_t td = pb_begin(b, TP_TRACK_DESCRIPTOR);
@@ -591,6 +636,7 @@ static void thread_descriptor(struct seq_enc *e, uint64_t ts)
 	pb_end(b, thd);
 	pb_end(b, td);
 	pb_end(b, pk);
+	describe_slice_counters(e);
 }
 
 static void encode_thread(size_t i, void *ud)

@@ -19,7 +19,8 @@
 #define WEFT_FMT_MINOR 5 /* 1: packing version 2; 2: thread serials (chunk seq, THREAD records);
                           * 3: memory records (ALLOC..STACK), RUSAGE; 4: SOURCE records, END flags;
                           * 5: SCHED records and metadata; the system sampler (SAMPLE records,
-                          *    SYS_SOURCE, SYS_CHANNEL, SYS_OVERHEAD) */
+                          *    SYS_SOURCE, SYS_CHANNEL, SYS_OVERHEAD); the COUNTERS record
+                          *    and counter values as extra words of slice records */
 #define WEFT_META_MAGIC "WEFTMETA"
 #define WEFT_EVENTS_MAGIC "WEFTEVTS"
 #define WEFT_CHUNK_MAGIC 0x4b4e4843u /* "CHNK" */
@@ -82,6 +83,7 @@ enum weft_meta_type {
 	WEFT_M_OVERHEAD = 13, /* u64 CPU ns used by writer threads, u64 slow paths taken (at stop) */
 	WEFT_M_WRITE_FAILED = 14, /* u32 errno, u32 0: writing events failed; later chunks dropped */
 	WEFT_M_SIGNAL = 15, /* u32 signal, u32 tid, u64 ticks: the process ended by this signal */
+	WEFT_M_COUNTERS = 26, /* (1.5) u32 n, u32 flags (1 user space only, 2 rdpmc), then n names\0 */
 	WEFT_M_SOURCE = 20, /* (1.4) u32 site id, u32 line, then file\0: the site's source location */
 	WEFT_M_RUSAGE = 16, /* at stop: u64 max RSS bytes, u64 user ns, u64 system ns (getrusage) */
 	WEFT_M_ACCESS = 18, /* u32 source (1 page faults), u32 0, u64 samples, u64 lost, u64 throttled: at stop */

@@ -453,6 +453,23 @@ static void parse_meta(struct weft_trace *t, const char *name, const unsigned ch
 				p->mem_allocator = len > 33 && r[32] ? xstrndup((const char *)r + 32, bounded_len((const char *)r + 32, len - 32)) : NULL;
 			}
 			break;
+		case WEFT_M_COUNTERS:
+			if (len >= 8) {
+				uint32_t head[2];
+				memcpy(head, r, 8);
+				size_t o = 8;
+				p->nctr = 0;
+				p->ctr_flags = head[1];
+				for (uint32_t k = 0; k < head[0] && k < 8 && o < len; k++) {
+					size_t l = strnlen((const char *)r + o, len - o);
+					snprintf(p->ctr_names[k], sizeof(p->ctr_names[k]), "%.*s", (int)l, (const char *)r + o);
+					o += l + 1;
+					p->nctr = k + 1;
+				}
+				if (p->nctr != head[0])
+					p->nctr = 0; /* damaged: the values cannot be told apart */
+			}
+			break;
 		case WEFT_M_ACCESS:
 			if (len >= 32) {
 				memcpy(&p->access_samples, r + 8, 8);
@@ -656,7 +673,8 @@ static inline void prepare_rec(uint64_t *r, void *ctx)
 			x->last_addr = a;
 			x->last_id = weft_func_id(x->p, a);
 		}
-		r[1] = ((uint64_t)type << 32) | x->last_id;
+		/* the extra words (counters, 1.5) stay */
+		r[1] = (h & (0xffull << 40)) | ((uint64_t)type << 32) | x->last_id;
 	}
 }
 

@@ -124,6 +124,11 @@ struct weft_proc {
 	struct weft_sys_src_def sys_sources[WEFT_SYS_NSOURCES];
 	int has_sys_overhead;                /* SYS_OVERHEAD: the sampler thread's own cost */
 	uint64_t sys_cpu_ns, sys_wall_ns, sys_rounds;
+	/* COUNTERS record (1.5, counters=): the counters whose values slice records carry, in
+	 * their order; flags 1 user space only, 2 rdpmc */
+	unsigned nctr;
+	uint32_t ctr_flags;
+	char ctr_names[8][32];
 	uint64_t bytes_stored, bytes_raw, nchunks_read, bad_chunks;
 };
 

@@ -5,6 +5,7 @@
  * counter. Still lock-free and allocation-free; only the first use of a key registers it.
  */
 #include "internal.h"
+#include "../collect/counters.h"
 #include <string.h>
 
 #define MAX_STR 1024
@@ -68,6 +69,12 @@ static void event_with_args(struct weft_site *s, unsigned type, unsigned track, 
 void weft_event_args(struct weft_site *s, unsigned type, unsigned track,
 		     const struct weft_arg *args, unsigned nargs)
 {
+	if (type == WEFT_R_BEGIN && __builtin_expect(weft__tls.nctr != 0, 0)) { /* counters= */
+		uint64_t v[WEFT_CTR_MAX], t = weft__ticks();
+		int n = weft_counters_read(v);
+		event_with_args(s, type, track, t, v, (unsigned)n, args, nargs);
+		return;
+	}
 	event_with_args(s, type, track, weft__ticks(), NULL, 0, args, nargs);
 }
 

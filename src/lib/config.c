@@ -5,6 +5,7 @@
  * stays: tracing never stops because of a typo.
  */
 #include "internal.h"
+#include "../collect/counters.h"
 #include <ctype.h>
 #include <errno.h>
 #include <stdio.h>
@@ -339,6 +340,14 @@ SETTER(set_power_period) { return set_period(&c->power_period_ns, v); }
 SETTER(set_sysfs_root) { return *v ? set_str(c->sysfs_root, sizeof(c->sysfs_root), v) : -EINVAL; }
 SETTER(set_procfs_root) { return *v ? set_str(c->procfs_root, sizeof(c->procfs_root), v) : -EINVAL; }
 SETTER(set_nvml_lib) { return *v ? set_str(c->nvml_lib, sizeof(c->nvml_lib), v) : -EINVAL; }
+SETTER(set_counters)
+{
+	const struct weft_ctr_def *d[WEFT_CTR_MAX];
+	char why[64];
+	if (strcmp(v, "0") && weft_ctr_parse(v, d, why, sizeof(why)) < 0)
+		return -EINVAL;
+	return set_str(c->counters, sizeof(c->counters), strcmp(v, "0") ? v : "");
+}
 
 static const struct {
 	const char *key;
@@ -367,6 +376,7 @@ static const struct {
 	{"mem_access", set_mem_access, "0, 1/auto (the best source available), pagefault, pebs or ibs"},
 	{"mem_access_period", set_mem_access_period,
 	 "events between samples, 0 to 2^32 (0: the source's default: every page fault, 1009 PEBS loads, 10007 stores, 65536 IBS ops)"},
+	{"counters", set_counters, "comma-separated perf counter names (instructions, cycles, task-clock, page-faults, ...), 0 = none"},
 	{"watch", set_watch, "up to 4 of SYMBOL or 0xADDR, each with /LEN (1, 2, 4, 8) and /w or /rw, comma-separated"},
 	{"sched", set_sched, "0 or 1 (scheduling events; weft record's runtime)"},
 	{"sched_threads", set_sched_threads, "1 to 16 (threads reading the per-CPU rings)"},

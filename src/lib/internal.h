@@ -69,6 +69,7 @@ struct weft_config {
 	char sysfs_root[512];      /* stands for /sys (tests: fixture trees) */
 	char procfs_root[512];     /* stands for /proc */
 	char nvml_lib[512];        /* what dlopen loads for NVML (default libnvidia-ml.so.1) */
+	char counters[256]; /* counters=: perf counter names read at every slice begin and end */
 	char given[2048]; /* the options as given, for the trace metadata */
 };
 /* Written by config functions under weft_g.lock before start, read-only after start (except
@@ -204,5 +205,13 @@ WEFT_HIDDEN extern __thread int weft_thread_ended WEFT_TLS;
 WEFT_HIDDEN int weft_parse_duration(const char *s, uint64_t *ns);
 WEFT_HIDDEN extern struct weft_global weft_g;
 WEFT_HIDDEN int weft_ensure_started(void);
+/* collect/counters.c: per-slice counters. start opens the calling thread's group and writes
+ * the COUNTERS record (0, or -errno with the reason in why); thread opens the calling
+ * thread's (a new thread, before its code); read fills v with the calling thread's values
+ * now and returns how many (0: none). */
+WEFT_HIDDEN int weft_counters_start(const char *list, char *why, size_t n);
+WEFT_HIDDEN void weft_counters_thread(void);
+WEFT_HIDDEN int weft_counters_on(void);
+WEFT_HIDDEN int weft_counters_read(uint64_t *v);
 
 #endif

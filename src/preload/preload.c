@@ -104,6 +104,15 @@ static void access_start(void)
 		weft_log(WEFT_LOG_WARN, "watch: unavailable: %s", why);
 }
 
+/* counters=: the main thread's group now; later threads' in access.c's pthread_create
+ * wrapper. Counters this machine lacks are refused in one line; the program runs on. */
+static void counters_start(void)
+{
+	char why[512] = "";
+	if (weft_cfg.counters[0] && weft_counters_start(weft_cfg.counters, why, sizeof(why)))
+		weft_log(WEFT_LOG_WARN, "counters=%s: unavailable: %s", weft_cfg.counters, why);
+}
+
 static void sum_filtered(void)
 {
 	weft_sched_stop();
@@ -133,7 +142,7 @@ static void enter_filtered(void *fn)
 	}
 	if (!weft_cfg.func_depth)
 		depth++;
-	weft__rec2(func_hdr(WEFT_R_FUNC_ENTER, fn));
+	weft__slice(func_hdr(WEFT_R_FUNC_ENTER, fn));
 }
 
 static void exit_filtered(void *fn) NOINST;
@@ -159,16 +168,18 @@ static void exit_filtered(void *fn)
 		 * recorded children, and if it was short both records are taken back. */
 		uint64_t now = weft__ticks();
 		uint64_t *p = weft__reserve(0); /* opens the window without moving */
-		if (p && (char *)p - 16 >= weft__tls.start && weft__tls.start &&
-		    p[-1] == func_hdr(WEFT_R_FUNC_ENTER, fn) && now - p[-2] < func_min_ticks) {
-			weft__commit(p - 2);
+		unsigned nc = (unsigned)weft__tls.nctr, w = 2 + nc; /* the entry's words (counters=) */
+		if (p && (char *)p - 8 * w >= weft__tls.start && weft__tls.start &&
+		    p[1 - (long)w] == (func_hdr(WEFT_R_FUNC_ENTER, fn) | (uint64_t)nc << 40) &&
+		    now - p[-(long)w] < func_min_ticks) {
+			weft__commit(p - w);
 			count_filtered(2);
 			return;
 		}
 		if (p)
 			weft__commit(p);
 	}
-	weft__rec2(func_hdr(WEFT_R_FUNC_EXIT, fn));
+	weft__slice(func_hdr(WEFT_R_FUNC_EXIT, fn));
 }
 
 EXPORT NOINST void __cyg_profile_func_enter(void *fn, void *site)
@@ -178,7 +189,7 @@ EXPORT NOINST void __cyg_profile_func_enter(void *fn, void *site)
 		enter_filtered(fn);
 		return;
 	}
-	weft__rec2(func_hdr(WEFT_R_FUNC_ENTER, fn));
+	weft__slice(func_hdr(WEFT_R_FUNC_ENTER, fn));
 }
 
 EXPORT NOINST void __cyg_profile_func_exit(void *fn, void *site)
@@ -188,7 +199,7 @@ EXPORT NOINST void __cyg_profile_func_exit(void *fn, void *site)
 		exit_filtered(fn);
 		return;
 	}
-	weft__rec2(func_hdr(WEFT_R_FUNC_EXIT, fn));
+	weft__slice(func_hdr(WEFT_R_FUNC_EXIT, fn));
 }
 
 /* The memory map as a MAPS metadata record: where each library's code lies. */
@@ -533,6 +544,7 @@ __attribute__((constructor(101))) static void preload_init(void)
 	weft_memory_start();
 	access_start();
 	sched_start();
+	counters_start();
 }
 
 

@@ -151,6 +151,13 @@ int cmd_info(int argc, char **argv)
 			else if (p->mem_allocator)
 				printf("            allocator: %s (its calls recorded)\n", p->mem_allocator);
 		}
+		if (p->nctr) { /* counters= (COUNTERS record) */
+			printf("  counters: ");
+			for (unsigned k = 0; k < p->nctr; k++)
+				printf("%s%s", k ? ", " : "", p->ctr_names[k]);
+			printf(" per slice (%s%s)\n", p->ctr_flags & 2 ? "rdpmc" : "read()",
+			       p->ctr_flags & 1 ? ", user space only" : "");
+		}
 		if (p->has_access) {
 			static const char *const src[] = {"page faults", "page faults", "PEBS loads and stores",
 							  "PEBS loads and stores", "IBS ops"};

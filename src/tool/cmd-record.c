@@ -9,6 +9,7 @@
 #include "tool/cmd.h"
 #include "export/export.h"
 #include "lib/internal.h" /* weft_glob_check */
+#include "collect/counters.h"
 #include <dirent.h>
 #include <errno.h>
 #include <stdarg.h>
@@ -77,6 +78,10 @@ static void help(FILE *f)
 		"                          lacks is said unavailable in weft info\n"
 		"      --sample-period T   cpu-mem and CPU frequency period (default 10ms)\n"
 		"      --power-period T    RAPL and GPU power period (default 1s)\n"
+		"      --counters LIST     read these counters at every slice's begin and end (perf's\n"
+		"                          names, comma-separated: instructions, cycles, cache-misses,\n"
+		"                          branch-misses, task-clock, page-faults, context-switches,\n"
+		"                          cpu-migrations, ...); weft report --counters shows them\n"
 		"      --python[=MODES]    record every Python function call (CPython 3.11: a frame-\n"
 		"                          evaluation hook installed at start-up through a sitecustomize\n"
 		"                          module weft puts first on PYTHONPATH), nested with the\n"
@@ -337,6 +342,33 @@ static int memory_options(const char *arg, char *out, size_t n)
 	return 0;
 }
 
+/* --counters=LIST: every name known (else a usage error) and countable here (else a failure),
+ * each refusal one line naming what this machine has. */
+static int counters_check(const char *list)
+{
+	const struct weft_ctr_def *d[WEFT_CTR_MAX];
+	char why[600], avail[512];
+	int n = weft_ctr_parse(list, d, why, sizeof(why));
+	if (n < 0) {
+		weft_cli_error("record", "--counters: %s", why);
+		return WEFT_EXIT_USAGE;
+	}
+	for (int i = 0; i < n; i++) {
+		int rc = weft_ctr_probe(d[i]);
+		if (!rc)
+			continue;
+		weft_ctr_available(avail, sizeof(avail));
+		if (d[i]->type == PERF_TYPE_HARDWARE && (rc == -ENOENT || rc == -EOPNOTSUPP || rc == -ENODEV))
+			weft_cli_error("record", "--counters: no hardware PMU here (%s unavailable); available: %s",
+				       d[i]->name, avail);
+		else
+			weft_cli_error("record", "--counters: %s unavailable (perf_event_open: %s); available: %s",
+				       d[i]->name, strerror(-rc), avail);
+		return WEFT_EXIT_FAIL;
+	}
+	return 0;
+}
+
 /* The library's log, for the runtime files the CLI shares (config.c). */
 void weft_log(int level, const char *fmt, ...)
 {
@@ -364,6 +396,7 @@ int cmd_record(int argc, char **argv)
 		{"sched", no_argument, 0, 'S'}, {"sched-threads", required_argument, 0, 'T'},
 		{"cpu-mem", no_argument, 0, 'C'}, {"power", no_argument, 0, 'E'},
 		{"sample-period", required_argument, 0, 'Q'}, {"power-period", required_argument, 0, 'U'},
+		{"counters", required_argument, 0, 'K'},
 		{"quiet", no_argument, 0, 'q'}, {"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
 	char names[1024] = "", why[256];
 	const char *outdir = "weft.data";
@@ -459,6 +492,13 @@ int cmd_record(int argc, char **argv)
 		case 'S': ADD(":sched=1"); break;
 		case 'C': ADD(":cpu_mem=1"); break;
 		case 'E': ADD(":power=1"); break;
+		case 'K': {
+			int rc = counters_check(optarg);
+			if (rc)
+				return rc;
+			ADD(":counters=%s", optarg);
+			break;
+		}
 		case 'q': quiet = 1; break;
 		case 'h': help(stdout); return WEFT_EXIT_OK;
 		default:

@@ -8,6 +8,7 @@
 #include "tool/shortname.h"
 #include "tool/textout.h"
 #include "tool/report-memory.h"
+#include "tool/report-counters.h"
 #include "export/profile.h"
 #include <getopt.h>
 #include <stdio.h>
@@ -28,6 +29,10 @@ static void help(FILE *f)
 		   "  -m, --memory        allocations instead of time (a trace recorded with --memory or\n"
 		   "                      weft_heap_*): per slice allocations, bytes, frees, bytes at the\n"
 		   "                      peak, leaked, temporary, average; a summary and a size histogram\n"
+		   "      --counters      counters instead of time (a trace recorded with --counters):\n"
+		   "                      per slice name the calls and, per counter, the total of the\n"
+		   "                      deltas (end minus begin) and the delta per call; IPC when\n"
+		   "                      instructions and cycles were both recorded\n"
 		   "      --leaks         with --memory: every leaked block and its slice stack\n"
 		   "      --full-names    C++ names with return type and parameters (the text table\n"
 		   "                      shows them without; csv and json always give them whole)\n"
@@ -160,10 +165,10 @@ int cmd_report(int argc, char **argv)
 		{"tree", no_argument, 0, 'G'}, {"format", required_argument, 0, 'f'},
 		{"limit", required_argument, 0, 'n'}, {"jobs", required_argument, 0, 'j'},
 		{"full-names", no_argument, 0, 'F'}, {"memory", no_argument, 0, 'm'},
-		{"leaks", no_argument, 0, 'K'},
+		{"leaks", no_argument, 0, 'K'}, {"counters", no_argument, 0, 'C'},
 		{"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
 	static const char *keys[] = {"total", "self", "calls", "avg", "max", "name"};
-	int per_thread = 0, tree = 0, fmt = 0, jobs = 2, c, memory = 0, leaks = 0;
+	int per_thread = 0, tree = 0, fmt = 0, jobs = 2, c, memory = 0, leaks = 0, counters = 0;
 	const char *sort_name = NULL;
 	long limit = -1;
 	sort_key = 0;
@@ -174,6 +179,7 @@ int cmd_report(int argc, char **argv)
 		switch (c) {
 		case 'm': memory = 1; break;
 		case 'K': leaks = 1; break;
+		case 'C': counters = 1; break;
 		case 's':
 			sort_name = optarg;
 			for (sort_key = 0; sort_key < 6 && strcmp(keys[sort_key], optarg); sort_key++)
@@ -234,6 +240,11 @@ int cmd_report(int argc, char **argv)
 		weft_cli_error("report", "--memory reports per process and heap; --tree, --threads and --processes do not apply");
 		return WEFT_EXIT_USAGE;
 	}
+	if (counters && (memory || tree || per_thread || sort_name)) {
+		weft_cli_error("report", "--counters reports per name, sorted by the first counter; --memory, --tree, "
+			       "--threads, --processes and --sort do not apply");
+		return WEFT_EXIT_USAGE;
+	}
 	if (optind < argc - 1) {
 		weft_cli_error("report", "expected one trace directory (usage: weft report [OPTIONS] [DIR], default weft.data)");
 		return WEFT_EXIT_USAGE;
@@ -250,6 +261,11 @@ int cmd_report(int argc, char **argv)
 	}
 	for (size_t i = 0; i < t->nwarnings; i++)
 		weft_cli_error("report", "warning: %s", t->warnings[i]);
+	if (counters) {
+		int rc = weft_report_counters(t, fmt, limit);
+		weft_trace_free(t);
+		return rc;
+	}
 	if (memory) {
 		int rc = weft_report_memory(t, fmt, limit, leaks, full_names);
 		weft_trace_free(t);
