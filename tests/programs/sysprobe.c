@@ -65,6 +65,8 @@ static void set_and_wait(const char *path, const char *value)
 	close(in);
 }
 
+static char *volatile kept; /* the alloc step's block, reachable to the end (not a leak) */
+
 int main(int argc, char **argv)
 {
 	weft_start();
@@ -83,6 +85,7 @@ int main(int argc, char **argv)
 			for (size_t k = 0; p && k < n; k += 4096)
 				p[k] = 1;
 			printf("%p\n", (void *)p); /* kept: the RSS at exit has it */
+			kept = p;
 		} else if (!strcmp(argv[i], "set") && i + 2 < argc) {
 			set_and_wait(argv[i + 1], argv[i + 2]);
 			i += 2;
