@@ -89,3 +89,7 @@ echo
 echo "## Python: PerfFlowAspect's decorator on weft (bench/python/pfa_bench.py; PerfFlowAspect's own with --pfa-src DIR)"
 echo
 PYTHONPATH="$build/python" /usr/bin/python3 "$src/bench/python/pfa_bench.py"
+echo
+echo "## Scheduling: weft record --sched vs perf sched record (bench/sched/run.sh; needs root)"
+echo
+"$src/bench/sched/run.sh" "$build" 9 || echo "(skipped: $(id -un) cannot open the sched tracepoints)"
