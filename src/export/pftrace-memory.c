@@ -16,6 +16,7 @@
  *     clock 4 (MONOTONIC_COARSE, the clock trace_processor reads them on) to it.
  */
 #include "export/pftrace-memory.h"
+#include "export/pftrace-counter.h"
 #include "export/pb.h"
 #include <stdio.h>
 #include <string.h>
@@ -101,25 +102,12 @@ void weft_pf_mem_tracks(struct pb *b, const struct weft_mem_proc *mp, uint64_t p
 	}
 }
 
-static void counter_point(struct pb *b, uint32_t seq, uint64_t ts, uint64_t uuid, uint64_t v)
-{
-	size_t pk = pb_begin(b, TRACE_PACKET);
-	pb_varint(b, TP_TIMESTAMP, ts);
-	pb_varint(b, TP_SEQ_ID, seq);
-	size_t te = pb_begin(b, TP_TRACK_EVENT);
-	pb_varint(b, TE_TYPE, TYPE_COUNTER);
-	pb_varint(b, TE_TRACK_UUID, uuid);
-	pb_varint(b, TE_COUNTER, v);
-	pb_end(b, te);
-	pb_end(b, pk);
-}
-
 void weft_pf_mem_counters(struct pb *b, const struct weft_mem_proc *mp, uint32_t seq,
 			  uint64_t (*mix)(uint64_t, uint64_t), void (*drain)(void *ctx), void *ctx)
 {
 	int pid = mp->p->pid;
 	for (size_t k = 0; k < mp->naccesses; k++) {
-		counter_point(b, seq, mp->accesses[k].ts, counter_uuid(mix, pid, 0, C_ACCESSES), mp->accesses[k].live);
+		weft_pf_counter_point(b, seq, mp->accesses[k].ts, counter_uuid(mix, pid, 0, C_ACCESSES), mp->accesses[k].live);
 		drain(ctx);
 	}
 	for (size_t i = 0; i <= mp->naccess_sites; i++) { /* the sites, then the unjoined */
@@ -127,7 +115,7 @@ void weft_pf_mem_counters(struct pb *b, const struct weft_mem_proc *mp, uint32_t
 		uint64_t uuid = i < mp->naccess_sites ? counter_uuid(mix, pid, s->site, C_ACCESS_SITE)
 						      : counter_uuid(mix, pid, 0, C_ACCESS_UNJOINED);
 		for (size_t k = 0; k < s->npoints; k++) {
-			counter_point(b, seq, s->points[k].ts, uuid, s->points[k].live);
+			weft_pf_counter_point(b, seq, s->points[k].ts, uuid, s->points[k].live);
 			drain(ctx);
 		}
 	}
@@ -135,15 +123,15 @@ void weft_pf_mem_counters(struct pb *b, const struct weft_mem_proc *mp, uint32_t
 		const struct weft_mem_heap *h = &mp->heaps[i];
 		uint64_t live = counter_uuid(mix, pid, h->id, C_LIVE), peak = counter_uuid(mix, pid, h->id, C_PEAK);
 		for (size_t k = 0; k < h->npoints; k++) {
-			counter_point(b, seq, h->points[k].ts, live, h->points[k].live);
-			counter_point(b, seq, h->points[k].ts, peak, h->points[k].peak);
+			weft_pf_counter_point(b, seq, h->points[k].ts, live, h->points[k].live);
+			weft_pf_counter_point(b, seq, h->points[k].ts, peak, h->points[k].peak);
 			drain(ctx);
 		}
 		for (size_t k = 0; k < h->nusage; k++) {
 			const struct weft_mem_usage *u = &h->usage[k];
-			counter_point(b, seq, u->ts, counter_uuid(mix, pid, h->id, C_USE_LIVE), u->live);
-			counter_point(b, seq, u->ts, counter_uuid(mix, pid, h->id, C_USE_CACHED), u->cached);
-			counter_point(b, seq, u->ts, counter_uuid(mix, pid, h->id, C_USE_REQUESTED), u->requested);
+			weft_pf_counter_point(b, seq, u->ts, counter_uuid(mix, pid, h->id, C_USE_LIVE), u->live);
+			weft_pf_counter_point(b, seq, u->ts, counter_uuid(mix, pid, h->id, C_USE_CACHED), u->cached);
+			weft_pf_counter_point(b, seq, u->ts, counter_uuid(mix, pid, h->id, C_USE_REQUESTED), u->requested);
 			drain(ctx);
 		}
 	}

@@ -15,6 +15,7 @@
  * ended): their tracks have the same uuid, so they are one track.
  */
 #include "export/pftrace-system.h"
+#include "export/pftrace-counter.h"
 #include "format/format.h"
 #include <stdio.h>
 #include <string.h>
@@ -118,32 +119,6 @@ void weft_pf_sys_tracks(struct pb *b, const struct weft_sys *s, uint64_t (*mix)(
 	}
 }
 
-static void point(struct pb *b, uint32_t seq, uint64_t ts, uint64_t uuid, double v)
-{
-	size_t pk = pb_begin(b, TRACE_PACKET);
-	pb_varint(b, TP_TIMESTAMP, ts);
-	pb_varint(b, TP_SEQ_ID, seq);
-	size_t te = pb_begin(b, TP_TRACK_EVENT);
-	pb_varint(b, TE_TYPE, TYPE_COUNTER);
-	pb_varint(b, TE_TRACK_UUID, uuid);
-	pb_double(b, TE_DCOUNTER, v);
-	pb_end(b, te);
-	pb_end(b, pk);
-}
-
-static void ipoint(struct pb *b, uint32_t seq, uint64_t ts, uint64_t uuid, uint64_t v)
-{
-	size_t pk = pb_begin(b, TRACE_PACKET);
-	pb_varint(b, TP_TIMESTAMP, ts);
-	pb_varint(b, TP_SEQ_ID, seq);
-	size_t te = pb_begin(b, TP_TRACK_EVENT);
-	pb_varint(b, TE_TYPE, TYPE_COUNTER);
-	pb_varint(b, TE_TRACK_UUID, uuid);
-	pb_varint(b, TE_COUNTER, v);
-	pb_end(b, te);
-	pb_end(b, pk);
-}
-
 /* A CPU's frequency readings as ftrace cpu_frequency events, in bundles of up to 1024. */
 static void cpufreq(struct pb *b, uint32_t seq, const struct weft_sys_series *se, void (*drain)(void *ctx),
 		    void *ctx)
@@ -183,22 +158,22 @@ void weft_pf_sys_counters(struct pb *b, const struct weft_sys_proc *sp, uint32_t
 			case WEFT_SYSK_CPU_USER_NS:
 			case WEFT_SYSK_CPU_SYS_NS:
 				if (i + 1 < se->n && (se == sp->user || se == sp->sys))
-					point(b, seq, ts, proc_track(mix, pid, se == sp->user ? K_USER : K_SYS),
+					weft_pf_counter_point_d(b, seq, ts, proc_track(mix, pid, se == sp->user ? K_USER : K_SYS),
 					      weft_sys_rate(se, i, 0) / 1e7); /* ns per s -> percent */
 				break;
 			case WEFT_SYSK_RSS_BYTES:
 				if (se == sp->rss)
-					ipoint(b, seq, ts, proc_track(mix, pid, K_RSS), se->pt[i].v);
+					weft_pf_counter_point(b, seq, ts, proc_track(mix, pid, K_RSS), se->pt[i].v);
 				break;
 			case WEFT_SYSK_RAPL_UJ:
 				if (i + 1 < se->n)
-					point(b, seq, ts, u, weft_sys_rate(se, i, d->aux) / 1e6); /* uJ per s -> W */
+					weft_pf_counter_point_d(b, seq, ts, u, weft_sys_rate(se, i, d->aux) / 1e6); /* uJ per s -> W */
 				break;
 			case WEFT_SYSK_GPU_POWER_MW:
-				point(b, seq, ts, u, (double)se->pt[i].v / 1e3);
+				weft_pf_counter_point_d(b, seq, ts, u, (double)se->pt[i].v / 1e3);
 				break;
 			case WEFT_SYSK_GPU_ENERGY_MJ:
-				point(b, seq, ts, u, (double)(se->pt[i].v - se->pt[0].v) / 1e3);
+				weft_pf_counter_point_d(b, seq, ts, u, (double)(se->pt[i].v - se->pt[0].v) / 1e3);
 				break;
 			default:
 				break;
