@@ -64,9 +64,8 @@ static struct cpu_ring *rings;
 static int nrings;
 static int mode;                   /* WEFT_SCHED_MODE_*: what runs in this process */
 static struct weft_sched_tp tp;    /* the tracepoints' layouts (pointers into itself: never copied) */
-static pthread_t *readers;         /* nsets of them */
+static pthread_t *readers;         /* one per CPU set */
 static int *owner;                 /* owner[i]: the reader of rings[i] (collect/cpusets.c) */
-static int nsets;                  /* reader threads asked for (CPU sets) */
 static int nreaders;               /* ... started */
 static _Atomic int pinned;         /* readers whose sched_setaffinity succeeded */
 static int lock_fd = -1;           /* the flock on the trace directory (tracepoints) */
@@ -136,7 +135,6 @@ static void close_all(void)
 	owner = NULL;
 	free(readers);
 	readers = NULL;
-	nsets = 0;
 }
 
 static void base_attr(struct perf_event_attr *a, size_t ring_bytes)
@@ -432,7 +430,6 @@ static void start_readers(void)
 	readers = owner ? calloc((size_t)want, sizeof(pthread_t)) : NULL;
 	if (!readers)
 		want = 0;
-	nsets = want;
 	sigset_t all, old;
 	sigfillset(&all);
 	pthread_sigmask(SIG_SETMASK, &all, &old); /* signals are the program's */
@@ -543,7 +540,6 @@ static void atfork_child(void)
 	owner = NULL;
 	free(readers);
 	readers = NULL;
-	nsets = 0;
 	nreaders = 0;
 	atomic_store(&pinned, 0);
 	if (lock_fd >= 0)
