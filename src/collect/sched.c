@@ -16,7 +16,9 @@
  *                program's own threads, shown as on/off-CPU slices. Said in one line.
  * Tracepoints refuse CLOCK_BOOTTIME, so the rings run on CLOCK_MONOTONIC and each drain moves
  * their times onto weft's CLOCK_BOOTTIME timeline by the time suspended so far, as access.c
- * does. sched_threads= reader threads (default 1) each own every N-th CPU's ring: they wait
+ * does. sched_threads= reader threads (default 1; collect/cpusets.h: N, cpu, core, package,
+ * numa or explicit CPU lists) each own a set of CPUs' rings and are pinned to those CPUs
+ * (sched_setaffinity; a refusal leaves the thread unpinned and `weft info` says so): they wait
  * in poll() until a ring is a quarter full or 10 ms pass, then copy its records into their own
  * weft stream as SCHED records (docs/format.md). Task names go out once per task and change
  * (a COMM record), not with every switch. A full ring loses records in the kernel
@@ -25,10 +27,12 @@
  */
 #include "lib/internal.h"
 #include "collect/sched_tp.h"
+#include "collect/cpusets.h"
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/perf_event.h>
 #include <poll.h>
+#include <sched.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
@@ -44,7 +48,6 @@
 
 #define RING_PAGES 256 /* data pages per CPU (1 MiB): ~10000 records, woken at a quarter full */
 #define POLL_MS 10
-#define MAX_READERS 16
 #define COMM_SLOTS 4096
 
 struct cpu_ring {
@@ -61,8 +64,10 @@ static struct cpu_ring *rings;
 static int nrings;
 static int mode;                   /* WEFT_SCHED_MODE_*: what runs in this process */
 static struct weft_sched_tp tp;    /* the tracepoints' layouts (pointers into itself: never copied) */
-static pthread_t readers[MAX_READERS];
-static int nreaders;
+static pthread_t *readers;         /* one per CPU set */
+static int *owner;                 /* owner[i]: the reader of rings[i] (collect/cpusets.c) */
+static int nreaders;               /* ... started */
+static _Atomic int pinned;         /* readers whose sched_setaffinity succeeded */
 static int lock_fd = -1;           /* the flock on the trace directory (tracepoints) */
 static char why_off[200];          /* why nothing runs (mode 0), for the SCHED record */
 static _Atomic int quit;           /* readers: drain once more and leave */
@@ -126,6 +131,10 @@ static void close_all(void)
 	free(rings);
 	rings = NULL;
 	nrings = 0;
+	free(owner);
+	owner = NULL;
+	free(readers);
+	readers = NULL;
 }
 
 static void base_attr(struct perf_event_attr *a, size_t ring_bytes)
@@ -244,7 +253,7 @@ static int open_own(char *why, size_t n)
 struct comm_slot { uint32_t tid; char comm[16]; };
 
 struct reader {
-	int index, step;
+	int index; /* its CPU set: the rings i with owner[i] == index */
 	struct comm_slot *comms; /* direct-mapped: the name last written for a tid (a miss writes it again) */
 	int64_t gap;
 };
@@ -378,15 +387,24 @@ static void *reader_main(void *arg)
 	char name[16];
 	snprintf(name, sizeof(name), rd->index ? "weft-sched-%d" : "weft-sched", rd->index);
 	pthread_setname_np(pthread_self(), name);
-	struct pollfd pf[1024];
+	struct pollfd pf[WEFT_CPUSETS_MAX_CPUS];
 	int np = 0;
-	for (int i = rd->index; i < nrings && np < 1024; i += rd->step)
-		pf[np++] = (struct pollfd){.fd = rings[i].fd[0], .events = POLLIN};
+	cpu_set_t set;
+	CPU_ZERO(&set);
+	for (int i = 0; i < nrings && np < WEFT_CPUSETS_MAX_CPUS; i++)
+		if (owner[i] == rd->index) {
+			pf[np++] = (struct pollfd){.fd = rings[i].fd[0], .events = POLLIN};
+			if (rings[i].cpu < CPU_SETSIZE)
+				CPU_SET(rings[i].cpu, &set);
+		}
+	if (!sched_setaffinity(0, sizeof(set), &set)) /* near its rings; a refusal (cgroup cpuset) leaves it be */
+		atomic_fetch_add(&pinned, 1);
 	for (;;) {
 		int last = atomic_load(&quit);
 		rd->gap = clock_gap(); /* the time suspended so far: the rings' offset */
-		for (int i = rd->index; i < nrings; i += rd->step)
-			drain(rd, &rings[i]);
+		for (int i = 0; i < nrings; i++)
+			if (owner[i] == rd->index)
+				drain(rd, &rings[i]);
 		if (last)
 			break;
 		poll(pf, (nfds_t)np, POLL_MS);
@@ -398,11 +416,20 @@ static void *reader_main(void *arg)
 
 static void start_readers(void)
 {
-	int want = weft_cfg.sched_threads > 0 ? weft_cfg.sched_threads : 1;
-	if (want > nrings)
-		want = nrings;
-	if (want > MAX_READERS)
-		want = MAX_READERS;
+	int cpus[WEFT_CPUSETS_MAX_CPUS];
+	char why[160];
+	owner = calloc((size_t)nrings + 1, sizeof(int));
+	for (int i = 0; i < nrings && i < WEFT_CPUSETS_MAX_CPUS; i++)
+		cpus[i] = rings[i].cpu;
+	int want = owner ? weft_cpusets_split(weft_cfg.sched_threads, weft_cfg.sysfs_root, cpus, nrings, owner, why,
+					      sizeof(why)) : -ENOMEM;
+	if (want < 1 && owner) { /* (the option was checked when set) */
+		memset(owner, 0, sizeof(int) * (size_t)nrings);
+		want = 1;
+	}
+	readers = owner ? calloc((size_t)want, sizeof(pthread_t)) : NULL;
+	if (!readers)
+		want = 0;
 	sigset_t all, old;
 	sigfillset(&all);
 	pthread_sigmask(SIG_SETMASK, &all, &old); /* signals are the program's */
@@ -415,7 +442,6 @@ static void start_readers(void)
 			break;
 		}
 		rd->index = i;
-		rd->step = want;
 		if (pthread_create(&readers[nreaders], NULL, reader_main, rd)) {
 			free(rd->comms);
 			free(rd);
@@ -424,9 +450,9 @@ static void start_readers(void)
 		nreaders++;
 	}
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
-	/* a reader owns every step-th ring: with fewer readers than asked, the last ones' rings
-	 * would go undrained, so the step is fixed above and a failed start ends sampling */
-	if (nreaders < want) {
+	/* with fewer readers than sets, the last sets' rings would go undrained: a failed start
+	 * ends sampling */
+	if (nreaders < want || !want) {
 		atomic_store(&quit, 1);
 		for (int i = 0; i < nreaders; i++)
 			pthread_join(readers[i], NULL);
@@ -439,6 +465,14 @@ static void start_readers(void)
 
 /* ---- start, stop ---- */
 
+static const int *cpus_of_rings(void)
+{
+	static int c[WEFT_CPUSETS_MAX_CPUS];
+	for (int i = 0; i < nrings && i < WEFT_CPUSETS_MAX_CPUS; i++)
+		c[i] = rings[i].cpu;
+	return c;
+}
+
 static void write_meta(void)
 {
 	struct utsname u;
@@ -446,13 +480,27 @@ static void write_meta(void)
 		memset(&u, 0, sizeof(u));
 	uint32_t head[2] = {(uint32_t)mode, (uint32_t)nrings};
 	uint64_t v[2] = {atomic_load(&records), atomic_load(&lost)};
-	uint32_t rd[2] = {(uint32_t)nreaders, 0};
-	char tail[sizeof(u.release) + sizeof(u.machine) + sizeof(why_off) + 4];
+	uint32_t rd[2] = {(uint32_t)nreaders, (uint32_t)atomic_load(&pinned)};
+	char tail[sizeof(u.release) + sizeof(u.machine) + sizeof(why_off) + 2048 + 4];
 	size_t o = 0;
 	o += (size_t)snprintf(tail + o, sizeof(tail) - o, "%s", u.release) + 1;
 	o += (size_t)snprintf(tail + o, sizeof(tail) - o, "%s", u.machine) + 1;
 	o += (size_t)snprintf(tail + o, sizeof(tail) - o, "%s", mode ? "" : why_off) + 1;
-	unsigned char buf[8 + 16 + 8 + sizeof(tail)];
+	/* the readers' CPU sets, '/' between them: "0-1,4-5/2-3,6-7" */
+	size_t start = o;
+	for (int k = 0; k < nreaders && owner; k++) {
+		char one[1024];
+		weft_cpusets_format(cpus_of_rings(), owner, nrings, k, one, sizeof(one));
+		size_t l = strlen(one);
+		if (o + l + 3 > sizeof(tail))
+			break;
+		if (o > start)
+			tail[o++] = '/';
+		memcpy(tail + o, one, l);
+		o += l;
+	}
+	tail[o++] = 0;
+	static unsigned char buf[8 + 16 + 8 + sizeof(tail)]; /* (at stop, once: not on a small signal stack) */
 	memcpy(buf, head, 8);
 	memcpy(buf + 8, v, 16);
 	memcpy(buf + 24, rd, 8);
@@ -488,7 +536,12 @@ static void atfork_child(void)
 	free(rings);
 	rings = NULL;
 	nrings = 0;
+	free(owner);
+	owner = NULL;
+	free(readers);
+	readers = NULL;
 	nreaders = 0;
+	atomic_store(&pinned, 0);
 	if (lock_fd >= 0)
 		close(lock_fd);
 	lock_fd = -1;

@@ -486,13 +486,15 @@ static void parse_meta(struct weft_trace *t, const char *name, const unsigned ch
 				memcpy(&p->sched_records, r + 8, 8);
 				memcpy(&p->sched_lost, r + 16, 8);
 				memcpy(&rd, r + 24, 4);
+				memcpy(&p->sched_pinned, r + 28, 4);
 				p->sched_mode = head[0];
 				p->sched_cpus = head[1];
 				p->sched_readers = rd;
 				const char *str = (const char *)r + 32, *end = (const char *)r + len;
-				char *dst[3] = {p->sched_release, p->sched_machine, p->sched_why};
-				size_t cap[3] = {sizeof(p->sched_release), sizeof(p->sched_machine), sizeof(p->sched_why)};
-				for (int k = 0; k < 3; k++) {
+				char *dst[4] = {p->sched_release, p->sched_machine, p->sched_why, p->sched_sets};
+				size_t cap[4] = {sizeof(p->sched_release), sizeof(p->sched_machine), sizeof(p->sched_why),
+						 sizeof(p->sched_sets)};
+				for (int k = 0; k < 4; k++) { /* (no sets before the readers' CPU sets) */
 					size_t l = str < end ? bounded_len(str, (size_t)(end - str)) : 0;
 					snprintf(dst[k], cap[k], "%.*s", (int)l, str);
 					str += l + 1;

@@ -110,6 +110,8 @@ struct weft_proc {
 	uint64_t sched_records, sched_lost;
 	char sched_release[65], sched_machine[65]; /* uname() of the recording machine */
 	char sched_why[200];                  /* mode 0: why */
+	uint32_t sched_pinned;                /* reader threads pinned to their CPUs */
+	char sched_sets[2048];                /* each reader's CPUs, '/' between readers ("" from older weft) */
 	struct weft_watch_total {             /* WATCH record: watch= hardware watchpoints */
 		uint64_t addr, hits;
 		uint32_t len, source;

@@ -6,6 +6,7 @@
  */
 #include "internal.h"
 #include "../collect/counters.h"
+#include "../collect/cpusets.h"
 #include <ctype.h>
 #include <errno.h>
 #include <stdio.h>
@@ -24,7 +25,7 @@ void weft_config_defaults(struct weft_config *c)
 	c->buffer_size = 256u << 20; /* an upper bound: chunks are allocated as needed */
 	c->chunk_size = 1u << 20;
 	c->writers = 1;
-	c->sched_threads = 1;
+	snprintf(c->sched_threads, sizeof(c->sched_threads), "1");
 	c->compression = 1;
 	c->overflow = WEFT_OVERFLOW_DROP;
 	c->sample_period_ns = 10000000;
@@ -294,13 +295,10 @@ SETTER(set_sched)
 }
 SETTER(set_sched_threads)
 {
-	char *end;
-	errno = 0;
-	long x = strtol(v, &end, 10);
-	if (errno || end == v || *end || x < 1 || x > 16)
+	char why[160];
+	if (strlen(v) >= sizeof(c->sched_threads) || weft_cpusets_check(v, why, sizeof(why)))
 		return -EINVAL;
-	c->sched_threads = (int)x;
-	return 0;
+	return set_str(c->sched_threads, sizeof(c->sched_threads), v);
 }
 SETTER(set_watch)
 {
@@ -379,7 +377,7 @@ static const struct {
 	{"counters", set_counters, "comma-separated perf counter names (instructions, cycles, task-clock, page-faults, ...), 0 = none"},
 	{"watch", set_watch, "up to 4 of SYMBOL or 0xADDR, each with /LEN (1, 2, 4, 8) and /w or /rw, comma-separated"},
 	{"sched", set_sched, "0 or 1 (scheduling events; weft record's runtime)"},
-	{"sched_threads", set_sched_threads, "1 to 16 (threads reading the per-CPU rings)"},
+	{"sched_threads", set_sched_threads, "1 to 16 threads, cpu, core, package, numa or CPU lists such as 0-3/4-7 (threads reading the per-CPU rings)"},
 	{"cpu_mem", set_cpu_mem, "0 or 1 (sample the process's CPU time and RSS every sample_period)"},
 	{"power", set_power, "0 or 1 (sample CPU frequency every sample_period, RAPL and GPU power every power_period)"},
 	{"sample_period", set_sample_period, "a duration from 1ms to 1h such as 10ms (the default)"},

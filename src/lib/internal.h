@@ -60,7 +60,7 @@ struct weft_config {
 	struct weft_watch_spec watch[WEFT_MAX_WATCH]; /* watch=: hardware watchpoints */
 	int nwatch;
 	int sched;                 /* sched=1: scheduling events (weft record --sched; the preload runtime) */
-	int sched_threads;         /* reader threads of the per-CPU rings (default 1) */
+	char sched_threads[256];   /* reader threads of the per-CPU rings and their CPUs (collect/cpusets.h; default "1") */
 	/* the system sampler (collect/sampler.c): one thread for every periodic source */
 	int cpu_mem;               /* the process's CPU time and RSS, at sample_period */
 	int power;                 /* CPU frequency at sample_period; RAPL and GPU power at power_period */

@@ -176,6 +176,20 @@ int cmd_info(int argc, char **argv)
 			       (unsigned long long)p->sched_lost);
 		else if (p->has_sched)
 			printf("  sched:    unavailable: %s\n", p->sched_why[0] ? p->sched_why : "unknown reason");
+		if (p->has_sched && p->sched_mode && p->sched_sets[0]) {
+			/* one line per reader: its thread name and CPUs */
+			const char *q = p->sched_sets;
+			for (uint32_t k = 0; *q; k++) {
+				size_t l = strcspn(q, "/");
+				char name[24];
+				snprintf(name, sizeof(name), k ? "weft-sched-%u" : "weft-sched", k);
+				printf("            reader %-14s CPUs %.*s\n", name, (int)l, q);
+				q += l + (q[l] == '/');
+			}
+			if (p->sched_pinned < p->sched_readers)
+				printf("            %u of %u readers not pinned to their CPUs (sched_setaffinity refused)\n",
+				       p->sched_readers - p->sched_pinned, p->sched_readers);
+		}
 		if (p->has_watch) {
 			printf("  watched:  %zu hardware watchpoint%s, %llu lost", p->nwatches, p->nwatches == 1 ? "" : "s",
 			       (unsigned long long)p->watch_lost);

@@ -5,6 +5,7 @@ thread of schedmix did inside its weft slice (on the same utid as the slice). Wi
 (the program run as nobody) the program's own context switches are recorded instead, said in
 one line, and shown as on/off-CPU slices. Lower bounds only: this machine is shared."""
 import os
+import re
 import subprocess
 import unittest
 from weftlib import TraceTest, main, run, WEFT, BUILD
@@ -112,8 +113,9 @@ class Sched(TraceTest):
     def test_bad_sched_threads(self):
         p = run([WEFT, "record", "--sched-threads", "0", "--", SCHEDMIX], check=False, cwd=self.tmp)
         self.assertEqual(p.returncode, 2)
-        self.assertEqual(p.stderr, "weft: record: bad value '0' for --sched-threads: expected 1 to 16 "
-                                   "(threads reading the per-CPU rings)\n")
+        self.assertEqual(p.stderr, "weft: record: bad value '0' for --sched-threads: expected 1 to 16 threads, "
+                                   "cpu, core, package, numa or CPU lists such as 0-3/4-7 (threads reading the "
+                                   "per-CPU rings)\n")
 
     @unittest.skipUnless(os.geteuid() == 0, "the tracepoints need root")
     def test_two_reader_threads(self):
@@ -122,6 +124,56 @@ class Sched(TraceTest):
         info = run([WEFT, "info", data]).stdout
         self.assertRegex(info, r"0 lost, (1 reader thread|2 reader threads)\n")
         self.assertIn('"weft-sched"', info)
+
+    @unittest.skipUnless(os.geteuid() == 0, "the tracepoints need root")
+    def test_reader_cpu_sets(self):
+        # topology from tests/data/topology (2 packages x 2 cores x 2 threads: cores 0,4 1,5
+        # 2,6 3,7; packages 0-1,4-5 and 2-3,6-7) over this machine's online CPUs; a CPU past 7
+        # has no topology file there and is a set of its own
+        sysfs = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "data", "topology", "sys")
+        online = online_cpus()
+
+        def expect(key):
+            sets = {}
+            for c in online:
+                sets.setdefault(key(c), []).append(c)
+            return [ranges(v) for v in sets.values()]
+        cases = {"core": expect(lambda c: c % 4 if c < 8 else 100 + c),
+                 "package": expect(lambda c: (0 if c % 4 < 2 else 2) if c < 8 else 100 + c),
+                 "cpu": [str(c) for c in online]}
+        if len(online) >= 2:
+            a, b = online[1], online[0]
+            cases[f"{a}/{b}"] = [ranges([a]), ranges([c for c in online if c != a])]
+        for spec, sets in cases.items():
+            data = os.path.join(self.tmp, "r-%s.data" % spec.replace("/", "_"))
+            run([WEFT, "record", "-q", "-o", data, "--sched", "--sched-threads", spec, "--", SCHEDMIX],
+                env={"WEFT_OPTIONS": f"sysfs_root={sysfs}"})
+            info = run([WEFT, "info", data]).stdout
+            got = re.findall(r"^ +reader (weft-sched\S*) +CPUs (\S+)$", info, re.M)
+            want = [("weft-sched" if i == 0 else f"weft-sched-{i}", s) for i, s in enumerate(sets)]
+            self.assertEqual(got, want, (spec, info))
+            self.assertIn(f"{len(sets)} reader thread", info)
+            self.assertNotIn("not pinned", info)
+
+
+def online_cpus():
+    out = []
+    with open("/sys/devices/system/cpu/online") as f:
+        for part in f.read().strip().split(","):
+            a, _, b = part.partition("-")
+            out += range(int(a), int(b or a) + 1)
+    return out
+
+
+def ranges(cpus):
+    out, i = [], 0
+    while i < len(cpus):
+        j = i
+        while j + 1 < len(cpus) and cpus[j + 1] == cpus[j] + 1:
+            j += 1
+        out.append(str(cpus[i]) if i == j else f"{cpus[i]}-{cpus[j]}")
+        i = j + 1
+    return ",".join(out)
 
 
 if __name__ == "__main__":
