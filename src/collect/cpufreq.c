@@ -2,8 +2,8 @@
  * cpufreq.c - per-CPU frequency (power=1), a source of the system sampler (sampler.c): each
  * CPU's SYS/devices/system/cpu/cpuN/cpufreq/scaling_cur_freq (kHz; SYS is sysfs_root=, /sys
  * by default), kept open and read with pread every sample_period, written only when it
- * changes. The converters show them as Perfetto's CPU frequency tracks. Idle states are not
- * sampled: sysfs has per-state totals only, not the state a CPU is in now.
+ * changes. The converters show them as Perfetto's CPU frequency tracks. Idle time is cpuidle.c's
+ * (per-state totals: sysfs does not say which state a CPU is in now).
  * System-wide: one process of a trace samples it.
  */
 #include "lib/internal.h"
@@ -86,8 +86,7 @@ static int open_cpufreq(char *desc, size_t n)
 				 strerror(first_err));
 		return -(first_err ? first_err : ENOENT);
 	}
-	snprintf(desc, n, "scaling_cur_freq of %d CPU%s of %d (%s), every %.6g ms, on change; idle states not sampled "
-		 "(sysfs has no current state)", ncpus, ncpus == 1 ? "" : "s", k, dir,
+	snprintf(desc, n, "scaling_cur_freq of %d CPU%s of %d (%s), every %.6g ms, on change", ncpus, ncpus == 1 ? "" : "s", k, dir,
 		 (double)weft_cfg.sample_period_ns / 1e6);
 	return 0;
 }

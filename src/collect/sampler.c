@@ -1,10 +1,10 @@
 /*
  * sampler.c - the system sampler: one thread per traced process for every periodic source
- * (cpu_mem=1: the process's CPU time and RSS; power=1: CPU frequency, RAPL energy, NVIDIA GPU
- * power), started with the trace (libweft, so a program tracing itself gets it through
+ * (cpu_mem=1: the process's CPU time and RSS; power=1: CPU frequency and idle time, RAPL energy,
+ * NVIDIA GPU power), started with the trace (libweft, so a program tracing itself gets it through
  * WEFT_OPTIONS as well as `weft record --cpu-mem --power`). Nothing of it is on the program's
- * paths: the thread wakes every sample_period (default 10 ms) for the process's own sources
- * and the CPU frequency and every power_period (default 1 s) for power, reads each source
+ * paths: the thread wakes every sample_period (default 10 ms) for the process's own sources,
+ * the CPU frequency and idle time, and every power_period (default 1 s) for power, reads each source
  * (kept-open files read with pread, getrusage, NVML calls) and writes SAMPLE records - time
  * in CLOCK_BOOTTIME ns, channel, reading - into its own weft stream. A channel is one series
  * (a CPU's frequency, a RAPL domain's energy) declared once in a SYS_CHANNEL metadata record;
@@ -14,7 +14,7 @@
  * or why it cannot, in a SYS_SOURCE record (`weft info`), and the thread's own CPU time goes
  * into SYS_OVERHEAD at stop.
  *
- * System-wide sources (frequency, RAPL, NVML) are sampled by one process of a trace: the one
+ * System-wide sources (frequency, idle time, RAPL, NVML) are sampled by one process of a trace: the one
  * that holds the trace directory's lock, an abstract unix socket named after the directory's
  * device and inode (released by the kernel when the process ends, nothing left on disk). The
  * other processes stand by and try again every power_period, so a child takes over when the
@@ -50,8 +50,8 @@ static struct channel {
 static int nchannels;
 static uint64_t cur_ts; /* the time of the sample being taken (sampler thread) */
 
-static const struct weft_sys_ops *const all_sources[] = {&weft_sys_procstat, &weft_sys_cpufreq, &weft_sys_rapl,
-							 &weft_sys_nvml};
+static const struct weft_sys_ops *const all_sources[] = {&weft_sys_procstat, &weft_sys_cpufreq, &weft_sys_cpuidle,
+							 &weft_sys_rapl, &weft_sys_nvml};
 #define NSOURCES (sizeof(all_sources) / sizeof(all_sources[0]))
 enum { S_OFF, S_ACTIVE, S_STANDBY, S_UNAVAILABLE };
 static int state[NSOURCES]; /* sampler thread */

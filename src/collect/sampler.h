@@ -3,7 +3,8 @@
  * runs them all on one thread): open (or say "unavailable: why"), sample (read and emit into
  * the sampler's weft stream), close. What a source says at open is its description for
  * `weft info` (a SYS_SOURCE metadata record). Sources: procstat.c (the process's CPU time and
- * RSS), cpufreq.c (per-CPU frequency), rapl.c (powercap energy), nvml.c (NVIDIA GPU power).
+ * RSS), cpufreq.c (per-CPU frequency), cpuidle.c (per-CPU idle
+ * time), rapl.c (powercap energy), nvml.c (NVIDIA GPU power).
  */
 #ifndef WEFT_COLLECT_SAMPLER_H
 #define WEFT_COLLECT_SAMPLER_H
@@ -22,7 +23,7 @@ struct weft_sys_ops {
 	void (*close)(int after_fork); /* after_fork: the parent's handles, forget them only */
 };
 
-extern const struct weft_sys_ops weft_sys_procstat, weft_sys_cpufreq, weft_sys_rapl, weft_sys_nvml;
+extern const struct weft_sys_ops weft_sys_procstat, weft_sys_cpufreq, weft_sys_cpuidle, weft_sys_rapl, weft_sys_nvml;
 
 /* Channel flags. */
 #define WEFT_SYSCH_HOLD 1 /* after a stretch without change, the old value is repeated at the last

@@ -6,7 +6,10 @@
  *     the value at the first of them), "mem.rss" (bytes);
  *   CPU frequency as ftrace cpu_frequency events (state = kHz), one FtraceEventBundle per CPU
  *     and batch, which trace_processor puts on its cpu_counter_track "cpufreq";
- *   global counter tracks (no parent): "RAPL NAME power" in W (the energy between two readings
+ *   global counter tracks (no parent): "cpuN idle %" (a CPU's idle us in a sampling period over
+ *     the period, at the period's start, standing until the next change, at most 100; Perfetto's
+ *     cpu_counter_track takes only ftrace cpu_idle state changes, which sysfs cannot give),
+ *     "RAPL NAME power" in W (the energy between two readings
  *     over the time between them, a wrap at max_energy_range_uj counted once), "GPU N power"
  *     in W (NVML's reading) and "GPU N energy" in J (since the first reading);
  *   a slice's CPU time and RSS as args on its end: cpu.user_ns, cpu.sys_ns, mem.rss_bytes
@@ -30,7 +33,7 @@ enum {
 	TYPE_COUNTER = 4, UNIT_BYTES = 3,
 };
 
-enum { K_USER, K_SYS, K_RSS, K_RAPL, K_GPU_POWER, K_GPU_ENERGY };
+enum { K_USER, K_SYS, K_RSS, K_RAPL, K_GPU_POWER, K_GPU_ENERGY, K_IDLE };
 
 static uint64_t name_hash(const char *s)
 {
@@ -52,6 +55,7 @@ static uint64_t global_track(uint64_t (*mix)(uint64_t, uint64_t), const struct w
 	case WEFT_SYSK_RAPL_UJ: return mix(mix(10, K_RAPL), name_hash(d->name));
 	case WEFT_SYSK_GPU_POWER_MW: return mix(mix(10, K_GPU_POWER), d->index);
 	case WEFT_SYSK_GPU_ENERGY_MJ: return mix(mix(10, K_GPU_ENERGY), d->index);
+	case WEFT_SYSK_CPUIDLE_US: return mix(mix(10, K_IDLE), d->index);
 	default: return 0;
 	}
 }
@@ -108,6 +112,9 @@ void weft_pf_sys_tracks(struct pb *b, const struct weft_sys *s, uint64_t (*mix)(
 			if (se->def->kind == WEFT_SYSK_RAPL_UJ) {
 				snprintf(name, sizeof(name), "RAPL %s power", se->def->name);
 				track(b, u, 0, name, 0, "W", "power");
+			} else if (se->def->kind == WEFT_SYSK_CPUIDLE_US) {
+				snprintf(name, sizeof(name), "cpu%u idle %%", se->def->index);
+				track(b, u, 0, name, 0, "%", "cpuidle");
 			} else if (se->def->kind == WEFT_SYSK_GPU_POWER_MW) {
 				snprintf(name, sizeof(name), "GPU %u power", se->def->index);
 				track(b, u, 0, name, 0, "W", "power");
@@ -117,6 +124,14 @@ void weft_pf_sys_tracks(struct pb *b, const struct weft_sys *s, uint64_t (*mix)(
 			}
 		}
 	}
+}
+
+/* A CPU's idle us in one sampling period as percent of it, at most 100 (the kernel adds an idle
+ * stretch when it ends, so a long one lands whole in one period). */
+static double idle_pct(uint64_t us, uint64_t period_ns)
+{
+	double pct = (double)us * 1e5 / (double)period_ns;
+	return pct < 100 ? pct : 100;
 }
 
 /* A CPU's frequency readings as ftrace cpu_frequency events, in bundles of up to 1024. */
@@ -148,6 +163,7 @@ void weft_pf_sys_counters(struct pb *b, const struct weft_sys_proc *sp, uint32_t
 			  uint64_t (*mix)(uint64_t, uint64_t), void (*drain)(void *ctx), void *ctx)
 {
 	int pid = sp->p->pid;
+	uint64_t idle_period = sp->p->sys_sources[WEFT_SYS_CPUIDLE].period_ns;
 	for (size_t c = 0; c < sp->nseries; c++) {
 		const struct weft_sys_series *se = &sp->series[c];
 		const struct weft_sys_chan_def *d = se->def;
@@ -174,6 +190,11 @@ void weft_pf_sys_counters(struct pb *b, const struct weft_sys_proc *sp, uint32_t
 				break;
 			case WEFT_SYSK_GPU_ENERGY_MJ:
 				weft_pf_counter_point_d(b, seq, ts, u, (double)(se->pt[i].v - se->pt[0].v) / 1e3);
+				break;
+			case WEFT_SYSK_CPUIDLE_US:
+				if (idle_period) /* at the period's start: the step covers the periods it stands for */
+					weft_pf_counter_point_d(b, seq, ts > idle_period ? ts - idle_period : ts, u,
+								idle_pct(se->pt[i].v, idle_period));
 				break;
 			default:
 				break;

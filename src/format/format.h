@@ -121,6 +121,8 @@ enum weft_sys_kind {
 	WEFT_SYSK_RAPL_UJ = 5,     /* index = domain: energy_uj (wraps at aux = max_energy_range_uj) */
 	WEFT_SYSK_GPU_POWER_MW = 6, /* index = GPU: nvmlDeviceGetPowerUsage */
 	WEFT_SYSK_GPU_ENERGY_MJ = 7, /* index = GPU: nvmlDeviceGetTotalEnergyConsumption */
+	WEFT_SYSK_CPUIDLE_US = 8,  /* index = CPU: us idle (sum of cpuidle stateK/time) in the sampling
+				    * period ending at the reading, written when it changes */
 };
 
 struct weft_meta_rec_header {

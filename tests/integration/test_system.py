@@ -76,6 +76,42 @@ class System(TraceTest):
         self.assertEqual(kinds["mem.rss"], "process_counter_track_event")
         self.assertEqual(kinds["cpu.user %"], "process_counter_track_event")
 
+    def test_cpuidle_exact(self):
+        sysfs, _ = self.fixture()
+        cpu = os.path.join(sysfs, "devices/system/cpu")
+        t = {(c, s): os.path.join(cpu, f"cpu{c}/cpuidle/state{s}/time") for c in (0, 1) for s in (0, 1)}
+        base = {(0, 0): 1000000, (0, 1): 20000000, (1, 0): 3000000, (1, 1): 40000000}
+        steps = []
+        for (c, s), add in (((0, 0), 10000), ((0, 1), 25000), ((1, 0), 50000), ((1, 1), 12500), ((0, 0), 5000)):
+            base[c, s] += add  # idle us in one sampling period: add / 200 ms in percent
+            steps += ["set", t[c, s], f"{base[c, s]:012d}"]
+        # a 200 ms period: a round 100 ms late (scaled to one period) is not to be feared here
+        data, _ = self.record("sysprobe", ["wait", t[0, 0]] + steps,
+                              options=f"power=1:sample_period=200ms:sysfs_root={sysfs}:nvml_lib={self.tmp}/none.so")
+        info = run([WEFT, "info", data]).stdout
+        self.assertIn(f"cpuidle  used: idle time of 2 CPUs of 3 (4 states, {cpu}/cpuN/cpuidle/stateK/time), "
+                      "every 200 ms, idle us per period, on change", info)
+        pf, _ = self.convert(data, "t.pftrace")
+        self.tp_no_errors(pf)
+        c = self.counters(pf)
+        # the first sample sets the base; then a value per change, 0 between the steps
+        self.assertEqual([v for _, v in c["cpu0 idle %"]], [0, 5, 0, 12.5, 0, 2.5, 0])
+        self.assertEqual([v for _, v in c["cpu1 idle %"]], [0, 25, 0, 6.25, 0])
+        self.assertNotIn("cpu2 idle %", c)
+        types, = self.tp(pf, "select distinct type from track where name like 'cpu_ idle %'")
+        self.assertEqual([r["type"] for r in types], ["global_counter_track_event"])
+        # CPUs without cpuidle (a virtual machine): unavailable, no track
+        for c in (0, 1):
+            shutil.rmtree(os.path.join(cpu, f"cpu{c}/cpuidle"))
+        shutil.rmtree(data)
+        data, _ = self.record("sysprobe", ["spin", 5],
+                              options=f"power=1:sysfs_root={sysfs}:nvml_lib={self.tmp}/none.so")
+        info = run([WEFT, "info", data]).stdout
+        self.assertIn(f"cpuidle  unavailable: no {cpu}/cpu0/cpuidle/state*/time (no cpuidle driver: a virtual "
+                      "machine?)", info)
+        pf, _ = self.convert(data, "n.pftrace")
+        self.assertFalse([n for n in self.counters(pf) if "idle" in n])
+
     def test_unavailable(self):
         empty = os.path.join(self.tmp, "empty")
         os.mkdir(empty)
@@ -84,12 +120,13 @@ class System(TraceTest):
         info = run([WEFT, "info", data]).stdout
         self.assertIn(f"RSS unavailable: {empty}/self/statm: No such file or directory", info)
         self.assertIn(f"cpufreq  unavailable: cannot list {empty}/devices/system/cpu: No such file or directory", info)
+        self.assertIn(f"cpuidle  unavailable: cannot list {empty}/devices/system/cpu: No such file or directory", info)
         self.assertIn(f"rapl     unavailable: no {empty}/class/powercap", info)
         self.assertIn(f"nvml     unavailable: cannot load {empty}/none.so", info)
         pf, _ = self.convert(data, "t.pftrace")
         c = self.counters(pf)
         self.assertNotIn("mem.rss", c)
-        self.assertFalse([n for n in c if n.startswith(("RAPL", "GPU", "cpufreq"))], c)
+        self.assertFalse([n for n in c if n.startswith(("RAPL", "GPU", "cpufreq")) or "idle" in n], c)
 
     def test_record_cpu_mem_real(self):
         data = os.path.join(self.tmp, "r.data")
