@@ -305,22 +305,40 @@ WEFT__INLINE struct weft_arg weft__arg_p(struct weft_site *k, unsigned type, con
 struct weft__scope {
 	struct weft_site *site;
 	unsigned track;
+	unsigned exact; /* the site is WEFT__SITE_EXACT: CPUMEM records around its END */
 };
+/* The end of a cpu_mem_exact= slice: its CPUMEM record, then the END. */
+WEFT__INLINE void weft__end_exact(uint32_t id, unsigned track)
+{
+	weft__cpumem(id, 1);
+	weft__slice(weft__hdr(id, WEFT_R_END, 0, track));
+}
 WEFT__INLINE void weft__scope_end(struct weft__scope *sc)
 {
-	if (sc->site)
-		weft__slice(weft__hdr(sc->site->id, WEFT_R_END, 0, sc->track));
+	if (sc->site) {
+		if (__builtin_expect(sc->exact != 0, 0))
+			weft__end_exact(sc->site->id, sc->track);
+		else
+			weft__slice(weft__hdr(sc->site->id, WEFT_R_END, 0, sc->track));
+	}
 }
-WEFT__INLINE struct weft_site *weft__begin(struct weft_site *s, unsigned track,
-					   const struct weft_arg *a, unsigned n)
+WEFT__INLINE struct weft__scope weft__begin(struct weft_site *s, unsigned track,
+					    const struct weft_arg *a, unsigned n)
 {
-	if (!weft__on(s))
-		return 0;
+	struct weft__scope sc;
+	int on = weft__on(s);
+	sc.site = on ? s : 0;
+	sc.track = track;
+	sc.exact = on == 2;
+	if (!on)
+		return sc;
 	if (n)
 		weft_event_args(s, WEFT_R_BEGIN, track, a, n);
 	else
 		weft__slice(weft__hdr(s->id, WEFT_R_BEGIN, 0, track));
-	return s;
+	if (__builtin_expect(on == 2, 0))
+		weft__cpumem(s->id, 0);
+	return sc;
 }
 /* the arguments as a local array `arr` after an unused first entry (so that it is never empty),
  * where they start, and their number */
@@ -332,9 +350,8 @@ WEFT__INLINE struct weft_site *weft__begin(struct weft_site *s, unsigned track,
 #define WEFT__SCOPE_(u, track, cat, name, ...) \
 	static struct weft_site WEFT__CAT(u, s) = WEFT__SITE_INIT(WEFT_KIND_EVENT, cat, name); \
 	WEFT__ARGS(WEFT__CAT(u, a), ##__VA_ARGS__); \
-	struct weft__scope WEFT__CAT(u, sc) __attribute__((cleanup(weft__scope_end), unused)) = { \
-		weft__begin(&WEFT__CAT(u, s), (track), WEFT__ARGP(WEFT__CAT(u, a)), WEFT__NARGS(WEFT__CAT(u, a))), \
-		(track)}
+	struct weft__scope WEFT__CAT(u, sc) __attribute__((cleanup(weft__scope_end), unused)) = \
+		weft__begin(&WEFT__CAT(u, s), (track), WEFT__ARGP(WEFT__CAT(u, a)), WEFT__NARGS(WEFT__CAT(u, a)))
 #define WEFT__BEGIN(track, cat, name, ...) \
 	do { \
 		static struct weft_site weft__s_ = WEFT__SITE_INIT(WEFT_KIND_EVENT, cat, name); \
@@ -344,7 +361,10 @@ WEFT__INLINE struct weft_site *weft__begin(struct weft_site *s, unsigned track,
 #define WEFT__END(track, cat, name) \
 	do { \
 		static struct weft_site weft__s_ = WEFT__SITE_INIT(WEFT_KIND_EVENT, cat, name); \
-		if (weft__on(&weft__s_)) \
+		int weft__on_ = weft__on(&weft__s_); \
+		if (__builtin_expect(weft__on_ == 2, 0)) \
+			weft__end_exact(weft__s_.id, (track)); \
+		else if (weft__on_) \
 			weft__slice(weft__hdr(weft__s_.id, WEFT_R_END, 0, (track))); \
 	} while (0)
 #define WEFT__INSTANT(track, cat, name, ...) \

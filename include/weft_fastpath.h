@@ -65,6 +65,11 @@ enum weft_rec_type {
 	 * collect/sampler.c): word0 the time in CLOCK_BOOTTIME ns (not ticks), id the channel (a
 	 * SYS_CHANNEL metadata record), one extra word: the reading */
 	WEFT_R_SAMPLE = 30,
+	/* a slice's exact CPU time and RSS (format 1.5; cpu_mem_exact=): written by the thread
+	 * right after the BEGIN (track 0) and right before the END (track 1) of a slice whose name
+	 * matches the pattern; id the site, word0 the RSS in bytes, extra words: the thread's
+	 * user and system CPU time in ns (getrusage RUSAGE_THREAD) */
+	WEFT_R_CPUMEM = 31,
 };
 
 /* Flags of an END's extra word. */
@@ -80,7 +85,9 @@ enum weft_mem_fn {
 	WEFT_MEM_MUNMAP = 12, WEFT_MEM_MREMAP = 13, WEFT_MEM_HEAP_API = 14,
 };
 
-enum weft_site_state { WEFT__SITE_NEW = 0, WEFT__SITE_ON = 1, WEFT__SITE_OFF = 2 };
+/* EXACT: records, and its slices carry CPUMEM records (cpu_mem_exact=); like NEW it takes the
+ * out-of-line weft__site_check, which returns 2 for it, so ON stays one load and a branch. */
+enum weft_site_state { WEFT__SITE_NEW = 0, WEFT__SITE_ON = 1, WEFT__SITE_OFF = 2, WEFT__SITE_EXACT = 3 };
 enum weft_site_kind {
 	WEFT_KIND_EVENT = 0, WEFT_KIND_COUNTER = 1, WEFT_KIND_ARG = 2, WEFT_KIND_TRACK = 3,
 	WEFT_KIND_HEAP = 4, /* a named heap (weft_heap) */
@@ -123,6 +130,9 @@ WEFT_API uint64_t weft__ticks_fallback(void);
 /* A slice record (BEGIN, END, FUNC_ENTER, FUNC_EXIT) with the thread's counter values as extra
  * words (END: a flags word 0 first); out of line, since reading counters is a syscall or rdpmc. */
 WEFT_API void weft__slice_ctr(uint64_t hdr);
+/* cpu_mem_exact=: a CPUMEM record of site id at a slice's begin (at_end 0: after the BEGIN) or
+ * end (1: before the END), read now; out of line (a syscall and a /proc read). */
+WEFT_API void weft__cpumem(uint32_t id, unsigned at_end);
 
 WEFT__INLINE uint64_t weft__ticks(void)
 {
@@ -152,7 +162,7 @@ WEFT__INLINE int weft__on(struct weft_site *s)
 		return 1;
 	if (__builtin_expect(st == WEFT__SITE_OFF, 1))
 		return 0; /* disabled: stays inline, one load and two predicted branches */
-	return weft__site_check(s);
+	return weft__site_check(s); /* 2: on, with exact CPU and RSS (WEFT__SITE_EXACT) */
 }
 
 /* Reserve and commit bracket a window in which the thread's write position is in flux. A

@@ -70,3 +70,75 @@ static void close_procstat(int after_fork)
 }
 
 const struct weft_sys_ops weft_sys_procstat = {WEFT_SYS_CPU_MEM, 0, 0, open_procstat, sample_procstat, close_procstat};
+
+/* ---- cpu_mem_exact=: a slice's own readings, on its thread ---- */
+
+/* PROC/self/statm, opened at the first exact reading of this process (weft_g.pid: a fork child
+ * opens its own); -2 when it cannot be opened (the RSS word is then 0). */
+static _Atomic int exact_fd = -1;
+static _Atomic int exact_pid;
+
+static uint64_t exact_rss(void)
+{
+	int fd = atomic_load_explicit(&exact_fd, memory_order_acquire);
+	if (fd == -1 || atomic_load_explicit(&exact_pid, memory_order_relaxed) != weft_g.pid) {
+		char path[600];
+		weft_sys_path(path, sizeof(path), weft_cfg.procfs_root, "/self/statm");
+		int nfd = open(path, O_RDONLY | O_CLOEXEC);
+		if (nfd < 0)
+			nfd = -2;
+		/* one open wins; a loser closes its own. A fork child's inherited copy of the
+		 * parent's fd is its own to close. */
+		if (atomic_compare_exchange_strong(&exact_fd, &fd, nfd)) {
+			if (fd >= 0)
+				close(fd);
+			fd = nfd;
+		} else {
+			if (nfd >= 0)
+				close(nfd);
+			fd = atomic_load(&exact_fd);
+		}
+		atomic_store(&exact_pid, weft_g.pid);
+	}
+	if (fd < 0)
+		return 0;
+	char buf[128];
+	ssize_t r = pread(fd, buf, sizeof(buf) - 1, 0);
+	if (r <= 0)
+		return 0;
+	buf[r] = 0;
+	/* "size resident ...": the second number, parsed by hand (no locale, no sscanf) */
+	const char *s = buf;
+	while (*s >= '0' && *s <= '9')
+		s++;
+	while (*s == ' ')
+		s++;
+	uint64_t pages = 0;
+	for (; *s >= '0' && *s <= '9'; s++)
+		pages = pages * 10 + (uint64_t)(*s - '0');
+	static uint64_t psize;
+	if (!psize)
+		psize = (uint64_t)sysconf(_SC_PAGESIZE);
+	return pages * psize;
+}
+
+void weft__cpumem(uint32_t id, unsigned at_end)
+{
+	int e = errno;
+	struct rusage ru;
+	uint64_t user = 0, sys = 0;
+	if (!getrusage(RUSAGE_THREAD, &ru)) {
+		user = tv_ns(ru.ru_utime);
+		sys = tv_ns(ru.ru_stime);
+	}
+	uint64_t rss = exact_rss();
+	errno = e;
+	uint64_t *p = weft__reserve(32);
+	if (__builtin_expect(p == 0, 0))
+		return;
+	p[0] = rss;
+	p[1] = weft__hdr(id, WEFT_R_CPUMEM, 2, at_end ? 1 : 0);
+	p[2] = user;
+	p[3] = sys;
+	weft__commit(p + 4);
+}

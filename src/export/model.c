@@ -111,6 +111,8 @@ static void emit_end(struct weft_walker *w, uint64_t ts, uint32_t id, uint64_t s
 		     unsigned flags, const uint64_t *ctr, unsigned nctr)
 {
 	struct weft_ev e;
+	e.has_cm = 0;
+	e.cm_user_ns = e.cm_sys_ns = e.cm_rss = 0;
 	e.nctr = nctr;
 	if (nctr)
 		memcpy(e.ctr, ctr, 8 * (size_t)nctr);
@@ -127,6 +129,12 @@ static void emit_end(struct weft_walker *w, uint64_t ts, uint32_t id, uint64_t s
 	e.value = 0;
 	e.is_double = 0;
 	e.nargs = e.nout = e.nin = 0;
+	if (w->cm_end.valid == 2 && !(flags & WEFT_EVF_UNWOUND)) {
+		e.has_cm = 1;
+		e.cm_user_ns = w->cm_end.user;
+		e.cm_sys_ns = w->cm_end.sys;
+		e.cm_rss = w->cm_end.rss;
+	}
 	w->fn(w->ud, &e);
 }
 
@@ -143,6 +151,7 @@ static void start(struct weft_walker *w, unsigned kind, uint64_t ts, uint32_t id
 	e->value = 0;
 	e->is_double = 0;
 	e->nctr = 0;
+	e->has_cm = 0;
 	e->nargs = e->nout = e->nin = 0;
 	e->serial = 0;
 	e->stack_hash = 0;
@@ -168,6 +177,8 @@ static void on_end(struct weft_walker *w, uint64_t ts, uint32_t id, unsigned tra
 	flush(w);
 	if (ts > w->last_ts)
 		w->last_ts = ts;
+	int cm = w->cm_end.valid && w->cm_end.id == id; /* the CPUMEM record right before it */
+	w->cm_end.valid = 0;
 	struct weft_walk_stack *s = stack_for(w, track);
 	if (!s)
 		return;
@@ -185,7 +196,13 @@ static void on_end(struct weft_walker *w, uint64_t ts, uint32_t id, unsigned tra
 	}
 	s->n--;
 	w->st->events++;
+	if (!cm) {
+		emit_end(w, ts, id, s->serials[s->n], track, flags, ctr, nctr);
+		return;
+	}
+	w->cm_end.valid = 2; /* emit_end attaches it */
 	emit_end(w, ts, id, s->serials[s->n], track, flags, ctr, nctr);
+	w->cm_end.valid = 0;
 }
 
 /* setjmp: remember how deep the thread's own track was; longjmp to that jmp_buf closes what
@@ -418,6 +435,22 @@ static void walk(struct weft_walker *wk, const uint64_t *r, size_t n)
 			wk->ev.mfn = track;
 			wk->ev.nframes = extra;
 			wk->ev.frames = r + i + 2;
+			break;
+		case WEFT_R_CPUMEM: /* 1.5: at a slice's begin (track 0, after it) or end (1, before it) */
+			if (extra < 2)
+				break;
+			if (track == 0 && wk->pending && wk->ev.kind == WEFT_EV_BEGIN && wk->ev.id == id) {
+				wk->ev.has_cm = 1;
+				wk->ev.cm_rss = r[i];
+				wk->ev.cm_user_ns = r[i + 2];
+				wk->ev.cm_sys_ns = r[i + 3];
+			} else if (track == 1) {
+				wk->cm_end.valid = 1;
+				wk->cm_end.id = id;
+				wk->cm_end.rss = r[i];
+				wk->cm_end.user = r[i + 2];
+				wk->cm_end.sys = r[i + 3];
+			}
 			break;
 		case WEFT_R_STACK:
 			if (wk->pending && (wk->ev.kind == WEFT_EV_ALLOC || wk->ev.kind == WEFT_EV_REALLOC)) {

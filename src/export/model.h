@@ -68,6 +68,10 @@ struct weft_ev {
 	 * unwound slice never does) */
 	unsigned nctr;
 	uint64_t ctr[8];
+	/* BEGIN and END of a cpu_mem_exact= slice (CPUMEM records): the thread's user and system
+	 * CPU time (ns) and the process's RSS (bytes) there; has_cm 0 when none came */
+	int has_cm;
+	uint64_t cm_user_ns, cm_sys_ns, cm_rss;
 	unsigned nargs, nout, nin;
 	struct weft_ev_arg args[WEFT_EV_MAX_ARGS];
 	uint64_t flows_out[WEFT_EV_MAX_FLOWS], flows_in[WEFT_EV_MAX_FLOWS];
@@ -99,6 +103,7 @@ struct weft_walker {
 	int pending;
 	uint64_t last_ts;
 	struct { uint64_t env; size_t depth; } *jmps; /* setjmp buffers seen */
+	struct { int valid; uint32_t id; uint64_t user, sys, rss; } cm_end; /* a CPUMEM before an END */
 	size_t njmps, jcap;
 };
 void weft_walker_init(struct weft_walker *w, const struct weft_proc *p, weft_ev_fn fn, void *ud,

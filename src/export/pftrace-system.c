@@ -216,6 +216,14 @@ static void annotation(struct pb *b, const char *name, int is_signed, uint64_t v
 	pb_end(b, m);
 }
 
+void weft_pf_exact_slice_args(struct pb *b, uint64_t user_ns, uint64_t sys_ns, uint64_t rss_bytes)
+{
+	annotation(b, "cpu.user_ns", 0, user_ns);
+	annotation(b, "cpu.sys_ns", 0, sys_ns);
+	if (rss_bytes)
+		annotation(b, "mem.rss_bytes", 0, rss_bytes);
+}
+
 void weft_pf_sys_slice_args(struct pb *b, const struct weft_sys_proc *sp, uint64_t begin, uint64_t end)
 {
 	struct weft_sys_slice s;

@@ -17,6 +17,9 @@ void weft_pf_sys_counters(struct pb *b, const struct weft_sys_proc *sp, uint32_t
 			  uint64_t (*mix)(uint64_t, uint64_t), void (*drain)(void *ctx), void *ctx);
 /* A slice's CPU time and RSS (weft_sys_slice) as debug annotations of the TrackEvent being
  * written, when the slice is long enough. */
+/* A cpu_mem_exact= slice's readings: the thread's own CPU time deltas, the RSS at its end (left
+ * out when 0: statm could not be read). */
+void weft_pf_exact_slice_args(struct pb *b, uint64_t user_ns, uint64_t sys_ns, uint64_t rss_bytes);
 void weft_pf_sys_slice_args(struct pb *b, const struct weft_sys_proc *sp, uint64_t begin, uint64_t end);
 
 #endif

@@ -103,10 +103,13 @@ struct seq_enc {
 	int described;                    /* the thread's descriptor is out */
 	struct weft_pf_sched *sched;      /* SCHED records of this stream (a sched reader's) */
 	const struct weft_sys_proc *sys;  /* the process's sampler readings, when slices get CPU/RSS args */
-	struct { uint64_t serial, ts; } *open; /* slices open on this thread (their begin times) */
+	/* slices open on this thread: their begin times, and (cpu_mem_exact=) readings */
+	struct { uint64_t serial, ts; int has_cm; uint64_t user, sys; } *open;
 	size_t nopen, opencap;
 	uint64_t end_begin;               /* the slice being ended began then (end_known) */
 	int end_known;
+	int end_exact;                    /* ... and has exact readings at both ends: */
+	uint64_t exact_user, exact_sys, exact_rss; /* its deltas and the RSS at its end */
 };
 
 static int seen(struct seq_enc *e, uint64_t uuid)
@@ -267,7 +270,7 @@ static int packet_fast(struct seq_enc *e, const struct weft_ev *ev, uint64_t ts,
 	const struct weft_proc *p = e->p;
 	if (track != e->tuuid || ev->nargs || ev->nout || ev->nin || ev->flags || ev->nctr ||
 	    ev->kind == WEFT_EV_DROPPED || type == TYPE_COUNTER || (e->mem && type == TYPE_END) ||
-	    (e->end_known && type == TYPE_END))
+	    (e->end_known && type == TYPE_END) || ev->has_cm)
 		return 0;
 	uint32_t id = ev->id, ci = 0;
 	if (type != TYPE_END) {
@@ -408,7 +411,9 @@ static void packet(struct seq_enc *e, const struct weft_ev *ev, uint64_t ts, uns
 			e->mem && ev->kind == WEFT_EV_END ? weft_mem_slice(e->mem, (size_t)(e->th - p->threads), ev->serial) : NULL;
 		if (ms)
 			weft_pf_mem_slice_args(b, ms);
-		if (e->end_known)
+		if (e->end_known && e->end_exact)
+			weft_pf_exact_slice_args(b, e->exact_user, e->exact_sys, e->exact_rss);
+		else if (e->end_known && e->sys)
 			weft_pf_sys_slice_args(b, e->sys, e->end_begin, ts);
 	}
 	pb_end(b, te);
@@ -505,6 +510,7 @@ static void thread_descriptor(struct seq_enc *e, uint64_t ts);
 static void note_slice(struct seq_enc *e, const struct weft_ev *ev)
 {
 	e->end_known = 0;
+	e->end_exact = 0;
 	if (ev->kind == WEFT_EV_BEGIN) {
 		if (e->nopen == e->opencap) {
 			e->opencap = e->opencap ? e->opencap * 2 : 64;
@@ -513,6 +519,9 @@ static void note_slice(struct seq_enc *e, const struct weft_ev *ev)
 				weft_oom("writing the .pftrace");
 		}
 		e->open[e->nopen].serial = ev->serial;
+		e->open[e->nopen].has_cm = ev->has_cm;
+		e->open[e->nopen].user = ev->cm_user_ns;
+		e->open[e->nopen].sys = ev->cm_sys_ns;
 		e->open[e->nopen++].ts = ev->ts;
 	} else if (ev->kind == WEFT_EV_END) {
 		for (size_t i = e->nopen; i-- > 0;) { /* the innermost, nearly always */
@@ -520,6 +529,12 @@ static void note_slice(struct seq_enc *e, const struct weft_ev *ev)
 				continue;
 			e->end_begin = e->open[i].ts;
 			e->end_known = 1;
+			if (e->open[i].has_cm && ev->has_cm) {
+				e->end_exact = 1;
+				e->exact_user = ev->cm_user_ns - e->open[i].user;
+				e->exact_sys = ev->cm_sys_ns - e->open[i].sys;
+				e->exact_rss = ev->cm_rss;
+			}
 			memmove(&e->open[i], &e->open[i + 1], (e->nopen - i - 1) * sizeof(*e->open));
 			e->nopen--;
 			break;
@@ -543,8 +558,11 @@ static void on_event(void *ud, const struct weft_ev *ev)
 		thread_descriptor(e, ev->ts);
 	drain(e, 1u << 20);
 	uint64_t track = track_for(e, ev);
-	if (e->sys)
+	/* with sampler readings, or exact ones (cpu_mem_exact=: the slices begun since the first) */
+	if (e->sys || ev->has_cm || e->nopen)
 		note_slice(e, ev);
+	else
+		e->end_known = e->end_exact = 0;
 	switch (ev->kind) {
 	case WEFT_EV_BEGIN: case WEFT_EV_ASYNC_BEGIN:
 		packet(e, ev, ev->ts, TYPE_BEGIN, track);

@@ -323,6 +323,7 @@ SETTER(set_overflow)
 }
 
 SETTER(set_cpu_mem) { return parse_int(v, 0, 1, &c->cpu_mem); }
+SETTER(set_cpu_mem_exact) { return set_patterns(c->cpu_mem_exact, sizeof(c->cpu_mem_exact), v); }
 SETTER(set_power) { return parse_int(v, 0, 1, &c->power); }
 /* sampling periods: 1 ms to 1 hour */
 static int set_period(uint64_t *dst, const char *v)
@@ -379,6 +380,7 @@ static const struct {
 	{"sched", set_sched, "0 or 1 (scheduling events; weft record's runtime)"},
 	{"sched_threads", set_sched_threads, "1 to 16 threads, cpu, core, package, numa or CPU lists such as 0-3/4-7 (threads reading the per-CPU rings)"},
 	{"cpu_mem", set_cpu_mem, "0 or 1 (sample the process's CPU time and RSS every sample_period)"},
+	{"cpu_mem_exact", set_cpu_mem_exact, "comma-separated globs or /regex/ of slice names whose thread CPU time and RSS are read at begin and end, '-' excludes"},
 	{"power", set_power, "0 or 1 (sample CPU frequency every sample_period, RAPL and GPU power every power_period)"},
 	{"sample_period", set_sample_period, "a duration from 1ms to 1h such as 10ms (the default)"},
 	{"power_period", set_power_period, "a duration from 1ms to 1h such as 1s (the default)"},

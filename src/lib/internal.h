@@ -63,6 +63,7 @@ struct weft_config {
 	char sched_threads[256];   /* reader threads of the per-CPU rings and their CPUs (collect/cpusets.h; default "1") */
 	/* the system sampler (collect/sampler.c): one thread for every periodic source */
 	int cpu_mem;               /* the process's CPU time and RSS, at sample_period */
+	char cpu_mem_exact[1024];  /* slice names (glob.c patterns) read exactly at begin and end */
 	int power;                 /* CPU frequency at sample_period; RAPL and GPU power at power_period */
 	uint64_t sample_period_ns; /* default 10 ms */
 	uint64_t power_period_ns;  /* default 1 s */

@@ -114,8 +114,18 @@ static uint8_t evaluate(const struct weft_site *s)
 			return WEFT__SITE_OFF;
 		if (s->kind == WEFT_KIND_EVENT && !weft_glob_list_match(weft_cfg.filter, s->name, 1))
 			return WEFT__SITE_OFF;
+		/* cpu_mem_exact=: decided here, once per site, like filter= */
+		if (run == WEFT_RUN_ON && s->kind == WEFT_KIND_EVENT && weft_cfg.cpu_mem_exact[0] &&
+		    weft_glob_list_match(weft_cfg.cpu_mem_exact, s->name ? s->name : "", 0))
+			return WEFT__SITE_EXACT;
 	}
 	return run == WEFT_RUN_ON ? WEFT__SITE_ON : WEFT__SITE_NEW;
+}
+
+/* What weft__site_check returns for a state: 1 records, 2 records with exact CPU and RSS. */
+static int records(uint8_t st)
+{
+	return st == WEFT__SITE_ON ? 1 : st == WEFT__SITE_EXACT ? 2 : 0;
 }
 
 /* Registers s (at a source location when file is not NULL) and sets its state. */
@@ -123,7 +133,7 @@ static int site_register(struct weft_site *s, const char *file, unsigned line)
 {
 	uint8_t st = __atomic_load_n(&s->state, __ATOMIC_ACQUIRE);
 	if (st != WEFT__SITE_NEW)
-		return st == WEFT__SITE_ON;
+		return records(st);
 	if (weft_in_runtime)
 		return 0; /* re-entered from a signal handler: registering could deadlock */
 	weft_ensure_started();
@@ -150,7 +160,7 @@ static int site_register(struct weft_site *s, const char *file, unsigned line)
 	st = s->state;
 	pthread_mutex_unlock(&reg_lock);
 	weft_in_runtime--;
-	return st == WEFT__SITE_ON;
+	return records(st);
 }
 
 int weft__site_check(struct weft_site *s)
@@ -162,7 +172,7 @@ int weft_site_source(struct weft_site *s, const char *file, unsigned line)
 {
 	if (!s || !file)
 		return -EINVAL;
-	return site_register(s, file, line);
+	return site_register(s, file, line) != 0;
 }
 
 void weft_registry_reevaluate(void)

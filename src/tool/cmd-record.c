@@ -76,6 +76,9 @@ static void help(FILE *f)
 		"      --cpu-mem           sample the CPU time and RSS of every process every 10 ms (see\n"
 		"                          --sample-period): counter tracks, and every slice longer than\n"
 		"                          the period gets cpu.user_ns, cpu.sys_ns, mem.rss_bytes args\n"
+		"      --cpu-mem=exact:PATTERN  the same, and the slices whose names match PATTERN (globs\n"
+		"                          or /regex/, comma-separated) get their thread's own CPU time\n"
+		"                          and the RSS read exactly at their begin and end\n"
 		"      --power             sample CPU frequency (every --sample-period), RAPL and NVIDIA\n"
 		"                          GPU power (every --power-period, default 1s); what the machine\n"
 		"                          lacks is said unavailable in weft info\n"
@@ -397,7 +400,7 @@ int cmd_record(int argc, char **argv)
 		{"mem-access-period", required_argument, 0, 'R'},
 		{"python", optional_argument, 0, 'P'},
 		{"sched", no_argument, 0, 'S'}, {"sched-threads", required_argument, 0, 'T'},
-		{"cpu-mem", no_argument, 0, 'C'}, {"power", no_argument, 0, 'E'},
+		{"cpu-mem", optional_argument, 0, 'C'}, {"power", no_argument, 0, 'E'},
 		{"sample-period", required_argument, 0, 'Q'}, {"power-period", required_argument, 0, 'U'},
 		{"counters", required_argument, 0, 'K'},
 		{"quiet", no_argument, 0, 'q'}, {"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
@@ -493,7 +496,20 @@ int cmd_record(int argc, char **argv)
 			}
 			break;
 		case 'S': ADD(":sched=1"); break;
-		case 'C': ADD(":cpu_mem=1"); break;
+		case 'C':
+			if (optarg) { /* exact:PATTERN - the matching slices read at begin and end */
+				const char *pat = !strncmp(optarg, "exact:", 6) ? optarg + 6 : NULL;
+				if (!pat || !*pat || strchr(pat, ':') || weft_glob_list_check(pat) ||
+				    strlen(pat) >= 1024) {
+					weft_cli_error("record", "bad --cpu-mem '%s': expected exact:PATTERN (comma-separated "
+						       "globs or /regex/ of slice names, without ':')", optarg);
+					return WEFT_EXIT_USAGE;
+				}
+				ADD(":cpu_mem_exact=%s", pat);
+			}
+			if (!strstr(extra, ":cpu_mem=1"))
+				ADD(":cpu_mem=1");
+			break;
 		case 'E': ADD(":power=1"); break;
 		case 'K': {
 			int rc = counters_check(optarg);

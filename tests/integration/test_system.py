@@ -146,6 +146,46 @@ class System(TraceTest):
         self.assertGreaterEqual(max(rss) - rss[0], 60 << 20)  # 64 MiB touched, kept to the exit
         self.assertGreater(max(v for _, v in c["cpu.user %"]), 0)
 
+    def slice_args(self, pf, name):
+        rows, = self.tp(pf, "select a.key, a.int_value v from slice s join args a using(arg_set_id) "
+                            f"where s.name = '{name}'")
+        return {r["key"]: r["v"] for r in rows}
+
+    def test_record_cpu_mem_exact(self):
+        # the matching slice: its own thread's CPU time, read at begin and end
+        data = os.path.join(self.tmp, "x.data")
+        p = run([WEFT, "record", "-q", "--cpu-mem=exact:/^sp/", "-o", data, "--", PROBE, "spin", "150"],
+                cwd=self.tmp)
+        measured = int(next(l for l in p.stdout.splitlines() if l.startswith("spin_cpu_ns")).split()[1])
+        pf = os.path.join(data, "trace.pftrace")
+        self.tp_no_errors(pf)
+        a = self.slice_args(pf, "spin")
+        got = a["debug.cpu_user_ns"] + a["debug.cpu_sys_ns"]
+        self.assertLess(abs(got - measured), measured * 0.1, (got, measured))
+        self.assertGreater(a["debug.mem_rss_bytes"], 0)
+        self.assertNotIn("debug.mem_rss_delta_bytes", a)  # exact, not interpolated
+        # a slice the pattern does not match keeps the interpolated args; the matching one
+        # (alloc) has exact ones
+        data = os.path.join(self.tmp, "y.data")
+        run([WEFT, "record", "-q", "--cpu-mem=exact:alloc", "-o", data, "--", PROBE, "spin", "50", "alloc", "16"],
+            cwd=self.tmp)
+        pf = os.path.join(data, "trace.pftrace")
+        a = self.slice_args(pf, "spin")
+        self.assertGreaterEqual(a["debug.cpu_user_ns"], 15000000)
+        self.assertIn("debug.mem_rss_delta_bytes", a)
+        b = self.slice_args(pf, "alloc")
+        self.assertIn("debug.cpu_sys_ns", b)
+        self.assertGreaterEqual(b["debug.mem_rss_bytes"], 16 << 20)
+        self.assertNotIn("debug.mem_rss_delta_bytes", b)
+
+    def test_record_cpu_mem_exact_bad(self):
+        for arg in ("exact:/[/", "exact:", "exact", "fast:spin", "exact:a:b"):
+            p = run([WEFT, "record", "-q", f"--cpu-mem={arg}", "--", PROBE, "spin", "1"], check=False,
+                    cwd=self.tmp)
+            self.assertEqual(p.returncode, 2, (arg, p.stderr))
+            self.assertEqual(len(p.stderr.strip().splitlines()), 1, p.stderr)
+            self.assertIn("--cpu-mem", p.stderr)
+
 
 if __name__ == "__main__":
     main()

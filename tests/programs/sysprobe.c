@@ -1,6 +1,7 @@
 /*
  * sysprobe - steps for the system sampler's tests (test_system.py), run in order:
- *   spin MS           a slice "spin" that burns MS ms of CPU on this thread
+ *   spin MS           a slice "spin" that burns MS ms of CPU on this thread; prints
+ *                     "spin_cpu_ns N", the thread CPU time measured inside the slice
  *   alloc MIB         a slice "alloc" that allocates and touches MIB MiB, kept to the end
  *   set PATH VALUE    writes VALUE into PATH (a fixture file), then waits until the sampler
  *                     has read PATH three times (inotify IN_ACCESS): a sample surely saw it
@@ -74,10 +75,17 @@ int main(int argc, char **argv)
 		if (!strcmp(argv[i], "spin") && i + 1 < argc) {
 			double ms = atof(argv[++i]), t0 = now_ms(CLOCK_THREAD_CPUTIME_ID);
 			volatile unsigned long x = 0;
-			WEFT_SCOPE("spin");
-			while (now_ms(CLOCK_THREAD_CPUTIME_ID) - t0 < ms)
-				for (int k = 0; k < 10000; k++)
-					x += (unsigned long)k;
+			double in0, in1;
+			{
+				WEFT_SCOPE("spin");
+				in0 = now_ms(CLOCK_THREAD_CPUTIME_ID);
+				while ((in1 = now_ms(CLOCK_THREAD_CPUTIME_ID)) - t0 < ms)
+					for (int k = 0; k < 10000; k++)
+						x += (unsigned long)k;
+			}
+			/* the thread CPU time spent inside the slice (cpu_mem_exact= compares with it) */
+			printf("spin_cpu_ns %.0f\n", (in1 - in0) * 1e6);
+			fflush(stdout);
 		} else if (!strcmp(argv[i], "alloc") && i + 1 < argc) {
 			size_t n = (size_t)atol(argv[++i]) << 20;
 			WEFT_SCOPE("alloc");
