@@ -51,7 +51,8 @@ static int open_cpufreq(char *desc, size_t n)
 	qsort(nums, (size_t)k, sizeof(nums[0]), cmp_uint);
 	int first_err = 0;
 	ncpus = 0;
-	for (int i = 0; i < k; i++) {
+	int budget = weft_sys_fd_budget();
+	for (int i = 0; i < k && ncpus < budget; i++) {
 		weft_sys_path(path, sizeof(path), weft_cfg.sysfs_root, "/devices/system/cpu/cpu%u/cpufreq/scaling_cur_freq",
 			      nums[i]);
 		int fd = open(path, O_RDONLY | O_CLOEXEC);

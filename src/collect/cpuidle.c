@@ -69,7 +69,10 @@ static int open_states(const char *dir, unsigned cpu)
 	if (k <= 0)
 		return k ? k : -ENOENT;
 	int n = 0, err = 0;
-	for (int i = 0; i < k && nfds < MAX_FDS; i++) {
+	int budget = weft_sys_fd_budget() < MAX_FDS ? weft_sys_fd_budget() : MAX_FDS;
+	if (nfds + k > budget) /* all of a CPU's states or none: a part would under-count its idle time */
+		return -EMFILE;
+	for (int i = 0; i < k; i++) {
 		snprintf(path, sizeof(path), "%s/state%u/time", sdir, st[i]);
 		int fd = open(path, O_RDONLY | O_CLOEXEC);
 		uint64_t v;
@@ -100,6 +103,8 @@ static int open_cpuidle(char *desc, size_t n)
 	last_ts = 0;
 	for (int i = 0; i < k; i++) {
 		int first = nfds, got = open_states(dir, nums[i]);
+		if (got == -EMFILE) /* the descriptor budget: the CPUs so far */
+			break;
 		if (got < 0) {
 			first_err = first_err ? first_err : -got;
 			continue;

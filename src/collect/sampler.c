@@ -27,6 +27,7 @@
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <sys/resource.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -376,4 +377,14 @@ void weft_sys_atfork_child(void)
 			all_sources[i]->close(1);
 	have_thread = 0;
 	start_thread();
+}
+
+int weft_sys_fd_budget(void)
+{
+	struct rlimit r;
+	rlim_t lim = getrlimit(RLIMIT_NOFILE, &r) ? 1024 : r.rlim_cur;
+	if (lim == RLIM_INFINITY || lim > 65536)
+		lim = 65536;
+	int b = (int)(lim / 16);
+	return b < 8 ? 8 : b;
 }

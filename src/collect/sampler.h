@@ -39,6 +39,10 @@ char *weft_sys_path(char *path, size_t n, const char *root, const char *fmt, ...
 	__attribute__((format(printf, 4, 5)));
 /* The first unsigned decimal of the file at fd (read from offset 0). 0 or -errno. */
 int weft_sys_read_u64(int fd, uint64_t *v);
+/* How many sysfs files one source may keep open: a sixteenth of the process's descriptor
+ * limit (64 of the usual 1024), so the traced program keeps the descriptors it counts on; a
+ * machine with more CPUs than that has its first ones sampled (weft info says how many). */
+int weft_sys_fd_budget(void);
 /* The first line of a small file, without its newline. 0 or -errno. */
 int weft_sys_read_line(const char *path, char *buf, size_t n);
 
