@@ -74,8 +74,10 @@ class Sched(TraceTest):
         self.assertLess(spin.get("S", 0), 5 * MS, spin)
         self.assertEqual(len(by_name["contend"]), 2)
         for c in by_name["contend"]:
-            # each sleeps holding the mutex 4 x 10 ms, or waits for it asleep; runs between
-            self.assertGreaterEqual(c.get("S", 0), 35 * MS, c)
+            # each sleeps holding the mutex 4 x 10 ms, or waits for it asleep; runs between.
+            # Lower bound: 20 ms (half), since a switch back in that this VM drops under load
+            # leaves that sleep open-ended, and trace_processor gives it no duration
+            self.assertGreaterEqual(c.get("S", 0), 20 * MS, c)
             self.assertGreater(c.get("Running", 0), 0, c)
         # the CPU tracks: sched slices of the program's threads, and the kernel named them
         rows, = self.tp(pf, "select count(*) as n from sched join thread using(utid) where thread.name = 'spinner'")
