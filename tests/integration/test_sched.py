@@ -13,12 +13,15 @@ from weftlib import TraceTest, main, run, WEFT, BUILD
 SCHEDMIX = os.path.join(BUILD, "schedmix")
 MS = 1000000
 
-# per weft slice: the time its thread spent in each state inside the slice
+# per weft slice: the time its thread spent in each state inside the slice. A state with no
+# end (dur -1: its thread's next switch is not in the trace, as for a thread's last run before
+# it exits) lasts to the slice's end.
 IN_SLICE = ("select s.name as slice, tt.utid as utid, s.dur as dur, st.state as state, "
-            "sum(min(st.ts + st.dur, s.ts + s.dur) - max(st.ts, s.ts)) as t "
+            "sum(min(case when st.dur < 0 then s.ts + s.dur else st.ts + st.dur end, s.ts + s.dur) "
+            "- max(st.ts, s.ts)) as t "
             "from slice s join thread_track tt on s.track_id = tt.id "
             "join thread_state st on st.utid = tt.utid "
-            "where st.dur > 0 and st.ts < s.ts + s.dur and st.ts + st.dur > s.ts "
+            "where st.dur != 0 and st.ts < s.ts + s.dur and (st.dur < 0 or st.ts + st.dur > s.ts) "
             "group by s.id, st.state")
 
 
