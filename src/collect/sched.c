@@ -531,15 +531,7 @@ static void atfork_child(void)
 {
 	/* the rings and readers are the parent's; the flock stays the parent's too */
 	int was = mode;
-	for (int i = 0; i < nrings; i++)
-		ring_close(&rings[i]);
-	free(rings);
-	rings = NULL;
-	nrings = 0;
-	free(owner);
-	owner = NULL;
-	free(readers);
-	readers = NULL;
+	close_all();
 	nreaders = 0;
 	atomic_store(&pinned, 0);
 	if (lock_fd >= 0)
