@@ -87,11 +87,18 @@ class Sched(TraceTest):
         self.assertGreater(rows[0]["n"], 0)
         # the ftrace bundles and system_info are valid Perfetto protos
         text = self.protoc_decode(pf)
-        self.assertIn("sched_switch {", text)
-        self.assertIn("utsname {", text)
+        if text is not None:  # None: Perfetto's schema is absent here (said on stderr)
+            self.assertIn("sched_switch {", text)
+            self.assertIn("utsname {", text)
 
     @unittest.skipUnless(os.geteuid() == 0, "needs root to drop privileges")
     def test_without_root_own_context_switches(self):
+        # nobody must reach the build tree: every directory above it searchable by others
+        d = os.path.dirname(os.path.abspath(WEFT))
+        while d != "/":
+            if not os.stat(d).st_mode & 0o001:
+                self.skipTest(f"{d} is not searchable by others: an unprivileged user cannot run weft")
+            d = os.path.dirname(d)
         os.chmod(self.tmp, 0o777)
         data = os.path.join(self.tmp, "n.data")
         p = run(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups",
