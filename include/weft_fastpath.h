@@ -70,6 +70,12 @@ enum weft_rec_type {
 	 * matches the pattern; id the site, word0 the RSS in bytes, extra words: the thread's
 	 * user and system CPU time in ns (getrusage RUSAGE_THREAD) */
 	WEFT_R_CPUMEM = 31,
+	/* GPU activity (format 1.6; gpu=1, collect/cupti.c): a kernel, copy or memset as CUPTI
+	 * reported it, written by the thread CUPTI hands its buffers to. word0 the device start
+	 * in CUPTI's clock (ns, not weft's: GPU_CLOCK metadata records map it), id the CUPTI
+	 * correlation id, track the kind (enum weft_gpu_kind in src/format/format.h; docs/format.md
+	 * lists the extra words) */
+	WEFT_R_GPU = 32,
 };
 
 /* Flags of an END's extra word. */

@@ -16,11 +16,12 @@
 #include "weft_fastpath.h" /* record types and site kinds */
 
 #define WEFT_FMT_MAJOR 1
-#define WEFT_FMT_MINOR 5 /* 1: packing version 2; 2: thread serials (chunk seq, THREAD records);
+#define WEFT_FMT_MINOR 6 /* 1: packing version 2; 2: thread serials (chunk seq, THREAD records);
                           * 3: memory records (ALLOC..STACK), RUSAGE; 4: SOURCE records, END flags;
                           * 5: SCHED records and metadata; the system sampler (SAMPLE records,
                           *    SYS_SOURCE, SYS_CHANNEL, SYS_OVERHEAD); the COUNTERS record
-                          *    and counter values as extra words of slice records */
+                          *    and counter values as extra words of slice records; 6: GPU records, GPU,
+                          *    GPU_CLOCK and GPU_DEVICE metadata */
 #define WEFT_META_MAGIC "WEFTMETA"
 #define WEFT_EVENTS_MAGIC "WEFTEVTS"
 #define WEFT_CHUNK_MAGIC 0x4b4e4843u /* "CHNK" */
@@ -99,6 +100,18 @@ enum weft_meta_type {
 				  * then name\0 */
 	WEFT_M_SYS_OVERHEAD = 25, /* (1.5) at stop: u64 CPU ns of the sampler thread, u64 its wall ns,
 				   * u64 rounds (wake-ups that sampled something) */
+	WEFT_M_GPU = 27,    /* (1.6) the CUPTI collector (gpu=1): u32 state (0 unavailable, 1 used), u32 n
+			     * tids, u64 records, u64 dropped by CUPTI, u64 buffers, u64 API calls, u32
+			     * CUPTI version, u32 0, n x u32 tids (the threads that wrote GPU records), then
+			     * text\0: the library, or why it is unavailable (at start; again at stop) */
+	WEFT_M_GPU_CLOCK = 28, /* (1.6) u64 CUPTI ns (cuptiGetTimestamp), u64 CLOCK_BOOTTIME ns read
+				* before it, u64 after it: a point of the device -> host clock map */
+	WEFT_M_GPU_DEVICE = 29, /* (1.6) a GPU (CUPTI's device record): u32 id, u32 multiprocessors,
+				 * u32 compute capability major, minor, u32 max warps per SM, max blocks
+				 * per SM, max shared bytes per SM, max registers per SM, max registers
+				 * per block, max shared bytes per block, max threads per block, threads
+				 * per warp, u64 global memory bytes, u32 core clock kHz, u32 0, then
+				 * name\0 */
 	WEFT_M_MEMORY = 17, /* u32 flags (1 recording, 2 stacks), u32 0, u64 threshold bytes, u64
 			     * sampling bytes (0: every block), u64 frees not recorded (unknown
 			     * to the interposer) */
@@ -124,6 +137,24 @@ enum weft_sys_kind {
 	WEFT_SYSK_CPUIDLE_US = 8,  /* index = CPU: us idle (sum of cpuidle stateK/time) in the sampling
 				    * period ending at the reading, written when it changes */
 };
+
+/* GPU records (WEFT_R_GPU): the kind, in the record's track field. */
+enum weft_gpu_kind {
+	WEFT_GPU_KERNEL = 1, /* 9 extra words: end; device | context << 32; stream | name site << 32;
+			      * grid x | y << 32; grid z | block x << 32; block y | z << 32;
+			      * registers per thread | static shared bytes << 32; dynamic shared
+			      * bytes | local bytes per thread << 32; local bytes total | shared
+			      * memory executed << 32 */
+	WEFT_GPU_MEMCPY = 2, /* 4: end; device | context << 32; stream | copy kind << 32 | source
+			      * memory kind << 40 | destination kind << 48 | flags << 56; bytes */
+	WEFT_GPU_MEMSET = 3, /* 4: end; device | context << 32; stream | value << 32; bytes */
+};
+/* The flow id that links a CUDA API call (its FLOW out) to the device activity it caused: unique
+ * across the processes of a trace (CUPTI's correlation ids are per process). */
+static inline uint64_t weft_gpu_flow_id(uint32_t pid, uint32_t correlation)
+{
+	return (1ull << 63) | ((uint64_t)pid << 32) | correlation;
+}
 
 struct weft_meta_rec_header {
 	uint16_t type;
@@ -157,7 +188,7 @@ static inline int weft_rec_is_event(unsigned type)
 	return (type >= WEFT_R_BEGIN && type <= WEFT_R_COMPLETE) ||
 	       (type >= WEFT_R_ASYNC_INSTANT && type <= WEFT_R_FUNC_EXIT) ||
 	       (type >= WEFT_R_ALLOC && type <= WEFT_R_HEAP_USAGE) || type == WEFT_R_ACCESS ||
-	       type == WEFT_R_SAMPLE;
+	       type == WEFT_R_SAMPLE || type == WEFT_R_GPU;
 }
 
 static inline void weft_file_header_init(struct weft_file_header *h, const char *magic, int pid,

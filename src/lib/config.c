@@ -33,6 +33,7 @@ void weft_config_defaults(struct weft_config *c)
 	snprintf(c->sysfs_root, sizeof(c->sysfs_root), "/sys");
 	snprintf(c->procfs_root, sizeof(c->procfs_root), "/proc");
 	snprintf(c->nvml_lib, sizeof(c->nvml_lib), "libnvidia-ml.so.1");
+	c->gpu_buffer_size = 8u << 20;
 }
 
 int weft_parse_size(const char *s, uint64_t *out)
@@ -339,6 +340,16 @@ SETTER(set_power_period) { return set_period(&c->power_period_ns, v); }
 SETTER(set_sysfs_root) { return *v ? set_str(c->sysfs_root, sizeof(c->sysfs_root), v) : -EINVAL; }
 SETTER(set_procfs_root) { return *v ? set_str(c->procfs_root, sizeof(c->procfs_root), v) : -EINVAL; }
 SETTER(set_nvml_lib) { return *v ? set_str(c->nvml_lib, sizeof(c->nvml_lib), v) : -EINVAL; }
+SETTER(set_gpu) { return parse_int(v, 0, 1, &c->gpu); }
+SETTER(set_cupti_lib) { return *v ? set_str(c->cupti_lib, sizeof(c->cupti_lib), v) : -EINVAL; }
+SETTER(set_gpu_buffer_size)
+{
+	uint64_t n;
+	if (weft_parse_size(v, &n) || n < (64u << 10) || n > (256u << 20))
+		return -EINVAL;
+	c->gpu_buffer_size = n;
+	return 0;
+}
 SETTER(set_counters)
 {
 	const struct weft_ctr_def *d[WEFT_CTR_MAX];
@@ -387,6 +398,9 @@ static const struct {
 	{"sysfs_root", set_sysfs_root, "a directory standing for /sys (for tests)"},
 	{"procfs_root", set_procfs_root, "a directory standing for /proc (for tests)"},
 	{"nvml_lib", set_nvml_lib, "the NVML library dlopen loads (default libnvidia-ml.so.1)"},
+	{"gpu", set_gpu, "0 or 1 (CUDA kernels, copies, API calls and device memory through CUPTI; GPU power, clocks and utilization through NVML every power_period)"},
+	{"cupti_lib", set_cupti_lib, "the CUPTI library dlopen loads (default: searched in CUDA_HOME, /usr/local/cuda and the loader path)"},
+	{"gpu_buffer_size", set_gpu_buffer_size, "a size from 64K to 256M: each CUPTI activity buffer (default 8M)"},
 };
 
 const char *weft_config_valid(const char *key)

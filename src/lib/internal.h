@@ -70,6 +70,9 @@ struct weft_config {
 	char sysfs_root[512];      /* stands for /sys (tests: fixture trees) */
 	char procfs_root[512];     /* stands for /proc */
 	char nvml_lib[512];        /* what dlopen loads for NVML (default libnvidia-ml.so.1) */
+	int gpu;                   /* gpu=1: CUPTI (collect/cupti.c), and NVML as power=1 does */
+	char cupti_lib[512];       /* what dlopen loads for CUPTI ("": searched, collect/cupti.c) */
+	uint64_t gpu_buffer_size;  /* bytes of each CUPTI activity buffer */
 	char counters[256]; /* counters=: perf counter names read at every slice begin and end */
 	char given[2048]; /* the options as given, for the trace metadata */
 };
