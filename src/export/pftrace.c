@@ -17,6 +17,7 @@
 #include "export/pftrace-memory.h"
 #include "export/pftrace-sched.h"
 #include "export/pftrace-system.h"
+#include "export/pftrace-gpu.h"
 #include "format/format.h"
 #include <errno.h>
 #include <pthread.h>
@@ -706,7 +707,8 @@ static void build_cats(const struct weft_proc *p, struct proc_cats *c)
 	}
 }
 
-static void header(const struct weft_trace *t, const struct weft_mem *mem, const struct weft_sys *sys, struct pb *b)
+static void header(const struct weft_trace *t, const struct weft_mem *mem, const struct weft_sys *sys,
+		   const struct weft_gpu *gpu, struct pb *b)
 {
 	/* Clock snapshot: BOOTTIME is the trace clock; REALTIME lets the UI show wall time. */
 	uint64_t boot = t->first_ns, real = 0;
@@ -786,6 +788,7 @@ static void header(const struct weft_trace *t, const struct weft_mem *mem, const
 			weft_pf_mem_tracks(b, mp, proc_uuid(p->pid), mix);
 	}
 	weft_pf_sys_tracks(b, sys, mix, proc_uuid);
+	weft_pf_gpu_tracks(b, gpu, mix, NULL);
 }
 
 static void drain_cb(void *ctx)
@@ -819,6 +822,14 @@ int weft_export_pftrace(const struct weft_trace *t, FILE *out, int jobs, int def
 		free(cats);
 		return rc;
 	}
+	struct weft_gpu *gpu = NULL;
+	if ((rc = weft_gpu_analyze(t, 0, &gpu, err, errlen))) {
+		weft_sys_free(sys);
+		weft_mem_free(mem);
+		free(encs);
+		free(cats);
+		return rc;
+	}
 	size_t k = 0;
 	for (size_t i = 0; i < t->nprocs; i++) {
 		const struct weft_proc *p = &t->procs[i];
@@ -841,7 +852,7 @@ int weft_export_pftrace(const struct weft_trace *t, FILE *out, int jobs, int def
 		sum->dropped += weft_proc_dropped(&t->procs[i]);
 	/* descriptors of processes, named tracks and counters first, then the threads */
 	struct seq_enc head = {.file = &file};
-	header(t, mem, sys, &head.out);
+	header(t, mem, sys, gpu, &head.out);
 	drain(&head, 1);
 	struct job j = {t, encs};
 	weft_parallel_for(n, jobs, encode_thread, &j);
@@ -856,7 +867,10 @@ int weft_export_pftrace(const struct weft_trace *t, FILE *out, int jobs, int def
 	}
 	for (size_t i = 0; sys && i < sys->nprocs; i++) /* the sampler's readings, a sequence per process */
 		weft_pf_sys_counters(&head.out, &sys->procs[i], seq++, mix, drain_cb, &head);
+	for (size_t i = 0; gpu && i < gpu->nprocs; i++) /* kernels, copies, memsets: a sequence per process */
+		weft_pf_gpu_events(&head.out, gpu, &gpu->procs[i], seq++, mix, drain_cb, &head);
 	drain(&head, 1);
+	weft_gpu_free(gpu);
 	enc_free(&head);
 	free(head.out.p);
 	weft_mem_free(mem);

@@ -193,7 +193,8 @@ uint64_t weft_proc_dropped(const struct weft_proc *p)
 	uint64_t d = 0;
 	for (size_t k = 0; k < p->nthreads; k++)
 		d += p->threads[k].dropped;
-	return p->finished && p->fin[1] > d ? p->fin[1] : d;
+	d = p->finished && p->fin[1] > d ? p->fin[1] : d;
+	return d + p->gpu_dropped; /* CUPTI's: records it had no buffer for */
 }
 
 uint32_t weft_proc_add_site(struct weft_proc *p, const char *name, const char *cat)
@@ -571,6 +572,80 @@ static void parse_meta(struct weft_trace *t, const char *name, const unsigned ch
 				memcpy(&p->sys_wall_ns, r + 8, 8);
 				memcpy(&p->sys_rounds, r + 16, 8);
 				p->has_sys_overhead = 1;
+			}
+			break;
+		case WEFT_M_GPU:
+			if (len >= 48) {
+				uint32_t w[2], nt;
+				memcpy(w, r, 8);
+				p->has_gpu = 1;
+				p->gpu_state = w[0];
+				nt = w[1] > WEFT_GPU_MAX_TIDS ? WEFT_GPU_MAX_TIDS : w[1];
+				if (48 + 4 * (size_t)nt > len)
+					nt = (uint32_t)((len - 48) / 4);
+				memcpy(&p->gpu_records, r + 8, 8);
+				memcpy(&p->gpu_dropped, r + 16, 8);
+				memcpy(&p->gpu_buffers, r + 24, 8);
+				memcpy(&p->gpu_api_calls, r + 32, 8);
+				memcpy(&p->cupti_version, r + 40, 4);
+				p->gpu_ntids = nt;
+				memcpy(p->gpu_tids, r + 48, 4 * (size_t)nt);
+				size_t off = 48 + 4 * (size_t)w[1];
+				if (off < len) {
+					size_t tl = bounded_len((const char *)r + off, len - off);
+					if (tl >= sizeof(p->gpu_text))
+						tl = sizeof(p->gpu_text) - 1;
+					memcpy(p->gpu_text, r + off, tl);
+					p->gpu_text[tl] = 0;
+				}
+			}
+			break;
+		case WEFT_M_GPU_CLOCK:
+			if (len >= 24) {
+				struct weft_gpu_clock_pt c;
+				uint64_t b1;
+				memcpy(&c.gpu_ns, r, 8);
+				memcpy(&c.boot_ns, r + 8, 8);
+				memcpy(&b1, r + 16, 8);
+				if (b1 < c.boot_ns)
+					break;
+				c.width = b1 - c.boot_ns;
+				c.boot_ns += c.width / 2;
+				p->gpu_clock = xrealloc(p->gpu_clock, (p->ngpu_clock + 1) * sizeof(c));
+				p->gpu_clock[p->ngpu_clock++] = c;
+			}
+			break;
+		case WEFT_M_GPU_DEVICE:
+			if (len >= 64) {
+				struct weft_gpu_device_def d;
+				memset(&d, 0, sizeof(d));
+				uint32_t w[12];
+				memcpy(w, r, sizeof(w));
+				d.id = w[0];
+				d.sms = w[1];
+				d.cc_major = w[2];
+				d.cc_minor = w[3];
+				d.max_warps_sm = w[4];
+				d.max_blocks_sm = w[5];
+				d.max_shared_sm = w[6];
+				d.max_regs_sm = w[7];
+				d.max_regs_block = w[8];
+				d.max_shared_block = w[9];
+				d.max_threads_block = w[10];
+				d.warp_size = w[11];
+				memcpy(&d.global_mem, r + 48, 8);
+				memcpy(&d.clock_khz, r + 56, 4);
+				size_t tl = bounded_len((const char *)r + 64, len - 64);
+				if (tl >= sizeof(d.name))
+					tl = sizeof(d.name) - 1;
+				memcpy(d.name, r + 64, tl);
+				size_t k;
+				for (k = 0; k < p->ngpu_devices; k++)
+					if (p->gpu_devices[k].id == d.id)
+						break;
+				if (k == p->ngpu_devices)
+					p->gpu_devices = xrealloc(p->gpu_devices, ++p->ngpu_devices * sizeof(d));
+				p->gpu_devices[k] = d;
 			}
 			break;
 		case WEFT_M_FINISH:
@@ -1154,6 +1229,8 @@ void weft_trace_free(struct weft_trace *t)
 		for (size_t c = 0; c < p->nsys_chans; c++)
 			free(p->sys_chans[c].name);
 		free(p->sys_chans);
+		free(p->gpu_clock);
+		free(p->gpu_devices);
 		for (size_t c = 0; c < WEFT_SYS_NSOURCES; c++)
 			free(p->sys_sources[c].text);
 		free(p->func_addr);

@@ -58,6 +58,17 @@ struct weft_sys_src_def {
 };
 #define WEFT_SYS_NSOURCES 8 /* sys_sources[] is indexed by enum weft_sys_source */
 
+/* The GPU collector (format 1.6): a point of the device -> host clock map (GPU_CLOCK: boot_ns
+ * the middle of the host readings around the device one, width their distance), and a GPU. */
+struct weft_gpu_clock_pt { uint64_t gpu_ns, boot_ns, width; };
+struct weft_gpu_device_def {
+	uint32_t id, sms, cc_major, cc_minor, max_warps_sm, max_blocks_sm, max_shared_sm, max_regs_sm;
+	uint32_t max_regs_block, max_shared_block, max_threads_block, warp_size, clock_khz;
+	uint64_t global_mem;
+	char name[256];
+};
+#define WEFT_GPU_MAX_TIDS 16
+
 struct weft_proc {
 	int pid, ppid;
 	int gen;       /* 0, or N for the N-th image after exec (files PID.N.*) */
@@ -131,6 +142,17 @@ struct weft_proc {
 	unsigned nctr;
 	uint32_t ctr_flags;
 	char ctr_names[8][32];
+	/* GPU (format 1.6, gpu=1): the collector's last word (state 0 unavailable, 1 used), the
+	 * threads whose chunks hold GPU records, the clock map's points in file order, the GPUs */
+	int has_gpu;
+	uint32_t gpu_state, cupti_version, gpu_ntids;
+	uint32_t gpu_tids[WEFT_GPU_MAX_TIDS];
+	uint64_t gpu_records, gpu_dropped, gpu_buffers, gpu_api_calls;
+	char gpu_text[512];
+	struct weft_gpu_clock_pt *gpu_clock;
+	size_t ngpu_clock;
+	struct weft_gpu_device_def *gpu_devices;
+	size_t ngpu_devices;
 	uint64_t bytes_stored, bytes_raw, nchunks_read, bad_chunks;
 };
 

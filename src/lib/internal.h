@@ -209,6 +209,11 @@ WEFT_HIDDEN extern __thread int weft_thread_ended WEFT_TLS;
 WEFT_HIDDEN int weft_parse_duration(const char *s, uint64_t *ns);
 WEFT_HIDDEN extern struct weft_global weft_g;
 WEFT_HIDDEN int weft_ensure_started(void);
+/* ---- collect/cupti.c (gpu=1) ---- */
+/* Loads CUPTI and starts recording (once per process): 0, or -errno with why in why. */
+WEFT_HIDDEN int weft_gpu_start(char *why, size_t n);
+/* The last flush and the totals (in_signal: a fatal signal, flush only when safe). */
+WEFT_HIDDEN void weft_gpu_stop(int in_signal);
 /* collect/counters.c: per-slice counters. start opens the calling thread's group and writes
  * the COUNTERS record (0, or -errno with the reason in why); thread opens the calling
  * thread's (a new thread, before its code); read fills v with the calling thread's values

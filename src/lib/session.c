@@ -167,6 +167,11 @@ static void start_locked(void)
 	}
 	atomic_store(&weft_g.run, WEFT_RUN_ON);
 	weft_sys_start();
+	if (weft_cfg.gpu) {
+		char why[600];
+		if (weft_gpu_start(why, sizeof(why)) && why[0])
+			weft_log(WEFT_LOG_WARN, "gpu unavailable: %s", why);
+	}
 }
 
 static void at_exit(void)
@@ -275,6 +280,10 @@ int weft_stop(void)
 	 * path (not from inside the runtime, where a new chunk would be refused) */
 	if (!weft_g.in_signal && !weft_in_runtime && atomic_load(&weft_g.run) == WEFT_RUN_ON)
 		weft_rates_flush();
+	/* CUPTI's last buffers, while the run takes events, outside the runtime's lock (CUPTI's
+	 * own threads may be inside a callback that needs it) */
+	if (!weft_in_runtime && atomic_load(&weft_g.run) == WEFT_RUN_ON)
+		weft_gpu_stop(weft_g.in_signal);
 	weft_in_runtime++;
 	pthread_mutex_lock(&weft_g.lock);
 	if (atomic_load(&weft_g.run) != WEFT_RUN_ON) {

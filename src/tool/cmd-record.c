@@ -84,6 +84,12 @@ static void help(FILE *f)
 		"                          lacks is said unavailable in weft info\n"
 		"      --sample-period T   cpu-mem and CPU frequency period (default 10ms)\n"
 		"      --power-period T    RAPL and GPU power period (default 1s)\n"
+		"      --gpu               CUDA kernels, copies and memsets on one track per GPU and\n"
+		"                          stream, with their resources and an arrow from the CUDA call\n"
+		"                          that launched them; CUDA calls as slices; device memory as\n"
+		"                          a heap per GPU; GPU power, SM clock and utilization (NVML,\n"
+		"                          every --power-period). Through CUPTI, loaded at run time\n"
+		"                          (found in CUDA_HOME or /usr/local/cuda; -O cupti_lib=PATH)\n"
 		"      --counters LIST     read these counters at every slice's begin and end (perf's\n"
 		"                          names, comma-separated: instructions, cycles, cache-misses,\n"
 		"                          branch-misses, task-clock, page-faults, context-switches,\n"
@@ -402,12 +408,12 @@ int cmd_record(int argc, char **argv)
 		{"sched", no_argument, 0, 'S'}, {"sched-threads", required_argument, 0, 'T'},
 		{"cpu-mem", optional_argument, 0, 'C'}, {"power", no_argument, 0, 'E'},
 		{"sample-period", required_argument, 0, 'Q'}, {"power-period", required_argument, 0, 'U'},
-		{"counters", required_argument, 0, 'K'},
+		{"counters", required_argument, 0, 'K'}, {"gpu", no_argument, 0, 'G'},
 		{"quiet", no_argument, 0, 'q'}, {"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
 	char names[1024] = "", why[256];
 	const char *outdir = "weft.data";
 	char extra[2048] = "", watch[1024] = "";
-	int convert = 1, quiet = 0, python = 0, c;
+	int convert = 1, quiet = 0, python = 0, gpu = 0, c;
 	optind = 1;
 	opterr = 0;
 #define ADD(...) snprintf(extra + strlen(extra), sizeof(extra) - strlen(extra), __VA_ARGS__)
@@ -511,6 +517,7 @@ int cmd_record(int argc, char **argv)
 				ADD(":cpu_mem=1");
 			break;
 		case 'E': ADD(":power=1"); break;
+		case 'G': ADD(":gpu=1"); gpu = 1; break;
 		case 'K': {
 			int rc = counters_check(optarg);
 			if (rc)
@@ -607,6 +614,11 @@ int cmd_record(int argc, char **argv)
 		setenv("WEFT_SESSION", dir, 1);
 		if (pypath[0])
 			setenv("PYTHONPATH", pypath, 1);
+		/* CUDA's driver calls InitializeInjection of this library at cuInit (the runtime,
+		 * already preloaded, starts the collector there if it has not yet); one the user
+		 * set is left alone */
+		if (gpu && !getenv("CUDA_INJECTION64_PATH"))
+			setenv("CUDA_INJECTION64_PATH", preload, 1);
 		if (python)
 			setenv("WEFT_PYTHON", (python & PY_C_CALLS) && (python & PY_TASKS) ? "calls,c-calls,tasks"
 					      : python & PY_C_CALLS ? "calls,c-calls"
