@@ -500,6 +500,15 @@ static void *load(char *why, size_t n)
 	return NULL;
 }
 
+/* Is the NVIDIA driver's library there (CUPTI fails without it)? */
+static int driver_present(void)
+{
+	void *h = dlopen("libcuda.so.1", RTLD_LAZY | RTLD_LOCAL);
+	if (h)
+		dlclose(h);
+	return h != NULL;
+}
+
 #define SYM(field, name) (*(void **)&cu.field = dlsym(lib, name))
 
 static int resolve(char *why, size_t n)
@@ -577,7 +586,8 @@ static int open_cupti(char *why, size_t n)
 	}
 	if ((r = cu.subscribe(&sub, on_api, NULL)) != WEFT_CUPTI_SUCCESS) {
 		snprintf(why, n, "cuptiSubscribe failed: %s%s", result_string(r, eb, sizeof(eb)),
-			 r == WEFT_CUPTI_ERROR_MULTIPLE_SUBSCRIBERS ? " (another CUPTI client, such as a profiler, is attached)" : "");
+			 r == WEFT_CUPTI_ERROR_MULTIPLE_SUBSCRIBERS ? " (another CUPTI client, such as a profiler, is attached)"
+			 : !driver_present() ? " (no NVIDIA driver: libcuda.so.1 cannot be loaded)" : "");
 		unload();
 		return -EBUSY;
 	}
