@@ -192,8 +192,9 @@ static void memory_op(const struct api_site *s, const struct weft_cupti_callback
 	if (!pp)
 		return;
 	if (s->role == ROLE_FREE) {
-		if (!at_exit) /* before the memory is given back, as FREE records are */
-			weft_heap_free((weft_heap_t *)device_heap(cb->context), *(void *const *)pp);
+		void *ptr = *(void *const *)pp;
+		if (!at_exit && ptr) /* before the memory is given back, as FREE records are */
+			weft_heap_free((weft_heap_t *)device_heap(cb->context), ptr);
 		return;
 	}
 	if (!at_exit || (cb->function_return_value && *(const int *)cb->function_return_value != 0))
@@ -662,7 +663,8 @@ int weft_gpu_start(char *why, size_t n)
  * this thread (CUPTI's locks may be held there); the callbacks then stay subscribed. */
 void weft_gpu_stop(int in_signal)
 {
-	if (!atomic_load(&active) || (in_signal && in_collector))
+	static _Atomic int stopping;
+	if (!atomic_load(&active) || (in_signal && in_collector) || atomic_exchange(&stopping, 1))
 		return;
 	in_collector++;
 	cu.activity_flush_all(WEFT_CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);

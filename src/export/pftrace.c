@@ -395,8 +395,15 @@ static void packet(struct seq_enc *e, const struct weft_ev *ev, uint64_t ts, uns
 			pb_varint(b, DA_UINT, ev->value);
 			pb_end(b, m);
 		}
-		for (unsigned i = 0; i < ev->nout; i++)
+		for (unsigned i = 0; i < ev->nout; i++) {
 			pb_fixed64(b, TE_FLOW_IDS, ev->flows_out[i]);
+			if (ev->flows_out[i] >> 63) { /* a CUDA call's arrow to its device work */
+				size_t m = pb_begin(b, TE_DEBUG);
+				pb_string(b, DA_NAME, "correlation_id");
+				pb_varint(b, DA_UINT, (uint32_t)ev->flows_out[i]);
+				pb_end(b, m);
+			}
+		}
 		for (unsigned i = 0; i < ev->nin; i++)
 			pb_fixed64(b, TE_TERM_FLOW_IDS, ev->flows_in[i]);
 		slice_counters(b, p, ev);
