@@ -184,13 +184,15 @@ static void track(struct pb *b, uint64_t uuid, uint64_t parent, const char *name
 	pb_end(b, pk);
 }
 
+#define MAX_DESCRIBED 256 /* global tracks remembered as described (more: described again, harmless) */
+
 /* 1 when uuid u was described already; else records it (when there is room). */
 static int seen(uint64_t *done, size_t *ndone, uint64_t u)
 {
 	for (size_t k = 0; k < *ndone; k++)
 		if (done[k] == u)
 			return 1;
-	if (*ndone < 256)
+	if (*ndone < MAX_DESCRIBED)
 		done[(*ndone)++] = u;
 	return 0;
 }
@@ -198,7 +200,7 @@ static int seen(uint64_t *done, size_t *ndone, uint64_t u)
 void weft_pf_sys_tracks(struct pb *b, const struct weft_sys *s, uint64_t (*mix)(uint64_t, uint64_t),
 			uint64_t (*proc_uuid)(int pid))
 {
-	uint64_t done[256];
+	uint64_t done[MAX_DESCRIBED];
 	size_t ndone = 0;
 	for (size_t i = 0; s && i < s->nprocs; i++) {
 		const struct weft_sys_proc *sp = &s->procs[i];
@@ -286,6 +288,8 @@ void weft_pf_sys_counters(struct pb *b, const struct weft_sys_proc *sp, uint32_t
 		const struct weft_sys_series *se = &sp->series[c];
 		const struct weft_sys_chan_def *d = se->def;
 		uint64_t u = global_track(mix, d);
+		/* a GPU's power comes from its energy where it has two readings or more */
+		int mw_power = d->kind == WEFT_SYSK_GPU_POWER_MW && !gpu_energy(sp, d->index);
 		for (size_t i = 0; i < se->n; i++) {
 			uint64_t ts = se->pt[i].ts;
 			switch (d->kind) {
@@ -304,7 +308,7 @@ void weft_pf_sys_counters(struct pb *b, const struct weft_sys_proc *sp, uint32_t
 					weft_pf_counter_point_d(b, seq, ts, u, weft_sys_rate(se, i, d->aux) / 1e6); /* uJ per s -> W */
 				break;
 			case WEFT_SYSK_GPU_POWER_MW:
-				if (!gpu_energy(sp, d->index)) /* else from the energy, below */
+				if (mw_power)
 					weft_pf_counter_point_d(b, seq, ts, u, (double)se->pt[i].v / 1e3);
 				break;
 			case WEFT_SYSK_GPU_ENERGY_MJ:
