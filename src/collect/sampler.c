@@ -1,8 +1,9 @@
 /*
  * sampler.c - the system sampler: one thread per traced process for every periodic source
  * (cpu_mem=1: the process's CPU time and RSS; power=1: CPU frequency and idle time, RAPL energy,
- * NVIDIA GPU power), started with the trace (libweft, so a program tracing itself gets it through
- * WEFT_OPTIONS as well as `weft record --cpu-mem --power`). Nothing of it is on the program's
+ * NVIDIA GPU power, SM clock and utilization; gpu=1: the NVIDIA GPU readings alone), started
+ * with the trace (libweft, so a program tracing itself gets it through WEFT_OPTIONS as well as
+ * `weft record --cpu-mem --power --gpu`). Nothing of it is on the program's
  * paths: the thread wakes every sample_period (default 10 ms) for the process's own sources,
  * the CPU frequency and idle time, and every power_period (default 1 s) for power, reads each source
  * (kept-open files read with pread, getrusage, NVML calls) and writes SAMPLE records - time
@@ -230,7 +231,11 @@ static void describe(size_t i, int st, const char *text)
 
 static int asked(size_t i)
 {
-	return all_sources[i]->source == WEFT_SYS_CPU_MEM ? weft_cfg.cpu_mem : weft_cfg.power;
+	switch (all_sources[i]->source) {
+	case WEFT_SYS_CPU_MEM: return weft_cfg.cpu_mem;
+	case WEFT_SYS_NVML: return weft_cfg.power || weft_cfg.gpu; /* gpu=1: NVML beside CUPTI */
+	default: return weft_cfg.power;
+	}
 }
 
 /* Opens source i (its state S_OFF or S_STANDBY): active, standing by, or unavailable. */
@@ -332,7 +337,7 @@ static void init_wake(void)
 
 static void start_thread(void)
 {
-	if (!weft_cfg.cpu_mem && !weft_cfg.power)
+	if (!weft_cfg.cpu_mem && !weft_cfg.power && !weft_cfg.gpu)
 		return;
 	init_wake();
 	atomic_store(&quit, 0);

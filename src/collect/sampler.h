@@ -4,7 +4,8 @@
  * the sampler's weft stream), close. What a source says at open is its description for
  * `weft info` (a SYS_SOURCE metadata record). Sources: procstat.c (the process's CPU time and
  * RSS), cpufreq.c (per-CPU frequency), cpuidle.c (per-CPU idle
- * time), rapl.c (powercap energy), nvml.c (NVIDIA GPU power).
+ * time), rapl.c (powercap energy), nvml.c (NVIDIA GPU power, SM clock and
+ * utilization).
  */
 #ifndef WEFT_COLLECT_SAMPLER_H
 #define WEFT_COLLECT_SAMPLER_H

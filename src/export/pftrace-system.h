@@ -8,9 +8,18 @@
 #include "analysis/system.h"
 #include "export/pb.h"
 
-/* Counter track descriptors (sequence 1): per process, and the global power tracks once. */
+/* Counter track descriptors (sequence 1): per process, the global power tracks once, and each
+ * GPU's track (weft_pf_gpu_track) once with its NVML counter tracks under it. */
 void weft_pf_sys_tracks(struct pb *b, const struct weft_sys *s, uint64_t (*mix)(uint64_t, uint64_t),
 			uint64_t (*proc_uuid)(int pid));
+/* 1 when weft_pf_sys_tracks describes GPU index's track (NVML readings of it that become
+ * counters), with NVML's name of it in *name ("" when unknown; name may be NULL); else 0.
+ * A part that puts other tracks under the GPU's (the CUPTI streams) describes the track only
+ * where this says 0, so each GPU is described once. */
+int weft_pf_sys_gpu(const struct weft_sys *s, unsigned index, const char **name);
+/* GPU index's track (sequence 1): uuid weft_pf_gpu_uuid (pftrace-gpu-uuid.h), named "GPU N: NAME"
+ * ("GPU N" when name is NULL or ""), its children ordered by their sibling_order_rank. */
+void weft_pf_gpu_track(struct pb *b, uint64_t (*mix)(uint64_t, uint64_t), unsigned index, const char *name);
 /* One process's values on sequence seq (counters, and CPU frequency as ftrace events);
  * drain(ctx) after each few packets. */
 void weft_pf_sys_counters(struct pb *b, const struct weft_sys_proc *sp, uint32_t seq,

@@ -136,6 +136,9 @@ enum weft_sys_kind {
 	WEFT_SYSK_GPU_ENERGY_MJ = 7, /* index = GPU: nvmlDeviceGetTotalEnergyConsumption */
 	WEFT_SYSK_CPUIDLE_US = 8,  /* index = CPU: us idle (sum of cpuidle stateK/time) in the sampling
 				    * period ending at the reading, written when it changes */
+	WEFT_SYSK_GPU_SM_CLOCK_MHZ = 9, /* index = GPU: nvmlDeviceGetClockInfo(NVML_CLOCK_SM), MHz */
+	WEFT_SYSK_GPU_UTIL_PCT = 10,     /* index = GPU: nvmlDeviceGetUtilizationRates .gpu, percent */
+	WEFT_SYSK_GPU_MEM_UTIL_PCT = 11, /* index = GPU: nvmlDeviceGetUtilizationRates .memory, percent */
 };
 
 /* GPU records (WEFT_R_GPU): the kind, in the record's track field. */

@@ -80,10 +80,11 @@ static void help(FILE *f)
 		"                          or /regex/, comma-separated) get their thread's own CPU time\n"
 		"                          and the RSS read exactly at their begin and end\n"
 		"      --power             sample CPU frequency (every --sample-period), RAPL and NVIDIA\n"
-		"                          GPU power (every --power-period, default 1s); what the machine\n"
-		"                          lacks is said unavailable in weft info\n"
+		"                          GPU power, SM clock and utilization (every --power-period,\n"
+		"                          default 1s); what the machine lacks is said unavailable in\n"
+		"                          weft info\n"
 		"      --sample-period T   cpu-mem and CPU frequency period (default 10ms)\n"
-		"      --power-period T    RAPL and GPU power period (default 1s)\n"
+		"      --power-period T    RAPL and NVIDIA GPU period (default 1s)\n"
 		"      --gpu               CUDA kernels, copies and memsets on one track per GPU and\n"
 		"                          stream, with their resources and an arrow from the CUDA call\n"
 		"                          that launched them; CUDA calls as slices; device memory as\n"
@@ -698,7 +699,7 @@ int cmd_record(int argc, char **argv)
 			; /* Python calls are what was asked for: native functions are a bonus */
 		else if (!funcs && !strstr(extra, ":memory=1") && !strstr(extra, ":mem_access=") && !watch[0] &&
 			 !strstr(extra, ":sched=1") &&
-			 !strstr(extra, ":cpu_mem=1") && !strstr(extra, ":power=1")) {
+			 !strstr(extra, ":cpu_mem=1") && !strstr(extra, ":power=1") && !strstr(extra, ":gpu=1")) {
 			const char *base = strrchr(argv[optind], '/') ? strrchr(argv[optind], '/') + 1 : argv[optind];
 			if (!strncmp(base, "python", 6))
 				weft_cli_error("record", "no native function events: add --python to record every "

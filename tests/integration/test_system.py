@@ -1,10 +1,11 @@
-"""The system sampler (cpu_mem=, power=; weft record --cpu-mem --power): fixture trees under
+"""The system sampler (cpu_mem=, power=, gpu=; weft record --cpu-mem --power): fixture trees under
 tests/data/system stand for /sys and /proc (sysfs_root=, procfs_root=) and a stub NVML
 (tests/programs/nvml_stub.c, nvml_lib=) whose readings follow its call count, so every value
 on the .pftrace's counter tracks is known exactly; sysprobe (tests/programs/sysprobe.c)
 rewrites a fixture file and waits until the sampler has read it. The real /proc and getrusage
 are checked with lower bounds only. Read back with trace_processor and protoc."""
 import os
+import re
 import shutil
 from weftlib import TraceTest, main, run, WEFT, BUILD, SRC
 
@@ -13,6 +14,7 @@ PROBE = os.path.join(BUILD, "sysprobe")
 STUB = os.path.join(BUILD, "nvml_stub.so")
 FIXTURES = os.path.join(SRC, "tests", "data", "system")
 MAX_UJ = 262143328850  # max_energy_range_uj of both fixture zones
+NVML_DESC = f"power of 2 GPUs ({STUB}), energy of 1, SM clock of 2, utilization of 1, every 20 ms"
 
 
 class System(TraceTest):
@@ -42,7 +44,7 @@ class System(TraceTest):
         self.assertIn("cpu-mem  used: user and system CPU time (getrusage) and RSS", info)
         self.assertIn("cpufreq  used: scaling_cur_freq of 2 CPUs of 3", info)
         self.assertIn("rapl     used: energy_uj of 2 RAPL zones", info)
-        self.assertIn("nvml     used: power of 2 GPUs", info)
+        self.assertIn(f"nvml     used: {NVML_DESC}", info)
         self.assertRegex(info, r"sampler:  [0-9.]+ ms CPU in [0-9.]+ s \([0-9.]+%\), [0-9]+ rounds")
         pf, _ = self.convert(data, "t.pftrace")
         self.tp_no_errors(pf)
@@ -61,20 +63,78 @@ class System(TraceTest):
             expect = d_uj * 1e3 / (pw[k + 1][0] - pw[k][0])
             self.assertAlmostEqual(v, expect, delta=expect * 1e-9)
         self.assertEqual({v for _, v in c["RAPL package-0:core power"]}, {0})
-        # NVML stub: GPU g's n-th reading is (g+1)*100 + min(n, 4) W; the one at open is not recorded
-        self.assertEqual([v for _, v in c["GPU 0 power"]], [101, 102, 103, 104])
-        self.assertEqual([v for _, v in c["GPU 1 power"]], [201, 202, 203, 204])
-        self.assertEqual([v for _, v in c["GPU 0 energy"]][:4], [0, 5, 10, 15])
-        self.assertNotIn("GPU 1 energy", c)
+        self.check_gpus(pf, c)
         # the fixture statm: 300 resident pages, unchanged
         self.assertEqual({v for _, v in c["mem.rss"]}, {300 * PAGE})
         types, = self.tp(pf, "select distinct t.name, t.type from track t where t.name in "
-                             "('GPU 0 power', 'RAPL package-0 power', 'mem.rss', 'cpu.user %')")
+                             "('RAPL package-0 power', 'mem.rss', 'cpu.user %')")
         kinds = {r["name"]: r["type"] for r in types}
-        self.assertEqual(kinds["GPU 0 power"], "global_counter_track_event")
         self.assertEqual(kinds["RAPL package-0 power"], "global_counter_track_event")
         self.assertEqual(kinds["mem.rss"], "process_counter_track_event")
         self.assertEqual(kinds["cpu.user %"], "process_counter_track_event")
+
+    def check_gpus(self, pf, c):
+        """The stub NVML's two GPUs (tests/programs/nvml_stub.c): a track per GPU with its NVML
+        counters under it, every value exact; the readings at open are not recorded."""
+        gpus, kids = self.tp(pf, "select name, type from track where parent_id is null and name like 'GPU%' "
+                                 "order by name",
+                             "select t.name, p.name parent, t.type, ct.unit from track t join track p "
+                             "on t.parent_id = p.id join counter_track ct on ct.id = t.id "
+                             "where p.name like 'GPU%' order by t.name")
+        self.assertEqual([r["name"] for r in gpus], ["GPU 0: Stub GPU", "GPU 1: Stub GPU"])
+        self.assertEqual({(r["name"], r["parent"], r["unit"]) for r in kids}, {
+            ("GPU 0 power", "GPU 0: Stub GPU", "W"), ("GPU 0 SM clock", "GPU 0: Stub GPU", "MHz"),
+            ("GPU 0 utilization", "GPU 0: Stub GPU", "%"), ("GPU 0 memory utilization", "GPU 0: Stub GPU", "%"),
+            ("GPU 0 energy", "GPU 0: Stub GPU", "J"),
+            ("GPU 1 power", "GPU 1: Stub GPU", "W"), ("GPU 1 SM clock", "GPU 1: Stub GPU", "MHz")})
+        self.assertEqual({r["type"] for r in kids}, {"global_counter_track_event"})
+        # GPU 0 reports its energy (5 J more at each reading): its power is the energy between two
+        # readings over the time between them, at the first; GPU 1's is NVML's (200 + min(n, 4) W)
+        energy, power = c["GPU 0 energy"], c["GPU 0 power"]
+        self.assertEqual([v for _, v in energy], [5 * k for k in range(len(energy))])
+        self.assertEqual([t for t, _ in power], [t for t, _ in energy[:-1]])
+        for (t1, e1), (t2, e2), (_, w) in zip(energy, energy[1:], power):
+            expect = (e2 - e1) * 1e9 / (t2 - t1)
+            self.assertAlmostEqual(w, expect, delta=expect * 1e-9)
+        self.assertEqual([v for _, v in c["GPU 1 power"]], [201, 202, 203, 204])
+        self.assertNotIn("GPU 1 energy", c)
+        # SM clock (g+1)*1000 + 100*min(n, 4) MHz; GPU 0's utilization 20*min(n, 4) %, memory
+        # 5 + 10*min(n, 4) %; GPU 1 has no utilization (NOT_SUPPORTED)
+        self.assertEqual([v for _, v in c["GPU 0 SM clock"]], [1100, 1200, 1300, 1400])
+        self.assertEqual([v for _, v in c["GPU 1 SM clock"]], [2100, 2200, 2300, 2400])
+        self.assertEqual([v for _, v in c["GPU 0 utilization"]], [20, 40, 60, 80])
+        self.assertEqual([v for _, v in c["GPU 0 memory utilization"]], [15, 25, 35, 45])
+        self.assertNotIn("GPU 1 utilization", c)
+        self.assertNotIn("GPU 1 memory utilization", c)
+        # the ordering Perfetto's UI follows: the GPU's children by rank, after the CUPTI streams
+        text = self.protoc_decode(pf)
+        if text is not None:
+            self.assertEqual(text.count("child_ordering: EXPLICIT"), 2)
+            ranks = []
+            for d in text.split("track_descriptor {")[1:]:
+                m, r = re.search(r'name: "(GPU \d [^"]+)"', d), re.search(r"sibling_order_rank: (\d+)", d)
+                if m and r:
+                    ranks.append((m.group(1), r.group(1)))
+            self.assertEqual(sorted(ranks), sorted([
+                ("GPU 0 power", "1000"), ("GPU 0 SM clock", "1001"), ("GPU 0 utilization", "1002"),
+                ("GPU 0 memory utilization", "1003"), ("GPU 0 energy", "1004"),
+                ("GPU 1 power", "1000"), ("GPU 1 SM clock", "1001")]))
+
+    def test_gpu_alone(self):
+        # gpu=1 without power=1: NVML every power_period, none of power=1's CPU sources
+        # (cupti_lib= a missing library: CUPTI's part is not what this test checks)
+        sysfs, _ = self.fixture()
+        opts = f"gpu=1:cupti_lib={self.tmp}/none.so:power_period=20ms:sysfs_root={sysfs}:nvml_lib={STUB}"
+        data, _ = self.record("sysprobe", ["nvml", STUB, 6], options=opts)
+        info = run([WEFT, "info", data]).stdout
+        self.assertIn(f"nvml     used: {NVML_DESC}", info)
+        for src in ("cpu-mem", "cpufreq", "cpuidle", "rapl"):
+            self.assertNotIn(f"    {src} ", info)
+        pf, _ = self.convert(data, "g.pftrace")
+        self.tp_no_errors(pf)
+        c = self.counters(pf)
+        self.check_gpus(pf, c)
+        self.assertFalse([n for n in c if not n.startswith("GPU")], c)
 
     def test_cpuidle_exact(self):
         sysfs, _ = self.fixture()
