@@ -10,6 +10,7 @@
  * is a named heap per GPU ("GPU N memory"): the memory part draws it.
  */
 #include "export/pftrace-gpu.h"
+#include "export/pftrace-system.h"
 #include "format/format.h"
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,10 +20,10 @@ char *__cxa_demangle(const char *mangled, char *buf, size_t *len, int *status); 
 
 enum {
 	TRACE_PACKET = 1, TP_TIMESTAMP = 8, TP_SEQ_ID = 10, TP_TRACK_EVENT = 11, TP_TRACK_DESCRIPTOR = 60,
-	TD_UUID = 1, TD_NAME = 2, TD_PARENT = 5, TD_CHILD_ORDERING = 11, TD_SIBLING_RANK = 12,
+	TD_UUID = 1, TD_NAME = 2, TD_PARENT = 5, TD_SIBLING_RANK = 12,
 	TE_DEBUG = 4, TE_TYPE = 9, TE_TRACK_UUID = 11, TE_CATEGORY = 22, TE_NAME = 23, TE_TERM_FLOW_IDS = 48,
 	DA_UINT = 3, DA_INT = 4, DA_DOUBLE = 5, DA_STRING = 6, DA_NAME = 10,
-	TYPE_BEGIN = 1, TYPE_END = 2, ORDER_EXPLICIT = 3,
+	TYPE_BEGIN = 1, TYPE_END = 2,
 };
 
 #define MAX_DEV 64
@@ -32,7 +33,7 @@ static uint64_t stream_uuid(uint64_t (*mix)(uint64_t, uint64_t), int pid, uint32
 	return mix(mix(21, ((uint64_t)(uint32_t)pid << 32) | stream), lane);
 }
 
-static void descriptor(struct pb *b, uint64_t uuid, uint64_t parent, const char *name, int rank, int explicit_order)
+static void descriptor(struct pb *b, uint64_t uuid, uint64_t parent, const char *name, int rank)
 {
 	size_t pk = pb_begin(b, TRACE_PACKET);
 	pb_varint(b, TP_SEQ_ID, 1);
@@ -41,32 +42,28 @@ static void descriptor(struct pb *b, uint64_t uuid, uint64_t parent, const char 
 	if (parent)
 		pb_varint(b, TD_PARENT, parent);
 	pb_string(b, TD_NAME, name);
-	if (explicit_order)
-		pb_varint(b, TD_CHILD_ORDERING, ORDER_EXPLICIT);
 	if (rank >= 0)
 		pb_varint(b, TD_SIBLING_RANK, (uint64_t)rank);
 	pb_end(b, td);
 	pb_end(b, pk);
 }
 
-void weft_pf_gpu_tracks(struct pb *b, const struct weft_gpu *g, uint64_t (*mix)(uint64_t, uint64_t),
-			const unsigned char *described)
+void weft_pf_gpu_tracks(struct pb *b, const struct weft_gpu *g, const struct weft_sys *sys,
+			uint64_t (*mix)(uint64_t, uint64_t))
 {
 	unsigned char done[MAX_DEV] = {0};
 	for (size_t i = 0; g && i < g->nprocs; i++) {
 		const struct weft_gpu_proc *gp = &g->procs[i];
 		for (size_t k = 0; k < gp->n; k++) {
 			uint32_t d = gp->acts[k].device;
-			if (d >= MAX_DEV || done[d] || (described && described[d]))
+			const char *nvml_name;
+			if (d >= MAX_DEV || done[d])
 				continue;
 			done[d] = 1;
+			if (sys && weft_pf_sys_gpu(sys, d, &nvml_name))
+				continue; /* described with its NVML counters */
 			const struct weft_gpu_device_def *dev = weft_gpu_device(gp->p, d);
-			char name[300];
-			if (dev && dev->name[0])
-				snprintf(name, sizeof(name), "GPU %u: %s", d, dev->name);
-			else
-				snprintf(name, sizeof(name), "GPU %u", d);
-			descriptor(b, weft_pf_gpu_uuid(mix, d), 0, name, -1, 1);
+			weft_pf_gpu_track(b, mix, d, dev ? dev->name : NULL);
 		}
 	}
 }
@@ -141,7 +138,7 @@ static uint64_t track_of(struct gpu_enc *e, const struct weft_gpu_act *a)
 		else
 			snprintf(name, sizeof(name), "stream %u%s", a->stream, who);
 		descriptor(e->b, stream_uuid(e->mix, p->pid, a->stream, lane), weft_pf_gpu_uuid(e->mix, a->device), name,
-			   (int)((a->stream & 0xffff) * 16 + (lane < 15 ? lane : 15)), 0);
+			   a->stream < 62 ? (int)(a->stream * 16 + (lane < 15 ? lane : 15)) : 999);
 	}
 	free_lane->end = a->end;
 	return stream_uuid(e->mix, e->gp->p->pid, a->stream, free_lane->lane);

@@ -795,7 +795,7 @@ static void header(const struct weft_trace *t, const struct weft_mem *mem, const
 			weft_pf_mem_tracks(b, mp, proc_uuid(p->pid), mix);
 	}
 	weft_pf_sys_tracks(b, sys, mix, proc_uuid);
-	weft_pf_gpu_tracks(b, gpu, mix, NULL);
+	weft_pf_gpu_tracks(b, gpu, sys, mix);
 }
 
 static void drain_cb(void *ctx)
