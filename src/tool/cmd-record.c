@@ -90,7 +90,7 @@ static void help(FILE *f)
 		"                          that launched them; CUDA calls as slices; device memory as\n"
 		"                          a heap per GPU; GPU power, SM clock and utilization (NVML,\n"
 		"                          every --power-period). Through CUPTI, loaded at run time\n"
-		"                          (found in CUDA_HOME or /usr/local/cuda; -O cupti_lib=PATH)\n"
+		"                          (CUDA_HOME, /usr/local/cuda; --options cupti_lib=PATH)\n"
 		"      --counters LIST     read these counters at every slice's begin and end (perf's\n"
 		"                          names, comma-separated: instructions, cycles, cache-misses,\n"
 		"                          branch-misses, task-clock, page-faults, context-switches,\n"

@@ -18,7 +18,7 @@ class Gpu(TraceTest):
     def record_gpu(self, *args, options="", env=None, check=True):
         out = os.path.join(self.tmp, "trace.data")
         opts = f"cupti_lib={FAKE}" + (":" + options if options else "")
-        p = run([WEFT, "record", "--gpu", "--no-convert", "-O", opts, "-o", out, "--", os.path.join(BUILD, APP), *args],
+        p = run([WEFT, "record", "--gpu", "--no-convert", "--options", opts, "-o", out, "--", os.path.join(BUILD, APP), *args],
                 env=env, check=check)
         return out, p
 
