@@ -688,14 +688,29 @@ void weft_gpu_stop(int in_signal)
 	in_collector--;
 }
 
+/* Does CUDA_INJECTION64_PATH name this library? Then the driver calls InitializeInjection at
+ * cuInit, in the processes that use CUDA only, and the trace's start leaves CUPTI alone. */
+int weft_gpu_deferred(void)
+{
+	const char *inj = getenv("CUDA_INJECTION64_PATH");
+	Dl_info di;
+	char a[4096], b[4096];
+	if (!inj || !*inj || !dladdr((void *)weft_gpu_start, &di) || !di.dli_fname)
+		return 0;
+	if (!realpath(inj, a) || !realpath(di.dli_fname, b))
+		return 0;
+	return !strcmp(a, b);
+}
+
 /* CUDA's injection entry (CUDA_INJECTION64_PATH names libweft-preload.so under `weft record
  * --gpu`): the driver calls it at cuInit. Starts the collector if weft runs with gpu=1 and
  * it has not started yet. */
 WEFT_API int InitializeInjection(void)
 {
 	if (weft_ensure_started() == 0 && weft_cfg.gpu) {
-		char why[256];
-		weft_gpu_start(why, sizeof(why));
+		char why[600] = "";
+		if (weft_gpu_start(why, sizeof(why)) && why[0])
+			weft_log(WEFT_LOG_WARN, "gpu unavailable: %s", why);
 	}
 	return 1;
 }

@@ -212,6 +212,9 @@ WEFT_HIDDEN int weft_ensure_started(void);
 /* ---- collect/cupti.c (gpu=1) ---- */
 /* Loads CUPTI and starts recording (once per process): 0, or -errno with why in why. */
 WEFT_HIDDEN int weft_gpu_start(char *why, size_t n);
+/* 1 when CUDA_INJECTION64_PATH names this library: CUDA's driver starts the collector at
+ * cuInit (InitializeInjection), in the processes that use CUDA only. */
+WEFT_HIDDEN int weft_gpu_deferred(void);
 /* The last flush and the totals (in_signal: a fatal signal, flush only when safe). */
 WEFT_HIDDEN void weft_gpu_stop(int in_signal);
 /* collect/counters.c: per-slice counters. start opens the calling thread's group and writes

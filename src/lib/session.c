@@ -167,7 +167,7 @@ static void start_locked(void)
 	}
 	atomic_store(&weft_g.run, WEFT_RUN_ON);
 	weft_sys_start();
-	if (weft_cfg.gpu) {
+	if (weft_cfg.gpu && !weft_gpu_deferred()) {
 		char why[600];
 		if (weft_gpu_start(why, sizeof(why)) && why[0])
 			weft_log(WEFT_LOG_WARN, "gpu unavailable: %s", why);
