@@ -8,7 +8,7 @@
 #include "export/export.h"
 #include "export/sqlite-rows.h"
 
-enum { T_META, T_PROC, T_THREAD, T_SLICE, T_COUNTER, T_ALLOC, T_ACCESS, T_RUN, NTABLES };
+enum { T_META, T_PROC, T_THREAD, T_SLICE, T_COUNTER, T_ALLOC, T_ACCESS, T_RUN, T_GPU, NTABLES };
 
 struct weft_sqlite_db {
 	struct weft_sq sq;
@@ -22,5 +22,7 @@ struct weft_sqlite_db {
 /* Every row of process `proc` (slices, counters, allocations, accesses), its records read a
  * chunk per thread at a time and merged by time, the joins done on the way. */
 void weft_sqlite_walk_proc(struct weft_sqlite_db *d, size_t proc, struct weft_export_summary *sum);
+/* The GPU collector's kernels, copies and memsets (sqlite-gpu.c): gpu_activities rows. */
+void weft_sqlite_gpu(struct weft_sqlite_db *d);
 
 #endif

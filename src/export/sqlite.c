@@ -40,6 +40,12 @@ static const char *const schema =
 	" ip INTEGER, allocation_id INTEGER, slice_id INTEGER, region TEXT);\n"
 	"CREATE TABLE runs(id INTEGER PRIMARY KEY, prog TEXT, mode TEXT, run INTEGER, utime_ns INTEGER,"
 	" stime_ns INTEGER, wtime_ns INTEGER, max_rss INTEGER);\n"
+	"CREATE TABLE gpu_activities(id INTEGER PRIMARY KEY, upid INTEGER REFERENCES processes, kind TEXT,"
+	" name TEXT, device INTEGER, context INTEGER, stream INTEGER, start_ns INTEGER, end_ns INTEGER,"
+	" correlation_id INTEGER, launch_utid INTEGER, launch_ts INTEGER, grid TEXT, block TEXT,"
+	" registers_per_thread INTEGER, static_shared_bytes INTEGER, dynamic_shared_bytes INTEGER,"
+	" local_bytes_per_thread INTEGER, local_bytes_total INTEGER, occupancy REAL, bytes INTEGER,"
+	" copy_kind TEXT, src_kind TEXT, dst_kind TEXT);\n"
 	"CREATE VIEW allocs AS SELECT id, 1 AS run_id, alloc_ts AS from_ns, free_ts AS to_ns, addr AS base,"
 	" size FROM allocations;\n"
 	"CREATE VIEW access AS SELECT 1 AS run_id, ts AS at_ns, addr, is_write FROM accesses;\n";
@@ -62,6 +68,7 @@ static const struct { const char *into; unsigned ncols, batch; } tables[NTABLES]
 	[T_ALLOC] = {"allocations", 12, 32},
 	[T_ACCESS] = {"accesses", 13, 32},
 	[T_RUN] = {"runs", 8, 1},
+	[T_GPU] = {"gpu_activities", 24, 32},
 };
 
 static void cmdline(const struct weft_proc *p, char *out, size_t n)
@@ -117,6 +124,8 @@ static void write_rows(struct weft_sqlite_db *d, struct weft_export_summary *sum
 	}
 	for (size_t i = 0; i < t->nprocs && !d->sq.rc; i++)
 		weft_sqlite_walk_proc(d, i, sum);
+	if (!d->sq.rc)
+		weft_sqlite_gpu(d);
 	for (int k = 0; k < NTABLES; k++)
 		weft_sq_flush(&d->sq, &d->tab[k]);
 }
