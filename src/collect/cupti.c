@@ -151,6 +151,19 @@ static int role_of(const char *n)
 	return ROLE_PLAIN;
 }
 
+/* "cudaLaunchKernel_v7000" -> "cudaLaunchKernel": CUPTI may name a runtime function with the
+ * version of its entry point; a driver function's own "_v2" stays (it is the symbol's name). */
+static void strip_version(char *n)
+{
+	char *v = strrchr(n, '_');
+	if (!v || v[1] != 'v' || strlen(v + 2) < 4)
+		return;
+	for (const char *c = v + 2; *c; c++)
+		if (*c < '0' || *c > '9')
+			return;
+	*v = 0;
+}
+
 static struct api_site *api_site(int domain, uint32_t cbid, const char *fname)
 {
 	int d = domain == WEFT_CUPTI_DOMAIN_RUNTIME_API;
@@ -164,6 +177,7 @@ static struct api_site *api_site(int domain, uint32_t cbid, const char *fname)
 	s = atomic_load_explicit(&api_sites[d][cbid], memory_order_relaxed);
 	if (!s && (s = calloc(1, sizeof(*s)))) {
 		char *n = strdup(cbid && fname ? fname : "(CUDA call)");
+		strip_version(n);
 		if (!n) {
 			free(s);
 			s = NULL;
@@ -239,6 +253,10 @@ static void on_api(void *ud, int domain, uint32_t cbid, const void *data)
 		int own = rt || rt_depth == 0; /* a runtime call's own driver calls: a slice only */
 		rt_depth += rt;
 		atomic_fetch_add_explicit(&n_api, 1, memory_order_relaxed);
+		/* device memory is charged to the slice that called: a free before the call's slice
+		 * begins, an allocation after it ends */
+		if (own && s->role == ROLE_FREE)
+			memory_op(s, cb, 0);
 		if (weft__on(&s->site)) {
 			weft__slice(weft__hdr(s->site.id, WEFT_R_BEGIN, 0, 0));
 			if (own && s->role == ROLE_LAUNCH && cb->correlation_id != last_flow) {
@@ -251,16 +269,14 @@ static void on_api(void *ud, int domain, uint32_t cbid, const void *data)
 				}
 			}
 		}
-		if (own && s->role == ROLE_FREE)
-			memory_op(s, cb, 0);
 		clock_pair_due();
 	} else {
 		rt_depth -= rt && rt_depth > 0;
 		int own = rt || rt_depth == 0;
-		if (own && (s->role == ROLE_MALLOC || s->role == ROLE_MALLOC_PITCH))
-			memory_op(s, cb, 1);
 		if (weft__on(&s->site))
 			weft__slice(weft__hdr(s->site.id, WEFT_R_END, 0, 0));
+		if (own && (s->role == ROLE_MALLOC || s->role == ROLE_MALLOC_PITCH))
+			memory_op(s, cb, 1);
 	}
 	in_collector--;
 	errno = saved;

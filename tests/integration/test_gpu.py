@@ -6,6 +6,7 @@ device memory a heap per GPU. The fake device clock runs 40 ppm fast with a 3000
 the clock map is exercised. Read back with trace_processor, protoc and weft info."""
 import os
 import re
+import unittest
 from weftlib import TraceTest, main, run, WEFT, BUILD
 
 FAKE = os.path.join(BUILD, "fake_cupti.so")
@@ -14,8 +15,20 @@ VECADD = "vecAdd(float const*, float const*, float*, int)"
 SCALE = "void math::scale<float>(float*, int)"
 
 
+NO_PRELOAD = os.environ.get("WEFT_TEST_NO_PRELOAD")
+
+
 class Gpu(TraceTest):
     def record_gpu(self, *args, options="", env=None, check=True):
+        """gpu=1 in WEFT_OPTIONS of the app (linked with libweft): the in-process API, which
+        every build can test (TSan included)."""
+        out, p = self.record(APP, args, options=f"gpu=1:cupti_lib={FAKE}" + (":" + options if options else ""),
+                             env=env)
+        return out, p
+
+    def record_cli(self, *args, options="", env=None, check=True):
+        """weft record --gpu: the preloaded runtime, started by the CUDA driver's injection
+        call (the fake's cuInit calls InitializeInjection of CUDA_INJECTION64_PATH)."""
         out = os.path.join(self.tmp, "trace.data")
         opts = f"cupti_lib={FAKE}" + (":" + options if options else "")
         p = run([WEFT, "record", "--gpu", "--no-convert", "--options", opts, "-o", out, "--", os.path.join(BUILD, APP), *args],
@@ -104,14 +117,25 @@ class Gpu(TraceTest):
         self.assertGreaterEqual(d["dur"], 190000)
 
     def test_device_memory_heap(self):
+        """cudaMalloc 4 MiB in "setup", then cuMemAlloc 1 MiB (freed), then cudaFree: a live
+        counter that peaks at 5 MiB and ends at 0; the 4 MiB charged to "setup"."""
         data, _ = self.record_gpu("basic")
         rep = run([WEFT, "report", "--memory", data]).stdout
         self.assertIn("GPU 0 memory", rep)
         pf = self.pftrace(data)
-        rows, = self.tp(pf, "select t.name, max(c.value) as peak from counter c join counter_track t "
-                            "on c.track_id = t.id where t.name like '%GPU 0 memory%' group by t.name")
-        self.assertTrue(rows, "no counter for GPU 0 memory")
-        self.assertIn(4 << 20, [int(r["peak"]) for r in rows], rows)
+        rows, = self.tp(pf, "select c.ts, c.value from counter c join counter_track t "
+                            "on c.track_id = t.id where t.name = 'heap live bytes: GPU 0 memory' order by c.ts")
+        values = [int(r["value"]) for r in rows]
+        self.assertEqual(max(values), 5 << 20, values)
+        self.assertEqual(values[-1], 0, values)
+        self.assertIn(4 << 20, values)
+        db = os.path.join(self.tmp, "t.db")
+        run([WEFT, "export", data, "-o", db])
+        import sqlite3
+        con = sqlite3.connect(db)
+        got = con.execute("select a.size, s.name from allocations a left join slices s on s.id = a.slice_id "
+                          "where a.heap = 'GPU 0 memory' order by a.alloc_ts").fetchall()
+        self.assertEqual(got, [(4 << 20, "setup"), (1 << 20, None)], got)
 
     def test_info_and_drops(self):
         data, p = self.record_gpu("drops", "5")
@@ -120,12 +144,32 @@ class Gpu(TraceTest):
         m = re.search(r"dropped:\s+(\d+)", info)
         self.assertEqual(int(m.group(1)), 5, info)
 
-    def test_in_process_api(self):
-        """gpu=1 in WEFT_OPTIONS for a program linked with libweft (no weft record)."""
-        data, p = self.record(APP, ["basic"], options=f"gpu=1:cupti_lib={FAKE}")
+    @unittest.skipIf(NO_PRELOAD, "needs weft record's runtime")
+    def test_cli_injection(self):
+        """weft record --gpu: CUPTI is loaded at cuInit through CUDA_INJECTION64_PATH, in the
+        processes that use CUDA only; the program's output and exit status are its own."""
+        data, p = self.record_cli("basic")
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertIn("kernels 32", p.stdout)
+        pf = self.pftrace(data)
+        n, flows = self.tp(pf, "select count(*) as n from slice where category = 'gpu_kernel'",
+                           "select count(*) as n from flow")
+        self.assertEqual(n[0]["n"], 32)
+        self.assertGreaterEqual(flows[0]["n"], 32)
+        # a process that never initializes CUDA loads no CUPTI and says nothing
+        p2 = run([WEFT, "record", "--gpu", "--options", f"cupti_lib={FAKE}", "-o", os.path.join(self.tmp, "sh.data"),
+                  "--", "/bin/sh", "-c", "exit 3"], check=False)
+        self.assertEqual(p2.returncode, 3)
+        self.assertNotIn("gpu", p2.stderr)
+
+    @unittest.skipIf(NO_PRELOAD, "needs weft record's runtime")
+    def test_crash_keeps_kernels(self):
+        """A fatal signal flushes what CUPTI holds; the program still dies of it."""
+        data, p = self.record_cli("crash", check=False)
+        self.assertEqual(p.returncode, 128 + 11, p.stderr)
         pf = self.pftrace(data)
         n, = self.tp(pf, "select count(*) as n from slice where category = 'gpu_kernel'")
-        self.assertEqual(n[0]["n"], 32)
+        self.assertEqual(n[0]["n"], 5)
 
     def test_threads(self):
         data, _ = self.record_gpu("threads", "4")
