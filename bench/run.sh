@@ -93,3 +93,7 @@ echo
 echo "## Scheduling: weft record --sched vs perf sched record (bench/sched/run.sh; needs root)"
 echo
 "$src/bench/sched/run.sh" "$build" 9 || echo "(skipped: $(id -un) cannot open the sched tracepoints)"
+echo
+echo "## GPU: the collector's cost per CUDA launch, on the fake CUPTI (bench/gpu/launch_bench.py)"
+echo
+/usr/bin/python3 "$src/bench/gpu/launch_bench.py" "$build" 100000 5
