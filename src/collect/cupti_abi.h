@@ -3,8 +3,10 @@
  * CUPTI of the tests implements), declared here because no CUDA header exists on Debian or on
  * CI. Written from NVIDIA's public CUPTI documentation and headers (cupti_activity.h,
  * cupti_callbacks.h, cupti_result.h); the names are weft's, each struct says which CUPTI
- * struct and versions it matches. tests/gpu/layout_check.c compares every offset declared here
- * with the real headers where the CUDA toolkit is installed (`make test-gpu`).
+ * struct and versions it matches. tests/gpu/layout_check.c compares every offset, size and
+ * constant declared here with the real headers where the CUDA toolkit is installed (`make
+ * test-gpu`); it has passed against CUDA 13.0 (CUPTI_API_VERSION 130001: Kernel10, Memcpy6,
+ * Memset4, Device5). The older versions named below were not compiled against here.
  *
  * Activity records are read by prefix: CUPTI writes each kind in the newest struct version it
  * knows (CUpti_ActivityKernel9 on CUDA 12.4, say), and newer versions only add fields after
@@ -48,7 +50,7 @@ struct weft_cupti_activity {
 	uint32_t kind;
 };
 
-/* CUpti_ActivityKernel4 .. CUpti_ActivityKernel9 (CUDA 9.0 .. 12.x), kind
+/* CUpti_ActivityKernel4 .. CUpti_ActivityKernel10 (CUDA 9.0 .. 13.0), kind
  * CONCURRENT_KERNEL or KERNEL: the prefix up to sharedMemoryExecuted. */
 struct __attribute__((packed, aligned(8))) weft_cupti_kernel {
 	uint32_t kind;                       /* 0 */
@@ -82,7 +84,7 @@ struct __attribute__((packed, aligned(8))) weft_cupti_kernel {
 	uint32_t shared_memory_executed;     /* 140 */
 };
 
-/* CUpti_ActivityMemcpy3 .. CUpti_ActivityMemcpy6 (CUDA 9.0 .. 12.x), kind MEMCPY. */
+/* CUpti_ActivityMemcpy3 .. CUpti_ActivityMemcpy6 (CUDA 9.0 .. 13.0), kind MEMCPY. */
 struct __attribute__((packed, aligned(8))) weft_cupti_memcpy {
 	uint32_t kind;          /* 0 */
 	uint8_t copy_kind;      /* 4: CUpti_ActivityMemcpyKind (below) */
@@ -107,7 +109,7 @@ enum {
 	WEFT_CUPTI_MEMCPY_HTOH = 9, WEFT_CUPTI_MEMCPY_PTOP = 10,
 };
 
-/* CUpti_ActivityMemset2 .. CUpti_ActivityMemset4 (CUDA 9.0 .. 12.x), kind MEMSET. */
+/* CUpti_ActivityMemset2 .. CUpti_ActivityMemset4 (CUDA 9.0 .. 13.0), kind MEMSET. */
 struct __attribute__((packed, aligned(8))) weft_cupti_memset {
 	uint32_t kind;          /* 0 */
 	uint32_t value;         /* 4 */
@@ -122,7 +124,7 @@ struct __attribute__((packed, aligned(8))) weft_cupti_memset {
 	uint16_t memory_kind;   /* 50 */
 };
 
-/* CUpti_ActivityDevice2 .. CUpti_ActivityDevice5 (CUDA 9.0 .. 12.x), kind DEVICE: one per GPU,
+/* CUpti_ActivityDevice2 .. CUpti_ActivityDevice5 (CUDA 9.0 .. 13.0), kind DEVICE: one per GPU,
  * handed over once. */
 struct __attribute__((packed, aligned(8))) weft_cupti_device {
 	uint32_t kind;                         /* 0 */
@@ -153,7 +155,7 @@ struct __attribute__((packed, aligned(8))) weft_cupti_device {
 	const char *name;                      /* 136 */
 };
 
-/* CUpti_CallbackData: what a DRIVER_API or RUNTIME_API callback receives (CUDA 9.0 .. 12.x). */
+/* CUpti_CallbackData: what a DRIVER_API or RUNTIME_API callback receives (CUDA 9.0 .. 13.0). */
 struct weft_cupti_callback_data {
 	uint32_t callback_site;       /* 0: WEFT_CUPTI_API_ENTER or _EXIT */
 	const char *function_name;    /* 8 */
