@@ -162,6 +162,25 @@ const char *weft_gpu_mem_kind(unsigned k)
 	return k < sizeof(names) / sizeof(names[0]) ? names[k] : "unknown";
 }
 
+char *__cxa_demangle(const char *mangled, char *buf, size_t *len, int *status); /* libstdc++ */
+
+const char *weft_gpu_kernel_name(const struct weft_proc *p, const struct weft_gpu_act *a, char **dem)
+{
+	*dem = NULL;
+	const char *m = a->name_site && a->name_site < p->nsites && p->sites[a->name_site].name
+				? p->sites[a->name_site].name : "(kernel)";
+	if (m[0] != '_' || m[1] != 'Z')
+		return m;
+	int status = -1;
+	char *d = __cxa_demangle(m, NULL, NULL, &status);
+	if (!d || status) {
+		free(d);
+		return m;
+	}
+	*dem = d;
+	return d;
+}
+
 /* ---- reading ---- */
 
 static int wrote_gpu(const struct weft_proc *p, uint32_t tid)

@@ -71,5 +71,8 @@ double weft_gpu_occupancy(const struct weft_gpu_device_def *d, uint32_t threads_
 /* "HtoD", "DtoH", ... for a CUPTI copy kind; "pageable", "pinned", "device", ... for a memory kind. */
 const char *weft_gpu_copy_kind(unsigned k);
 const char *weft_gpu_mem_kind(unsigned k);
+/* A kernel's name: demangled when it is a C++ name (then *dem holds the malloc'd text, for the
+ * caller to free; else NULL), the site's name otherwise, "(kernel)" when it has none. */
+const char *weft_gpu_kernel_name(const struct weft_proc *p, const struct weft_gpu_act *a, char **dem);
 
 #endif

@@ -11,10 +11,12 @@
  * (for X events, written at their begin), the lanes used (their names come first), and the
  * complete slices, whose times lie in the past of the stream - those are formatted right away
  * into a side list. Pass 2 formats each thread one chunk at a time and merges the threads
- * (and side lists) by timestamp through a heap.
+ * (and side lists) by timestamp through a heap. GPU activities (json-gpu.c) are one more side
+ * list in that merge, on rows of their own.
  */
 #include "export/export.h"
 #include "export/pb.h"
+#include "export/json-gpu.h"
 #include "analysis/memory.h"
 #include "format/format.h"
 #include <errno.h>
@@ -342,7 +344,7 @@ static void flows_but(struct jthread *j, struct jlist *L, const struct weft_ev *
 		struct jent *e = add(L, ev->ts, 0);
 		head(j, b, out ? "s" : "f", ev->ts, ev->track, 1);
 		PUTS(b, ",\"name\":\"flow\",\"cat\":\"flow\",\"id\":");
-		put_u64(b, flow_id(ev, k));
+		weft_json_put_flow_id(b, flow_id(ev, k));
 		if (!out)
 			PUTS(b, ",\"bp\":\"e\"");
 		PUTS(b, "}");
@@ -768,6 +770,24 @@ int weft_export_json(const struct weft_trace *t, FILE *out, int style, int jobs,
 	}
 	for (size_t i = 0; i < n; i++)
 		js[i].mem = weft_mem_for(mem, js[i].p);
+	struct weft_json_gpu gpu; /* its events: the side list of js[n], a thread of no process */
+	if ((mrc = weft_json_gpu_build(t, &gpu, err, errlen))) {
+		weft_mem_free(mem);
+		free(js);
+		return mrc;
+	}
+	if (gpu.n > gpu.nmeta) {
+		struct jlist *G = &js[n].side;
+		G->text = gpu.text;
+		G->nents = G->cap = gpu.n - gpu.nmeta;
+		G->ents = malloc(G->nents * sizeof(*G->ents));
+		if (!G->ents)
+			weft_oom("writing JSON");
+		for (size_t i = 0; i < G->nents; i++) {
+			const struct weft_json_gpu_ent *e = &gpu.ents[gpu.nmeta + i];
+			G->ents[i] = (struct jent){e->ts, e->off, e->len, 0, 0};
+		}
+	}
 	weft_parallel_for(n, jobs, pass1, js);
 	for (size_t i = 0; i < n; i++)
 		if (js[i].mem && js[i].thread_index == 0)
@@ -810,6 +830,12 @@ int weft_export_json(const struct weft_trace *t, FILE *out, int style, int jobs,
 			}
 		}
 	}
+	for (size_t i = 0; i < gpu.nmeta; i++) {
+		if (!c.first)
+			PUTS(&c.buf, ",\n");
+		c.first = 0;
+		put(&c.buf, (const char *)gpu.text.p + gpu.ents[i].off, gpu.ents[i].len);
+	}
 	uint64_t pass1_events = 0;
 	for (size_t i = 0; i < n; i++) {
 		struct jthread *j = &js[i];
@@ -822,7 +848,7 @@ int weft_export_json(const struct weft_trace *t, FILE *out, int style, int jobs,
 		weft_walker_init(&j->walker, j->p, pass2_event, j, &j->st);
 	}
 	/* the heap of streams, keyed by the timestamp of each stream's current entry */
-	size_t *heap = calloc(2 * n + 1, sizeof(size_t)), hn = 0;
+	size_t *heap = calloc(2 * n + 2, sizeof(size_t)), hn = 0;
 	if (!heap)
 		weft_oom("writing JSON");
 #define KEY(s) (stream_list(js, s)->ents[stream_list(js, s)->pos].ts)
@@ -843,8 +869,8 @@ int weft_export_json(const struct weft_trace *t, FILE *out, int style, int jobs,
 			at_ = m_;                                                        \
 		}                                                                        \
 	} while (0)
-	for (size_t s = 0; s < 2 * n; s++) {
-		int has = (s & 1) ? js[s / 2].side.nents > 0 : refill(&js[s / 2]);
+	for (size_t s = 0; s < 2 * n + 2; s++) { /* 2n + 1: the GPU's list (2n: nothing) */
+		int has = (s & 1) ? js[s / 2].side.nents > 0 : s < 2 * n && refill(&js[s / 2]);
 		if (has)
 			heap[hn++] = s;
 	}
@@ -886,6 +912,11 @@ int weft_export_json(const struct weft_trace *t, FILE *out, int style, int jobs,
 	free(c.buf.p);
 	free(heap);
 	free(aset);
+	free(js[n].side.text.p); /* gpu.text, when it had events */
+	if (js[n].side.text.p != gpu.text.p)
+		free(gpu.text.p);
+	free(js[n].side.ents);
+	free(gpu.ents);
 	for (size_t i = 0; i < n; i++)
 		free(js[i].aflows); /* where the merge ran out of memory */
 	free(js);

@@ -1,7 +1,8 @@
 /*
  * cmd-info.c - `weft info DIR`: what a trace holds, without converting it: processes and
  * their threads, events and drops per thread, the time span, bytes raw and on disk, the
- * options the run used, and every warning about damage.
+ * options the run used, what each collector did (the GPU's: its library or why it was
+ * unavailable, its records and drops, and the GPUs), and every warning about damage.
  */
 #include "tool/cmd.h"
 #include "format/reader.h"
@@ -224,6 +225,18 @@ int cmd_info(int argc, char **argv)
 				       sd->state == WEFT_SYS_USED ? "used" : sd->state == WEFT_SYS_STANDBY ? "standby" : "unavailable",
 				       sd->text ? sd->text : "");
 			}
+		}
+		if (p->has_gpu && p->gpu_state == 1)
+			printf("  gpu:      used: %s; %llu records, %llu dropped by CUPTI, %llu buffers, %llu CUDA calls, "
+			       "%zu clock points\n", p->gpu_text[0] ? p->gpu_text : "CUPTI", (unsigned long long)p->gpu_records,
+			       (unsigned long long)p->gpu_dropped, (unsigned long long)p->gpu_buffers,
+			       (unsigned long long)p->gpu_api_calls, p->ngpu_clock);
+		else if (p->has_gpu)
+			printf("  gpu:      unavailable: %s\n", p->gpu_text[0] ? p->gpu_text : "unknown reason");
+		for (size_t k = 0; k < p->ngpu_devices; k++) {
+			const struct weft_gpu_device_def *d = &p->gpu_devices[k];
+			printf("            GPU %u: %s, %u SMs, compute capability %u.%u, %.1f GiB\n", d->id,
+			       d->name[0] ? d->name : "?", d->sms, d->cc_major, d->cc_minor, (double)d->global_mem / 1073741824.0);
 		}
 		if (p->has_rusage)
 			printf("  usage:    peak RSS %.1f MiB, CPU %.3f s user, %.3f s system\n", (double)p->max_rss / 1048576.0,

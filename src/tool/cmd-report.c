@@ -2,13 +2,15 @@
  * cmd-report.c - `weft report DIR`: functions and slices by total time, self time, calls,
  * average and maximum (like `uftrace report` / `perf report`), per thread with --threads or
  * per process with --processes,
- * as a call tree with --tree (like `uftrace graph`), as CSV or JSON for scripts.
+ * as a call tree with --tree (like `uftrace graph`), as CSV or JSON for scripts; allocations
+ * (report-memory.c), counters (report-counters.c) or GPU work (report-gpu.c) instead of time.
  */
 #include "tool/cmd.h"
 #include "tool/shortname.h"
 #include "tool/textout.h"
 #include "tool/report-memory.h"
 #include "tool/report-counters.h"
+#include "tool/report-gpu.h"
 #include "export/profile.h"
 #include <getopt.h>
 #include <stdio.h>
@@ -33,6 +35,10 @@ static void help(FILE *f)
 		   "                      per slice name the calls and, per counter, the total of the\n"
 		   "                      deltas (end minus begin) and the delta per call; IPC when\n"
 		   "                      instructions and cycles were both recorded\n"
+		   "      --gpu           GPU work instead of time (a trace recorded with --gpu): per\n"
+		   "                      kernel launches, device time, occupancy, registers and shared\n"
+		   "                      memory; per copy kind count, bytes, time and GB/s; the launch\n"
+		   "                      latency (CUDA call to device start) distribution\n"
 		   "      --leaks         with --memory: every leaked block and its slice stack\n"
 		   "      --full-names    C++ names with return type and parameters (the text table\n"
 		   "                      shows them without; csv and json always give them whole)\n"
@@ -166,9 +172,10 @@ int cmd_report(int argc, char **argv)
 		{"limit", required_argument, 0, 'n'}, {"jobs", required_argument, 0, 'j'},
 		{"full-names", no_argument, 0, 'F'}, {"memory", no_argument, 0, 'm'},
 		{"leaks", no_argument, 0, 'K'}, {"counters", no_argument, 0, 'C'},
+		{"gpu", no_argument, 0, 'U'},
 		{"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
 	static const char *keys[] = {"total", "self", "calls", "avg", "max", "name"};
-	int per_thread = 0, tree = 0, fmt = 0, jobs = 2, c, memory = 0, leaks = 0, counters = 0;
+	int per_thread = 0, tree = 0, fmt = 0, jobs = 2, c, memory = 0, leaks = 0, counters = 0, gpu = 0;
 	const char *sort_name = NULL;
 	long limit = -1;
 	sort_key = 0;
@@ -180,6 +187,7 @@ int cmd_report(int argc, char **argv)
 		case 'm': memory = 1; break;
 		case 'K': leaks = 1; break;
 		case 'C': counters = 1; break;
+		case 'U': gpu = 1; break;
 		case 's':
 			sort_name = optarg;
 			for (sort_key = 0; sort_key < 6 && strcmp(keys[sort_key], optarg); sort_key++)
@@ -245,6 +253,11 @@ int cmd_report(int argc, char **argv)
 			       "--threads, --processes and --sort do not apply");
 		return WEFT_EXIT_USAGE;
 	}
+	if (gpu && (counters || memory || tree || per_thread || sort_name)) {
+		weft_cli_error("report", "--gpu reports per process, kernels by device time; --counters, --memory, "
+			       "--tree, --threads, --processes and --sort do not apply");
+		return WEFT_EXIT_USAGE;
+	}
 	if (optind < argc - 1) {
 		weft_cli_error("report", "expected one trace directory (usage: weft report [OPTIONS] [DIR], default weft.data)");
 		return WEFT_EXIT_USAGE;
@@ -261,6 +274,11 @@ int cmd_report(int argc, char **argv)
 	}
 	for (size_t i = 0; i < t->nwarnings; i++)
 		weft_cli_error("report", "warning: %s", t->warnings[i]);
+	if (gpu) {
+		int rc = weft_report_gpu(t, fmt, limit, full_names);
+		weft_trace_free(t);
+		return rc;
+	}
 	if (counters) {
 		int rc = weft_report_counters(t, fmt, limit);
 		weft_trace_free(t);
