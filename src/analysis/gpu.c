@@ -293,6 +293,29 @@ const struct weft_gpu_launch *weft_gpu_launch_of(const struct weft_gpu_proc *gp,
 	return gp->nlaunches ? bsearch(&key, gp->launches, gp->nlaunches, sizeof(key), cmp_launch) : NULL;
 }
 
+struct corr_ix { uint32_t corr; size_t i; };
+static int cmp_corr_ix(const void *a, const void *b)
+{
+	const struct corr_ix *x = a, *y = b;
+	if (x->corr != y->corr)
+		return x->corr < y->corr ? -1 : 1;
+	return x->i < y->i ? -1 : x->i > y->i;
+}
+
+/* flow_end on the earliest activity of each correlation id (acts are in start order). */
+static void mark_flow_ends(struct weft_gpu_proc *gp)
+{
+	struct corr_ix *ix = malloc((gp->n + 1) * sizeof(*ix));
+	if (!ix)
+		weft_oom("reading the GPU records");
+	for (size_t i = 0; i < gp->n; i++)
+		ix[i] = (struct corr_ix){gp->acts[i].corr, i};
+	qsort(ix, gp->n, sizeof(*ix), cmp_corr_ix);
+	for (size_t i = 0; i < gp->n; i++)
+		gp->acts[ix[i].i].flow_end = i == 0 || ix[i - 1].corr != ix[i].corr;
+	free(ix);
+}
+
 static void analyze_proc(const struct weft_proc *p, struct weft_gpu_proc *gp, int with_launches, uint64_t **buf,
 			 size_t *cap)
 {
@@ -319,6 +342,7 @@ static void analyze_proc(const struct weft_proc *p, struct weft_gpu_proc *gp, in
 		gp->acts[i].end = to_host(gp, gp->acts[i].dev_end);
 	}
 	qsort(gp->acts, gp->n, sizeof(*gp->acts), cmp_act);
+	mark_flow_ends(gp);
 	if (with_launches)
 		find_launches(p, gp, buf, cap);
 }

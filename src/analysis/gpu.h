@@ -25,6 +25,9 @@ struct weft_gpu_act {
 	unsigned copy_kind, src_kind, dst_kind, flags;
 	uint32_t value;
 	uint64_t bytes;
+	/* the earliest activity of its correlation id: it ends the launching call's arrow (a CUDA
+	 * graph launch, one call, runs many kernels with its id; the others carry the id only) */
+	int flow_end;
 };
 
 /* The host side of a correlation id: the CUDA call's slice begin and its site. */

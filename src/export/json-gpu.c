@@ -206,8 +206,8 @@ static void activity(struct build *B, const struct weft_gpu_proc *gp, size_t pro
 	PUTS(b, "}}");
 	free(dem);
 	entry(B, a->start, off);
-	if (!weft_gpu_launch_of(gp, a->corr))
-		return; /* no call to draw the arrow from */
+	if (!a->flow_end || !weft_gpu_launch_of(gp, a->corr))
+		return; /* no call to draw the arrow from, or drawn to an earlier one (a graph's) */
 	off = b->n;
 	PUTS(b, "{\"ph\":\"f\",\"bp\":\"e\"");
 	putf(b, ",\"pid\":%llu", WEFT_JSON_GPU_PID + a->device);

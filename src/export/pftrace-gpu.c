@@ -198,7 +198,8 @@ static void activity(struct gpu_enc *e, const struct weft_gpu_act *a)
 	pb_varint(b, TE_TRACK_UUID, track);
 	pb_string(b, TE_NAME, nm);
 	pb_string(b, TE_CATEGORY, cat);
-	pb_fixed64(b, TE_TERM_FLOW_IDS, weft_gpu_flow_id((uint32_t)p->pid, a->corr));
+	if (a->flow_end)
+		pb_fixed64(b, TE_TERM_FLOW_IDS, weft_gpu_flow_id((uint32_t)p->pid, a->corr));
 	if (a->kind == WEFT_GPU_KERNEL) {
 		kernel_args(b, a, mangled, demangled);
 	} else {

@@ -22,6 +22,9 @@ int fakecuda_cu_mem_free(uint64_t p);
 void fakecuda_launch(uint32_t stream, const char *mangled, const uint32_t grid[3], const uint32_t block[3],
 		     uint16_t regs, uint32_t static_shared, uint32_t dynamic_shared, uint32_t local_per_thread,
 		     uint64_t duration_ns);
+/* cudaGraphLaunch of a graph of `nodes` kernels: one call, one correlation id, every kernel
+ * record carrying it. */
+void fakecuda_graph_launch(uint32_t stream, const char *mangled, unsigned nodes, uint64_t duration_ns);
 /* cuLaunchKernel: the same through the driver domain. */
 void fakecuda_driver_launch(uint32_t stream, const char *mangled, const uint32_t grid[3], const uint32_t block[3],
 			    uint16_t regs, uint64_t duration_ns);

@@ -10,6 +10,7 @@
  *   drops N     the next N records are dropped, then 10 kernels
  *   threads T   T threads, each 50 kernels on its own stream (1 + thread)
  *   crash       5 kernels, then SIGSEGV
+ *   graph       one cudaGraphLaunch of a 6-kernel graph on stream 3, then 2 vecAdd on stream 3
  * Prints one summary line per kind ("kernels 32").
  */
 #include "fake_cuda.h"
@@ -92,6 +93,12 @@ int main(int argc, char **argv)
 			pthread_join(t[i], NULL);
 		fakecuda_synchronize();
 		printf("kernels %ld\n", n * 50);
+	} else if (!strcmp(what, "graph")) {
+		fakecuda_graph_launch(3, "_Z9graphnodePf", 6, 2000);
+		for (int i = 0; i < 2; i++)
+			fakecuda_launch(3, "_Z6vecAddPKfS0_Pfi", G, B, 32, 0, 0, 0, 1000);
+		fakecuda_synchronize();
+		printf("kernels 8\n");
 	} else if (!strcmp(what, "crash")) {
 		for (int i = 0; i < 5; i++)
 			fakecuda_launch(7, "_Z6vecAddPKfS0_Pfi", G, B, 32, 0, 0, 0, 1000);

@@ -102,6 +102,24 @@ class Gpu(TraceTest):
         if text is not None:
             self.assertIn("terminating_flow_ids:", text)
 
+    def test_graph_launch_one_arrow(self):
+        """A CUDA graph: one cudaGraphLaunch, six kernels with its correlation id. One arrow
+        (to the first), the id on all six, no error in trace_processor."""
+        data, _ = self.record_gpu("graph")
+        pf = self.pftrace(data)
+        kernels, flows = self.tp(
+            pf,
+            "select s.name, extract_arg(s.arg_set_id, 'debug.correlation_id') as corr from slice s "
+            "where s.category = 'gpu_kernel' order by s.ts",
+            "select o.name as src, i.name as dst from flow f join slice o on f.slice_out = o.id "
+            "join slice i on f.slice_in = i.id order by i.ts")
+        nodes = [r for r in kernels if r["name"] == "graphnode(float*)"]
+        self.assertEqual(len(nodes), 6, kernels)
+        self.assertEqual(len({r["corr"] for r in nodes}), 1, nodes)
+        self.assertEqual([(r["src"], r["dst"]) for r in flows],
+                         [("cudaGraphLaunch", "graphnode(float*)"), ("cudaLaunchKernel", VECADD),
+                          ("cudaLaunchKernel", VECADD)])
+
     def test_sync_kernel_inside_host_scope(self):
         """The clock map: a kernel run synchronously inside a host scope lies inside it (the fake
         device clock is 3000 s ahead and 40 ppm fast)."""
