@@ -316,6 +316,33 @@ static void mark_flow_ends(struct weft_gpu_proc *gp)
 	free(ix);
 }
 
+/* Each activity's lane: the first row of its (device, stream) free at its start. */
+static void assign_lanes(struct weft_gpu_proc *gp)
+{
+	struct row { uint32_t device, stream; unsigned lane; uint64_t end; } *rows = NULL;
+	size_t n = 0, cap = 0;
+	for (size_t k = 0; k < gp->n; k++) {
+		struct weft_gpu_act *a = &gp->acts[k];
+		struct row *free_row = NULL;
+		unsigned next = 0;
+		for (size_t i = 0; i < n; i++) {
+			if (rows[i].device != a->device || rows[i].stream != a->stream)
+				continue;
+			next = rows[i].lane >= next ? rows[i].lane + 1 : next;
+			if (!free_row && rows[i].end <= a->start)
+				free_row = &rows[i];
+		}
+		if (!free_row) {
+			rows = grow(rows, &cap, n, sizeof(*rows));
+			free_row = &rows[n++];
+			*free_row = (struct row){a->device, a->stream, next, 0};
+		}
+		free_row->end = a->end;
+		a->lane = free_row->lane;
+	}
+	free(rows);
+}
+
 static void analyze_proc(const struct weft_proc *p, struct weft_gpu_proc *gp, int with_launches, uint64_t **buf,
 			 size_t *cap)
 {
@@ -343,6 +370,7 @@ static void analyze_proc(const struct weft_proc *p, struct weft_gpu_proc *gp, in
 	}
 	qsort(gp->acts, gp->n, sizeof(*gp->acts), cmp_act);
 	mark_flow_ends(gp);
+	assign_lanes(gp);
 	if (with_launches)
 		find_launches(p, gp, buf, cap);
 }

@@ -28,6 +28,9 @@ struct weft_gpu_act {
 	/* the earliest activity of its correlation id: it ends the launching call's arrow (a CUDA
 	 * graph launch, one call, runs many kernels with its id; the others carry the id only) */
 	int flow_end;
+	/* its row on its stream: 0, or 1, 2, ... when it overlaps earlier work of the stream still
+	 * running (slices of one track must nest): the first row free at its start */
+	unsigned lane;
 };
 
 /* The host side of a correlation id: the CUDA call's slice begin and its site. */

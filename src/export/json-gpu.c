@@ -89,7 +89,6 @@ struct lane {
 	uint32_t device, stream, tid;
 	size_t proc;
 	unsigned lane;
-	uint64_t end;
 };
 
 struct build {
@@ -110,33 +109,24 @@ static void entry(struct build *B, uint64_t ts, size_t off)
 	g->ents[g->n++] = (struct weft_json_gpu_ent){ts, off, (uint32_t)(g->text.n - off)};
 }
 
-/* The row of an activity: its stream's first lane free at its start. */
+/* The row of an activity's lane (analysis/gpu.c). */
 static const struct lane *lane_of(struct build *B, size_t proc, int several, const struct weft_gpu_act *a)
 {
-	unsigned next = 0;
-	struct lane *free_lane = NULL;
 	for (size_t i = 0; i < B->nlanes; i++) {
-		struct lane *l = &B->lanes[i];
-		if (l->proc != proc || l->device != a->device || l->stream != a->stream)
-			continue;
-		next = l->lane >= next ? l->lane + 1 : next;
-		if (!free_lane && l->end <= a->start)
-			free_lane = l;
+		const struct lane *l = &B->lanes[i];
+		if (l->proc == proc && l->device == a->device && l->stream == a->stream && l->lane == a->lane)
+			return l;
 	}
-	if (!free_lane) {
-		if (B->nlanes == B->lcap) {
-			B->lcap = B->lcap ? B->lcap * 2 : 16;
-			B->lanes = realloc(B->lanes, B->lcap * sizeof(*B->lanes));
-			if (!B->lanes)
-				weft_oom("writing JSON");
-		}
-		free_lane = &B->lanes[B->nlanes++];
-		uint32_t tid = (a->stream & 0xfffff) | (several ? (uint32_t)(proc & 0xff) << 20 : 0) |
-			       (uint32_t)(next < 7 ? next : 7) << 28;
-		*free_lane = (struct lane){a->device, a->stream, tid, proc, next, 0};
+	if (B->nlanes == B->lcap) {
+		B->lcap = B->lcap ? B->lcap * 2 : 16;
+		B->lanes = realloc(B->lanes, B->lcap * sizeof(*B->lanes));
+		if (!B->lanes)
+			weft_oom("writing JSON");
 	}
-	free_lane->end = a->end;
-	return free_lane;
+	uint32_t tid = (a->stream & 0xfffff) | (several ? (uint32_t)(proc & 0xff) << 20 : 0) |
+		       (uint32_t)(a->lane < 7 ? a->lane : 7) << 28;
+	B->lanes[B->nlanes] = (struct lane){a->device, a->stream, tid, proc, a->lane};
+	return &B->lanes[B->nlanes++];
 }
 
 static void activity(struct build *B, const struct weft_gpu_proc *gp, size_t proc, int several,

@@ -70,7 +70,7 @@ void weft_pf_gpu_tracks(struct pb *b, const struct weft_gpu *g, const struct wef
 
 /* ---- one process's activities ---- */
 
-struct lane { uint32_t device, stream; unsigned lane; uint64_t end; };
+struct lane { uint32_t device, stream; unsigned lane; };
 
 struct gpu_enc {
 	struct pb *b;
@@ -106,42 +106,30 @@ static void annot_s(struct pb *b, const char *name, const char *v)
 	pb_end(b, m);
 }
 
-/* The track of an activity: its stream's first lane free at its start. */
+/* The track of an activity's lane (analysis/gpu.c), described the first time. */
 static uint64_t track_of(struct gpu_enc *e, const struct weft_gpu_act *a)
 {
-	unsigned lane = 0;
-	struct lane *free_lane = NULL;
-	for (size_t i = 0; i < e->nlanes; i++) {
-		struct lane *l = &e->lanes[i];
-		if (l->device != a->device || l->stream != a->stream)
-			continue;
-		if (l->lane >= lane)
-			lane = l->lane + 1;
-		if (!free_lane && l->end <= a->start)
-			free_lane = l;
+	const struct weft_proc *p = e->gp->p;
+	for (size_t i = 0; i < e->nlanes; i++)
+		if (e->lanes[i].device == a->device && e->lanes[i].stream == a->stream && e->lanes[i].lane == a->lane)
+			return stream_uuid(e->mix, p->pid, a->stream, a->lane);
+	if (e->nlanes == e->cap) {
+		e->cap = e->cap ? e->cap * 2 : 16;
+		e->lanes = realloc(e->lanes, e->cap * sizeof(*e->lanes));
+		if (!e->lanes)
+			weft_oom("writing the .pftrace");
 	}
-	if (!free_lane) {
-		if (e->nlanes == e->cap) {
-			e->cap = e->cap ? e->cap * 2 : 16;
-			e->lanes = realloc(e->lanes, e->cap * sizeof(*e->lanes));
-			if (!e->lanes)
-				weft_oom("writing the .pftrace");
-		}
-		free_lane = &e->lanes[e->nlanes++];
-		*free_lane = (struct lane){a->device, a->stream, lane, 0};
-		const struct weft_proc *p = e->gp->p;
-		char name[400], who[300] = "";
-		if (e->several)
-			snprintf(who, sizeof(who), " (%s %d)", p->name ? p->name : "pid", p->pid);
-		if (lane)
-			snprintf(name, sizeof(name), "stream %u #%u%s", a->stream, lane + 1, who);
-		else
-			snprintf(name, sizeof(name), "stream %u%s", a->stream, who);
-		descriptor(e->b, stream_uuid(e->mix, p->pid, a->stream, lane), weft_pf_gpu_uuid(e->mix, a->device), name,
-			   a->stream < 62 ? (int)(a->stream * 16 + (lane < 15 ? lane : 15)) : 999);
-	}
-	free_lane->end = a->end;
-	return stream_uuid(e->mix, e->gp->p->pid, a->stream, free_lane->lane);
+	e->lanes[e->nlanes++] = (struct lane){a->device, a->stream, a->lane};
+	char name[400], who[300] = "";
+	if (e->several)
+		snprintf(who, sizeof(who), " (%s %d)", p->name ? p->name : "pid", p->pid);
+	if (a->lane)
+		snprintf(name, sizeof(name), "stream %u #%u%s", a->stream, a->lane + 1, who);
+	else
+		snprintf(name, sizeof(name), "stream %u%s", a->stream, who);
+	descriptor(e->b, stream_uuid(e->mix, p->pid, a->stream, a->lane), weft_pf_gpu_uuid(e->mix, a->device), name,
+		   a->stream < 62 ? (int)(a->stream * 16 + (a->lane < 15 ? a->lane : 15)) : 999);
+	return stream_uuid(e->mix, p->pid, a->stream, a->lane);
 }
 
 static void kernel_args(struct pb *b, const struct weft_gpu_act *a, const char *mangled, int demangled)

@@ -165,6 +165,8 @@ static void clock_map(void **st)
 		if (ds < -1 || ds > 1 || de < -1 || de > 1)
 			fail_msg("activity %zu: start off by %lld ns, end by %lld ns", i, (long long)ds, (long long)de);
 		assert_int_equal(gp->acts[i].corr, i + 1);
+		assert_int_equal(gp->acts[i].lane, 0);     /* one stream, nothing overlaps */
+		assert_int_equal(gp->acts[i].flow_end, 1); /* one activity per correlation id */
 	}
 	/* kinds and what the records hold */
 	assert_int_equal(gp->acts[0].kind, WEFT_GPU_KERNEL);
