@@ -611,7 +611,8 @@ static void parse_meta(struct weft_trace *t, const char *name, const unsigned ch
 					break;
 				c.width = b1 - c.boot_ns;
 				c.boot_ns += c.width / 2;
-				p->gpu_clock = xrealloc(p->gpu_clock, (p->ngpu_clock + 1) * sizeof(c));
+				if (!(p->ngpu_clock & (p->ngpu_clock + 1))) /* 0, 1, 3, 7, ...: double */
+					p->gpu_clock = xrealloc(p->gpu_clock, (2 * p->ngpu_clock + 2) * sizeof(c));
 				p->gpu_clock[p->ngpu_clock++] = c;
 			}
 			break;
