@@ -284,6 +284,43 @@ static void on_api(void *ud, int domain, uint32_t cbid, const void *data)
 
 /* ---- activity buffers ---- */
 
+/* Buffers handed back are kept for the next request (up to SPARE_BUFFERS): a fresh 8 MiB
+ * allocation is a fresh mapping, whose every page faults in once more. */
+#define SPARE_BUFFERS 4
+static pthread_mutex_t spare_lock = PTHREAD_MUTEX_INITIALIZER;
+static void *spare[SPARE_BUFFERS];
+static int nspare;
+
+static void *buffer_get(void)
+{
+	void *b = NULL;
+	pthread_mutex_lock(&spare_lock);
+	if (nspare)
+		b = spare[--nspare];
+	pthread_mutex_unlock(&spare_lock);
+	if (!b) {
+		weft_in_runtime++;
+		b = aligned_alloc(8, weft_cfg.gpu_buffer_size);
+		weft_in_runtime--;
+	}
+	return b;
+}
+
+static void buffer_put(void *b)
+{
+	pthread_mutex_lock(&spare_lock);
+	if (nspare < SPARE_BUFFERS) {
+		spare[nspare++] = b;
+		b = NULL;
+	}
+	pthread_mutex_unlock(&spare_lock);
+	if (b) {
+		weft_in_runtime++;
+		free(b);
+		weft_in_runtime--;
+	}
+}
+
 static void buffer_requested(uint8_t **buffer, size_t *size, size_t *max_records)
 {
 	*buffer = NULL;
@@ -293,9 +330,7 @@ static void buffer_requested(uint8_t **buffer, size_t *size, size_t *max_records
 		atomic_fetch_sub(&n_buffers_out, 1);
 		return; /* CUPTI drops what it cannot store, and counts it */
 	}
-	weft_in_runtime++;
-	void *b = aligned_alloc(8, weft_cfg.gpu_buffer_size);
-	weft_in_runtime--;
+	void *b = buffer_get();
 	if (!b) {
 		atomic_fetch_sub(&n_buffers_out, 1);
 		return;
@@ -461,9 +496,7 @@ static void buffer_completed(void *ctx, uint32_t stream, uint8_t *buffer, size_t
 		atomic_fetch_add(&n_dropped, dropped);
 	clock_pair();
 	if (buffer) {
-		weft_in_runtime++;
-		free(buffer);
-		weft_in_runtime--;
+		buffer_put(buffer);
 		atomic_fetch_sub(&n_buffers_out, 1);
 	}
 	errno = saved;
