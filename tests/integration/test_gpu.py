@@ -4,8 +4,11 @@ tests/gpu/gpu_app.c: CUDA calls become slices of the calling thread, kernels, co
 memsets slices on a track per GPU stream with their resources, an arrow from each launch,
 device memory a heap per GPU. The fake device clock runs 40 ppm fast with a 3000 s offset, so
 the clock map is exercised. Read back with trace_processor, protoc and weft info."""
+import atexit
 import os
 import re
+import shutil
+import tempfile
 import unittest
 from weftlib import TraceTest, main, run, WEFT, BUILD
 
@@ -16,6 +19,10 @@ SCALE = "void math::scale<float>(float*, int)"
 
 
 NO_PRELOAD = os.environ.get("WEFT_TEST_NO_PRELOAD")
+# the "basic" run, recorded and converted once for the tests that only read it
+_BASIC = {}
+_SHARED = tempfile.mkdtemp(prefix="weft-gpu-")
+atexit.register(shutil.rmtree, _SHARED, True)
 
 
 class Gpu(TraceTest):
@@ -40,10 +47,21 @@ class Gpu(TraceTest):
         self.tp_no_errors(pf)
         return pf
 
+    def basic(self):
+        """gpu_app basic (in-process gpu=1) and its .pftrace, made once: (data, pftrace, stderr)."""
+        if not _BASIC:
+            data = os.path.join(_SHARED, "basic.data")
+            p = run([os.path.join(BUILD, APP), "basic"], cwd=_SHARED,
+                    env={"WEFT_OPTIONS": f"output={data}:gpu=1:cupti_lib={FAKE}"})
+            pf = os.path.join(_SHARED, "basic.pftrace")
+            run([WEFT, "convert", data, "-o", pf])
+            self.tp_no_errors(pf)
+            _BASIC.update(data=data, pf=pf, stderr=p.stderr)
+        return _BASIC["data"], _BASIC["pf"], _BASIC["stderr"]
+
     def test_basic_layout(self):
-        data, p = self.record_gpu("basic")
-        self.assertNotIn("unavailable", p.stderr)
-        pf = self.pftrace(data)
+        data, pf, stderr = self.basic()
+        self.assertNotIn("unavailable", stderr)
         gpu, streams, kernels, copies = self.tp(
             pf,
             "select name from track where name like 'GPU 0%' and parent_id is null",
@@ -69,8 +87,7 @@ class Gpu(TraceTest):
         self.assertIn(("Memcpy DtoH", "stream 13"), [(r["name"], r["track"]) for r in copies])
 
     def test_kernel_args_and_occupancy(self):
-        data, _ = self.record_gpu("basic")
-        pf = self.pftrace(data)
+        data, pf, _ = self.basic()
         rows, = self.tp(pf, "select a.key, a.display_value from slice s join args a using(arg_set_id) "
                             f"where s.name = '{VECADD}' and s.id = (select min(id) from slice where name = '{VECADD}')")
         args = {r["key"]: r["display_value"] for r in rows}
@@ -82,8 +99,7 @@ class Gpu(TraceTest):
         self.assertEqual(args["debug.stream"], "7")
 
     def test_flows_from_launches(self):
-        data, _ = self.record_gpu("basic")
-        pf = self.pftrace(data)
+        data, pf, _ = self.basic()
         flows, unlinked = self.tp(
             pf,
             "select o.name as src, i.name as dst, i.category as cat, ot.utid is not null as host "
@@ -123,8 +139,7 @@ class Gpu(TraceTest):
     def test_sync_kernel_inside_host_scope(self):
         """The clock map: a kernel run synchronously inside a host scope lies inside it (the fake
         device clock is 3000 s ahead and 40 ppm fast)."""
-        data, _ = self.record_gpu("basic")
-        pf = self.pftrace(data)
+        data, pf, _ = self.basic()
         host, dev = self.tp(pf, "select ts, dur from slice where name = 'sync kernel'",
                             "select ts, dur from slice where name = 'sync_kernel()'")
         self.assertEqual(len(host), 1, host)
@@ -137,10 +152,9 @@ class Gpu(TraceTest):
     def test_device_memory_heap(self):
         """cudaMalloc 4 MiB in "setup", then cuMemAlloc 1 MiB (freed), then cudaFree: a live
         counter that peaks at 5 MiB and ends at 0; the 4 MiB charged to "setup"."""
-        data, _ = self.record_gpu("basic")
+        data, pf, _ = self.basic()
         rep = run([WEFT, "report", "--memory", data]).stdout
         self.assertIn("GPU 0 memory", rep)
-        pf = self.pftrace(data)
         rows, = self.tp(pf, "select c.ts, c.value from counter c join counter_track t "
                             "on c.track_id = t.id where t.name = 'heap live bytes: GPU 0 memory' order by c.ts")
         values = [int(r["value"]) for r in rows]
