@@ -16,8 +16,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-char *__cxa_demangle(const char *mangled, char *buf, size_t *len, int *status); /* libstdc++ */
-
 enum {
 	TRACE_PACKET = 1, TP_TIMESTAMP = 8, TP_SEQ_ID = 10, TP_TRACK_EVENT = 11, TP_TRACK_DESCRIPTOR = 60,
 	TD_UUID = 1, TD_NAME = 2, TD_PARENT = 5, TD_SIBLING_RANK = 12,
@@ -132,7 +130,8 @@ static uint64_t track_of(struct gpu_enc *e, const struct weft_gpu_act *a)
 	return stream_uuid(e->mix, p->pid, a->stream, a->lane);
 }
 
-static void kernel_args(struct pb *b, const struct weft_gpu_act *a, const char *mangled, int demangled)
+/* mangled: the name as recorded, where the slice's name is its demangled form (else NULL) */
+static void kernel_args(struct pb *b, const struct weft_gpu_act *a, const char *mangled)
 {
 	char v[96];
 	snprintf(v, sizeof(v), "%u,%u,%u", a->grid[0], a->grid[1], a->grid[2]);
@@ -148,7 +147,7 @@ static void kernel_args(struct pb *b, const struct weft_gpu_act *a, const char *
 		annot_u(b, "shared_bytes_per_sm", a->shared_executed);
 	if (a->occupancy >= 0)
 		annot_d(b, "occupancy", a->occupancy);
-	if (demangled)
+	if (mangled)
 		annot_s(b, "mangled", mangled);
 }
 
@@ -160,16 +159,8 @@ static void activity(struct gpu_enc *e, const struct weft_gpu_act *a)
 	char name[64];
 	const char *nm = name, *cat = "gpu";
 	char *dem = NULL;
-	const char *mangled = NULL;
-	int demangled = 0;
 	if (a->kind == WEFT_GPU_KERNEL) {
-		mangled = a->name_site && a->name_site < p->nsites && p->sites[a->name_site].name
-				  ? p->sites[a->name_site].name : "(kernel)";
-		int status = -1;
-		if (mangled[0] == '_' && mangled[1] == 'Z')
-			dem = __cxa_demangle(mangled, NULL, NULL, &status);
-		demangled = dem && !status;
-		nm = demangled ? dem : mangled;
+		nm = weft_gpu_kernel_name(p, a, &dem);
 		cat = "gpu_kernel";
 	} else if (a->kind == WEFT_GPU_MEMCPY) {
 		snprintf(name, sizeof(name), "Memcpy %s", weft_gpu_copy_kind(a->copy_kind));
@@ -189,7 +180,7 @@ static void activity(struct gpu_enc *e, const struct weft_gpu_act *a)
 	if (a->flow_end)
 		pb_fixed64(b, TE_TERM_FLOW_IDS, weft_gpu_flow_id((uint32_t)p->pid, a->corr));
 	if (a->kind == WEFT_GPU_KERNEL) {
-		kernel_args(b, a, mangled, demangled);
+		kernel_args(b, a, dem ? p->sites[a->name_site].name : NULL);
 	} else {
 		annot_u(b, "bytes", a->bytes);
 		if (a->kind == WEFT_GPU_MEMCPY) {

@@ -9,8 +9,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-char *__cxa_demangle(const char *mangled, char *buf, size_t *len, int *status); /* libstdc++ */
-
 #define ROW(d, table, ...) weft_sq_row(&(d)->sq, &(d)->tab[table], __VA_ARGS__)
 
 static int64_t utid_of(const struct weft_sqlite_db *d, size_t proc, uint32_t tid)
@@ -37,22 +35,19 @@ void weft_sqlite_gpu(struct weft_sqlite_db *d)
 			const struct weft_gpu_launch *l = weft_gpu_launch_of(gp, a->corr);
 			int64_t lu = l ? utid_of(d, proc, l->tid) : -1, lts = l ? (int64_t)l->ts : -1;
 			if (a->kind == WEFT_GPU_KERNEL) {
-				const struct weft_proc *p = gp->p;
-				const char *m = a->name_site < p->nsites && p->sites[a->name_site].name ? p->sites[a->name_site].name
-													: "(kernel)";
-				int st = -1;
-				char *dem = m[0] == '_' && m[1] == 'Z' ? __cxa_demangle(m, NULL, NULL, &st) : NULL;
+				char *dem;
+				const char *name = weft_gpu_kernel_name(gp->p, a, &dem);
 				char grid[48], block[48];
 				snprintf(grid, sizeof(grid), "%u,%u,%u", a->grid[0], a->grid[1], a->grid[2]);
 				snprintf(block, sizeof(block), "%u,%u,%u", a->block[0], a->block[1], a->block[2]);
 				const char *types = a->occupancy >= 0 ? "iitTiiiiiiwwTTiiiiidnnnn" : "iitTiiiiiiwwTTiiiiinnnnn";
 				if (a->occupancy >= 0)
-					ROW(d, T_GPU, types, id, (int64_t)proc + 1, "kernel", dem && !st ? dem : m, (int64_t)a->device,
+					ROW(d, T_GPU, types, id, (int64_t)proc + 1, "kernel", name, (int64_t)a->device,
 					    (int64_t)a->context, (int64_t)a->stream, (int64_t)a->start, (int64_t)a->end, (int64_t)a->corr,
 					    lu, lts, grid, block, (int64_t)a->regs, (int64_t)a->static_shared, (int64_t)a->dynamic_shared,
 					    (int64_t)a->local_per_thread, (int64_t)a->local_total, a->occupancy);
 				else
-					ROW(d, T_GPU, types, id, (int64_t)proc + 1, "kernel", dem && !st ? dem : m, (int64_t)a->device,
+					ROW(d, T_GPU, types, id, (int64_t)proc + 1, "kernel", name, (int64_t)a->device,
 					    (int64_t)a->context, (int64_t)a->stream, (int64_t)a->start, (int64_t)a->end, (int64_t)a->corr,
 					    lu, lts, grid, block, (int64_t)a->regs, (int64_t)a->static_shared, (int64_t)a->dynamic_shared,
 					    (int64_t)a->local_per_thread, (int64_t)a->local_total);

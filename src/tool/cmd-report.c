@@ -71,31 +71,14 @@ static int cmp(const void *a, const void *b)
 	return strcmp(x->name, y->name);
 }
 
-/* One unit per column, chosen from the column's largest value, so a column reads down. */
-struct unit {
-	const char *name;
-	double div;
-	int decimals;
-};
-static struct unit unit_for(uint64_t max_ns)
-{
-	if (max_ns < 100000)
-		return (struct unit){"ns", 1, 0};
-	if (max_ns < 100000000)
-		return (struct unit){"us", 1e3, 3};
-	if (max_ns < 100000000000ull)
-		return (struct unit){"ms", 1e6, 3};
-	return (struct unit){"s", 1e9, 2};
-}
-
-static const char *fmt_in(uint64_t ns, struct unit u, char *buf, size_t n)
+static const char *fmt_in(uint64_t ns, struct weft_unit u, char *buf, size_t n)
 {
 	snprintf(buf, n, "%12.*f", u.decimals, (double)ns / u.div);
 	return buf;
 }
 
 /* A column header right-aligned over its numbers: "Total (ms)". */
-static const char *col(const char *what, struct unit u, char *buf, size_t n)
+static const char *col(const char *what, struct weft_unit u, char *buf, size_t n)
 {
 	char t[32];
 	snprintf(t, sizeof(t), "%s (%s)", what, u.name);
@@ -118,7 +101,7 @@ static void max_self(const struct weft_tnode *n, uint64_t *m)
 	}
 }
 
-static struct unit tree_units[2]; /* total, self: from the root's largest child */
+static struct weft_unit tree_units[2]; /* total, self: from the root's largest child */
 
 static void print_tree(const struct weft_tnode *n, int depth, int fmt, int *first)
 {
@@ -306,8 +289,8 @@ int cmd_report(int argc, char **argv)
 				ms = c->self > ms ? c->self : ms;
 			}
 			max_self(pr.root, &ms);
-			tree_units[0] = unit_for(mt);
-			tree_units[1] = unit_for(ms);
+			tree_units[0] = weft_unit_for(mt);
+			tree_units[1] = weft_unit_for(ms);
 			char h1[32], h2[32];
 			printf("%s  %s  %9s  Call tree\n", col("Total", tree_units[0], h1, sizeof(h1)),
 			       col("Self", tree_units[1], h2, sizeof(h2)), "Calls");
@@ -328,7 +311,7 @@ int cmd_report(int argc, char **argv)
 		else if (fmt == 2)
 			printf("[");
 		long shown = 0;
-		struct unit units[4];
+		struct weft_unit units[4];
 		uint32_t cur_tid = UINT32_MAX;
 		int cur_pid = -1;
 		for (size_t i = 0; i < pr.nrows; i++) {
@@ -355,7 +338,7 @@ int cmd_report(int argc, char **argv)
 					char h[4][32];
 					static const char *heads[4] = {"Total", "Self", "Average", "Maximum"};
 					for (int m = 0; m < 4; m++) {
-						units[m] = unit_for(mx[m]);
+						units[m] = weft_unit_for(mx[m]);
 						col(heads[m], units[m], h[m], sizeof(h[m]));
 					}
 					printf("%s  %s  %9s  %s  %s  Function\n", h[0], h[1], "Calls", h[2], h[3]);

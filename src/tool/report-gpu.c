@@ -39,25 +39,8 @@ struct lat {
 	int64_t min, p50, p90, p99, max;
 };
 
-struct unit {
-	const char *name;
-	double div;
-	int decimals;
-};
-
-/* One unit per column from its largest value, as the time report chooses them. */
-static struct unit unit_for(uint64_t max_ns)
-{
-	if (max_ns < 100000)
-		return (struct unit){"ns", 1, 0};
-	if (max_ns < 100000000)
-		return (struct unit){"us", 1e3, 3};
-	if (max_ns < 100000000000ull)
-		return (struct unit){"ms", 1e6, 3};
-	return (struct unit){"s", 1e9, 2};
-}
-
-static void col(const char *what, struct unit u)
+/* A column header in its unit (weft_unit_for: one per column, from its largest value). */
+static void col(const char *what, struct weft_unit u)
 {
 	char t[32];
 	snprintf(t, sizeof(t), "%s (%s)", what, u.name);
@@ -210,7 +193,7 @@ static void kernels_text(const struct krow *rows, size_t n, long limit)
 		for (int m = 0; m < 3; m++)
 			mx[m] = v[m] > mx[m] ? v[m] : mx[m];
 	}
-	struct unit u[3] = {unit_for(mx[0]), unit_for(mx[1]), unit_for(mx[2])};
+	struct weft_unit u[3] = {weft_unit_for(mx[0]), weft_unit_for(mx[1]), weft_unit_for(mx[2])};
 	printf("%9s", "Launches");
 	col("Total", u[0]);
 	col("Average", u[1]);
@@ -240,7 +223,7 @@ static void copies_text(const struct crow *rows, size_t n)
 	uint64_t mx = 0;
 	for (size_t i = 0; i < n; i++)
 		mx = rows[i].total > mx ? rows[i].total : mx;
-	struct unit u = unit_for(mx);
+	struct weft_unit u = weft_unit_for(mx);
 	printf("%9s  %14s", "Count", "Bytes");
 	col("Total", u);
 	printf("  %9s  Copy\n", "GB/s");
