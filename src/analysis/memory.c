@@ -494,7 +494,7 @@ static int do_free(struct replay *rp, struct weft_mem_heap *h, struct rec *r, ui
 	struct block *b = tfind(&rp->blocks, k);
 	if (!b) {
 		if (h->id && !strcmp(h->name, "mmap"))
-			; /* munmap of a mapping not made by the program's mmap (a file, glibc's own) */
+			h->foreign_frees++; /* munmap of a mapping not made by the program's mmap (a file, glibc's own) */
 		else if (rp->filtered)
 			h->unrecorded_frees++;
 		else
@@ -599,15 +599,14 @@ static void apply(struct replay *rp, struct rec *r, uint32_t thread, uint64_t or
 	}
 	switch (r->type) {
 	case WEFT_EV_ALLOC:
-		mp->alloc_calls++;
+		h->alloc_calls++;
 		do_alloc(rp, h, r, thread, r->addr, r->size, order);
 		break;
 	case WEFT_EV_FREE:
-		mp->free_calls++;
-		do_free(rp, h, r, thread, r->addr);
+		h->free_calls += (uint64_t)do_free(rp, h, r, thread, r->addr); /* the others: counted apart */
 		break;
 	case WEFT_EV_REALLOC:
-		mp->realloc_calls++;
+		h->realloc_calls++;
 		if (r->addr)
 			do_free(rp, h, r, thread, r->addr);
 		if (r->addr2)
@@ -788,6 +787,47 @@ static int cmp_dump(const void *a, const void *b)
 	return x->ts < y->ts ? -1 : x->ts > y->ts ? 1 : x->at_peak - y->at_peak;
 }
 
+/* memory_stacks: is this frame the allocator's own, not where an allocation came from? The
+ * allocation functions and their C++ layers: operator new/new[] (aligned and nothrow alike), the
+ * C allocation functions and weft's own (a wrapper's frame names the wrapper), std::allocator,
+ * __gnu_cxx::new_allocator, std::__new_allocator, allocator_traits, and the rest of the C++
+ * library's templates a container or string allocates through (std::, __gnu_cxx::). A name is
+ * judged by its qualified name: the return type and the parameter list left out. */
+static int allocator_frame(const char *name)
+{
+	static const char *const c_fns[] = {"malloc", "calloc", "realloc", "reallocarray", "free", "cfree",
+					    "memalign", "aligned_alloc", "posix_memalign", "valloc", "pvalloc",
+					    "strdup", "strndup", "__strdup", "__strndup", "__libc_malloc",
+					    "__libc_calloc", "__libc_realloc", "__libc_memalign"};
+	/* the qualified name: up to the parameter list (a '(' outside <>), after the return type (the
+	 * last space outside <> before it) */
+	size_t end = 0, start = 0;
+	int depth = 0;
+	for (; name[end] && !(name[end] == '(' && !depth); end++) {
+		if (name[end] == '<')
+			depth++;
+		else if (name[end] == '>' && depth)
+			depth--;
+		else if (name[end] == ' ' && !depth)
+			start = end + 1;
+	}
+	if (end >= 12 && !strncmp(name + end - 12, "operator new", 12))
+		return 1;
+	if (end >= 14 && !strncmp(name + end - 14, "operator new[]", 14))
+		return 1;
+	if (end >= 15 && !strncmp(name + end - 15, "operator delete", 15))
+		return 1;
+	const char *q = name + start;
+	size_t n = end - start;
+	if ((n > 5 && !strncmp(q, "std::", 5)) || (n > 11 && !strncmp(q, "__gnu_cxx::", 11)) ||
+	    (n > 5 && !strncmp(q, "weft_", 5)))
+		return 1;
+	for (size_t i = 0; i < sizeof(c_fns) / sizeof(c_fns[0]); i++)
+		if (strlen(c_fns[i]) == n && !strncmp(q, c_fns[i], n))
+			return 1;
+	return 0;
+}
+
 /* memory_stacks: each distinct call stack as an interned stack of function frames (outermost
  * first, named by the process's symbols; a return address is looked up one byte back, inside
  * the call), then every record that has one takes it instead of its slice stack. */
@@ -797,7 +837,7 @@ static void resolve_stacks(struct weft_mem_proc *mp, struct frame_map *fm, struc
 		return;
 	struct weft_proc *p = (struct weft_proc *)mp->p; /* frame names become sites of the process */
 	struct weft_symtab *st = weft_symtab_open(p);
-	struct { uint64_t pc; uint32_t site; } *pcs = NULL; /* pc -> site */
+	struct { uint64_t pc; uint32_t site; int alloc; } *pcs = NULL; /* pc -> site, allocator's frame */
 	size_t pcap = 0, npcs = 0;
 	struct { const char *name; uint32_t site; } *names = NULL; /* name -> site, linear per pc miss */
 	size_t ncap = 0, nnames = 0;
@@ -807,13 +847,16 @@ static void resolve_stacks(struct weft_mem_proc *mp, struct frame_map *fm, struc
 			continue;
 		/* names, innermost first; a return address outside every mapped file ends the stack
 		 * (past it the walk read a frame pointer the code did not keep) */
-		uint32_t sites[64], depth = 0;
+		uint32_t sites[64], depth = 0, inner_alloc = 0;
 		for (uint32_t k = 0; k < f->n && k < 64; k++) {
 			uint64_t pc = f->pcs[k];
 			uint32_t site = 0;
+			int alloc = 0;
 			for (size_t j = 0; j < npcs && !site; j++) /* stacks share most pcs: few distinct */
-				if (pcs[j].pc == pc)
+				if (pcs[j].pc == pc) {
 					site = pcs[j].site;
+					alloc = pcs[j].alloc;
+				}
 			if (!site) {
 				char name[1024];
 				if (st)
@@ -831,16 +874,22 @@ static void resolve_stacks(struct weft_mem_proc *mp, struct frame_map *fm, struc
 					names[nnames].name = weft_site_name(p, site);
 					names[nnames++].site = site;
 				}
+				alloc = site != UINT32_MAX && allocator_frame(name);
 				GROW(pcs, npcs, pcap);
 				pcs[npcs].pc = pc;
+				pcs[npcs].alloc = alloc;
 				pcs[npcs++].site = site;
 			}
 			if (site == UINT32_MAX)
 				break;
+			if (depth == inner_alloc && alloc)
+				inner_alloc++; /* still in the allocator's own frames */
 			sites[depth++] = site;
 		}
-		uint32_t stack = 0;
-		while (depth)
+		/* named by where the allocation came from: the allocator's frames innermost are left out
+		 * (all of them, when nothing else is known: then the stack stays whole) */
+		uint32_t stack = 0, first = inner_alloc < depth ? inner_alloc : 0;
+		while (depth > first)
 			stack = intern(mp, stack, sites[--depth]);
 		f->stack = stack;
 	}
@@ -963,6 +1012,12 @@ static void analyze_proc(const struct weft_trace *t, struct weft_mem_proc *mp, w
 		apply(&rp, r, th, o);
 	}
 	join_accesses(&rp, 0, 1);
+	for (size_t i = 0; i < mp->nheaps; i++) /* the process's calls: the C heap's */
+		if (!mp->heaps[i].id) {
+			mp->alloc_calls = mp->heaps[i].alloc_calls;
+			mp->realloc_calls = mp->heaps[i].realloc_calls;
+			mp->free_calls = mp->heaps[i].free_calls;
+		}
 	dump(mp, mp->last_ts, 0, NULL);
 	for (size_t i = 0; i < mp->nheaps; i++) {
 		flush_bucket(&mp->heaps[i]);

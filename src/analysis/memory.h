@@ -86,6 +86,9 @@ struct weft_mem_heap {
 	uint64_t unknown_frees;        /* of blocks never seen allocated */
 	uint64_t unrecorded_frees;     /* of blocks left out by threshold/sampling (expected) */
 	uint64_t missed_frees;         /* a block allocated at an address still live: its free was not seen */
+	uint64_t foreign_frees;        /* munmaps of mappings the program's mmap never made (files, libraries) */
+	uint64_t alloc_calls, realloc_calls; /* records of this heap (sampled: as recorded) */
+	uint64_t free_calls;           /* frees of blocks recorded as allocated (the rest: counted above) */
 	uint64_t peak_event;           /* index (in replay order) of the event that made the peak */
 	/* replay: the counter bucket being filled (see point() in memory.c) */
 	uint64_t bucket_start, bucket_n, bucket_max, bucket_max_ts, bucket_max_peak;
@@ -108,7 +111,7 @@ struct weft_mem_proc {
 	size_t nstacks, stack_cap;
 	struct weft_mem_heap *heaps;
 	size_t nheaps;
-	uint64_t alloc_calls, free_calls, realloc_calls; /* records (sampled: as recorded) */
+	uint64_t alloc_calls, free_calls, realloc_calls; /* the C heap's (malloc's) calls, as its heap's */
 	uint64_t first_ts, last_ts;
 	uint64_t hist[64];             /* allocations by size: bucket k holds [2^(k-1), 2^k) */
 	double scale_note;             /* sampling: mean bytes per sample (0: exact) */

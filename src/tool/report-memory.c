@@ -150,13 +150,14 @@ static void summary_text(const struct weft_mem_proc *mp, const struct weft_mem_h
 	const struct weft_proc *p = mp->p;
 	char a[32], b[32], c[32];
 	uint64_t span = mp->last_ts > mp->first_ts ? mp->last_ts - mp->first_ts : 0;
-	uint64_t calls = mp->alloc_calls + mp->realloc_calls + mp->free_calls;
+	uint64_t calls = h->alloc_calls + h->realloc_calls + h->free_calls;
 	uint64_t start = p->start_ns ? p->start_ns : mp->first_ts;
 	printf("# process %d %s, heap %s\n", p->pid, p->name ? p->name : "?", heap_label(h));
-	if (!h->id)
-		printf("calls to allocation functions: %llu (%llu allocations, %llu reallocs, %llu frees)%s%.0f/s\n",
-		       (unsigned long long)calls, (unsigned long long)mp->alloc_calls, (unsigned long long)mp->realloc_calls,
-		       (unsigned long long)mp->free_calls, span ? ", " : "", span ? (double)calls * 1e9 / (double)span : 0.0);
+	/* this heap's calls only (the mmap heap's are not malloc's); frees of blocks recorded as
+	 * allocated, the others on their own line below */
+	printf("calls to allocation functions: %llu (%llu allocations, %llu reallocs, %llu frees)%s%.0f/s\n",
+	       (unsigned long long)calls, (unsigned long long)h->alloc_calls, (unsigned long long)h->realloc_calls,
+	       (unsigned long long)h->free_calls, span ? ", " : "", span ? (double)calls * 1e9 / (double)span : 0.0);
 	printf("allocated: %s in %llu blocks; peak heap %s at %.6f s; leaked %s in %zu blocks\n",
 	       human(h->alloc_bytes, a, sizeof(a)), (unsigned long long)h->allocs, human(h->peak, b, sizeof(b)),
 	       h->peak_ts >= start ? (double)(h->peak_ts - start) / 1e9 : 0.0, human(h->live, c, sizeof(c)), h->nleaks);
@@ -166,6 +167,9 @@ static void summary_text(const struct weft_mem_proc *mp, const struct weft_mem_h
 	if (h->unrecorded_frees)
 		printf(" (and %llu of blocks left out by threshold/sampling, expected)",
 		       (unsigned long long)h->unrecorded_frees);
+	if (h->foreign_frees)
+		printf("; %llu munmaps of mappings the program's mmap did not make (files, libraries: not frees)",
+		       (unsigned long long)h->foreign_frees);
 	if (h->missed_frees)
 		printf("; %llu frees not seen (an address allocated again while live)", (unsigned long long)h->missed_frees);
 	printf("\n");
@@ -255,6 +259,10 @@ static void heap_json(const struct weft_mem_proc *mp, const struct weft_mem_heap
 	json_u("unknown_frees", h->unknown_frees, 1);
 	json_u("unrecorded_frees", h->unrecorded_frees, 1);
 	json_u("missed_frees", h->missed_frees, 1);
+	json_u("foreign_frees", h->foreign_frees, 1);
+	json_u("alloc_calls", h->alloc_calls, 1);
+	json_u("realloc_calls", h->realloc_calls, 1);
+	json_u("free_calls", h->free_calls, 1);
 	printf(",\"rows\":[");
 	for (size_t i = 0; i < n && (limit <= 0 || (long)i < limit); i++) {
 		const struct row *r = &rows[i];

@@ -233,6 +233,39 @@ class Memory(TraceTest, PoolCounters):
         alloc, = self.tp(pf, "select sum(size) s from heap_profile_allocation where size > 0")
         self.assertEqual(alloc[0]["s"], heap["alloc_bytes"])
 
+    def test_stacks_name_the_caller_not_the_allocator(self):
+        # operator new, std::vector's growth and std::string's blocks (libstdc++ keeps no frame
+        # pointers): each row names the function that allocated, never operator new or the
+        # library's templates; in the report and in the .pftrace's heap profile
+        data = self.record_mem("memsites", memory="--memory=stacks")
+        doc = self.report_json(data)
+        heap = next(h for h in doc[0]["heaps"] if h["heap"] == "malloc")
+        rows = {r["slice"]: r["allocs"] for r in heap["rows"]}
+        # 20 nodes and 6 growths of their vector; a vector, 10 strings and 5 growths
+        self.assertEqual((rows.get("make_nodes()"), rows.get("make_names()")), (26, 16), rows)
+        self.assertFalse([n for n in rows if n.startswith(("operator", "std::", "__gnu_cxx"))], rows)
+        pf = os.path.join(data, "trace.pftrace")
+        self.tp_no_errors(pf)
+        leaves, = self.tp(pf, "select f.name, sum(a.count) n from heap_profile_allocation a "
+                              "join stack_profile_callsite c on a.callsite_id = c.id "
+                              "join stack_profile_frame f on c.frame_id = f.id where a.count > 0 group by f.name")
+        leaves = {r["name"]: r["n"] for r in leaves}
+        self.assertEqual((leaves.get("make_nodes()"), leaves.get("make_names()")), (26, 16), leaves)
+
+    def test_calls_line_counts_only_its_heaps_frees(self):
+        # one malloc, one free; an anonymous mapping made and unmapped; a file mapping unmapped
+        # (not a free: weft never saw it allocated)
+        data = self.record_mem("memcalls")
+        out = run([WEFT, "report", "--memory", data]).stdout
+        heaps = dict(re.findall(r"heap (\S+)\ncalls to allocation functions: \d+ \((.*?)\)", out))
+        self.assertEqual(heaps["malloc"], "1 allocations, 0 reallocs, 1 frees")
+        self.assertEqual(heaps["mmap"], "1 allocations, 0 reallocs, 1 frees")
+        self.assertIn("1 munmaps of mappings the program's mmap did not make", out)
+        doc = self.report_json(data)
+        self.assertEqual((doc[0]["alloc_calls"], doc[0]["free_calls"]), (1, 1))
+        mm = next(h for h in doc[0]["heaps"] if h["heap"] == "mmap")
+        self.assertEqual((mm["alloc_calls"], mm["free_calls"], mm["foreign_frees"]), (1, 1, 1))
+
     def exits(self, mode, status):
         data = os.path.join(self.tmp, mode + ".data")
         p = run([WEFT, "record", "-q", "-o", data, "--memory", "--", os.path.join(BUILD, "memexits"), mode],
@@ -299,6 +332,29 @@ class Memory(TraceTest, PoolCounters):
         self.assertIn("defines its own malloc, which comes before weft's: its allocations are not recorded",
                       p.stderr)
         self.assertIn("NOT the program's malloc", run([WEFT, "info", data]).stdout)
+
+    def test_no_false_warning_when_calls_reach_weft(self):
+        # Debian's python3 is a non-PIE executable whose malloc symbol is a canonical PLT entry
+        # (dlsym returns it), and a wrapper preloaded ahead of weft forwards every call to it: in
+        # both the allocations are recorded, and nothing may say they are not
+        cases = []
+        if os.path.exists("/usr/bin/python3"):
+            cases.append(("python3", ["/usr/bin/python3", "-c", "x = [bytearray(100000) for i in range(20)]"]))
+        fwd = os.path.join(BUILD, "libfwdmalloc.so")
+        cases.append(("memcalls", ["sh", "-c", f"LD_PRELOAD={fwd}:$LD_PRELOAD exec {os.path.join(BUILD, 'memcalls')}"]))
+        for name, cmd in cases:
+            with self.subTest(program=name):
+                data = os.path.join(self.tmp, name + ".data")
+                p = run([WEFT, "record", "-q", "-o", data, "--memory", "--", *cmd], cwd=self.tmp)
+                self.assertNotIn("its allocations are not recorded", p.stderr)
+                self.assertNotIn("NOT the program's malloc", run([WEFT, "info", data]).stdout)
+                self.assertNotIn("not in the trace", run([WEFT, "report", "--memory", data]).stdout)
+                doc = next(d for d in self.report_json(data) if d["name"] == name)
+                heap = next(h for h in doc["heaps"] if h["heap"] == "malloc")
+                if name == "python3":  # the 20 blocks of 100000 bytes are among them
+                    self.assertGreaterEqual(sum(h["count"] for h in doc["histogram"] if h["min"] == 65536), 20)
+                else:
+                    self.assertEqual((heap["allocs"], heap["alloc_bytes"]), (1, 100))
 
     def test_json_export_has_counters_and_args(self):
         data = self.record_mem("memtest", PLUGIN)
