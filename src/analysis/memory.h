@@ -22,6 +22,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* What every output calls the blocks allocated outside any slice (stack 0). */
+#define WEFT_MEM_NO_SLICE "[outside any slice]"
+
 /* A slice's own memory traffic (not its children's): keyed by (thread, serial). */
 struct weft_mem_slice {
 	uint64_t serial;

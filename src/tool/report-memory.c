@@ -66,7 +66,7 @@ static int cmp_row(const void *a, const void *b)
 static const char *site_name(const struct weft_proc *p, uint32_t site)
 {
 	if (!site)
-		return "[outside any slice]";
+		return WEFT_MEM_NO_SLICE;
 	const char *n = weft_site_name(p, site);
 	return n ? n : "?";
 }
@@ -131,7 +131,7 @@ static void stack_path(const struct weft_mem_proc *mp, uint32_t s, char *buf, si
 	buf[0] = 0;
 	size_t o = 0;
 	if (!k)
-		snprintf(buf, n, "[outside any slice]");
+		snprintf(buf, n, WEFT_MEM_NO_SLICE);
 	while (k && o + 1 < n) {
 		int w = snprintf(buf + o, n - o, "%s%s", o ? " > " : "", parts[--k]);
 		if (w < 0)

@@ -356,6 +356,48 @@ class Memory(TraceTest, PoolCounters):
                 else:
                     self.assertEqual((heap["allocs"], heap["alloc_bytes"]), (1, 100))
 
+    def test_plot_legends_and_gap_labels(self):
+        # two methods of one long class template instance and a very long name: each legend
+        # label is its own and ends inside the picture; the slice-less band has the report's
+        # name; the gap between the brk heap and the mappings is in human units
+        data = self.record_mem("longnames")
+        png = os.path.join(self.tmp, "mem.png")
+        lines = [json.loads(l) for l in run([WEFT, "plot", "memory", data, "-o", png, "--describe"]).stdout.splitlines()]
+        legend = [l for l in lines if "legend" in l]
+        self.assertEqual(len(legend), 3, lines)
+        heap_png = os.path.join(self.tmp, "heap.png")
+        bands = [json.loads(l) for l in run([WEFT, "plot", "heap", data, "-o", heap_png, "--describe"]).stdout.splitlines()]
+        bands = [b for b in bands if "band" in b]
+        for labels, width in (([(l["label"], l["right"]) for l in legend], 1600),
+                              ([(b["label"], b["label_right"]) for b in bands], 1600)):
+            self.assertEqual(len({lab for lab, _ in labels}), len(labels), labels)  # all different
+            for lab, right in labels:
+                self.assertLessEqual(right, width, lab)
+                self.assertRegex(lab, r"\d+(\.\d+)? (B|KiB|MiB)$")
+        self.assertTrue(any("fill_first" in lab for lab, _ in labels), labels)
+        self.assertTrue(any("fill_second" in lab for lab, _ in labels), labels)
+        gaps = [l for l in lines if "gap" in l]
+        self.assertTrue(gaps, lines)
+        units = ["B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"]
+        for g in gaps:
+            m = re.fullmatch(r"gap (\d+(?:\.\d)?) (\S+)", g["label"])
+            self.assertIsNotNone(m, g)
+            k = units.index(m.group(2))
+            self.assertTrue(1 <= float(m.group(1)) < 1024 or k == 0, g)
+            self.assertAlmostEqual(float(m.group(1)) * 1024 ** k, g["gap"], delta=0.05 * 1024 ** k)
+
+    def test_one_name_for_the_sliceless_band(self):
+        # memcalls has no slices: the report, both plots and the .pftrace say the same name
+        data = self.record_mem("memcalls")
+        name = "[outside any slice]"
+        self.assertIn(name, run([WEFT, "report", "--memory", data]).stdout)
+        heap = [json.loads(l) for l in run([WEFT, "plot", "heap", data, "-o", os.path.join(self.tmp, "h.png"),
+                                            "--describe"]).stdout.splitlines()]
+        self.assertIn(name, [b["name"] for b in heap if "band" in b])
+        mem = [json.loads(l) for l in run([WEFT, "plot", "memory", data, "-o", os.path.join(self.tmp, "m.png"),
+                                           "--describe"]).stdout.splitlines()]
+        self.assertIn(name, {l.get("slice") for l in mem} | {l.get("name") for l in mem})
+
     def test_json_export_has_counters_and_args(self):
         data = self.record_mem("memtest", PLUGIN)
         for style in ("be", "x"):
@@ -436,7 +478,7 @@ class AccessSites(TraceTest):
         self.addCleanup(con.close)
         ref = dict(con.execute(
             "select case when x.allocation_id is null then 'not in a recorded block' "
-            "else coalesce(b.name, '(no slice)') end, count(*) from accesses x "
+            "else coalesce(b.name, '[outside any slice]') end, count(*) from accesses x "
             "left join allocations a on a.id = x.allocation_id left join slices b on b.id = a.slice_id "
             "group by 1").fetchall())
         self.assertEqual({n[len("accesses: "):]: r["last"] for n, r in t.items() if n.startswith("accesses: ")}, ref)
