@@ -546,7 +546,12 @@ static void do_alloc(struct replay *rp, struct weft_mem_heap *h, struct rec *r, 
 		do_free(rp, h, &tmp, thread, addr);
 	}
 	uint64_t bytes, count;
-	scaled(rp, size, &bytes, &count);
+	if (h->id) { /* only the C heap is sampled: mappings and named heaps are whole */
+		bytes = size;
+		count = 1;
+	} else {
+		scaled(rp, size, &bytes, &count);
+	}
 	struct block *b = tinsert(&rp->blocks, k);
 	b->size = bytes;
 	b->count = count;
@@ -1141,6 +1146,31 @@ const struct weft_mem_slice *weft_mem_slice(const struct weft_mem_proc *mp, size
 			hi = mid;
 	}
 	return lo < mt->nslices && mt->slices[lo].serial == serial ? &mt->slices[lo] : NULL;
+}
+
+const char *weft_mem_why_none(const struct weft_trace *t, int pid, char *buf, size_t n)
+{
+	const struct weft_proc *p = NULL;
+	for (size_t i = 0; i < t->nprocs && !p; i++)
+		if ((!pid || t->procs[i].pid == pid) && t->procs[i].mem_recorded)
+			p = &t->procs[i];
+	if (!p)
+		snprintf(buf, n, "no memory records %s (record with 'weft record --memory', or use weft_heap_* in "
+			 "the program)", pid ? "of that process" : "in the trace");
+	else if (p->mem_not_interposed)
+		snprintf(buf, n, "no allocation was recorded: the program's own malloc (%s) came before weft's",
+			 p->mem_allocator ? p->mem_allocator : "?");
+	else if (p->mem_sample)
+		snprintf(buf, n, "no allocation was sampled (memory_sample=%llu: one sample per %llu bytes on "
+			 "average; a smaller --memory=sample:N samples more)", (unsigned long long)p->mem_sample,
+			 (unsigned long long)p->mem_sample);
+	else if (p->mem_threshold)
+		snprintf(buf, n, "no block of at least %llu bytes was allocated (memory_threshold=%llu)",
+			 (unsigned long long)p->mem_threshold, (unsigned long long)p->mem_threshold);
+	else
+		snprintf(buf, n, "no allocation was recorded (memory was recorded: the program allocated nothing "
+			 "while tracing was on)");
+	return buf;
 }
 
 const char *weft_mem_fn_name(unsigned fn)

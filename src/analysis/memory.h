@@ -169,6 +169,10 @@ void weft_mem_free(struct weft_mem *m);
 const struct weft_mem_proc *weft_mem_for(const struct weft_mem *m, const struct weft_proc *p);
 /* A slice's own figures (thread = index in p->threads), or NULL when it had none. */
 const struct weft_mem_slice *weft_mem_slice(const struct weft_mem_proc *mp, size_t thread, uint64_t serial);
+/* Why process pid (0: any) has no memory records to show, in one line (no allocation was sampled,
+ * none reached the threshold, the program's own malloc came first, or memory was not recorded)
+ * written into buf; returns buf. */
+const char *weft_mem_why_none(const struct weft_trace *t, int pid, char *buf, size_t n);
 /* The heap's display name for counters: "heap" for the C heap, else "heap NAME". */
 const char *weft_mem_fn_name(unsigned fn);
 

@@ -183,10 +183,13 @@ int weft_plot_heap(const struct weft_trace *t, const struct weft_plot_opts *o, c
 	cairo_t *cr = NULL;
 	cairo_surface_t *sf = NULL;
 	if (!mp) {
-		if (o->pid)
-			snprintf(err, errlen, "no memory records of process %d", o->pid);
+		size_t i = 0;
+		while (o->pid && i < t->nprocs && t->procs[i].pid != o->pid)
+			i++;
+		if (o->pid && i == t->nprocs)
+			snprintf(err, errlen, "no process %d in the trace", o->pid);
 		else
-			snprintf(err, errlen, "no memory records in the trace");
+			weft_mem_why_none(t, o->pid, err, errlen);
 		goto out;
 	}
 	const struct weft_proc *p = mp->p;
@@ -194,6 +197,11 @@ int weft_plot_heap(const struct weft_trace *t, const struct weft_plot_opts *o, c
 	for (size_t k = 0; k < mp->nheaps && !h; k++)
 		if (!strcmp(mp->heaps[k].name, heap_name))
 			h = &mp->heaps[k];
+	if (!h && !strcmp(heap_name, "malloc") && p->mem_recorded) { /* e.g. only mmap records */
+		weft_mem_why_none(t, p->pid, err, errlen);
+		rc = -ENOENT;
+		goto out;
+	}
 	if (!h) {
 		int n = snprintf(err, errlen, "process %d has no heap '%s' (its heaps:", p->pid, heap_name);
 		for (size_t k = 0; k < mp->nheaps && n > 0 && (size_t)n < errlen; k++)

@@ -335,7 +335,11 @@ int weft_plot_memory(const struct weft_trace *t, const struct weft_plot_opts *o,
 	d.nb = nb;
 	d.na = na;
 	if (!nb && !na) {
-		snprintf(err, errlen, "nothing to draw: no allocations or accesses of process %d in that range", p->pid);
+		if (!o->has_time && !o->a_hi && p->mem_recorded) /* no window: there were none at all */
+			weft_mem_why_none(t, p->pid, err, errlen);
+		else
+			snprintf(err, errlen, "nothing to draw: no allocations or accesses of process %d in that range",
+				 p->pid);
 		free(d.b);
 		free(d.a);
 		weft_mem_free(mem);
@@ -479,7 +483,7 @@ int weft_plot_heap_lines(const struct weft_trace *t, const struct weft_plot_opts
 		if (!o->pid || t->procs[i].pid == o->pid)
 			mp = weft_mem_for(mem, &t->procs[i]);
 	if (!mp) {
-		snprintf(err, errlen, o->pid ? "no memory records of process %d" : "no memory records in the trace", o->pid);
+		weft_mem_why_none(t, o->pid, err, errlen);
 		weft_mem_free(mem);
 		return -ENODATA;
 	}

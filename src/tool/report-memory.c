@@ -384,9 +384,10 @@ int weft_report_memory(const struct weft_trace *t, int fmt, long limit, int leak
 	}
 	if (fmt == 2)
 		printf("]\n");
-	if (!shown)
-		weft_cli_error("report", "no memory records in the trace (record with 'weft record --memory', "
-			       "or use weft_heap_* in the program)");
+	if (!shown) {
+		char why[512];
+		weft_cli_error("report", "%s", weft_mem_why_none(t, 0, why, sizeof(why)));
+	}
 	weft_mem_free(m);
 	return shown ? WEFT_EXIT_OK : WEFT_EXIT_FAIL;
 }

@@ -188,6 +188,28 @@ class Memory(TraceTest, PoolCounters):
         self.assertEqual(heap["unknown_frees"], 0)
         self.assertIn("sampled: one sample per 64 bytes", run([WEFT, "report", "--memory", data]).stdout)
 
+    def test_empty_sampled_trace_says_why(self):
+        # one sample per 1 GiB on average: memcalls's 100 bytes are (all but surely) not sampled;
+        # the report and the plots say so, not "record with --memory"; its one anonymous mapping
+        # is recorded whole (mappings are not sampled: not scaled back)
+        data = self.record_mem("memcalls", memory="--memory=sample:1G")
+        doc = self.report_json(data)
+        mm = next(h for h in doc[0]["heaps"] if h["heap"] == "mmap")
+        self.assertEqual((mm["allocs"], mm["alloc_bytes"]), (1, 4096))
+        self.assertNotIn("malloc", [h["heap"] for h in doc[0]["heaps"]])
+        p = run([WEFT, "plot", "heap", data, "-o", os.path.join(self.tmp, "h.png")], check=False)
+        self.assertNotEqual(p.returncode, 0)
+        self.assertIn("no allocation was sampled (memory_sample=1073741824", p.stderr)
+        data = os.path.join(self.tmp, "t.data")
+        run([WEFT, "record", "-q", "-o", data, "--memory=sample:1G", "--", "true"], cwd=self.tmp)
+        for cmd in (["report", "--memory", data], ["plot", "heap", data, "-o", os.path.join(self.tmp, "h.png")],
+                    ["plot", "memory", data, "-o", os.path.join(self.tmp, "m.png")]):
+            with self.subTest(cmd=cmd[:2]):
+                p = run([WEFT, *cmd], check=False)
+                self.assertEqual(p.returncode, 1, p.stderr)
+                self.assertIn("no allocation was sampled (memory_sample=1073741824", p.stderr)
+                self.assertNotIn("record with", p.stderr)
+
     def test_off_without_memory_option(self):
         data = os.path.join(self.tmp, "off.data")
         run([WEFT, "record", "-q", "-o", data, "--", os.path.join(BUILD, "memtest")], cwd=self.tmp)
