@@ -849,15 +849,30 @@ static int reaches_ours(void *def)
 	return probe_seen;
 }
 
+/* Is def the executable's own definition (its symbol defined in a section of the program)?
+ * Not for a non-PIE executable that takes malloc's address: its symbol is undefined, with the
+ * address of its PLT entry as its value (that entry leads to the first definition after it). */
+static int exe_defines(void *def)
+{
+	Dl_info di;
+	const ElfW(Sym) *sym = NULL;
+	struct link_map *in = NULL;
+	if (!dladdr1(def, &di, (void **)&in, RTLD_DL_LINKMAP) || !in || in != _r_debug.r_map)
+		return 0; /* not in the executable (the first object of the link map) */
+	return dladdr1(def, &di, (void **)&sym, RTLD_DL_SYMENT) && sym && sym->st_shndx != SHN_UNDEF;
+}
+
 /* Which allocator the program's calls reach: ours (then which one is underneath), or one the
  * executable (or a library preloaded ahead of weft) defines itself, which comes before weft's
- * and is not seen. */
+ * and is not seen. The executable's own is never called from here (a program's allocator is
+ * never entered from weft); a library's gets one probe allocation, which tells a wrapper that
+ * forwards to weft's from one that allocates itself. */
 static void find_allocator(void)
 {
 	ready();
 	void *def = dlsym(RTLD_DEFAULT, "malloc");
 	Dl_info di;
-	if (def && def != (void *)weft_own_malloc && !reaches_ours(def)) {
+	if (def && def != (void *)weft_own_malloc && (exe_defines(def) || !reaches_ours(def))) {
 		mem_flags |= MEMF_NOT_INTERPOSED;
 		snprintf(allocator, sizeof(allocator), "%s",
 			 dladdr(def, &di) && di.dli_fname && *di.dli_fname ? di.dli_fname : "the program");
