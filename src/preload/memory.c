@@ -886,6 +886,26 @@ static void find_allocator(void)
 		snprintf(allocator, sizeof(allocator), "%s", di.dli_fname);
 }
 
+/* fork: the forking thread and the time, taken in prepare (on that thread, before the runtime's
+ * handlers reset its state), written by the child (after the runtime's child handler opened the
+ * child's metadata): the reader charges the child's allocations in the slices it inherited. */
+static uint32_t fork_tid;
+static uint64_t fork_ticks;
+
+static void fork_prepare(void)
+{
+	fork_tid = (uint32_t)syscall(SYS_gettid);
+	fork_ticks = weft__ticks();
+}
+
+static void fork_child(void)
+{
+	if (!recording())
+		return;
+	uint32_t head[2] = {fork_tid, 0};
+	weft_meta_write(WEFT_M_FORK, head, sizeof(head), &fork_ticks, sizeof(fork_ticks));
+}
+
 void weft_memory_start(void)
 {
 	if (!weft_cfg.memory)
@@ -910,6 +930,9 @@ void weft_memory_start(void)
 		}
 	}
 	mmap_heap = weft_heap("mmap");
+	static int forks; /* registered once: after the runtime's own handlers (see fork_child) */
+	if (!forks++)
+		pthread_atfork(fork_prepare, NULL, fork_child);
 	if (weft_cfg.memory_stacks)
 		find_text_segments();
 	with_stacks = weft_cfg.memory_stacks;

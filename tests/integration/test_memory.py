@@ -162,6 +162,26 @@ class Memory(TraceTest, PoolCounters):
         c = self.counter_max(os.path.join(data, "trace.pftrace"))
         self.assertEqual(c["pool reported cached bytes"], 4096 - 256)
 
+    def test_fork_child_charges_its_inherited_slices(self):
+        # the child allocates in spawn (open in the parent at the fork), returns to main (open
+        # too) and allocates there, then in own_work: each charged to its slice, none outside
+        data = self.record_mem("forkslice")
+        rows = self.report_rows(data)
+        (child,) = {p for p, _, _ in rows}  # the parent allocates nothing itself
+        got = {n: r[:2] for (p, h, n), r in rows.items() if h == "malloc"}
+        self.assertEqual(got.get("spawn"), (5, 320), got)
+        self.assertEqual(got.get("main"), (3, 96), got)
+        self.assertEqual(got.get("own_work"), (2, 32), got)
+        doc = self.report_json(data, "--leaks")
+        leaks = [l["stack"] for l in doc[0]["heaps"][0]["leaks"] if l["size"] == 64]
+        self.assertEqual(leaks, ["main > spawn"] * 5)
+        # the child's own slices keep their figures in the .pftrace (its walk is unchanged)
+        pf = os.path.join(data, "trace.pftrace")
+        self.tp_no_errors(pf)
+        args, = self.tp(pf, "select s.name, a.key, a.int_value v from slice s join args a using(arg_set_id) "
+                            "where a.key = 'debug.mem_alloc_bytes' and s.name = 'own_work'")
+        self.assertEqual([r["v"] for r in args], [32])
+
     def test_threshold_records_only_big_blocks(self):
         data = self.record_mem("memtest", PLUGIN, memory="--memory=threshold:4K")
         rows = self.report_rows(data)
