@@ -6,7 +6,12 @@
  * contribution, leaked at exit, temporary), cumulative heap-profile dumps, a size histogram
  * and what could not be matched. Used by the .pftrace and JSON writers and `weft report
  * --memory`. Sampled traces (memory_sample) are scaled back here: every figure is an unbiased
- * estimate of the whole program's.
+ * estimate of the whole program's (the C heap's: mappings and named heaps are not sampled).
+ * A fork child's main thread starts inside the slices open on the parent's forking thread at
+ * the fork (FORK record): its allocations there are charged to them. With memory_stacks, a
+ * block's stack leaves out the allocator's own innermost frames (operator new, malloc wrappers,
+ * the C++ library's allocator and container templates): it is named by its caller. Frees are
+ * counted per heap, of blocks recorded as allocated; the others are counted apart.
  *
  * Sampled memory accesses (mem_access) are replayed with the allocation records, in time order:
  * each is joined to the block live at its address at that moment (the innermost of those that
