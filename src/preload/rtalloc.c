@@ -77,7 +77,7 @@ static void *map(size_t n)
 static void *rt_alloc(size_t n, size_t align, int zero)
 {
 	size_t pad = align > 16 ? align : 16;
-	if (n > SIZE_MAX - pad - 4096) {
+	if (n > SIZE_MAX - 2 * pad - 4096) {
 		errno = ENOMEM;
 		return NULL;
 	}
