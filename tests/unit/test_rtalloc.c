@@ -100,7 +100,7 @@ static void test_threads_and_fork(void **state)
 	pthread_t t[4];
 	for (uintptr_t i = 0; i < 4; i++)
 		assert_int_equal(pthread_create(&t[i], NULL, churn, (void *)(i + 1)), 0);
-	for (int f = 0; f < 20; f++) { /* the child allocates: the lock was never left held */
+	for (int f = 0; f < 60; f++) { /* the child allocates: the lock was never left held */
 		pid_t pid = fork();
 		if (!pid) {
 			void *p = __wrap_malloc(100);
