@@ -958,12 +958,15 @@ struct inherit {
 	uint32_t ids[INHERIT_MAX];
 	uint64_t serials[INHERIT_MAX];
 	size_t n, deep; /* deep: levels beyond INHERIT_MAX */
+	int past;       /* an event after the fork was seen: the rest of the walk is not needed */
 };
 
 static void on_parent_event(void *ud, const struct weft_ev *ev)
 {
 	struct inherit *in = ud;
-	if (ev->ts > in->fork_ns || ev->track)
+	if (ev->ts > in->fork_ns)
+		in->past = 1;
+	if (in->past || ev->track)
 		return;
 	if (ev->kind == WEFT_EV_BEGIN) {
 		if (in->n < INHERIT_MAX) {
@@ -1019,9 +1022,15 @@ static size_t inherited_stack(const struct weft_trace *t, const struct weft_proc
 	if (!th)
 		return 0;
 	uint64_t *buf = NULL;
-	size_t cap = 0;
+	size_t cap = 0, nw;
+	const char *why;
 	struct weft_walk_stats st = {0};
-	weft_walk_thread(in.parent, th, t->last_ns, on_parent_event, &in, &st, &buf, &cap);
+	struct weft_walker w;
+	weft_walker_init(&w, in.parent, on_parent_event, &in, &st);
+	for (size_t c = 0; c < th->nchunks && !in.past; c++) /* up to the fork only */
+		if (!weft_chunk_decode_prepared(&th->chunks[c], in.parent, &buf, &cap, &nw, &why))
+			weft_walker_feed_prepared(&w, buf, nw);
+	weft_walker_finish(&w, t->last_ns);
 	free(buf);
 	for (size_t k = 0; k < in.n; k++)
 		ids[k] = child_site((struct weft_proc *)p, in.parent, in.ids[k]); /* sites of the child, as symbols do */
