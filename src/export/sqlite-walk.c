@@ -423,7 +423,7 @@ static const char *region_of(const struct pwalk *pw, uint64_t addr)
 }
 
 #define PAGE_UP(x) (((x) + 4095) & ~(uint64_t)4095)
-#define ARENA_GAP ((uint64_t)1 << 20) /* blocks this close are one piece of the heap's memory */
+#define ARENA_GAP ((uint64_t)1 << 20) /* a block this close past a piece of the heap's memory grew it */
 
 /* The lowest start of a mapping (from the map) at or above addr: what a region growing up from
  * below addr may not pass. */
@@ -439,9 +439,10 @@ static uint64_t next_mapping(const struct pwalk *pw, uint64_t addr)
 /* The C heap's memory as its blocks show it, so that an access is classified by the map as it
  * was then, not as it was at start: the map is read at start (and after dlopen), while glibc
  * grows its heap with brk (the [heap] mapping's end moves up) and maps thread arenas with mmap
- * (grown by mprotect). A block past the brk heap's end, below the next mapping, moves that end
- * up to its last page; a block in no mapping at all is in memory the allocator mapped since: a
- * "malloc arena" region, which blocks nearby (within ARENA_GAP) extend. */
+ * (grown by mprotect). A block just past the brk heap's end (within ARENA_GAP: a heap grows by
+ * its top chunk), below the next mapping, moves that end up to its last page; a block in no
+ * mapping at all is in memory the allocator mapped since: a "malloc arena" region, which the
+ * blocks just past it extend the same way. */
 static void grow_regions(struct pwalk *pw, uint64_t addr, uint64_t size)
 {
 	uint64_t end = PAGE_UP(addr + (size ? size : 1));
@@ -459,7 +460,7 @@ static void grow_regions(struct pwalk *pw, uint64_t addr, uint64_t size)
 	}
 	for (size_t i = pw->nreg; !r && i-- > 0;) { /* one that may grow to it */
 		struct region *x = &pw->reg[i];
-		if (x->end <= addr && (x->inferred ? addr - x->end < ARENA_GAP : !strcmp(x->kind, "brk heap")) &&
+		if (x->end <= addr && addr - x->end < ARENA_GAP && (x->inferred || !strcmp(x->kind, "brk heap")) &&
 		    next_mapping(pw, x->end) > addr)
 			r = x;
 	}
