@@ -98,6 +98,7 @@ struct pwalk {
 				     * the first allocation where the process sampled accesses), then
 				     * the C heap's growth since, as its blocks show it (grow_regions) */
 	size_t nreg, regcap;
+	size_t grown;               /* the region grow_regions extended or found last, + 1 */
 	int reg_parsed;
 };
 
@@ -448,12 +449,17 @@ static void grow_regions(struct pwalk *pw, uint64_t addr, uint64_t size)
 	uint64_t end = PAGE_UP(addr + (size ? size : 1));
 	if (end <= addr)
 		return;
+	if (pw->grown && addr >= pw->reg[pw->grown - 1].start && end <= pw->reg[pw->grown - 1].end)
+		return; /* most blocks: inside the piece of the heap the last one was in */
 	struct region *r = NULL;
 	for (size_t i = pw->nreg; i-- > 0;) { /* the latest region at addr: it is known */
 		struct region *x = &pw->reg[i];
 		if (addr >= x->start && addr < x->end) {
-			if (end <= x->end || (!x->inferred && strcmp(x->kind, "brk heap")))
-				return; /* inside, or in a mapping that is not the heap's */
+			if (!x->inferred && strcmp(x->kind, "brk heap"))
+				return; /* in a mapping that is not the heap's */
+			pw->grown = i + 1;
+			if (end <= x->end)
+				return;
 			r = x;
 			break;
 		}
@@ -467,6 +473,7 @@ static void grow_regions(struct pwalk *pw, uint64_t addr, uint64_t size)
 	if (r) {
 		uint64_t lim = next_mapping(pw, r->end);
 		r->end = end < lim ? end : lim;
+		pw->grown = (size_t)(r - pw->reg) + 1;
 		return;
 	}
 	if (pw->nreg == pw->regcap) {
@@ -478,6 +485,7 @@ static void grow_regions(struct pwalk *pw, uint64_t addr, uint64_t size)
 		pw->regcap = cap;
 	}
 	pw->reg[pw->nreg++] = (struct region){addr & ~(uint64_t)4095, end, "malloc arena", 1};
+	pw->grown = pw->nreg;
 }
 
 /* ---- blocks ---- */
@@ -583,7 +591,8 @@ static void settle(struct pwalk *pw, struct sthread *s, const struct weft_live_b
 {
 	for (size_t i = 0; i < s->npend; i++) {
 		const struct pending *pa = &s->pend[i];
-		write_access(pw, &pa->it, s->utid, pa->slice, b && weft_mem_written_by_call(b->addr, b->size, pa->it.addr) ? b : NULL);
+		int wrote = b && weft_mem_written_by_call(b->addr, b->size, pa->it.addr);
+		write_access(pw, &pa->it, s->utid, pa->slice, wrote ? b : NULL);
 	}
 	s->npend = 0;
 }
