@@ -84,10 +84,9 @@ static struct { uint64_t addr; unsigned len; int src; char name[128]; } watches[
 static int nwatches;
 static _Atomic uint64_t watch_hits[WEFT_MAX_WATCH], watch_lost;
 
-/* weft's own memory (own_sample): the preload's mapped extent (code, data, bss), found at start,
- * and the sampler thread's tid, set by the sampler as it starts; read by the sampler only. */
+/* weft's own memory (own_sample, own_thread): the preload's mapped extent (code, data, bss),
+ * found at start before any other thread samples; read-only after. */
 static uint64_t own_lo, own_hi;
-static _Atomic uint32_t sampler_tid;
 static _Atomic uint64_t own_samples; /* samples left out as weft's own */
 
 static struct weft_site sampler_name = {0, WEFT_KIND_EVENT, 0, 0, 0, "weft: access sampler", "", 0, 0};
@@ -291,10 +290,11 @@ static void ring_walk(struct ring *r, void (*on)(struct ring *r, const struct pe
 /* ---- weft's own accesses ----
  * The runtime's faults are not the program's: the first touch of an event buffer's page by
  * the thread that fills it (its ip in weft's code: the function hooks, the allocation recorder),
- * the sampler's own work. Chunks are pre-faulted as they are allocated (lib/thread.c), which the
- * kernel does without a fault event; what is left is recognised here, left out and counted:
- * a sample whose instruction or address is in the preload's own mapping, or made by the sampler
- * thread. */
+ * the work of weft's own threads. Chunks are pre-faulted as they are allocated (lib/thread.c),
+ * which the kernel does without a fault event; threads weft creates (the sampler, the
+ * scheduling readers: their pthread_create is called from the preload's code) get no rings; what
+ * is left is recognised here, left out and counted: a sample whose instruction or address is in
+ * the preload's own mapping. */
 
 static int find_self(struct dl_phdr_info *info, size_t size, void *ud)
 {
@@ -323,10 +323,16 @@ static void find_own_extent(void)
 		dl_iterate_phdr(find_self, (void *)(uintptr_t)&find_self);
 }
 
+/* Is a thread created from there one of weft's own? */
+static int own_thread(const void *creator)
+{
+	uint64_t a = (uint64_t)(uintptr_t)creator;
+	return a >= own_lo && a < own_hi;
+}
+
 static int own_sample(const struct weft_perf_sample *s)
 {
-	if ((s->ip >= own_lo && s->ip < own_hi) || (s->addr >= own_lo && s->addr < own_hi) ||
-	    (s->tid && s->tid == atomic_load_explicit(&sampler_tid, memory_order_relaxed))) {
+	if ((s->ip >= own_lo && s->ip < own_hi) || (s->addr >= own_lo && s->addr < own_hi)) {
 		atomic_fetch_add_explicit(&own_samples, 1, memory_order_relaxed);
 		return 1;
 	}
@@ -380,7 +386,6 @@ static void *sampler_main(void *arg)
 {
 	(void)arg;
 	pthread_setname_np(pthread_self(), "weft-access");
-	atomic_store(&sampler_tid, (uint32_t)syscall(SYS_gettid));
 	if (weft__on(&sampler_name)) /* names this stream in the trace */
 		weft__rec2(weft__hdr(sampler_name.id, WEFT_R_INSTANT, 0, 0));
 	struct timespec ts = {0, DRAIN_NS};
@@ -423,8 +428,8 @@ EXPORT int pthread_create(pthread_t *th, const pthread_attr_t *attr, void *(*fn)
 	if (!real)
 		real = (int (*)(pthread_t *, const pthread_attr_t *, void *(*)(void *), void *))dlsym(RTLD_NEXT,
 												     "pthread_create");
-	if (!atomic_load(&on) && !weft_counters_on())
-		return real(th, attr, fn, arg);
+	if ((!atomic_load(&on) && !weft_counters_on()) || own_thread(__builtin_return_address(0)))
+		return real(th, attr, fn, arg); /* (weft's own threads are not the program's) */
 	weft_in_runtime++;
 	struct tramp *t = malloc(sizeof(*t));
 	weft_in_runtime--;
@@ -512,7 +517,6 @@ static void atfork_child(void)
 	atomic_store(&lost, 0);
 	atomic_store(&throttled, 0);
 	atomic_store(&own_samples, 0);
-	atomic_store(&sampler_tid, 0);
 	for (int i = 0; i < nwatches; i++)
 		atomic_store(&watch_hits[i], 0);
 	atomic_store(&watch_lost, 0);

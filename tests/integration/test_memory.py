@@ -445,8 +445,9 @@ class AccessSites(TraceTest):
         total = sum(r[1] for r in rows)
         self.assertGreaterEqual(tracks["accesses: build_list"], total * 9 // 10)
         # weft's own faults are left out (its buffers, filled by the function hooks and the
-        # allocation recorder), and counted: no sample has an instruction or an address in the
-        # preload's mapping, and what is not the program's blocks is a handful (stacks)
+        # allocation recorder; its sampler thread), and counted: no sample has an instruction or
+        # an address in the preload's mapping or comes from a weft thread, and what is not the
+        # program's blocks is a handful (stacks)
         info = run([WEFT, "info", data]).stdout
         self.assertRegex(info, r"left out: \d+ samples in weft's own memory")
         with open(next(os.path.join(data, f) for f in os.listdir(data) if f.endswith(".wmeta")), "rb") as f:
@@ -456,6 +457,9 @@ class AccessSites(TraceTest):
         inside, = con.execute("select count(*) from accesses where (ip >= ? and ip < ?) or (addr >= ? and addr < ?)",
                               (lo, hi, lo, hi)).fetchone()
         self.assertEqual(inside, 0)
+        weft_threads, = con.execute("select count(*) from accesses x join threads t using(utid) "
+                                    "where t.name like 'weft-%'").fetchone()
+        self.assertEqual(weft_threads, 0)
         (n, outside), = con.execute("select count(*), count(*) - count(allocation_id) from accesses").fetchall()
         self.assertLessEqual(outside, n // 50, (n, outside))
 
