@@ -82,7 +82,12 @@ static struct frames *frames_slot(struct frame_map *m, uint64_t hash, int add)
 }
 
 /* The process's sampled accesses (from whichever stream holds them), joined in the replay. */
-struct access { uint64_t ts, addr; };
+struct access {
+	uint64_t ts, addr;
+	uint32_t tid;
+	uint32_t stack; /* the join's: the block's allocation stack */
+	int joined;
+};
 struct access_list { struct access *a; size_t n, cap; };
 
 struct tstack_ent { uint64_t serial; uint32_t stack, slice; };
@@ -97,6 +102,11 @@ struct collect {
 	size_t nstacks;
 	struct rec *recs;
 	size_t nrecs, rcap;
+	uint64_t first_ts;  /* of its first event (tids are reused) */
+	int started;
+	size_t *pend;       /* replay: its accesses in no live block (indices in the access list), for
+			     * its next memory record to join (analysis/memory.h) */
+	size_t npend, pendcap;
 };
 
 static void *xrealloc(void *p, size_t n)
@@ -185,6 +195,10 @@ static struct tstack_ent *open_slice(struct collect *c, uint64_t serial)
 static void on_event(void *ud, const struct weft_ev *ev)
 {
 	struct collect *c = ud;
+	if (!c->started) {
+		c->started = 1;
+		c->first_ts = ev->ts;
+	}
 	switch (ev->kind) {
 	case WEFT_EV_BEGIN: {
 		struct tstack *s = tstack_for(c, ev->track);
@@ -211,7 +225,7 @@ static void on_event(void *ud, const struct weft_ev *ev)
 		GROW(mp->accesses, mp->naccesses, mp->acap);
 		mp->accesses[mp->naccesses++] = (struct weft_mem_point){ev->ts, 0, 0};
 		GROW(c->acc->a, c->acc->n, c->acc->cap);
-		c->acc->a[c->acc->n++] = (struct access){ev->ts, ev->addr};
+		c->acc->a[c->acc->n++] = (struct access){ev->ts, ev->addr, ev->id, 0, 0};
 		break;
 	}
 	case WEFT_EV_ALLOC: case WEFT_EV_FREE: case WEFT_EV_REALLOC: case WEFT_EV_HEAP_USAGE: {
@@ -352,6 +366,7 @@ struct replay {
 	struct weft_ranges ranges; /* the live blocks by address range, of every heap: access joins */
 	struct access_list acc;    /* sorted by time; the first next_acc joined */
 	size_t next_acc;
+	uint32_t *bytid;           /* thread indices sorted by tid */
 	uint64_t acc_resolution;
 	uint32_t *site_slot;       /* site id -> index in mp->access_sites + 1 (0: none yet) */
 	size_t nslots;
@@ -664,22 +679,91 @@ static struct weft_mem_access_site *access_site(struct replay *rp, uint32_t site
 	return &mp->access_sites[rp->site_slot[site] - 1];
 }
 
+/* The thread that made accesses as tid at ts: of the threads with that tid, the latest begun by
+ * then (tids are reused), else any; NULL: none. */
+static struct collect *thread_by_tid(struct replay *rp, uint32_t tid, uint64_t ts)
+{
+	const struct weft_proc *p = rp->mp->p;
+	size_t lo = 0, hi = rp->nthreads;
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+		if (p->threads[rp->bytid[mid]].tid < tid)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	struct collect *best = NULL, *any = NULL;
+	for (size_t i = lo; i < rp->nthreads && p->threads[rp->bytid[i]].tid == tid; i++) {
+		struct collect *c = &rp->threads[rp->bytid[i]];
+		any = c;
+		if (c->started && c->first_ts <= ts && (!best || c->first_ts >= best->first_ts))
+			best = c;
+	}
+	return best ? best : any;
+}
+
 /* The accesses before `ts` (all: every one left), each to the innermost block live at its address
- * (whatever heap or thread it is from), charged to the innermost slice open where that block was
- * allocated. */
+ * (whatever heap or thread it is from), or whose chunk header it is in; the others wait for
+ * their thread's next memory record (settle). */
 static void join_accesses(struct replay *rp, uint64_t ts, int all)
 {
-	struct weft_mem_proc *mp = rp->mp;
 	for (; rp->next_acc < rp->acc.n && (all || rp->acc.a[rp->next_acc].ts < ts); rp->next_acc++) {
-		const struct access *a = &rp->acc.a[rp->next_acc];
-		uint64_t stack;
-		if (!weft_ranges__find(&rp->ranges, a->addr, NULL, NULL, &stack)) {
+		struct access *a = &rp->acc.a[rp->next_acc];
+		uint64_t stack, start;
+		if (weft_ranges__find(&rp->ranges, a->addr, NULL, NULL, &stack) ||
+		    (a->addr <= UINT64_MAX - 16 && weft_ranges__find(&rp->ranges, a->addr + 16, &start, NULL, &stack) &&
+		     start > a->addr)) {
+			a->joined = 1;
+			a->stack = (uint32_t)stack;
+			continue;
+		}
+		struct collect *c = thread_by_tid(rp, a->tid, a->ts);
+		if (!c)
+			continue;
+		if (c->npend == WEFT_MEM_MAX_PENDING) { /* a thread with no record for long: the oldest stay out */
+			memmove(c->pend, c->pend + 1, (c->npend - 1) * sizeof(*c->pend));
+			c->npend--;
+		}
+		GROW(c->pend, c->npend, c->pendcap);
+		c->pend[c->npend++] = rp->next_acc;
+	}
+}
+
+/* Thread c's next memory record r came: its waiting accesses that r's allocation call wrote are
+ * its block's (r's stack); the others stay out. */
+static void settle(struct replay *rp, struct collect *c, const struct rec *r)
+{
+	uint64_t addr = r->type == WEFT_EV_ALLOC ? r->addr : r->type == WEFT_EV_REALLOC ? r->addr2 : 0;
+	for (size_t i = 0; addr && i < c->npend; i++) {
+		struct access *a = &rp->acc.a[c->pend[i]];
+		if (weft_mem_written_by_call(addr, r->size, a->addr)) {
+			a->joined = 1;
+			a->stack = r->stack;
+		}
+	}
+	c->npend = 0;
+}
+
+/* Every access charged, in time order: to its block's allocation site, or to the unjoined. */
+static void charge_accesses(struct replay *rp)
+{
+	struct weft_mem_proc *mp = rp->mp;
+	for (size_t i = 0; i < rp->acc.n; i++) {
+		const struct access *a = &rp->acc.a[i];
+		if (!a->joined) {
 			charge(&mp->unjoined, a->ts, rp->acc_resolution);
 			continue;
 		}
 		mp->joined_accesses++;
-		charge(access_site(rp, stack ? mp->stacks[stack].site : 0), a->ts, rp->acc_resolution);
+		charge(access_site(rp, a->stack ? mp->stacks[a->stack].site : 0), a->ts, rp->acc_resolution);
 	}
+}
+
+static const struct weft_proc *sort_proc; /* qsort has no user pointer */
+static int cmp_tid(const void *a, const void *b)
+{
+	uint32_t x = sort_proc->threads[*(const uint32_t *)a].tid, y = sort_proc->threads[*(const uint32_t *)b].tid;
+	return x < y ? -1 : x > y;
 }
 
 static int cmp_access(const void *a, const void *b)
@@ -1141,6 +1225,14 @@ static void analyze_proc(const struct weft_trace *t, struct weft_mem_proc *mp, w
 		rp.acc_resolution = aspan / 50000 ? aspan / 50000 : 1; /* at most ~50000 points per site */
 	}
 	merge(&rp);
+	if (rp.acc.n) {
+		if (!(rp.bytid = calloc(p->nthreads + 1, sizeof(*rp.bytid))))
+			weft_oom("the memory analysis");
+		for (size_t i = 0; i < p->nthreads; i++)
+			rp.bytid[i] = (uint32_t)i;
+		sort_proc = p;
+		qsort(rp.bytid, p->nthreads, sizeof(*rp.bytid), cmp_tid);
+	}
 	for (size_t o = 0; o < rp.norder; o++) {
 		uint32_t th = (uint32_t)(rp.order[o] >> 32);
 		struct rec *r = &rp.threads[th].recs[(uint32_t)rp.order[o]];
@@ -1150,8 +1242,11 @@ static void analyze_proc(const struct weft_trace *t, struct weft_mem_proc *mp, w
 		}
 		join_accesses(&rp, r->ts, 0); /* an access at the time of a record comes after it */
 		apply(&rp, r, th, o);
+		if (rp.threads[th].npend && r->type != WEFT_EV_HEAP_USAGE)
+			settle(&rp, &rp.threads[th], r);
 	}
 	join_accesses(&rp, 0, 1);
+	charge_accesses(&rp);
 	for (size_t i = 0; i < mp->nheaps; i++) /* the process's calls: the C heap's */
 		if (!mp->heaps[i].id) {
 			mp->alloc_calls = mp->heaps[i].alloc_calls;
@@ -1190,6 +1285,7 @@ static void analyze_proc(const struct weft_trace *t, struct weft_mem_proc *mp, w
 		if (mt->nslices)
 			qsort(mt->slices, mt->nslices, sizeof(*mt->slices), cmp_slice);
 		free(rp.threads[i].recs);
+		free(rp.threads[i].pend);
 	}
 	free(rp.threads);
 	free(rp.order);
@@ -1197,6 +1293,7 @@ static void analyze_proc(const struct weft_trace *t, struct weft_mem_proc *mp, w
 	free(rp.last_alloc);
 	weft_ranges__clear(&rp.ranges);
 	free(rp.acc.a);
+	free(rp.bytid);
 	free(rp.site_slot);
 }
 

@@ -19,6 +19,14 @@
  * block's allocation site, the innermost slice open where the block was allocated. Accesses in
  * no live recorded block are counted apart (the stack, globals, blocks left out by sampling or a
  * threshold, memory the program maps without mmap). Access counts are of samples, not scaled.
+ *
+ * An access in no live block is joined by where it was taken: in a block's chunk header (the 16
+ * bytes before it, where malloc keeps the size) it is that block's; else it waits for its
+ * thread's next memory record, and when that is an allocation whose call wrote the address
+ * (weft_mem_written_by_call) it is that block's. A fault taken inside an allocation call comes
+ * before the call's record (malloc writes the new top chunk's header as the heap grows, calloc
+ * zeroes, realloc copies): without this, every first touch of a growing heap is "unknown".
+ * The SQLite export (export/sqlite-walk.c) joins the same way.
  */
 #ifndef WEFT_ANALYSIS_MEMORY_H
 #define WEFT_ANALYSIS_MEMORY_H
@@ -107,6 +115,17 @@ struct weft_mem_thread {
 	struct weft_mem_slice *slices; /* sorted by serial */
 	size_t nslices, scap;
 };
+
+/* Whether addr is one that the allocation call which returned block [baddr, baddr + size) may have
+ * written while it ran: the block, its chunk header (the 16 bytes before it) or the next chunk's
+ * header (past the block rounded up to 16 bytes: the new top chunk of a heap that grew for it). */
+static inline int weft_mem_written_by_call(uint64_t baddr, uint64_t size, uint64_t addr)
+{
+	uint64_t end = baddr + ((size + 15) & ~(uint64_t)15) + 32;
+	return end > baddr && addr + 16 >= baddr && addr < end;
+}
+/* Accesses a thread's next record may still join (per thread): past it the oldest are unjoined. */
+#define WEFT_MEM_MAX_PENDING 256
 
 #define WEFT_MEM_MAX_HEAPS 256 /* heaps analysed per process; records of more are left out */
 

@@ -29,6 +29,7 @@
 #include "lib/internal.h"
 #include "collect/perf_sample.h"
 #include <dlfcn.h>
+#include <link.h>
 #include <linux/hw_breakpoint.h>
 #include <errno.h>
 #include <stdio.h>
@@ -82,6 +83,11 @@ static pthread_once_t key_once = PTHREAD_ONCE_INIT;
 static struct { uint64_t addr; unsigned len; int src; char name[128]; } watches[WEFT_MAX_WATCH];
 static int nwatches;
 static _Atomic uint64_t watch_hits[WEFT_MAX_WATCH], watch_lost;
+
+/* weft's own memory (own_sample, own_thread): the preload's mapped extent (code, data, bss),
+ * found at start before any other thread samples; read-only after. */
+static uint64_t own_lo, own_hi;
+static _Atomic uint64_t own_samples; /* samples left out as weft's own */
 
 static struct weft_site sampler_name = {0, WEFT_KIND_EVENT, 0, 0, 0, "weft: access sampler", "", 0, 0};
 
@@ -281,13 +287,65 @@ static void ring_walk(struct ring *r, void (*on)(struct ring *r, const struct pe
 	__atomic_store_n(&h->data_tail, tail, __ATOMIC_RELEASE);
 }
 
+/* ---- weft's own accesses ----
+ * The runtime's faults are not the program's: the first touch of an event buffer's page by
+ * the thread that fills it (its ip in weft's code: the function hooks, the allocation recorder),
+ * the work of weft's own threads. Chunks are pre-faulted as they are allocated (lib/thread.c),
+ * which the kernel does without a fault event; threads weft creates (the sampler, the
+ * scheduling readers: their pthread_create is called from the preload's code) get no rings; what
+ * is left is recognised here, left out and counted: a sample whose instruction or address is in
+ * the preload's own mapping. */
+
+static int find_self(struct dl_phdr_info *info, size_t size, void *ud)
+{
+	(void)size;
+	uint64_t me = (uint64_t)(uintptr_t)ud, lo = UINT64_MAX, hi = 0;
+	for (int i = 0; i < info->dlpi_phnum; i++) {
+		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+		if (ph->p_type != PT_LOAD)
+			continue;
+		uint64_t a = info->dlpi_addr + ph->p_vaddr, b = a + ph->p_memsz;
+		if (a < lo)
+			lo = a;
+		if (b > hi)
+			hi = b;
+	}
+	if (me < lo || me >= hi)
+		return 0;
+	own_lo = lo;
+	own_hi = hi;
+	return 1;
+}
+
+static void find_own_extent(void)
+{
+	if (!own_hi)
+		dl_iterate_phdr(find_self, (void *)(uintptr_t)&find_self);
+}
+
+/* Is a thread created from there one of weft's own? */
+static int own_thread(const void *creator)
+{
+	uint64_t a = (uint64_t)(uintptr_t)creator;
+	return a >= own_lo && a < own_hi;
+}
+
+static int own_sample(const struct weft_perf_sample *s)
+{
+	if ((s->ip >= own_lo && s->ip < own_hi) || (s->addr >= own_lo && s->addr < own_hi)) {
+		atomic_fetch_add_explicit(&own_samples, 1, memory_order_relaxed);
+		return 1;
+	}
+	return 0;
+}
+
 static void drain_one(struct ring *r, const struct perf_event_header *eh, const unsigned char *body, size_t len,
 		      void *ud)
 {
 	const int64_t *gap = ud;
 	if (eh->type == PERF_RECORD_SAMPLE) {
 		struct weft_perf_sample s;
-		if (!weft_perf_decode_sample(r->sample_type, body, len, &s)) {
+		if (!weft_perf_decode_sample(r->sample_type, body, len, &s) && (r->watch >= 0 || !own_sample(&s))) {
 			emit(r, &s, *gap);
 			atomic_fetch_add_explicit(r->watch >= 0 ? &watch_hits[r->watch] : &samples, 1,
 						  memory_order_relaxed);
@@ -370,8 +428,8 @@ EXPORT int pthread_create(pthread_t *th, const pthread_attr_t *attr, void *(*fn)
 	if (!real)
 		real = (int (*)(pthread_t *, const pthread_attr_t *, void *(*)(void *), void *))dlsym(RTLD_NEXT,
 												     "pthread_create");
-	if (!atomic_load(&on) && !weft_counters_on())
-		return real(th, attr, fn, arg);
+	if ((!atomic_load(&on) && !weft_counters_on()) || own_thread(__builtin_return_address(0)))
+		return real(th, attr, fn, arg); /* (weft's own threads are not the program's) */
 	weft_in_runtime++;
 	struct tramp *t = malloc(sizeof(*t));
 	weft_in_runtime--;
@@ -394,7 +452,8 @@ static void write_totals(void)
 {
 	if (sources[0]) {
 		uint32_t head[2] = {(uint32_t)sources[0], (uint32_t)sources[1]};
-		uint64_t v[3] = {atomic_load(&samples), atomic_load(&lost), atomic_load(&throttled)};
+		uint64_t v[4] = {atomic_load(&samples), atomic_load(&lost), atomic_load(&throttled),
+				 atomic_load(&own_samples)};
 		weft_meta_write(WEFT_M_ACCESS, head, sizeof(head), v, sizeof(v));
 	}
 	if (nwatches) { /* docs/format.md, WATCH */
@@ -457,6 +516,7 @@ static void atfork_child(void)
 	atomic_store(&samples, 0);
 	atomic_store(&lost, 0);
 	atomic_store(&throttled, 0);
+	atomic_store(&own_samples, 0);
 	for (int i = 0; i < nwatches; i++)
 		atomic_store(&watch_hits[i], 0);
 	atomic_store(&watch_lost, 0);
@@ -502,6 +562,7 @@ int weft_access_start(const char *src, char *why, size_t n)
 	}
 	pthread_once(&key_once, make_key);
 	weft_in_runtime++;
+	find_own_extent();
 	open_sources((uint32_t)syscall(SYS_gettid));
 	weft_in_runtime--;
 	if (atomic_load(&open_failures)) {

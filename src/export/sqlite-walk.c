@@ -70,9 +70,15 @@ struct sthread {
 	size_t nown, owncap;
 	struct track_stack *stacks; /* slices open per track, in its own walk */
 	size_t nstacks;
+	struct pending *pend;       /* its accesses in no live block, waiting for its next record */
+	size_t npend, pendcap;
 };
 
-struct region { uint64_t start, end; const char *kind; };
+/* An access that landed in no live block, held until its thread's next memory record (the join
+ * analysis/memory.h describes). */
+struct pending { struct item it; int64_t slice; };
+
+struct region { uint64_t start, end; const char *kind; int inferred; };
 
 struct pwalk {
 	struct weft_sqlite_db *d;
@@ -88,8 +94,11 @@ struct pwalk {
 	struct weft_livemap live;
 	uint64_t *buf;              /* decoded chunk (one at a time, any thread) */
 	size_t cap;
-	struct region *reg;         /* the memory map, parsed at the first access it classifies */
-	size_t nreg;
+	struct region *reg;         /* the memory map (parsed at the first access it classifies, or
+				     * the first allocation where the process sampled accesses), then
+				     * the C heap's growth since, as its blocks show it (grow_regions) */
+	size_t nreg, regcap;
+	size_t grown;               /* the region grow_regions extended or found last, + 1 */
 	int reg_parsed;
 };
 
@@ -348,44 +357,11 @@ static void sift_down(struct pwalk *pw, size_t i)
 
 /* ---- the replay: blocks and accesses ---- */
 
-static void block_row(struct pwalk *pw, const struct weft_live_block *b, uint64_t free_ts, int64_t free_utid,
-		      uint64_t free_serial)
-{
-	struct weft_sqlite_db *d = pw->d;
-	const char *heap = b->heap ? weft_site_name(pw->p, b->heap) : "malloc";
-	int64_t fslice = free_utid && free_serial ? (free_utid << 32) | (int64_t)free_serial : 0;
-	int64_t aslice = b->serial ? (b->thread << 32) | (int64_t)b->serial : 0;
-	weft_sq_row(&d->sq, &d->tab[T_ALLOC], "iiiizziittzz", (int64_t)b->id, pw->upid, b->thread, (int64_t)b->ts,
-		    (int64_t)free_ts, free_utid, (int64_t)b->addr, (int64_t)b->size, heap ? heap : "heap",
-		    weft_mem_fn_name(b->fn), aslice, fslice);
-}
+/* ---- the memory map ---- */
 
-static void do_free(struct pwalk *pw, const struct sthread *s, uint32_t heap, uint64_t addr, uint64_t ts,
-		    uint64_t serial)
+static struct region *parse_regions(const struct weft_proc *p, size_t *n, size_t *capp)
 {
-	struct weft_live_block *b = weft_livemap_find(&pw->live, heap, addr);
-	if (!b)
-		return; /* never seen allocated: before tracing, left out by threshold/sampling, or not the program's */
-	block_row(pw, b, ts ? ts : 1, s->utid, serial);
-	weft_livemap_remove(&pw->live, heap, addr);
-}
-
-static void do_alloc(struct pwalk *pw, const struct sthread *s, const struct item *it, uint64_t addr)
-{
-	if (weft_livemap_find(&pw->live, it->id, addr)) /* its free never came: ends here, in no slice */
-		do_free(pw, s, it->id, addr, it->ts, 0);
-	struct weft_live_block *b = weft_livemap_insert(&pw->live, it->id, addr, it->size, (uint64_t)++pw->d->next_alloc);
-	if (!b)
-		weft_oom("writing SQLite");
-	b->ts = it->ts;
-	b->serial = it->serial;
-	b->thread = s->utid;
-	b->fn = it->mfn;
-}
-
-static struct region *parse_regions(const struct weft_proc *p, size_t *n)
-{
-	*n = 0;
+	*n = *capp = 0;
 	if (!p->maps)
 		return NULL;
 	size_t cap = 64, k = 0;
@@ -422,20 +398,135 @@ static struct region *parse_regions(const struct weft_proc *p, size_t *n)
 				r = nr;
 				cap *= 2;
 			}
-			r[k++] = (struct region){a, b, kind};
+			r[k++] = (struct region){a, b, kind, 0};
 		}
 		line += len + (eol ? 1 : 0);
 	}
 	*n = k;
+	*capp = r ? cap : 0;
 	return r;
+}
+
+static void need_regions(struct pwalk *pw)
+{
+	if (!pw->reg_parsed) {
+		pw->reg_parsed = 1;
+		pw->reg = parse_regions(pw->p, &pw->nreg, &pw->regcap);
+	}
 }
 
 static const char *region_of(const struct pwalk *pw, uint64_t addr)
 {
-	for (size_t i = pw->nreg; i-- > 0;) /* later snapshots last: they win */
+	for (size_t i = pw->nreg; i-- > 0;) /* later snapshots (and what grew since) last: they win */
 		if (addr >= pw->reg[i].start && addr < pw->reg[i].end)
 			return pw->reg[i].kind;
 	return "unknown";
+}
+
+#define PAGE_UP(x) (((x) + 4095) & ~(uint64_t)4095)
+#define ARENA_GAP ((uint64_t)1 << 20) /* a block this close past a piece of the heap's memory grew it */
+
+/* The lowest start of a mapping (from the map) at or above addr: what a region growing up from
+ * below addr may not pass. */
+static uint64_t next_mapping(const struct pwalk *pw, uint64_t addr)
+{
+	uint64_t lim = UINT64_MAX;
+	for (size_t i = 0; i < pw->nreg; i++)
+		if (!pw->reg[i].inferred && pw->reg[i].start >= addr && pw->reg[i].start < lim)
+			lim = pw->reg[i].start;
+	return lim;
+}
+
+/* The C heap's memory as its blocks show it, so that an access is classified by the map as it
+ * was then, not as it was at start: the map is read at start (and after dlopen), while glibc
+ * grows its heap with brk (the [heap] mapping's end moves up) and maps thread arenas with mmap
+ * (grown by mprotect). A block just past the brk heap's end (within ARENA_GAP: a heap grows by
+ * its top chunk), below the next mapping, moves that end up to its last page; a block in no
+ * mapping at all is in memory the allocator mapped since: a "malloc arena" region, which the
+ * blocks just past it extend the same way. */
+static void grow_regions(struct pwalk *pw, uint64_t addr, uint64_t size)
+{
+	uint64_t end = PAGE_UP(addr + (size ? size : 1));
+	if (end <= addr)
+		return;
+	if (pw->grown && addr >= pw->reg[pw->grown - 1].start && end <= pw->reg[pw->grown - 1].end)
+		return; /* most blocks: inside the piece of the heap the last one was in */
+	struct region *r = NULL;
+	for (size_t i = pw->nreg; i-- > 0;) { /* the latest region at addr: it is known */
+		struct region *x = &pw->reg[i];
+		if (addr >= x->start && addr < x->end) {
+			if (!x->inferred && strcmp(x->kind, "brk heap"))
+				return; /* in a mapping that is not the heap's */
+			pw->grown = i + 1;
+			if (end <= x->end)
+				return;
+			r = x;
+			break;
+		}
+	}
+	for (size_t i = pw->nreg; !r && i-- > 0;) { /* one that may grow to it */
+		struct region *x = &pw->reg[i];
+		if (x->end <= addr && addr - x->end < ARENA_GAP && (x->inferred || !strcmp(x->kind, "brk heap")) &&
+		    next_mapping(pw, x->end) > addr)
+			r = x;
+	}
+	if (r) {
+		uint64_t lim = next_mapping(pw, r->end);
+		r->end = end < lim ? end : lim;
+		pw->grown = (size_t)(r - pw->reg) + 1;
+		return;
+	}
+	if (pw->nreg == pw->regcap) {
+		size_t cap = pw->regcap ? pw->regcap * 2 : 16;
+		struct region *nr = realloc(pw->reg, cap * sizeof(*nr));
+		if (!nr)
+			weft_oom("writing SQLite");
+		pw->reg = nr;
+		pw->regcap = cap;
+	}
+	pw->reg[pw->nreg++] = (struct region){addr & ~(uint64_t)4095, end, "malloc arena", 1};
+	pw->grown = pw->nreg;
+}
+
+/* ---- blocks ---- */
+
+static void block_row(struct pwalk *pw, const struct weft_live_block *b, uint64_t free_ts, int64_t free_utid,
+		      uint64_t free_serial)
+{
+	struct weft_sqlite_db *d = pw->d;
+	const char *heap = b->heap ? weft_site_name(pw->p, b->heap) : "malloc";
+	int64_t fslice = free_utid && free_serial ? (free_utid << 32) | (int64_t)free_serial : 0;
+	int64_t aslice = b->serial ? (b->thread << 32) | (int64_t)b->serial : 0;
+	weft_sq_row(&d->sq, &d->tab[T_ALLOC], "iiiizziittzz", (int64_t)b->id, pw->upid, b->thread, (int64_t)b->ts,
+		    (int64_t)free_ts, free_utid, (int64_t)b->addr, (int64_t)b->size, heap ? heap : "heap",
+		    weft_mem_fn_name(b->fn), aslice, fslice);
+}
+
+static void do_free(struct pwalk *pw, const struct sthread *s, uint32_t heap, uint64_t addr, uint64_t ts,
+		    uint64_t serial)
+{
+	struct weft_live_block *b = weft_livemap_find(&pw->live, heap, addr);
+	if (!b)
+		return; /* never seen allocated: before tracing, left out by threshold/sampling, or not the program's */
+	block_row(pw, b, ts ? ts : 1, s->utid, serial);
+	weft_livemap_remove(&pw->live, heap, addr);
+}
+
+static void do_alloc(struct pwalk *pw, const struct sthread *s, const struct item *it, uint64_t addr)
+{
+	if (weft_livemap_find(&pw->live, it->id, addr)) /* its free never came: ends here, in no slice */
+		do_free(pw, s, it->id, addr, it->ts, 0);
+	struct weft_live_block *b = weft_livemap_insert(&pw->live, it->id, addr, it->size, (uint64_t)++pw->d->next_alloc);
+	if (!b)
+		weft_oom("writing SQLite");
+	b->ts = it->ts;
+	b->serial = it->serial;
+	b->thread = s->utid;
+	b->fn = it->mfn;
+	if (pw->want_own && !it->id) { /* the C heap's growth, for the accesses' regions */
+		need_regions(pw);
+		grow_regions(pw, addr, it->size);
+	}
 }
 
 /* The thread with that tid that had begun by ts (the latest such: tids are reused). */
@@ -459,23 +550,18 @@ static struct sthread *thread_by_tid(struct pwalk *pw, uint32_t tid, uint64_t ts
 	return best ? best : any;
 }
 
-static void access_row(struct pwalk *pw, const struct item *it)
+static void write_access(struct pwalk *pw, const struct item *it, int64_t utid, int64_t slice,
+			 const struct weft_live_block *b)
 {
 	static const char *const src[] = {"?",	    "pagefault",   "pebs-load", "pebs-store",
 					  "ibs-op", "watch-write", "watch-rw"};
 	struct weft_sqlite_db *d = pw->d;
-	struct sthread *by = thread_by_tid(pw, it->id, it->ts);
-	int64_t utid = by ? by->utid : 0;
-	int64_t slice = by && by->nown ? (utid << 32) | (int64_t)by->own[by->nown - 1] : 0;
 	int hw = it->mfn >= 2 && it->mfn <= 4; /* latency (size) and data source (value) */
 	/* stores: PEBS stores and write-only watchpoints; PEBS loads; IBS says which in its data
 	 * source; page faults and read/write watchpoints cannot tell */
 	int64_t wr = it->mfn == 3 || it->mfn == 5 ? 1 : it->mfn == 2 ? 0 : hw ? weft_perf_data_src_is_write(it->value) : -1;
-	const struct weft_live_block *b = weft_livemap_containing(&pw->live, it->addr);
-	if (!b && !pw->reg_parsed) {
-		pw->reg_parsed = 1;
-		pw->reg = parse_regions(pw->p, &pw->nreg);
-	}
+	if (!b)
+		need_regions(pw);
 	const char *region = b ? (b->heap ? weft_site_name(pw->p, b->heap) : "malloc") : region_of(pw, it->addr);
 	const char *source = src[it->mfn < sizeof(src) / sizeof(src[0]) ? it->mfn : 0];
 	int64_t alloc = b ? (int64_t)b->id : 0;
@@ -487,8 +573,63 @@ static void access_row(struct pwalk *pw, const struct item *it)
 			    wr, source, (int64_t)it->addr2, alloc, slice, region);
 }
 
+/* The live block an access at addr belongs to: the innermost containing it, else the one whose
+ * chunk header (the 16 bytes before it, where malloc keeps its size) it is in. */
+static const struct weft_live_block *block_at(struct pwalk *pw, uint64_t addr)
+{
+	const struct weft_live_block *b = weft_livemap_containing(&pw->live, addr);
+	if (b || addr > UINT64_MAX - 16)
+		return b;
+	b = weft_livemap_containing(&pw->live, addr + 16);
+	return b && b->addr > addr ? b : NULL;
+}
+
+/* The accesses s held (in no live block when taken), now that its next record came: b the block
+ * that record allocated (NULL: it was no allocation). Those the call wrote join b; the rest are
+ * in no recorded block. */
+static void settle(struct pwalk *pw, struct sthread *s, const struct weft_live_block *b)
+{
+	for (size_t i = 0; i < s->npend; i++) {
+		const struct pending *pa = &s->pend[i];
+		int wrote = b && weft_mem_written_by_call(b->addr, b->size, pa->it.addr);
+		write_access(pw, &pa->it, s->utid, pa->slice, wrote ? b : NULL);
+	}
+	s->npend = 0;
+}
+
+static void access_row(struct pwalk *pw, const struct item *it)
+{
+	struct sthread *by = thread_by_tid(pw, it->id, it->ts);
+	int64_t utid = by ? by->utid : 0;
+	int64_t slice = by && by->nown ? (utid << 32) | (int64_t)by->own[by->nown - 1] : 0;
+	const struct weft_live_block *b = block_at(pw, it->addr);
+	if (b || !by || it->mfn >= 5) { /* (a watchpoint's address is the program's variable) */
+		write_access(pw, it, utid, slice, b);
+		return;
+	}
+	if (by->npend == WEFT_MEM_MAX_PENDING) { /* a thread with no record for long: the oldest go */
+		write_access(pw, &by->pend[0].it, utid, by->pend[0].slice, NULL);
+		memmove(by->pend, by->pend + 1, (by->npend - 1) * sizeof(*by->pend));
+		by->npend--;
+	}
+	GROW(by->pend, by->npend, by->pendcap);
+	by->pend[by->npend++] = (struct pending){*it, slice};
+}
+
 static void apply(struct pwalk *pw, struct sthread *s, const struct item *it)
 {
+	if (s->npend && (it->kind == WEFT_EV_ALLOC || it->kind == WEFT_EV_FREE || it->kind == WEFT_EV_REALLOC)) {
+		const struct weft_live_block *b = NULL;
+		if (it->kind == WEFT_EV_ALLOC || (it->kind == WEFT_EV_REALLOC && it->addr2)) {
+			if (it->kind == WEFT_EV_REALLOC && it->addr)
+				do_free(pw, s, it->id, it->addr, it->ts, it->serial);
+			do_alloc(pw, s, it, it->kind == WEFT_EV_ALLOC ? it->addr : it->addr2);
+			b = weft_livemap_find(&pw->live, it->id, it->kind == WEFT_EV_ALLOC ? it->addr : it->addr2);
+			settle(pw, s, b);
+			return;
+		}
+		settle(pw, s, NULL);
+	}
 	switch (it->kind) {
 	case WEFT_EV_BEGIN:
 		GROW(s->own, s->nown, s->owncap);
@@ -574,6 +715,8 @@ void weft_sqlite_walk_proc(struct weft_sqlite_db *d, size_t proc, struct weft_ex
 		if (a->key && a->is_end == 0 && pw.n)
 			async_row(&pw.th[0], a->aid, a->site, a->utid, a->ts, d->t->last_ns, 1);
 	}
+	for (size_t k = 0; k < pw.n; k++) /* accesses after a thread's last record */
+		settle(&pw, &pw.th[k], NULL);
 	weft_livemap_foreach(&pw.live, live_row, &pw); /* never freed */
 	for (size_t k = 0; k < pw.n; k++) {
 		struct sthread *s = &pw.th[k];
@@ -583,6 +726,7 @@ void weft_sqlite_walk_proc(struct weft_sqlite_db *d, size_t proc, struct weft_ex
 		free(s->stacks);
 		free(s->q);
 		free(s->own);
+		free(s->pend);
 	}
 	sum->dropped += weft_proc_dropped(p);
 	weft_livemap_free(&pw.live);

@@ -483,6 +483,8 @@ static void parse_meta(struct weft_trace *t, const char *name, const unsigned ch
 				memcpy(&p->access_lost, r + 16, 8);
 				memcpy(&p->access_throttled, r + 24, 8);
 				memcpy(&p->access_source, r, 4);
+				if (len >= 40)
+					memcpy(&p->access_own, r + 32, 8);
 				p->has_access = 1;
 			}
 			break;

@@ -117,6 +117,7 @@ struct weft_proc {
 	int has_rusage;                       /* RUSAGE record (at a clean stop) */
 	int has_access;                       /* ACCESS totals: memory access sampling ran */
 	uint64_t access_samples, access_lost, access_throttled;
+	uint64_t access_own;                  /* (1.6) samples left out: weft's own memory */
 	uint32_t access_source;               /* its source (enum weft_access_source; 0 unknown) */
 	int has_sched;                        /* SCHED record (1.5): sched=1 was asked for here */
 	uint32_t sched_mode, sched_cpus, sched_readers; /* mode: 0 unavailable, 1 tracepoints, 2 own switches */

@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <stdio.h>
+#include <sys/mman.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -78,6 +79,24 @@ void weft_pool_init(void)
 	pthread_mutex_unlock(&pool_lock);
 }
 
+#ifndef MADV_POPULATE_WRITE
+#define MADV_POPULATE_WRITE 23 /* Linux 5.14 */
+#endif
+
+/* With access sampling (mem_access=), a new chunk's pages are faulted in now, by the kernel
+ * (MADV_POPULATE_WRITE: no page-fault event), so that filling it is not sampled as the program's
+ * first touches of memory (collect/access.c leaves out what still is). An older kernel refuses:
+ * the pages fault as they fill. */
+static void prefault(char *data, size_t n)
+{
+	if (!weft_cfg.mem_access[0])
+		return;
+	uintptr_t page = 4096, a = (uintptr_t)data & ~(page - 1), b = ((uintptr_t)data + n + page - 1) & ~(page - 1);
+	int saved = errno;
+	madvise((void *)a, b - a, MADV_POPULATE_WRITE);
+	errno = saved;
+}
+
 static struct weft_chunk *chunk_new(void)
 {
 	struct weft_chunk *c = calloc(1, sizeof(*c));
@@ -87,6 +106,7 @@ static struct weft_chunk *chunk_new(void)
 		free(c);
 		return NULL;
 	}
+	prefault(c->data, chunk_bytes);
 	return c;
 }
 

@@ -165,6 +165,7 @@ int cmd_info(int argc, char **argv)
 			printf("  accesses: %s sampled: %llu samples, %llu lost, %llu throttled\n",
 			       src[p->access_source < 5 ? p->access_source : 0], (unsigned long long)p->access_samples,
 			       (unsigned long long)p->access_lost, (unsigned long long)p->access_throttled);
+			printf("            left out: %llu samples in weft's own memory\n", (unsigned long long)p->access_own);
 		}
 		if (p->has_sched && p->sched_mode == 1)
 			printf("  sched:    every task on %u CPUs (tracepoints sched_switch, sched_waking, task_newtask, "

@@ -534,6 +534,75 @@ class AccessSites(TraceTest):
                 self.assertRegex(text, r'uuid: %s\s*process \{\s*pid: \d+' % m.group(1))
 
 
+    def record_list(self, *args):
+        """tests/memory/linkedlist.c under --memory --mem-access=pagefault: the trace, its SQLite
+        export (open) and the .pftrace's access tracks ({name: final count})."""
+        data = os.path.join(self.tmp, "l.data")
+        p = run([WEFT, "record", "-q", "-o", data, "--memory", "--mem-access=pagefault", "--",
+                 os.path.join(BUILD, "memlist"), *args], cwd=self.tmp)
+        self.assertEqual(p.stdout, "built\n")
+        db = os.path.join(self.tmp, "l.db")
+        run([WEFT, "export", "-q", data, "-o", db])
+        con = sqlite3.connect(db)
+        self.addCleanup(con.close)
+        pf = os.path.join(data, "trace.pftrace")
+        self.tp_no_errors(pf)
+        tracks, = self.tp(pf, "select t.name, max(c.value) last from counter_track t join counter c "
+                              "on c.track_id = t.id where t.name like 'accesses: %' group by t.id")
+        return data, con, {r["name"]: r["last"] for r in tracks}
+
+    def test_faults_inside_malloc_join_their_block(self):
+        """build_list's faults (one per 4 KiB page of the growing heap, most taken inside malloc
+        before it returns the block; on the main thread the brk heap, on four threads after it
+        their arenas): on each thread >= 90% joined to a block build_list allocated, of the heap,
+        in SQLite and in the .pftrace's per-site track."""
+        data, con, tracks = self.record_list("threads")
+        rows = con.execute(
+            "select x.utid, count(*), count(x.allocation_id), sum(b.name = 'build_list'), "
+            "sum(x.region = 'malloc'), sum(x.region = 'unknown') from accesses x "
+            "join slices s on s.id = x.slice_id left join allocations a on a.id = x.allocation_id "
+            "left join slices b on b.id = a.slice_id where s.name = 'build_list' group by x.utid "
+            "order by count(*) desc").fetchall()
+        self.assertEqual(len(rows), 5)
+        for k, (utid, total, joined, own_site, malloc_region, unknown) in enumerate(rows):
+            with self.subTest(utid=utid):
+                pages = (200000 if k == 0 else 50000) * 64 // PAGE  # 56 bytes: 64-byte chunks
+                self.assertGreaterEqual(total, pages * 9 // 10)
+                self.assertGreaterEqual(joined, total * 9 // 10, (total, joined))
+                self.assertEqual(own_site, joined)
+                self.assertEqual(malloc_region, joined)
+                self.assertLessEqual(unknown, total // 100 + 1)
+        heaps = con.execute("select distinct a.heap from accesses x join allocations a on a.id = x.allocation_id "
+                            "join slices s on s.id = x.slice_id where s.name = 'build_list'").fetchall()
+        self.assertEqual(heaps, [("malloc",)])
+        # the .pftrace's track of the site is the same join
+        ref = dict(con.execute(
+            "select case when x.allocation_id is null then 'not in a recorded block' "
+            "else coalesce(b.name, '(no slice)') end, count(*) from accesses x "
+            "left join allocations a on a.id = x.allocation_id left join slices b on b.id = a.slice_id "
+            "group by 1").fetchall())
+        self.assertEqual({n[len("accesses: "):]: v for n, v in tracks.items()}, ref)
+        total = sum(r[1] for r in rows)
+        self.assertGreaterEqual(tracks["accesses: build_list"], total * 9 // 10)
+        # weft's own faults are left out (its buffers, filled by the function hooks and the
+        # allocation recorder; its sampler thread), and counted: no sample has an instruction or
+        # an address in the preload's mapping or comes from a weft thread, and what is not the
+        # program's blocks is a handful (stacks)
+        info = run([WEFT, "info", data]).stdout
+        self.assertRegex(info, r"left out: \d+ samples in weft's own memory")
+        with open(next(os.path.join(data, f) for f in os.listdir(data) if f.endswith(".wmeta")), "rb") as f:
+            maps = re.findall(rb"([0-9a-f]+)-([0-9a-f]+) \S+ \S+ \S+ \d+ +\S*libweft-preload\.so", f.read())
+        self.assertTrue(maps)
+        lo, hi = min(int(a, 16) for a, b in maps), max(int(b, 16) for a, b in maps)
+        inside, = con.execute("select count(*) from accesses where (ip >= ? and ip < ?) or (addr >= ? and addr < ?)",
+                              (lo, hi, lo, hi)).fetchone()
+        self.assertEqual(inside, 0)
+        weft_threads, = con.execute("select count(*) from accesses x join threads t using(utid) "
+                                    "where t.name like 'weft-%'").fetchone()
+        self.assertEqual(weft_threads, 0)
+        (n, outside), = con.execute("select count(*), count(*) - count(allocation_id) from accesses").fetchall()
+        self.assertLessEqual(outside, n // 50, (n, outside))
+
 class NamedHeaps(TraceTest, PoolCounters):
     """weft_heap_* in a program linked with libweft, no preloading: runs in every build."""
 
