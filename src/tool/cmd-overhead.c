@@ -13,6 +13,7 @@
  * measurement: it is reported, the runs before it are shown, and the exit status is 1.
  */
 #include "tool/cmd.h"
+#include "tool/outfile.h"
 #include "tool/textout.h"
 #include <sqlite3.h>
 #include <errno.h>
@@ -423,6 +424,10 @@ int cmd_overhead(int argc, char **argv)
 			       !n ? "missing -n N" : "no program given");
 		return WEFT_EXIT_USAGE;
 	}
+	struct weft_outfile dbf; /* updated in place: a regular file (or a new one), never a device */
+	int orc = db ? weft_outfile_open(&dbf, "overhead", db, NULL, WEFT_OUT_REGULAR_ONLY) : 0;
+	if (orc)
+		return orc;
 	char preload[PATH_MAX] = "";
 	for (int i = 0; i < nsel; i++)
 		if (modes[sel[i]].options && !weft_cli_find_preload(preload, sizeof(preload))) {
@@ -500,7 +505,7 @@ int cmd_overhead(int argc, char **argv)
 		print_text(argv + optind, n, seed, r, nsel);
 	else
 		print_machine(r, nsel, fmt == 2);
-	if (db && save_runs(db, argv[optind], order, samples, total))
+	if (db && save_runs(dbf.path, argv[optind], order, samples, total))
 		code = WEFT_EXIT_FAIL;
 	free(order), free(samples), free(values);
 	return code;

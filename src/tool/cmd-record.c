@@ -7,6 +7,7 @@
  * converted to DIR/trace.pftrace and one line says what was recorded.
  */
 #include "tool/cmd.h"
+#include "tool/outfile.h"
 #include "export/export.h"
 #include "lib/internal.h" /* weft_glob_check */
 #include "collect/counters.h"
@@ -677,16 +678,26 @@ int cmd_record(int argc, char **argv)
 	char out[PATH_MAX + 32] = "";
 	if (convert) {
 		snprintf(out, sizeof(out), "%s/trace.pftrace", dir);
-		FILE *f = fopen(out, "wb");
+		struct weft_outfile of; /* written whole, then renamed (outfile.c) */
+		int xrc = weft_outfile_open(&of, "record", out, dir, WEFT_OUT_PFTRACE_OK);
+		FILE *f = xrc ? NULL : fdopen(of.fd, "wb");
 		struct weft_export_summary s;
-		if (!f || weft_export_pftrace(t, f, 2, WEFT_PFTRACE_DEFLATE, &s, err, sizeof(err))) {
-			weft_cli_error("record", "cannot write %s: %s", out, f ? err : strerror(errno));
-			if (f)
-				fclose(f);
+		if (f) {
+			of.fd = -1; /* f's now */
+			xrc = weft_export_pftrace(t, f, 2, WEFT_PFTRACE_DEFLATE, &s, err, sizeof(err));
+			if (fclose(f) && !xrc)
+				xrc = snprintf(err, sizeof(err), "%s", strerror(errno));
+			if (xrc)
+				weft_cli_error("record", "cannot write %s: %s", out, err);
+		} else if (!xrc) {
+			weft_cli_error("record", "cannot write %s: %s", out, strerror(errno));
+			xrc = -1;
+		}
+		if (xrc || weft_outfile_commit(&of)) {
+			weft_outfile_abort(&of);
 			weft_trace_free(t);
 			return code ? code : WEFT_EXIT_FAIL;
 		}
-		fclose(f);
 		if (s.bad_chunks)
 			weft_cli_warn_undecoded("record", s.bad_chunks, s.bad_why, out);
 		size_t funcs = 0; /* the conversion named every function address it met */
