@@ -110,7 +110,7 @@ static void help(FILE *f)
 		"                          tasks            each asyncio Task as an async slice from its\n"
 		"                                           creation to its end, named after its coroutine\n"
 		"      --options OPTS      further WEFT_OPTIONS, key=value:key=value\n"
-		"  -q, --quiet             no summary line\n"
+		"  -q, --quiet             no summary line, no hints\n"
 		"  -h, --help              this text\n\n"
 		"Exit status: the program's (128+N if signal N ended it); 1 if weft failed, 2 usage,\n"
 		"127 if the program could not be run.\n");
@@ -708,7 +708,9 @@ int cmd_record(int argc, char **argv)
 				       "run with -S, -I or -E, which skip weft's start-up hook)?", argv[optind]);
 		else if (python)
 			; /* Python calls are what was asked for: native functions are a bonus */
-		else if (!funcs && !strstr(extra, ":memory=1") && !strstr(extra, ":mem_access=") && !watch[0] &&
+		else if (quiet)
+			; /* -q: no hints */
+		else if (!funcs && !events && !strstr(extra, ":memory=1") && !strstr(extra, ":mem_access=") && !watch[0] &&
 			 !strstr(extra, ":sched=1") &&
 			 !strstr(extra, ":cpu_mem=1") && !strstr(extra, ":power=1") && !strstr(extra, ":gpu=1")) {
 			const char *base = strrchr(argv[optind], '/') ? strrchr(argv[optind], '/') + 1 : argv[optind];
