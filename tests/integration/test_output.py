@@ -247,5 +247,19 @@ class OutputFiles(TraceTest):
         self.assertTrue(stat.S_ISCHR(os.lstat(null).st_mode))
 
 
+class Reproducible(TraceTest):
+    def test_converting_twice_gives_the_same_bytes(self):
+        # four threads of 300,000 events: each thread's sequence is several 1 MiB batches,
+        # which the two encoding threads used to write in whatever order they finished them
+        data, _ = self.record("stress", [4, 300000])
+        for ext in ("pftrace", "json"):
+            outs = []
+            for i, jobs in enumerate(("2", "2", "2", "4", "1")):
+                out, _ = self.convert(data, f"r{i}.{ext}", "-q", "-j", jobs)
+                with open(out, "rb") as f:
+                    outs.append(hashlib.sha256(f.read()).hexdigest())
+            self.assertEqual(len(set(outs)), 1, f"{ext}: {outs}")
+
+
 if __name__ == "__main__":
     main()
