@@ -202,7 +202,7 @@ static int is_trace_dir(const char *dir)
 	struct dirent *e;
 	while (ok && (e = readdir(d))) {
 		ok = !strcmp(e->d_name, ".") || !strcmp(e->d_name, "..") || !strcmp(e->d_name, "trace.pftrace") ||
-		     weft_is_trace_file(e->d_name);
+		     !strncmp(e->d_name, ".trace.pftrace.weft-", 20) || weft_is_trace_file(e->d_name);
 	}
 	closedir(d);
 	return ok;
@@ -217,7 +217,8 @@ static int remove_trace_dir(const char *dir)
 		return -errno;
 	struct dirent *e;
 	while ((e = readdir(d))) {
-		if (!strcmp(e->d_name, "trace.pftrace") || weft_is_trace_file(e->d_name)) {
+		if (!strcmp(e->d_name, "trace.pftrace") || weft_is_trace_file(e->d_name) ||
+		    !strncmp(e->d_name, ".trace.pftrace.weft-", 20)) { /* (a conversion cut short: outfile.c) */
 			char p[PATH_MAX + 300];
 			snprintf(p, sizeof(p), "%s/%s", dir, e->d_name);
 			unlink(p);

@@ -101,7 +101,7 @@ int weft_outfile_open(struct weft_outfile *o, const char *cmd, const char *path,
 	const char *dir = dirname(dbuf), *base = basename(bbuf);
 	struct stat sp;
 	if (stat(dir, &sp)) {
-		weft_cli_error(cmd, "cannot write %s: %s: %s", path, dir, strerror(errno));
+		weft_cli_error(cmd, "cannot write %s: %s", path, strerror(errno));
 		return WEFT_EXIT_FAIL;
 	}
 	struct stat sd;
