@@ -494,7 +494,7 @@ static int do_free(struct replay *rp, struct weft_mem_heap *h, struct rec *r, ui
 	struct block *b = tfind(&rp->blocks, k);
 	if (!b) {
 		if (h->id && !strcmp(h->name, "mmap"))
-			; /* munmap of a mapping not made by the program's mmap (a file, glibc's own) */
+			h->foreign_frees++; /* munmap of a mapping not made by the program's mmap (a file, glibc's own) */
 		else if (rp->filtered)
 			h->unrecorded_frees++;
 		else
@@ -546,7 +546,12 @@ static void do_alloc(struct replay *rp, struct weft_mem_heap *h, struct rec *r, 
 		do_free(rp, h, &tmp, thread, addr);
 	}
 	uint64_t bytes, count;
-	scaled(rp, size, &bytes, &count);
+	if (h->id) { /* only the C heap is sampled: mappings and named heaps are whole */
+		bytes = size;
+		count = 1;
+	} else {
+		scaled(rp, size, &bytes, &count);
+	}
 	struct block *b = tinsert(&rp->blocks, k);
 	b->size = bytes;
 	b->count = count;
@@ -599,15 +604,14 @@ static void apply(struct replay *rp, struct rec *r, uint32_t thread, uint64_t or
 	}
 	switch (r->type) {
 	case WEFT_EV_ALLOC:
-		mp->alloc_calls++;
+		h->alloc_calls++;
 		do_alloc(rp, h, r, thread, r->addr, r->size, order);
 		break;
 	case WEFT_EV_FREE:
-		mp->free_calls++;
-		do_free(rp, h, r, thread, r->addr);
+		h->free_calls += (uint64_t)do_free(rp, h, r, thread, r->addr); /* the others: counted apart */
 		break;
 	case WEFT_EV_REALLOC:
-		mp->realloc_calls++;
+		h->realloc_calls++;
 		if (r->addr)
 			do_free(rp, h, r, thread, r->addr);
 		if (r->addr2)
@@ -788,6 +792,47 @@ static int cmp_dump(const void *a, const void *b)
 	return x->ts < y->ts ? -1 : x->ts > y->ts ? 1 : x->at_peak - y->at_peak;
 }
 
+/* memory_stacks: is this frame the allocator's own, not where an allocation came from? The
+ * allocation functions and their C++ layers: operator new/new[] (aligned and nothrow alike), the
+ * C allocation functions and weft's own (a wrapper's frame names the wrapper), std::allocator,
+ * __gnu_cxx::new_allocator, std::__new_allocator, allocator_traits, and the rest of the C++
+ * library's templates a container or string allocates through (std::, __gnu_cxx::). A name is
+ * judged by its qualified name: the return type and the parameter list left out. */
+static int allocator_frame(const char *name)
+{
+	static const char *const c_fns[] = {"malloc", "calloc", "realloc", "reallocarray", "free", "cfree",
+					    "memalign", "aligned_alloc", "posix_memalign", "valloc", "pvalloc",
+					    "strdup", "strndup", "__strdup", "__strndup", "__libc_malloc",
+					    "__libc_calloc", "__libc_realloc", "__libc_memalign"};
+	/* the qualified name: up to the parameter list (a '(' outside <>), after the return type (the
+	 * last space outside <> before it) */
+	size_t end = 0, start = 0;
+	int depth = 0;
+	for (; name[end] && !(name[end] == '(' && !depth); end++) {
+		if (name[end] == '<')
+			depth++;
+		else if (name[end] == '>' && depth)
+			depth--;
+		else if (name[end] == ' ' && !depth)
+			start = end + 1;
+	}
+	if (end >= 12 && !strncmp(name + end - 12, "operator new", 12))
+		return 1;
+	if (end >= 14 && !strncmp(name + end - 14, "operator new[]", 14))
+		return 1;
+	if (end >= 15 && !strncmp(name + end - 15, "operator delete", 15))
+		return 1;
+	const char *q = name + start;
+	size_t n = end - start;
+	if ((n > 5 && !strncmp(q, "std::", 5)) || (n > 11 && !strncmp(q, "__gnu_cxx::", 11)) ||
+	    (n > 5 && !strncmp(q, "weft_", 5)))
+		return 1;
+	for (size_t i = 0; i < sizeof(c_fns) / sizeof(c_fns[0]); i++)
+		if (strlen(c_fns[i]) == n && !strncmp(q, c_fns[i], n))
+			return 1;
+	return 0;
+}
+
 /* memory_stacks: each distinct call stack as an interned stack of function frames (outermost
  * first, named by the process's symbols; a return address is looked up one byte back, inside
  * the call), then every record that has one takes it instead of its slice stack. */
@@ -797,7 +842,7 @@ static void resolve_stacks(struct weft_mem_proc *mp, struct frame_map *fm, struc
 		return;
 	struct weft_proc *p = (struct weft_proc *)mp->p; /* frame names become sites of the process */
 	struct weft_symtab *st = weft_symtab_open(p);
-	struct { uint64_t pc; uint32_t site; } *pcs = NULL; /* pc -> site */
+	struct { uint64_t pc; uint32_t site; int alloc; } *pcs = NULL; /* pc -> site, allocator's frame */
 	size_t pcap = 0, npcs = 0;
 	struct { const char *name; uint32_t site; } *names = NULL; /* name -> site, linear per pc miss */
 	size_t ncap = 0, nnames = 0;
@@ -807,13 +852,16 @@ static void resolve_stacks(struct weft_mem_proc *mp, struct frame_map *fm, struc
 			continue;
 		/* names, innermost first; a return address outside every mapped file ends the stack
 		 * (past it the walk read a frame pointer the code did not keep) */
-		uint32_t sites[64], depth = 0;
+		uint32_t sites[64], depth = 0, inner_alloc = 0;
 		for (uint32_t k = 0; k < f->n && k < 64; k++) {
 			uint64_t pc = f->pcs[k];
 			uint32_t site = 0;
+			int alloc = 0;
 			for (size_t j = 0; j < npcs && !site; j++) /* stacks share most pcs: few distinct */
-				if (pcs[j].pc == pc)
+				if (pcs[j].pc == pc) {
 					site = pcs[j].site;
+					alloc = pcs[j].alloc;
+				}
 			if (!site) {
 				char name[1024];
 				if (st)
@@ -831,16 +879,22 @@ static void resolve_stacks(struct weft_mem_proc *mp, struct frame_map *fm, struc
 					names[nnames].name = weft_site_name(p, site);
 					names[nnames++].site = site;
 				}
+				alloc = site != UINT32_MAX && allocator_frame(name);
 				GROW(pcs, npcs, pcap);
 				pcs[npcs].pc = pc;
+				pcs[npcs].alloc = alloc;
 				pcs[npcs++].site = site;
 			}
 			if (site == UINT32_MAX)
 				break;
+			if (depth == inner_alloc && alloc)
+				inner_alloc++; /* still in the allocator's own frames */
 			sites[depth++] = site;
 		}
-		uint32_t stack = 0;
-		while (depth)
+		/* named by where the allocation came from: the allocator's frames innermost are left out
+		 * (all of them, when nothing else is known: then the stack stays whole) */
+		uint32_t stack = 0, first = inner_alloc < depth ? inner_alloc : 0;
+		while (depth > first)
 			stack = intern(mp, stack, sites[--depth]);
 		f->stack = stack;
 	}
@@ -888,6 +942,132 @@ static void access_points(struct weft_mem_proc *mp)
 	mp->naccesses = out;
 }
 
+/* ---- a fork child's inherited slices ----
+ * The child's main thread goes on from the forking thread's state: the slices open there at the
+ * fork (FORK record: which thread, when) are open in the child too, and its allocations made in
+ * them are theirs. The parent's stack at that moment is read from the parent's thread; the
+ * child's walk of that thread begins with those slices begun (BEGIN records fed to the walker
+ * first, with the child's site of the same name), so the child's own exits of them end them.
+ * Their serials are far above the thread's own, which stay those every other walk gives. */
+#define INHERIT_MAX 256
+#define INHERIT_SERIAL (UINT64_C(1) << 62)
+
+struct inherit {
+	const struct weft_proc *parent;
+	uint64_t fork_ns;
+	uint32_t ids[INHERIT_MAX];
+	uint64_t serials[INHERIT_MAX];
+	size_t n, deep; /* deep: levels beyond INHERIT_MAX */
+	int past;       /* an event after the fork was seen: the rest of the walk is not needed */
+};
+
+static void on_parent_event(void *ud, const struct weft_ev *ev)
+{
+	struct inherit *in = ud;
+	if (ev->ts > in->fork_ns)
+		in->past = 1;
+	if (in->past || ev->track)
+		return;
+	if (ev->kind == WEFT_EV_BEGIN) {
+		if (in->n < INHERIT_MAX) {
+			in->ids[in->n] = ev->id;
+			in->serials[in->n++] = ev->serial;
+		} else {
+			in->deep++;
+		}
+	} else if (ev->kind == WEFT_EV_END) {
+		if (in->deep) {
+			in->deep--;
+			return;
+		}
+		while (in->n && in->serials[in->n - 1] != ev->serial)
+			in->n--;
+		if (in->n)
+			in->n--;
+	}
+}
+
+/* The child's site for the parent's site `id` (by name; added when the child has none). */
+static uint32_t child_site(struct weft_proc *child, const struct weft_proc *parent, uint32_t id)
+{
+	const char *name = weft_site_name(parent, id);
+	if (!name)
+		return 0;
+	for (size_t i = 1; i < child->nsites; i++)
+		if (child->sites[i].defined && child->sites[i].name && !strcmp(child->sites[i].name, name))
+			return (uint32_t)i;
+	return weft_proc_add_site(child, name, "");
+}
+
+/* The slices open on the forking thread at the fork, as the child's sites (outermost first);
+ * 0 when p is not a fork child of a process in the trace, or nothing was open. */
+static size_t inherited_stack(const struct weft_trace *t, const struct weft_proc *p, uint32_t *ids,
+			      uint64_t *fork_ns)
+{
+	if (!p->fork_tid)
+		return 0;
+	struct inherit in = {.fork_ns = weft_proc_ns(p, p->fork_ticks)};
+	for (size_t i = 0; i < t->nprocs; i++) { /* the parent: the latest image started before the fork */
+		const struct weft_proc *q = &t->procs[i];
+		if (q != p && q->pid == p->ppid && (!q->start_ns || q->start_ns <= in.fork_ns) &&
+		    (!in.parent || q->gen > in.parent->gen))
+			in.parent = q;
+	}
+	if (!in.parent)
+		return 0;
+	const struct weft_thread_data *th = NULL;
+	for (size_t i = 0; i < in.parent->nthreads && !th; i++)
+		if (in.parent->threads[i].tid == p->fork_tid)
+			th = &in.parent->threads[i];
+	if (!th)
+		return 0;
+	uint64_t *buf = NULL;
+	size_t cap = 0, nw;
+	const char *why;
+	struct weft_walk_stats st = {0};
+	struct weft_walker w;
+	weft_walker_init(&w, in.parent, on_parent_event, &in, &st);
+	for (size_t c = 0; c < th->nchunks && !in.past; c++) /* up to the fork only */
+		if (!weft_chunk_decode_prepared(&th->chunks[c], in.parent, &buf, &cap, &nw, &why))
+			weft_walker_feed_prepared(&w, buf, nw);
+	weft_walker_finish(&w, t->last_ns);
+	free(buf);
+	for (size_t k = 0; k < in.n; k++)
+		ids[k] = child_site((struct weft_proc *)p, in.parent, in.ids[k]); /* sites of the child, as symbols do */
+	*fork_ns = in.fork_ns;
+	return in.n;
+}
+
+/* weft_walk_thread, with the inherited slices begun first. */
+static void walk_inheriting(const struct weft_trace *t, const struct weft_proc *p, const struct weft_thread_data *th,
+			    const uint32_t *ids, size_t n, uint64_t ts, weft_ev_fn fn, void *ud,
+			    struct weft_walk_stats *st, uint64_t **buf, size_t *cap)
+{
+	struct weft_walker w;
+	weft_walker_init(&w, p, fn, ud, st);
+	uint64_t seed[2 * INHERIT_MAX];
+	size_t k = 0;
+	for (size_t i = 0; i < n; i++)
+		if (ids[i]) {
+			seed[2 * k] = ts;
+			seed[2 * k + 1] = (uint64_t)ids[i] | ((uint64_t)WEFT_R_BEGIN << 32);
+			k++;
+		}
+	w.next_serial = INHERIT_SERIAL;
+	weft_walker_feed_prepared(&w, seed, 2 * k);
+	w.next_serial = 0;
+	for (size_t c = 0; c < th->nchunks; c++) {
+		size_t nw;
+		const char *why;
+		int rc = weft_chunk_decode_prepared(&th->chunks[c], p, buf, cap, &nw, &why);
+		if (rc)
+			weft_walk_stats_refused(st, rc, why);
+		else
+			weft_walker_feed_prepared(&w, *buf, nw);
+	}
+	weft_walker_finish(&w, t->last_ns);
+}
+
 static int has_heaps(const struct weft_proc *p)
 {
 	if (p->mem_recorded || p->has_access)
@@ -916,6 +1096,10 @@ static void analyze_proc(const struct weft_trace *t, struct weft_mem_proc *mp, w
 	uint64_t *buf = NULL;
 	size_t cap = 0;
 	struct frame_map fm = {0};
+	uint32_t inherited[INHERIT_MAX];
+	uint64_t fork_ns = 0;
+	size_t ninherited = inherited_stack(t, p, inherited, &fork_ns);
+	int seeded = 0;
 	for (size_t i = 0; i < p->nthreads; i++) {
 		struct collect *c = &rp.threads[i];
 		c->mp = mp;
@@ -923,7 +1107,12 @@ static void analyze_proc(const struct weft_trace *t, struct weft_mem_proc *mp, w
 		c->acc = &rp.acc;
 		c->mt = &mp->threads[i];
 		struct weft_walk_stats st = {0};
-		weft_walk_thread(p, &p->threads[i], t->last_ns, on_event, c, &st, &buf, &cap);
+		if (ninherited && !seeded && p->threads[i].tid == (uint32_t)p->pid) { /* the forking thread's continuation */
+			seeded = 1;
+			walk_inheriting(t, p, &p->threads[i], inherited, ninherited, fork_ns, on_event, c, &st, &buf, &cap);
+		} else {
+			weft_walk_thread(p, &p->threads[i], t->last_ns, on_event, c, &st, &buf, &cap);
+		}
 		for (size_t s = 0; s < c->nstacks; s++)
 			free(c->stacks[s].e);
 		free(c->stacks);
@@ -963,6 +1152,12 @@ static void analyze_proc(const struct weft_trace *t, struct weft_mem_proc *mp, w
 		apply(&rp, r, th, o);
 	}
 	join_accesses(&rp, 0, 1);
+	for (size_t i = 0; i < mp->nheaps; i++) /* the process's calls: the C heap's */
+		if (!mp->heaps[i].id) {
+			mp->alloc_calls = mp->heaps[i].alloc_calls;
+			mp->realloc_calls = mp->heaps[i].realloc_calls;
+			mp->free_calls = mp->heaps[i].free_calls;
+		}
 	dump(mp, mp->last_ts, 0, NULL);
 	for (size_t i = 0; i < mp->nheaps; i++) {
 		flush_bucket(&mp->heaps[i]);
@@ -1086,6 +1281,31 @@ const struct weft_mem_slice *weft_mem_slice(const struct weft_mem_proc *mp, size
 			hi = mid;
 	}
 	return lo < mt->nslices && mt->slices[lo].serial == serial ? &mt->slices[lo] : NULL;
+}
+
+const char *weft_mem_why_none(const struct weft_trace *t, int pid, char *buf, size_t n)
+{
+	const struct weft_proc *p = NULL;
+	for (size_t i = 0; i < t->nprocs && !p; i++)
+		if ((!pid || t->procs[i].pid == pid) && t->procs[i].mem_recorded)
+			p = &t->procs[i];
+	if (!p)
+		snprintf(buf, n, "no memory records %s (record with 'weft record --memory', or use weft_heap_* in "
+			 "the program)", pid ? "of that process" : "in the trace");
+	else if (p->mem_not_interposed)
+		snprintf(buf, n, "no allocation was recorded: the program's own malloc (%s) came before weft's",
+			 p->mem_allocator ? p->mem_allocator : "?");
+	else if (p->mem_sample)
+		snprintf(buf, n, "no allocation was sampled (memory_sample=%llu: one sample per %llu bytes on "
+			 "average; a smaller --memory=sample:N samples more)", (unsigned long long)p->mem_sample,
+			 (unsigned long long)p->mem_sample);
+	else if (p->mem_threshold)
+		snprintf(buf, n, "no block of at least %llu bytes was allocated (memory_threshold=%llu)",
+			 (unsigned long long)p->mem_threshold, (unsigned long long)p->mem_threshold);
+	else
+		snprintf(buf, n, "no allocation was recorded (memory was recorded: the program allocated nothing "
+			 "while tracing was on)");
+	return buf;
 }
 
 const char *weft_mem_fn_name(unsigned fn)

@@ -6,7 +6,12 @@
  * contribution, leaked at exit, temporary), cumulative heap-profile dumps, a size histogram
  * and what could not be matched. Used by the .pftrace and JSON writers and `weft report
  * --memory`. Sampled traces (memory_sample) are scaled back here: every figure is an unbiased
- * estimate of the whole program's.
+ * estimate of the whole program's (the C heap's: mappings and named heaps are not sampled).
+ * A fork child's main thread starts inside the slices open on the parent's forking thread at
+ * the fork (FORK record): its allocations there are charged to them. With memory_stacks, a
+ * block's stack leaves out the allocator's own innermost frames (operator new, malloc wrappers,
+ * the C++ library's allocator and container templates): it is named by its caller. Frees are
+ * counted per heap, of blocks recorded as allocated; the others are counted apart.
  *
  * Sampled memory accesses (mem_access) are replayed with the allocation records, in time order:
  * each is joined to the block live at its address at that moment (the innermost of those that
@@ -21,6 +26,9 @@
 #include "format/reader.h"
 #include <stddef.h>
 #include <stdint.h>
+
+/* What every output calls the blocks allocated outside any slice (stack 0). */
+#define WEFT_MEM_NO_SLICE "[outside any slice]"
 
 /* A slice's own memory traffic (not its children's): keyed by (thread, serial). */
 struct weft_mem_slice {
@@ -86,6 +94,9 @@ struct weft_mem_heap {
 	uint64_t unknown_frees;        /* of blocks never seen allocated */
 	uint64_t unrecorded_frees;     /* of blocks left out by threshold/sampling (expected) */
 	uint64_t missed_frees;         /* a block allocated at an address still live: its free was not seen */
+	uint64_t foreign_frees;        /* munmaps of mappings the program's mmap never made (files, libraries) */
+	uint64_t alloc_calls, realloc_calls; /* records of this heap (sampled: as recorded) */
+	uint64_t free_calls;           /* frees of blocks recorded as allocated (the rest: counted above) */
 	uint64_t peak_event;           /* index (in replay order) of the event that made the peak */
 	/* replay: the counter bucket being filled (see point() in memory.c) */
 	uint64_t bucket_start, bucket_n, bucket_max, bucket_max_ts, bucket_max_peak;
@@ -108,7 +119,7 @@ struct weft_mem_proc {
 	size_t nstacks, stack_cap;
 	struct weft_mem_heap *heaps;
 	size_t nheaps;
-	uint64_t alloc_calls, free_calls, realloc_calls; /* records (sampled: as recorded) */
+	uint64_t alloc_calls, free_calls, realloc_calls; /* the C heap's (malloc's) calls, as its heap's */
 	uint64_t first_ts, last_ts;
 	uint64_t hist[64];             /* allocations by size: bucket k holds [2^(k-1), 2^k) */
 	double scale_note;             /* sampling: mean bytes per sample (0: exact) */
@@ -163,6 +174,10 @@ void weft_mem_free(struct weft_mem *m);
 const struct weft_mem_proc *weft_mem_for(const struct weft_mem *m, const struct weft_proc *p);
 /* A slice's own figures (thread = index in p->threads), or NULL when it had none. */
 const struct weft_mem_slice *weft_mem_slice(const struct weft_mem_proc *mp, size_t thread, uint64_t serial);
+/* Why process pid (0: any) has no memory records to show, in one line (no allocation was sampled,
+ * none reached the threshold, the program's own malloc came first, or memory was not recorded)
+ * written into buf; returns buf. */
+const char *weft_mem_why_none(const struct weft_trace *t, int pid, char *buf, size_t n);
 /* The heap's display name for counters: "heap" for the C heap, else "heap NAME". */
 const char *weft_mem_fn_name(unsigned fn);
 

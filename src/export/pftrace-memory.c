@@ -5,7 +5,7 @@
  *     heaps, and "NAME reported live/cached/requested bytes" from weft_heap_usage;
  *   sampled memory accesses per process, cumulative counts: "memory accesses sampled (page
  *     faults)" all of them, "accesses: SITE" those in blocks allocated under slice SITE
- *     ("accesses: (no slice)": allocated outside any slice), "accesses: not in a recorded block"
+ *     ("accesses: [outside any slice]": allocated outside any slice), "accesses: not in a recorded block"
  *     the rest (analysis/memory.h says how they are joined);
  *   a slice's own allocation figures as args on its end (mem.alloc_count, mem.alloc_bytes,
  *     mem.free_count, mem.freed_bytes; trace_processor merges them into the slice's args);
@@ -74,7 +74,7 @@ void weft_pf_mem_tracks(struct pb *b, const struct weft_mem_proc *mp, uint64_t p
 			      UNIT_COUNT);
 	for (size_t i = 0; i < mp->naccess_sites; i++) {
 		uint32_t site = mp->access_sites[i].site;
-		const char *sn = site ? weft_site_name(mp->p, site) : "(no slice)";
+		const char *sn = site ? weft_site_name(mp->p, site) : WEFT_MEM_NO_SLICE;
 		if (sn)
 			snprintf(name, sizeof(name), "accesses: %s", sn);
 		else
@@ -189,7 +189,7 @@ static void interned_stacks(struct pb *b, const struct weft_mem_proc *mp, uint32
 		int root = id == 0;
 		if (!root && !need[id])
 			continue;
-		const char *name = root ? "[outside any slice]" : weft_site_name(p, (uint32_t)id);
+		const char *name = root ? WEFT_MEM_NO_SLICE : weft_site_name(p, (uint32_t)id);
 		if (!name) {
 			snprintf(buf, sizeof(buf), "site#%zu", id);
 			name = buf;

@@ -5,7 +5,7 @@
  * The memory analysis (analysis/memory.h) hands over every block's life: its allocation and
  * free times, its bytes (scaled as the heap's own figures are, for sampled traces, so the top
  * edge is the same live-bytes curve the heap's counter shows) and the site of the innermost
- * slice open on the allocating thread (0: none, drawn as "(no slice)"). Each life becomes two
+ * slice open on the allocating thread (0: none, drawn as "[outside any slice]"). Each life becomes two
  * steps, +bytes at the allocation and -bytes at the free (a block never freed lives to the end),
  * sorted by time: per site, a step curve of live bytes.
  *
@@ -183,10 +183,13 @@ int weft_plot_heap(const struct weft_trace *t, const struct weft_plot_opts *o, c
 	cairo_t *cr = NULL;
 	cairo_surface_t *sf = NULL;
 	if (!mp) {
-		if (o->pid)
-			snprintf(err, errlen, "no memory records of process %d", o->pid);
+		size_t i = 0;
+		while (o->pid && i < t->nprocs && t->procs[i].pid != o->pid)
+			i++;
+		if (o->pid && i == t->nprocs)
+			snprintf(err, errlen, "no process %d in the trace", o->pid);
 		else
-			snprintf(err, errlen, "no memory records in the trace");
+			weft_mem_why_none(t, o->pid, err, errlen);
 		goto out;
 	}
 	const struct weft_proc *p = mp->p;
@@ -194,6 +197,11 @@ int weft_plot_heap(const struct weft_trace *t, const struct weft_plot_opts *o, c
 	for (size_t k = 0; k < mp->nheaps && !h; k++)
 		if (!strcmp(mp->heaps[k].name, heap_name))
 			h = &mp->heaps[k];
+	if (!h && !strcmp(heap_name, "malloc") && p->mem_recorded) { /* e.g. only mmap records */
+		weft_mem_why_none(t, p->pid, err, errlen);
+		rc = -ENOENT;
+		goto out;
+	}
 	if (!h) {
 		int n = snprintf(err, errlen, "process %d has no heap '%s' (its heaps:", p->pid, heap_name);
 		for (size_t k = 0; k < mp->nheaps && n > 0 && (size_t)n < errlen; k++)
@@ -394,38 +402,54 @@ int weft_plot_heap(const struct weft_trace *t, const struct weft_plot_opts *o, c
 	double lx = right + 20, ly = top_y + 4;
 	cairo_set_source_rgb(cr, 0, 0, 0);
 	weft_draw_text(cr, lx, ly, "allocating slice (its peak)", 11);
+	/* the labels first: fitted together (two names never look the same) */
+	char (*labels)[256] = calloc(nbands + 1, sizeof(*labels)), (*names)[64] = calloc(nbands + 1, sizeof(*names));
+	char (*sizes)[48] = calloc(nbands + 1, sizeof(*sizes));
+	const char **lnames = calloc(nbands + 1, sizeof(*lnames)), **lsuffix = calloc(nbands + 1, sizeof(*lsuffix));
+	if (!labels || !names || !sizes || !lnames || !lsuffix)
+		weft_oom("drawing the plot");
+	for (size_t k = 0; k < nbands; k++) {
+		char size[32];
+		fmt_bytes(bs.peak[k], size, sizeof(size));
+		lnames[k] = "other";
+		if (k < nnamed) {
+			uint32_t site = sites[rk[k].idx];
+			lnames[k] = site ? weft_site_name(p, site) : WEFT_MEM_NO_SLICE;
+			if (!lnames[k]) {
+				snprintf(names[k], sizeof(names[k]), "site %" PRIu32, site);
+				lnames[k] = names[k];
+			}
+			snprintf(sizes[k], sizeof(sizes[k]), " %s", size);
+		} else {
+			snprintf(sizes[k], sizeof(sizes[k]), " (%zu slices) %s", nr - nnamed, size);
+		}
+		lsuffix[k] = sizes[k];
+	}
+	weft_draw_fit_labels(cr, lnames, lsuffix, nbands, 10, W - 8 - (lx + 16), labels);
 	for (size_t j = 0; j < nbands; j++) {
 		size_t k = nbands - 1 - j;
 		ly += 18;
 		cairo_set_source_rgb(cr, rgb[k][0] / 255.0, rgb[k][1] / 255.0, rgb[k][2] / 255.0);
 		cairo_rectangle(cr, lx, ly - 10, 12, 12);
 		cairo_fill(cr);
-		char name[64];
-		const char *nm = "other";
-		size_t folded = 0;
-		if (k < nnamed) {
-			uint32_t site = sites[rk[k].idx];
-			nm = site ? weft_site_name(p, site) : "(no slice)";
-			if (!nm) {
-				snprintf(name, sizeof(name), "site %" PRIu32, site);
-				nm = name;
-			}
-		} else {
-			folded = nr - nnamed;
-		}
-		char lab[160], size[32];
-		fmt_bytes(bs.peak[k], size, sizeof(size));
-		if (folded)
-			snprintf(lab, sizeof(lab), "other (%zu slices) %s", folded, size);
-		else
-			snprintf(lab, sizeof(lab), "%.28s %s", nm, size);
+		const char *nm = lnames[k];
+		size_t folded = k < nnamed ? 0 : nr - nnamed;
+		const char *lab = labels[k];
 		cairo_set_source_rgb(cr, 0, 0, 0);
 		weft_draw_text(cr, lx + 16, ly, lab, 10);
-		if (o->describe)
+		if (o->describe) {
+			char lb[600];
 			printf("{\"band\":%zu,\"name\":\"%s\",\"rgb\":[%u,%u,%u],\"peak\":%" PRIu64 ",\"folded\":%zu,"
-			       "\"swatch\":[%.0f,%.0f,12,12]}\n", k, json_str(nm, buf, sizeof(buf)), rgb[k][0], rgb[k][1],
-			       rgb[k][2], bs.peak[k], folded, lx, ly - 10);
+			       "\"swatch\":[%.0f,%.0f,12,12],\"label\":\"%s\",\"label_right\":%.1f}\n", k,
+			       json_str(nm, buf, sizeof(buf)), rgb[k][0], rgb[k][1], rgb[k][2], bs.peak[k], folded, lx, ly - 10,
+			       json_str(lab, lb, sizeof(lb)), lx + 16 + weft_draw_text_width(cr, lab, 10));
+		}
 	}
+	free(labels);
+	free(names);
+	free(sizes);
+	free(lnames);
+	free(lsuffix);
 	rc = weft_draw_finish(cr, sf, o->out, err, errlen);
 	cr = NULL;
 out:

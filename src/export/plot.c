@@ -21,6 +21,7 @@
 #include "export/plot-draw.h"
 #include "analysis/memory.h"
 #include "export/model.h"
+#include "tool/shortname.h"
 #include <cairo.h>
 #include <errno.h>
 #include <inttypes.h>
@@ -155,6 +156,61 @@ void weft_draw_text(cairo_t *cr, double x, double y, const char *s, double size)
 	cairo_show_text(cr, s);
 }
 
+double weft_draw_text_width(cairo_t *cr, const char *s, double size)
+{
+	cairo_text_extents_t e;
+	cairo_set_font_size(cr, size);
+	cairo_text_extents(cr, s, &e);
+	return e.x_advance;
+}
+
+const char *weft_draw_fit_label(cairo_t *cr, const char *name, const char *suffix, double size, double maxw,
+				int elide, char *out, size_t n)
+{
+	char shortn[1024], el[1024];
+	const char *nm = weft_short_name(name, shortn, sizeof(shortn));
+	if (elide)
+		nm = weft_elide_templates(nm, el, sizeof(el));
+	snprintf(out, n, "%s%s", nm, suffix);
+	size_t len = strlen(nm), cut = 0;
+	while (weft_draw_text_width(cr, out, size) > maxw && cut + 1 < len) {
+		cut++;
+		while (cut < len && ((unsigned char)nm[cut] & 0xc0) == 0x80)
+			cut++; /* not inside a UTF-8 character */
+		snprintf(out, n, "\xe2\x80\xa6%s%s", nm + cut, suffix);
+	}
+	return out;
+}
+
+void weft_draw_fit_labels(cairo_t *cr, const char *const *names, const char *const *suffixes, size_t n,
+			  double size, double maxw, char (*out)[256])
+{
+	for (size_t k = 0; k < n; k++)
+		weft_draw_fit_label(cr, names[k], suffixes[k], size, maxw, 1, out[k], sizeof(out[k]));
+	for (size_t k = 0; k < n; k++) /* the same label for two names: their template arguments shown */
+		for (size_t j = 0; j < n; j++)
+			if (j != k && !strcmp(out[j], out[k]) && strcmp(names[j], names[k])) {
+				weft_draw_fit_label(cr, names[k], suffixes[k], size, maxw, 0, out[k], sizeof(out[k]));
+				weft_draw_fit_label(cr, names[j], suffixes[j], size, maxw, 0, out[j], sizeof(out[j]));
+			}
+}
+
+const char *weft_draw_bytes(uint64_t bytes, char *out, size_t n)
+{
+	static const char *const u[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
+	double v = (double)bytes;
+	int k = 0;
+	while (v >= 1024 && k < 6) {
+		v /= 1024;
+		k++;
+	}
+	if (k)
+		snprintf(out, n, "%.1f %s", v, u[k]);
+	else
+		snprintf(out, n, "%" PRIu64 " B", bytes);
+	return out;
+}
+
 /* Round step for about n ticks over span. */
 double weft_draw_nice_step(double span, int n)
 {
@@ -279,7 +335,11 @@ int weft_plot_memory(const struct weft_trace *t, const struct weft_plot_opts *o,
 	d.nb = nb;
 	d.na = na;
 	if (!nb && !na) {
-		snprintf(err, errlen, "nothing to draw: no allocations or accesses of process %d in that range", p->pid);
+		if (!o->has_time && !o->a_hi && p->mem_recorded) /* no window: there were none at all */
+			weft_mem_why_none(t, p->pid, err, errlen);
+		else
+			snprintf(err, errlen, "nothing to draw: no allocations or accesses of process %d in that range",
+				 p->pid);
 		free(d.b);
 		free(d.a);
 		weft_mem_free(mem);
@@ -288,7 +348,7 @@ int weft_plot_memory(const struct weft_trace *t, const struct weft_plot_opts *o,
 	if (t1 <= t0)
 		t1 = t0 + 1;
 	int W = o->width, H = o->height;
-	double left = 150, right = W - 230, top = 40, bottom = H - 50;
+	double left = 150, right = W - 300, top = 40, bottom = H - 50; /* right of it: gap labels, the legend */
 	size_t nseg;
 	struct seg *seg = layout(&d, &nseg, top, bottom);
 	cairo_surface_t *sf;
@@ -315,9 +375,11 @@ int weft_plot_memory(const struct weft_trace *t, const struct weft_plot_opts *o,
 			cairo_line_to(cr, right, seg[i].y1 + 0.5);
 			cairo_stroke(cr);
 			cairo_set_dash(cr, NULL, 0, 0);
-			double gap = (double)(seg[i + 1].lo - seg[i].hi) / 1048576.0;
-			snprintf(lab, sizeof(lab), "gap %.0f MiB", gap);
+			char gb[32];
+			snprintf(lab, sizeof(lab), "gap %s", weft_draw_bytes(seg[i + 1].lo - seg[i].hi, gb, sizeof(gb)));
 			weft_draw_text(cr, right + 4, seg[i].y1 + 4, lab, 9);
+			if (o->describe)
+				printf("{\"gap\":%" PRIu64 ",\"label\":\"%s\"}\n", seg[i + 1].lo - seg[i].hi, lab);
 		}
 	}
 	/* allocations */
@@ -341,7 +403,7 @@ int weft_plot_memory(const struct weft_trace *t, const struct weft_plot_opts *o,
 		cairo_set_source_rgba(cr, r * 0.6, g * 0.6, bl * 0.6, 0.9);
 		cairo_set_line_width(cr, 1);
 		cairo_stroke(cr);
-		const char *name = b->site ? weft_site_name(p, b->site) : "[outside any slice]";
+		const char *name = b->site ? weft_site_name(p, b->site) : WEFT_MEM_NO_SLICE;
 		if (x1 - x0 > 70 && ya - yb > 14 && name) {
 			cairo_set_source_rgb(cr, 0.1, 0.1, 0.1);
 			weft_draw_text(cr, x0 + 3, yb + 12, name, 10);
@@ -368,19 +430,31 @@ int weft_plot_memory(const struct weft_trace *t, const struct weft_plot_opts *o,
 	qsort(leg, nleg, sizeof(*leg), cmp_leg);
 	double ly = top + 10;
 	cairo_set_source_rgb(cr, 0, 0, 0);
-	weft_draw_text(cr, right + 70, ly, "slices (bytes)", 11);
-	for (size_t k = 0; k < nleg && k < 16; k++) {
+	weft_draw_text(cr, right + 70, ly, "allocating slice (bytes)", 11);
+	size_t nshow = nleg < 16 ? nleg : 16;
+	const char *lnames[16] = {0}, *lsuffix[16] = {0};
+	char lsizes[16][40], labels[16][256];
+	for (size_t k = 0; k < nshow; k++) {
+		const char *name = leg[k].site ? weft_site_name(p, leg[k].site) : WEFT_MEM_NO_SLICE;
+		lnames[k] = name ? name : "?";
+		char hb[32];
+		snprintf(lsizes[k], sizeof(lsizes[k]), " %s", weft_draw_bytes(leg[k].bytes, hb, sizeof(hb)));
+		lsuffix[k] = lsizes[k];
+	}
+	double lx = right + 70, maxw = W - 8 - (lx + 16); /* the picture's right edge, less a margin */
+	weft_draw_fit_labels(cr, lnames, lsuffix, nshow, 10, maxw, labels);
+	for (size_t k = 0; k < nshow; k++) {
 		ly += 18;
 		double r, g, bl;
 		colour_of(leg[k].site, &r, &g, &bl);
 		cairo_set_source_rgba(cr, r, g, bl, 0.7);
-		cairo_rectangle(cr, right + 70, ly - 10, 12, 12);
+		cairo_rectangle(cr, lx, ly - 10, 12, 12);
 		cairo_fill(cr);
-		const char *name = leg[k].site ? weft_site_name(p, leg[k].site) : "[outside any slice]";
-		char lab[160];
-		snprintf(lab, sizeof(lab), "%.28s %.1f MiB", name ? name : "?", (double)leg[k].bytes / 1048576.0);
 		cairo_set_source_rgb(cr, 0, 0, 0);
-		weft_draw_text(cr, right + 86, ly, lab, 10);
+		weft_draw_text(cr, lx + 16, ly, labels[k], 10);
+		if (o->describe)
+			printf("{\"legend\":%zu,\"name\":\"%s\",\"label\":\"%s\",\"x\":%.0f,\"right\":%.1f}\n", k,
+			       lnames[k], labels[k], lx + 16, lx + 16 + weft_draw_text_width(cr, labels[k], 10));
 	}
 	ly += 26;
 	cairo_set_source_rgba(cr, 0.75, 0.05, 0.05, 0.8);
@@ -409,7 +483,7 @@ int weft_plot_heap_lines(const struct weft_trace *t, const struct weft_plot_opts
 		if (!o->pid || t->procs[i].pid == o->pid)
 			mp = weft_mem_for(mem, &t->procs[i]);
 	if (!mp) {
-		snprintf(err, errlen, o->pid ? "no memory records of process %d" : "no memory records in the trace", o->pid);
+		weft_mem_why_none(t, o->pid, err, errlen);
 		weft_mem_free(mem);
 		return -ENODATA;
 	}

@@ -106,6 +106,8 @@ enum weft_meta_type {
 			     * text\0: the library, or why it is unavailable (at start; again at stop) */
 	WEFT_M_GPU_CLOCK = 28, /* (1.6) u64 CUPTI ns (cuptiGetTimestamp), u64 CLOCK_BOOTTIME ns read
 				* before it, u64 after it: a point of the device -> host clock map */
+	WEFT_M_FORK = 30,   /* (1.6) in a fork child (memory=1): u32 tid of the parent's thread that
+			     * forked (the child's main thread continues it), u32 0, u64 ticks at the fork */
 	WEFT_M_GPU_DEVICE = 29, /* (1.6) a GPU (CUPTI's device record): u32 id, u32 multiprocessors,
 				 * u32 compute capability major, minor, u32 max warps per SM, max blocks
 				 * per SM, max shared bytes per SM, max registers per SM, max registers

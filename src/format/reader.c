@@ -440,6 +440,12 @@ static void parse_meta(struct weft_trace *t, const char *name, const unsigned ch
 				memcpy(&p->end_signal_ticks, r + 8, 8);
 			}
 			break;
+		case WEFT_M_FORK:
+			if (len >= 16) {
+				memcpy(&p->fork_tid, r, 4);
+				memcpy(&p->fork_ticks, r + 8, 8);
+			}
+			break;
 		case WEFT_M_MEMORY:
 			if (len >= 32) {
 				uint32_t flags;

@@ -111,6 +111,8 @@ struct weft_proc {
 	int mem_recorded, mem_stacks; /* the allocation interposer ran (MEMORY record) */
 	uint64_t mem_threshold, mem_sample, mem_sample_full;
 	int mem_not_interposed; /* the program's own malloc came first: not recorded */
+	uint32_t fork_tid;      /* FORK (a fork child): the parent's thread that forked, 0: none */
+	uint64_t fork_ticks;    /* and when */
 	char *mem_allocator;    /* the allocator's object when not glibc's (or the program's own) */
 	int has_rusage;                       /* RUSAGE record (at a clean stop) */
 	int has_access;                       /* ACCESS totals: memory access sampling ran */

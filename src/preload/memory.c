@@ -28,6 +28,7 @@
 #include "lib/internal.h"
 #include <dlfcn.h>
 #include <errno.h>
+#include <link.h>
 #include <math.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -225,7 +226,7 @@ static inline int ready(void)
 /* What is recorded: 0 nothing, MEM_ALL every block, MEM_FILTERED through threshold/sample.
  * Written at start (preload_init) and at stop (before the flush); read relaxed by every call:
  * a call that still sees the old value records one event more or less, at the edge. */
-enum { MEM_OFF = 0, MEM_ALL = 1, MEM_FILTERED = 2 };
+enum { MEM_OFF = 0, MEM_ALL = 1, MEM_FILTERED = 2, MEM_PROBE = 3 /* find_allocator: nothing recorded */ };
 static int mem_mode;
 static uint64_t threshold; /* set before mem_mode, read-only after */
 static uint64_t sample_mean;
@@ -398,6 +399,105 @@ static void thread_stack_bounds(void)
 	weft_in_runtime--;
 }
 
+/* The allocator's caller, where the allocator keeps no frame pointer (libstdc++'s operator new,
+ * most libraries' code): the frame-pointer chain goes from the interposer's frame straight to
+ * the frame of the function that called the allocator's caller (or ends, where the library uses
+ * the register for data), and the return addresses in between (into the function that called
+ * operator new, say) are only on the stack. They are found by scanning that gap, once, at the
+ * start of the walk, when the first return address is in another object than the next frame's:
+ * a word is a return address when it lies in a loaded object's executable segment (the segments
+ * at start, sorted) right after a call instruction; the scan takes those of the first return
+ * address's object and ends at the first of another object (the allocator's caller: what is
+ * further up is that caller's own locals). x86-64 only; elsewhere the gap is not scanned. */
+#define MAX_TEXT 512
+static struct text_seg { uintptr_t lo, hi; unsigned obj; } text_segs[MAX_TEXT]; /* written at start */
+static unsigned ntext_segs, nobjs;
+
+#if defined(__x86_64__)
+static int add_text(struct dl_phdr_info *info, size_t size, void *arg)
+{
+	(void)size;
+	(void)arg;
+	nobjs++;
+	for (unsigned i = 0; i < info->dlpi_phnum && ntext_segs < MAX_TEXT; i++) {
+		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+		if (ph->p_type == PT_LOAD && (ph->p_flags & PF_X) && ph->p_memsz) {
+			uintptr_t lo = (uintptr_t)info->dlpi_addr + ph->p_vaddr;
+			unsigned k = ntext_segs++;
+			for (; k && text_segs[k - 1].lo > lo; k--) /* kept sorted */
+				text_segs[k] = text_segs[k - 1];
+			text_segs[k] = (struct text_seg){lo, lo + ph->p_memsz, nobjs};
+		}
+	}
+	return 0;
+}
+
+static void find_text_segments(void)
+{
+	dl_iterate_phdr(add_text, NULL);
+}
+
+/* The object (1...) whose executable segment holds w, or 0. */
+static unsigned text_object(uintptr_t w)
+{
+	unsigned lo = 0, hi = ntext_segs;
+	while (lo < hi) {
+		unsigned mid = (lo + hi) / 2;
+		if (text_segs[mid].hi <= w)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo < ntext_segs && w >= text_segs[lo].lo + 7 && w <= text_segs[lo].hi ? text_segs[lo].obj : 0;
+}
+
+/* Is w, in an executable segment, right after a call (e8 rel32; ff /2 with a register, a memory
+ * operand with disp8 or disp32, or rip-relative)? */
+static int after_call(uintptr_t w)
+{
+	const unsigned char *c = (const unsigned char *)w;
+	return c[-5] == 0xe8 || (c[-2] == 0xff && ((c[-1] & 0xf8) == 0xd0 || ((c[-1] & 0xf8) == 0x10 &&
+		c[-1] != 0x14 && c[-1] != 0x15))) || (c[-3] == 0xff && (c[-2] & 0xf8) == 0x50) ||
+		(c[-6] == 0xff && (c[-5] == 0x15 || (c[-5] & 0xf8) == 0x90));
+}
+
+/* The return addresses in [lo, hi) (at most 64 words), innermost first, at most max: those into
+ * object `from`, then the first into another one; none when there is no such other one. */
+static unsigned scan_gap(uintptr_t lo, uintptr_t hi, unsigned from, uint64_t *pcs, unsigned max)
+{
+	unsigned n = 0;
+	if (hi > lo + 64 * 8)
+		hi = lo + 64 * 8;
+	for (uintptr_t a = lo; a + 8 <= hi && n < max; a += 8) {
+		uintptr_t w = *(const uintptr_t *)a;
+		unsigned obj = text_object(w);
+		if (!obj || !after_call(w))
+			continue;
+		pcs[n++] = w;
+		if (obj != from)
+			return n;
+	}
+	return 0;
+}
+
+/* The gap after the interposer's frame at fp, whose saved frame pointer is next (0: not a frame). */
+static unsigned first_gap(uintptr_t fp, uintptr_t next, uintptr_t hi, uint64_t *pcs, unsigned max)
+{
+	const uintptr_t *f = (const uintptr_t *)fp;
+	unsigned from = text_object(f[1]);
+	if (!from || (next && text_object(((const uintptr_t *)next)[1]) == from))
+		return 0; /* the caller kept its frame: nothing is missing */
+	return scan_gap(fp + 16, next ? next : hi, from, pcs, max);
+}
+#else
+static void find_text_segments(void) {}
+static unsigned first_gap(uintptr_t fp, uintptr_t next, uintptr_t hi, uint64_t *pcs, unsigned max)
+{
+	(void)fp, (void)next, (void)hi, (void)pcs, (void)max;
+	return 0;
+}
+#endif
+
 static unsigned walk_stack(void *frame, uint64_t *pcs)
 {
 	if (__builtin_expect(!stack_hi, 0))
@@ -409,9 +509,16 @@ static unsigned walk_stack(void *frame, uint64_t *pcs)
 		if (!f[1])
 			break;
 		pcs[n++] = f[1];
-		if (f[0] <= fp)
+		uintptr_t next = f[0] > fp && f[0] + 16 <= hi && !(f[0] & 7) ? f[0] : 0;
+		if (n == 1 && ntext_segs) {
+			unsigned k = first_gap(fp, next, hi, pcs + n, MAX_FRAMES - n);
+			n += k;
+			if (k && !next)
+				break; /* the rest of the stack is not known */
+		}
+		if (!next)
 			break;
-		fp = f[0];
+		fp = next;
 	}
 	return n;
 }
@@ -462,9 +569,19 @@ static void put_with_stack(uint64_t t, unsigned fn, const void *old, const void 
 
 /* ---- the C heap ---- */
 
+/* find_allocator's probe: set on its thread while it calls the program's malloc; probe_seen
+ * when that call came here. */
+static __thread int probing WEFT_TLS;
+static int probe_seen;
+
 /* With a threshold, sampling or stacks (MEM_FILTERED): out of line. */
 static __attribute__((noinline)) void on_alloc_filtered(unsigned fn, void *p, size_t n, void *frame)
 {
+	if (__builtin_expect(mem_mode == MEM_PROBE, 0)) {
+		if (probing)
+			probe_seen = 1;
+		return;
+	}
 	if (!keep_alloc(p, n))
 		return;
 	if (with_stacks)
@@ -508,7 +625,7 @@ static inline __attribute__((always_inline)) void on_free(unsigned fn, void *p)
 {
 	if (!may_record())
 		return;
-	if (__builtin_expect(mem_mode == MEM_FILTERED, 0) && !keep_free(p))
+	if (__builtin_expect(mem_mode != MEM_ALL, 0) && (mem_mode == MEM_PROBE || !keep_free(p)))
 		return;
 	put_free(weft__ticks(), 0, fn, p);
 }
@@ -541,7 +658,7 @@ static void *do_realloc(unsigned fn, void *old, size_t n, void *frame)
 			memcpy(p, old, boot_size(old) < n ? boot_size(old) : n);
 		return p;
 	}
-	if (!recording())
+	if (!recording() || mem_mode == MEM_PROBE)
 		return next.realloc(old, n);
 	uint64_t t = weft__ticks();
 	int filtered = mem_mode == MEM_FILTERED;
@@ -706,14 +823,56 @@ static void write_memory_record(void)
 extern __typeof__(malloc) weft_own_malloc __attribute__((alias("malloc"), visibility("hidden")));
 #pragma GCC diagnostic pop
 
+/* Does a call through the program's malloc reach ours? One probe allocation through it (and its
+ * free), seen by on_alloc_filtered in MEM_PROBE mode, which records nothing: a symbol that is not
+ * ours may still lead here (a non-PIE executable's canonical PLT entry, which dlsym returns for
+ * an executable that takes malloc's address, or a wrapper preloaded ahead of weft that forwards
+ * to the next malloc). */
+static int reaches_ours(void *def)
+{
+	void *(*prog_malloc)(size_t);
+	void (*prog_free)(void *);
+	void *f = dlsym(RTLD_DEFAULT, "free");
+	memcpy(&prog_malloc, &def, sizeof(def));
+	memcpy(&prog_free, &f, sizeof(f));
+	int saved = weft_in_runtime;
+	weft_in_runtime = 0; /* may_record() lets the probe through; nothing is recorded in this mode */
+	probe_seen = 0;
+	__atomic_store_n(&mem_mode, MEM_PROBE, __ATOMIC_RELEASE);
+	probing = 1;
+	void *p = prog_malloc(24);
+	probing = 0;
+	if (p && prog_free)
+		prog_free(p);
+	__atomic_store_n(&mem_mode, MEM_OFF, __ATOMIC_RELEASE);
+	weft_in_runtime = saved;
+	return probe_seen;
+}
+
+/* Is def the executable's own definition (its symbol defined in a section of the program)?
+ * Not for a non-PIE executable that takes malloc's address: its symbol is undefined, with the
+ * address of its PLT entry as its value (that entry leads to the first definition after it). */
+static int exe_defines(void *def)
+{
+	Dl_info di;
+	const ElfW(Sym) *sym = NULL;
+	struct link_map *in = NULL;
+	if (!dladdr1(def, &di, (void **)&in, RTLD_DL_LINKMAP) || !in || in != _r_debug.r_map)
+		return 0; /* not in the executable (the first object of the link map) */
+	return dladdr1(def, &di, (void **)&sym, RTLD_DL_SYMENT) && sym && sym->st_shndx != SHN_UNDEF;
+}
+
 /* Which allocator the program's calls reach: ours (then which one is underneath), or one the
- * executable defines itself, which comes before any preloaded library and is not seen. */
+ * executable (or a library preloaded ahead of weft) defines itself, which comes before weft's
+ * and is not seen. The executable's own is never called from here (a program's allocator is
+ * never entered from weft); a library's gets one probe allocation, which tells a wrapper that
+ * forwards to weft's from one that allocates itself. */
 static void find_allocator(void)
 {
 	ready();
 	void *def = dlsym(RTLD_DEFAULT, "malloc");
 	Dl_info di;
-	if (def && def != (void *)weft_own_malloc) {
+	if (def && def != (void *)weft_own_malloc && (exe_defines(def) || !reaches_ours(def))) {
 		mem_flags |= MEMF_NOT_INTERPOSED;
 		snprintf(allocator, sizeof(allocator), "%s",
 			 dladdr(def, &di) && di.dli_fname && *di.dli_fname ? di.dli_fname : "the program");
@@ -725,6 +884,26 @@ static void find_allocator(void)
 	memcpy(&under, &next.malloc, sizeof(under));
 	if (under && under != (void *)__libc_malloc && dladdr(under, &di) && di.dli_fname)
 		snprintf(allocator, sizeof(allocator), "%s", di.dli_fname);
+}
+
+/* fork: the forking thread and the time, taken in prepare (on that thread, before the runtime's
+ * handlers reset its state), written by the child (after the runtime's child handler opened the
+ * child's metadata): the reader charges the child's allocations in the slices it inherited. */
+static uint32_t fork_tid;
+static uint64_t fork_ticks;
+
+static void fork_prepare(void)
+{
+	fork_tid = (uint32_t)syscall(SYS_gettid);
+	fork_ticks = weft__ticks();
+}
+
+static void fork_child(void)
+{
+	if (!recording())
+		return;
+	uint32_t head[2] = {fork_tid, 0};
+	weft_meta_write(WEFT_M_FORK, head, sizeof(head), &fork_ticks, sizeof(fork_ticks));
 }
 
 void weft_memory_start(void)
@@ -751,6 +930,11 @@ void weft_memory_start(void)
 		}
 	}
 	mmap_heap = weft_heap("mmap");
+	static int forks; /* registered once: after the runtime's own handlers (see fork_child) */
+	if (!forks++)
+		pthread_atfork(fork_prepare, NULL, fork_child);
+	if (weft_cfg.memory_stacks)
+		find_text_segments();
 	with_stacks = weft_cfg.memory_stacks;
 	write_memory_record();
 	__atomic_store_n(&mem_mode, threshold || sample_mean || with_stacks ? MEM_FILTERED : MEM_ALL, __ATOMIC_RELEASE);

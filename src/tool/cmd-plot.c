@@ -23,7 +23,7 @@ static void help(FILE *f)
 		   "        address ranges squeezed out (each gap marked with its size)\n"
 		   "heap:   one heap's live bytes over time (default the C heap, malloc), as a stacked area\n"
 		   "        per allocating slice: each block counts for the innermost slice open on its\n"
-		   "        thread when it was allocated ((no slice) outside any), from its allocation to\n"
+		   "        thread when it was allocated ([outside any slice] outside any), from its allocation to\n"
 		   "        its free; the top edge is the heap's live bytes (sampled traces: estimated, as\n"
 		   "        in the trace's heap counter). The slices with the highest own peaks get a band\n"
 		   "        each, the rest are summed as 'other'. Each pixel column shows the moment\n"

@@ -66,7 +66,7 @@ static int cmp_row(const void *a, const void *b)
 static const char *site_name(const struct weft_proc *p, uint32_t site)
 {
 	if (!site)
-		return "[outside any slice]";
+		return WEFT_MEM_NO_SLICE;
 	const char *n = weft_site_name(p, site);
 	return n ? n : "?";
 }
@@ -131,7 +131,7 @@ static void stack_path(const struct weft_mem_proc *mp, uint32_t s, char *buf, si
 	buf[0] = 0;
 	size_t o = 0;
 	if (!k)
-		snprintf(buf, n, "[outside any slice]");
+		snprintf(buf, n, WEFT_MEM_NO_SLICE);
 	while (k && o + 1 < n) {
 		int w = snprintf(buf + o, n - o, "%s%s", o ? " > " : "", parts[--k]);
 		if (w < 0)
@@ -150,13 +150,14 @@ static void summary_text(const struct weft_mem_proc *mp, const struct weft_mem_h
 	const struct weft_proc *p = mp->p;
 	char a[32], b[32], c[32];
 	uint64_t span = mp->last_ts > mp->first_ts ? mp->last_ts - mp->first_ts : 0;
-	uint64_t calls = mp->alloc_calls + mp->realloc_calls + mp->free_calls;
+	uint64_t calls = h->alloc_calls + h->realloc_calls + h->free_calls;
 	uint64_t start = p->start_ns ? p->start_ns : mp->first_ts;
 	printf("# process %d %s, heap %s\n", p->pid, p->name ? p->name : "?", heap_label(h));
-	if (!h->id)
-		printf("calls to allocation functions: %llu (%llu allocations, %llu reallocs, %llu frees)%s%.0f/s\n",
-		       (unsigned long long)calls, (unsigned long long)mp->alloc_calls, (unsigned long long)mp->realloc_calls,
-		       (unsigned long long)mp->free_calls, span ? ", " : "", span ? (double)calls * 1e9 / (double)span : 0.0);
+	/* this heap's calls only (the mmap heap's are not malloc's); frees of blocks recorded as
+	 * allocated, the others on their own line below */
+	printf("calls to allocation functions: %llu (%llu allocations, %llu reallocs, %llu frees)%s%.0f/s\n",
+	       (unsigned long long)calls, (unsigned long long)h->alloc_calls, (unsigned long long)h->realloc_calls,
+	       (unsigned long long)h->free_calls, span ? ", " : "", span ? (double)calls * 1e9 / (double)span : 0.0);
 	printf("allocated: %s in %llu blocks; peak heap %s at %.6f s; leaked %s in %zu blocks\n",
 	       human(h->alloc_bytes, a, sizeof(a)), (unsigned long long)h->allocs, human(h->peak, b, sizeof(b)),
 	       h->peak_ts >= start ? (double)(h->peak_ts - start) / 1e9 : 0.0, human(h->live, c, sizeof(c)), h->nleaks);
@@ -166,6 +167,9 @@ static void summary_text(const struct weft_mem_proc *mp, const struct weft_mem_h
 	if (h->unrecorded_frees)
 		printf(" (and %llu of blocks left out by threshold/sampling, expected)",
 		       (unsigned long long)h->unrecorded_frees);
+	if (h->foreign_frees)
+		printf("; %llu munmaps of mappings the program's mmap did not make (files, libraries: not frees)",
+		       (unsigned long long)h->foreign_frees);
 	if (h->missed_frees)
 		printf("; %llu frees not seen (an address allocated again while live)", (unsigned long long)h->missed_frees);
 	printf("\n");
@@ -255,6 +259,10 @@ static void heap_json(const struct weft_mem_proc *mp, const struct weft_mem_heap
 	json_u("unknown_frees", h->unknown_frees, 1);
 	json_u("unrecorded_frees", h->unrecorded_frees, 1);
 	json_u("missed_frees", h->missed_frees, 1);
+	json_u("foreign_frees", h->foreign_frees, 1);
+	json_u("alloc_calls", h->alloc_calls, 1);
+	json_u("realloc_calls", h->realloc_calls, 1);
+	json_u("free_calls", h->free_calls, 1);
 	printf(",\"rows\":[");
 	for (size_t i = 0; i < n && (limit <= 0 || (long)i < limit); i++) {
 		const struct row *r = &rows[i];
@@ -376,9 +384,10 @@ int weft_report_memory(const struct weft_trace *t, int fmt, long limit, int leak
 	}
 	if (fmt == 2)
 		printf("]\n");
-	if (!shown)
-		weft_cli_error("report", "no memory records in the trace (record with 'weft record --memory', "
-			       "or use weft_heap_* in the program)");
+	if (!shown) {
+		char why[512];
+		weft_cli_error("report", "%s", weft_mem_why_none(t, 0, why, sizeof(why)));
+	}
 	weft_mem_free(m);
 	return shown ? WEFT_EXIT_OK : WEFT_EXIT_FAIL;
 }

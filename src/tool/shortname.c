@@ -4,6 +4,9 @@
  * kept. "void std::vector<int, std::allocator<int> >::push_back(int const&)" becomes
  * "std::vector<int, std::allocator<int> >::push_back". A C name comes back unchanged. Operator
  * names keep their own parentheses and spaces ("operator()", "operator new").
+ *
+ * weft_elide_templates, for the narrow room of a plot's legend: every template argument list
+ * outside another one written "<…>" ("std::vector<…>::push_back").
  */
 #include "tool/shortname.h"
 #include <stdio.h>
@@ -75,5 +78,31 @@ const char *weft_short_name(const char *name, char *out, size_t n)
 	while (start < end && (name[start] == '*' || name[start] == '&'))
 		start++; /* "char* foo(...)" demangles with the pointer on the type */
 	snprintf(out, n, "%.*s", (int)(end - start), name + start);
+	return out;
+}
+
+const char *weft_elide_templates(const char *name, char *out, size_t n)
+{
+	size_t o = 0;
+	int depth = 0;
+	if (!n)
+		return out;
+	for (size_t i = 0; name[i] && o + 1 < n; i++) {
+		char c = name[i];
+		if (c == '<' && !after_operator(name, i)) {
+			if (!depth++ && o + 6 <= n) { /* "<…>" is 5 bytes */
+				memcpy(out + o, "<\xe2\x80\xa6>", 5);
+				o += 5;
+			}
+			continue;
+		}
+		if (c == '>' && depth && !after_operator(name, i)) {
+			depth--;
+			continue;
+		}
+		if (!depth)
+			out[o++] = c;
+	}
+	out[o] = 0;
 	return out;
 }

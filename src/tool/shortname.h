@@ -4,4 +4,6 @@
 #include <stddef.h>
 /* Writes the short form of `name` into out (n bytes) and returns out. */
 const char *weft_short_name(const char *name, char *out, size_t n);
+/* Writes name with each outermost template argument list as "<…>" into out and returns out. */
+const char *weft_elide_templates(const char *name, char *out, size_t n);
 #endif

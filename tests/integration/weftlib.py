@@ -1,9 +1,11 @@
 """Helpers for the integration tests: run a traced program, convert its trace, and check the
 result with independent readers - protoc against Perfetto's own schema, Perfetto's
 trace_processor (wasm, under Node) queried with SQL, and Python's json module."""
+import atexit
 import json
 import os
 import re
+import select
 import shutil
 import subprocess
 import sys
@@ -38,6 +40,68 @@ def run(cmd, env=None, cwd=None, check=True, timeout=240):
     if check and p.returncode != 0:
         raise AssertionError(f"{cmd} exited {p.returncode}\nstdout:{p.stdout}\nstderr:{p.stderr}")
     return p
+
+
+class _TraceProcessor:
+    """One trace_processor (tp_query.mjs --serve) for every query of this test process: its wasm
+    engine costs ~2 s of CPU to start, once instead of once per call. A new trace is read by a
+    fresh instance inside it (see tp_query.mjs). Restarted after a failure or every 40 traces
+    (wasm memory does not shrink)."""
+    LIMIT = 40
+
+    def __init__(self):
+        self.proc = None
+        self.used = 0
+
+    def _start(self):
+        self.err = tempfile.TemporaryFile(mode="w+")
+        self.proc = subprocess.Popen(["node", TP, "--serve"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                     stderr=self.err, text=True)
+        self.used = 0
+
+    def close(self):
+        if self.proc:
+            self.proc.kill()
+            self.proc.wait()
+            self.err.close()
+            self.proc = None
+
+    def query(self, trace, queries, timeout=300):
+        """Returns tp_query.mjs's document for TRACE and QUERIES; raises AssertionError with
+        trace_processor's stderr if it cannot answer."""
+        if self.proc is None or self.proc.poll() is not None or self.used >= self.LIMIT:
+            self.close()
+            self._start()
+        self.used += 1
+        try:
+            self.proc.stdin.write(json.dumps({"trace": os.path.abspath(trace), "queries": list(queries)}) + "\n")
+            self.proc.stdin.flush()
+            ready, _, _ = select.select([self.proc.stdout], [], [], timeout)
+            line = self.proc.stdout.readline() if ready else ""
+        except OSError as e:
+            line = ""
+            why = str(e)
+        else:
+            why = "no answer" if ready else f"no answer within {timeout} s"
+        if not line:
+            self.err.seek(0)
+            err = self.err.read()[-4000:]
+            self.close()
+            raise AssertionError(f"trace_processor: {why} for {trace}\nstderr: {err}")
+        doc = json.loads(line)
+        if isinstance(doc, dict):
+            self.close()
+            raise AssertionError(f"trace_processor failed on {trace}: {doc.get('fatal')}")
+        return doc
+
+
+_TP = _TraceProcessor()
+atexit.register(_TP.close)
+
+
+def tp_query(trace, *queries):
+    """Runs SQL against TRACE in Perfetto's trace_processor: [{"sql", "rows" or "error"}]."""
+    return _TP.query(trace, queries)
 
 
 def _varint(b, i):
@@ -118,8 +182,7 @@ class TraceTest(unittest.TestCase):
 
     def tp(self, pftrace, *queries):
         """Runs SQL in Perfetto's trace_processor; returns a list of row lists."""
-        p = run(["node", TP, pftrace, *queries], timeout=300)
-        res = json.loads(p.stdout)
+        res = tp_query(pftrace, *queries)
         for r in res:
             self.assertNotIn("error", r, r.get("sql"))
         return [r["rows"] for r in res]

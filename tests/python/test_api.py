@@ -49,8 +49,7 @@ class Traced:
         return self._pf
 
     def q(self, *sql):
-        p = weftlib.run(["node", weftlib.TP, self.pftrace(), *sql], timeout=300)
-        res = json.loads(p.stdout)
+        res = weftlib.tp_query(self.pftrace(), *sql)
         for r in res:
             assert "error" not in r, r
         return [r["rows"] for r in res]

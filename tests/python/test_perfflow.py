@@ -71,8 +71,7 @@ class Run:
         if not self._pf:
             self._pf = os.path.join(self.tmp, "x.pftrace")
             weftlib.run([weftlib.WEFT, "convert", "-q", self.data, "-o", self._pf])
-        p = weftlib.run(["node", weftlib.TP, self._pf, *sql], timeout=300)
-        res = json.loads(p.stdout)
+        res = weftlib.tp_query(self._pf, *sql)
         for r in res:
             assert "error" not in r, r
         return [r["rows"] for r in res]

@@ -40,11 +40,32 @@ static void test_cxx_names(void **state)
 	      "lambda_holder()::{lambda(int)#1}::operator()");
 }
 
+static void elide(const char *name, const char *want)
+{
+	char out[256];
+	assert_string_equal(weft_elide_templates(name, out, sizeof(out)), want);
+}
+
+/* plot legends: outermost template argument lists as <…>, operator< kept */
+static void test_elide_templates(void **state)
+{
+	(void)state;
+	elide("std::vector<int, std::allocator<int> >::push_back", "std::vector<\xe2\x80\xa6>::push_back");
+	elide("Registry<std::__cxx11::basic_string<char> >::fill_first", "Registry<\xe2\x80\xa6>::fill_first");
+	elide("a<b>::c<d<e> >", "a<\xe2\x80\xa6>::c<\xe2\x80\xa6>");
+	elide("main", "main");
+	elide("Point::operator<", "Point::operator<");
+	char small[8];
+	weft_elide_templates("abcdefghijkl", small, sizeof(small));
+	assert_string_equal(small, "abcdefg");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_c_names_unchanged),
 		cmocka_unit_test(test_cxx_names),
+		cmocka_unit_test(test_elide_templates),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
