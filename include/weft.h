@@ -322,11 +322,13 @@ WEFT__INLINE void weft__scope_end(struct weft__scope *sc)
 			weft__slice(weft__hdr(sc->site->id, WEFT_R_END, 0, sc->track));
 	}
 }
+/* A slice's begin; `events` is 2 for a scope (its end is emitted by the cleanup only when
+ * the begin was recorded, so where it is not, both are counted), 1 for WEFT_BEGIN. */
 WEFT__INLINE struct weft__scope weft__begin(struct weft_site *s, unsigned track,
-					    const struct weft_arg *a, unsigned n)
+					    const struct weft_arg *a, unsigned n, unsigned events)
 {
 	struct weft__scope sc;
-	int on = weft__on(s);
+	int on = weft__on_n(s, events);
 	sc.site = on ? s : 0;
 	sc.track = track;
 	sc.exact = on == 2;
@@ -351,12 +353,12 @@ WEFT__INLINE struct weft__scope weft__begin(struct weft_site *s, unsigned track,
 	static struct weft_site WEFT__CAT(u, s) = WEFT__SITE_INIT(WEFT_KIND_EVENT, cat, name); \
 	WEFT__ARGS(WEFT__CAT(u, a), ##__VA_ARGS__); \
 	struct weft__scope WEFT__CAT(u, sc) __attribute__((cleanup(weft__scope_end), unused)) = \
-		weft__begin(&WEFT__CAT(u, s), (track), WEFT__ARGP(WEFT__CAT(u, a)), WEFT__NARGS(WEFT__CAT(u, a)))
+		weft__begin(&WEFT__CAT(u, s), (track), WEFT__ARGP(WEFT__CAT(u, a)), WEFT__NARGS(WEFT__CAT(u, a)), 2)
 #define WEFT__BEGIN(track, cat, name, ...) \
 	do { \
 		static struct weft_site weft__s_ = WEFT__SITE_INIT(WEFT_KIND_EVENT, cat, name); \
 		WEFT__ARGS(weft__a_, ##__VA_ARGS__); \
-		weft__begin(&weft__s_, (track), WEFT__ARGP(weft__a_), WEFT__NARGS(weft__a_)); \
+		weft__begin(&weft__s_, (track), WEFT__ARGP(weft__a_), WEFT__NARGS(weft__a_), 1); \
 	} while (0)
 #define WEFT__END(track, cat, name) \
 	do { \

@@ -130,6 +130,9 @@ struct weft__tls {
 extern WEFT_API __thread struct weft__tls weft__tls __attribute__((tls_model("initial-exec")));
 
 WEFT_API int weft__site_check(struct weft_site *s);
+/* weft__site_check for a call that emits `events` events at once (a scope: its begin and its
+ * end): where they are not recorded (after weft_stop, or a failed start) all are counted. */
+WEFT_API int weft__site_check_n(struct weft_site *s, unsigned events);
 WEFT_API void weft__lost(void); /* counts an event dropped inside a signal handler */
 WEFT_API void *weft__reserve_slow(size_t bytes);
 WEFT_API uint64_t weft__ticks_fallback(void);
@@ -169,6 +172,17 @@ WEFT__INLINE int weft__on(struct weft_site *s)
 	if (__builtin_expect(st == WEFT__SITE_OFF, 1))
 		return 0; /* disabled: stays inline, one load and two predicted branches */
 	return weft__site_check(s); /* 2: on, with exact CPU and RSS (WEFT__SITE_EXACT) */
+}
+
+/* weft__on for a call that stands for `events` events (a scope's begin and end). */
+WEFT__INLINE int weft__on_n(struct weft_site *s, unsigned events)
+{
+	uint8_t st = __atomic_load_n(&s->state, __ATOMIC_ACQUIRE);
+	if (__builtin_expect(st == WEFT__SITE_ON, 1))
+		return 1;
+	if (__builtin_expect(st == WEFT__SITE_OFF, 1))
+		return 0;
+	return weft__site_check_n(s, events);
 }
 
 /* Reserve and commit bracket a window in which the thread's write position is in flux. A

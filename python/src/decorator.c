@@ -76,10 +76,11 @@ static PyObject *traced_gen_call(PwTrace *t, PyObject *const *argv, size_t nargs
 static PyObject *trace_vectorcall(PyObject *self, PyObject *const *argv, size_t nargsf, PyObject *kwnames)
 {
 	PwTrace *t = (PwTrace *)self;
-	if (!weft__on(t->site))
+	if (t->genkind) /* (the call makes the generator; its resumptions are the slices) */
+		return weft__on(t->site) ? traced_gen_call(t, argv, nargsf, kwnames)
+					 : call_function(t->func, argv, nargsf, kwnames);
+	if (!weft__on_n(t->site, 2)) /* its begin and end, counted as 2 where not recorded */
 		return call_function(t->func, argv, nargsf, kwnames);
-	if (t->genkind)
-		return traced_gen_call(t, argv, nargsf, kwnames);
 	pw_begin_on(t->site, t->track, t->args);
 	PyObject *r = call_function(t->func, argv, nargsf, kwnames);
 	if (__builtin_expect(r == NULL, 0))
@@ -92,7 +93,7 @@ static PyObject *trace_callable_vectorcall(PyObject *self, PyObject *const *argv
 					   PyObject *kwnames)
 {
 	PwTrace *t = (PwTrace *)self;
-	if (!weft__on(t->site))
+	if (!weft__on_n(t->site, 2))
 		return PyObject_Vectorcall(t->func, argv, nargsf, kwnames);
 	pw_begin_on(t->site, t->track, t->args);
 	PyObject *r = PyObject_Vectorcall(t->func, argv, nargsf, kwnames);
@@ -414,7 +415,7 @@ static PyObject *wrap_generator(PwTrace *t, PyObject *g)
 static inline int resume_begin(PwGenProxy *p)
 {
 	PwTrace *t = p->owner;
-	if (!weft__on(t->site))
+	if (!weft__on_n(t->site, 2))
 		return 0;
 	pw_begin_on(t->site, t->track, t->args);
 	return 1;

@@ -85,7 +85,7 @@ static PyObject *scope_enter(PyObject *self, PyObject *unused)
 	(void)unused;
 	PwScope *s = (PwScope *)self;
 	unsigned bit = 0;
-	if (weft__on(s->site)) {
+	if (weft__on_n(s->site, 2)) { /* begin and end: counted as 2 where not recorded */
 		pw_begin_on(s->site, s->track, &s->args);
 		bit = 1;
 	}

@@ -31,8 +31,8 @@ enum weft_json_style { WEFT_JSON_BE = 0, WEFT_JSON_X = 1 };
 int weft_export_json(const struct weft_trace *t, FILE *out, int style, int jobs,
 		     struct weft_export_summary *sum, char *err, size_t errlen);
 
-/* SQLite database at path (docs/sqlite.md), written to path.tmp and renamed; sum->bytes holds
- * the rows written. */
+/* SQLite database written into path (docs/sqlite.md): a new or empty file (the CLI's fresh
+ * temporary, renamed when this succeeds: tool/outfile.c); sum->bytes holds the rows written. */
 int weft_export_sqlite(const struct weft_trace *t, const char *path, struct weft_export_summary *sum, char *err,
 		       size_t errlen);
 

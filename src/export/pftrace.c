@@ -10,7 +10,8 @@
  * Named tracks: track -> one lane per (track, thread) under it, each lane named after its
  * thread. Async slices: one track per (name, id) under the process. Flows: flow_ids and
  * terminating_flow_ids, one tag per element (Perfetto ignores the packed form). Threads are
- * encoded in parallel, each streaming whole packets to the file in ~1 MiB batches.
+ * encoded in parallel, each streaming whole packets to the file in ~1 MiB batches, in the order
+ * of the sequences whatever the timing (the same trace always gives the same bytes).
  */
 #include "export/export.h"
 #include "export/pb.h"
@@ -20,10 +21,13 @@
 #include "export/pftrace-gpu.h"
 #include "format/format.h"
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <libdeflate.h>
 
 enum {
@@ -73,12 +77,20 @@ struct proc_cats {
 	size_t n;
 };
 
+/* The output, written in the same order however the threads' encoding interleaves (so that
+ * converting a trace twice gives the same bytes): the sequences of the threads one after the
+ * other, in order. The sequence at the head writes straight into the file; one encoded ahead
+ * of its turn writes into a file of its own in $TMPDIR (unlinked), copied into the output
+ * when its turn comes. All under lock. */
 struct out_file {
 	FILE *f;
 	pthread_mutex_t lock;
 	int err;
 	uint64_t bytes;
 	int level; /* zlib level for compressed_packets, 0 = plain packets */
+	size_t head, n;   /* the sequence writing straight into f; the threads' sequences */
+	uint8_t *done;    /* by sequence: encoded */
+	FILE **ahead;     /* by sequence: what it wrote before its turn, or NULL */
 };
 
 struct seq_enc {
@@ -101,6 +113,7 @@ struct seq_enc {
 	uint8_t *zbuf;                    /* and its output buffer, reused */
 	size_t zcap;
 	const struct weft_trace *t;
+	size_t order;                     /* its place in the output (out_file.head); SIZE_MAX: now */
 	int described;                    /* the thread's descriptor is out */
 	struct weft_pf_sched *sched;      /* SCHED records of this stream (a sched reader's) */
 	const struct weft_sys_proc *sys;  /* the process's sampler readings, when slices get CPU/RSS args */
@@ -464,8 +477,24 @@ static void enc_free(struct seq_enc *e)
 	e->zbuf = NULL;
 }
 
+/* An unlinked file in $TMPDIR (or /tmp) for a sequence's output ahead of its turn. */
+static FILE *spill_file(void)
+{
+	const char *d = getenv("TMPDIR");
+	char path[4096];
+	snprintf(path, sizeof(path), "%s/weft-pftrace-XXXXXX", d && *d ? d : "/tmp");
+	int fd = mkostemp(path, O_CLOEXEC);
+	if (fd < 0)
+		return NULL;
+	unlink(path);
+	FILE *f = fdopen(fd, "w+b");
+	if (!f)
+		close(fd);
+	return f;
+}
+
 /* Whole packets go to the file in batches of about 1 MiB, so memory stays bounded whatever
- * the trace size; packets of different sequences may interleave freely. */
+ * the trace size; in the order of the sequences, whatever the threads' timing (out_file). */
 static void drain(struct seq_enc *e, size_t threshold)
 {
 	if (e->out.n < threshold || !e->out.n)
@@ -476,12 +505,45 @@ static void drain(struct seq_enc *e, size_t threshold)
 	if (!w)
 		w = &e->out;
 	pthread_mutex_lock(&o->lock);
-	if (!o->err && fwrite(w->p, 1, w->n, o->f) != w->n)
+	FILE *to = o->f;
+	if (e->order != SIZE_MAX && e->order != o->head) { /* ahead of its turn */
+		if (!o->ahead[e->order])
+			o->ahead[e->order] = spill_file();
+		to = o->ahead[e->order];
+		if (!to && !o->err)
+			o->err = errno ? errno : EIO;
+	}
+	if (!o->err && fwrite(w->p, 1, w->n, to) != w->n)
 		o->err = errno ? errno : EIO;
 	o->bytes += w->n;
 	pthread_mutex_unlock(&o->lock);
 	free(zp.p);
 	e->out.n = 0;
+}
+
+/* Sequence i is encoded: the next ones whose turn it now is go to the file (what they wrote
+ * ahead first). */
+static void finish_seq(struct out_file *o, size_t i)
+{
+	pthread_mutex_lock(&o->lock);
+	o->done[i] = 1;
+	while (o->head < o->n && o->done[o->head]) {
+		o->head++;
+		FILE *a = o->head < o->n ? o->ahead[o->head] : NULL;
+		if (!a)
+			continue;
+		char buf[1 << 16];
+		size_t r;
+		rewind(a);
+		while (!o->err && (r = fread(buf, 1, sizeof(buf), a)) > 0)
+			if (fwrite(buf, 1, r, o->f) != r)
+				o->err = errno ? errno : EIO;
+		if (ferror(a) && !o->err)
+			o->err = EIO;
+		fclose(a);
+		o->ahead[o->head] = NULL;
+	}
+	pthread_mutex_unlock(&o->lock);
 }
 
 /* An allocation of at least big_alloc bytes: an instant on its thread, with its size, address
@@ -683,6 +745,7 @@ static void encode_thread(size_t i, void *ud)
 	weft_pf_sched_finish(e->sched, &e->out, e->seq | 0x80000000u, p, proc_uuid(p->pid), j->t->last_ns, mix);
 	e->sched = NULL;
 	drain(e, 1);
+	finish_seq(e->file, i);
 	enc_free(e);
 	free(e->out.p);
 	free(e->buf);
@@ -814,7 +877,8 @@ int weft_export_pftrace(const struct weft_trace *t, FILE *out, int jobs, int def
 	struct proc_cats *cats = calloc(t->nprocs + 1, sizeof(*cats));
 	if (!encs || !cats)
 		weft_oom("writing the .pftrace");
-	struct out_file file = {.f = out, .lock = PTHREAD_MUTEX_INITIALIZER, .level = deflate};
+	struct out_file file = {.f = out, .lock = PTHREAD_MUTEX_INITIALIZER, .level = deflate, .n = n};
+
 	struct weft_mem *mem = NULL;
 	int rc = weft_mem_analyze(t, &mem, err, errlen);
 	if (rc) {
@@ -837,6 +901,10 @@ int weft_export_pftrace(const struct weft_trace *t, FILE *out, int jobs, int def
 		free(cats);
 		return rc;
 	}
+	file.done = calloc(n + 1, 1);
+	file.ahead = calloc(n + 1, sizeof(FILE *));
+	if (!file.done || !file.ahead)
+		weft_oom("writing the .pftrace");
 	size_t k = 0;
 	for (size_t i = 0; i < t->nprocs; i++) {
 		const struct weft_proc *p = &t->procs[i];
@@ -848,6 +916,7 @@ int weft_export_pftrace(const struct weft_trace *t, FILE *out, int jobs, int def
 			encs[k].cats = &cats[i];
 			encs[k].file = &file;
 			encs[k].seq = (uint32_t)(k + 2);
+			encs[k].order = k;
 			encs[k].tuuid = thread_uuid(p->pid, p->threads[h].tid, p->threads[h].serial);
 			encs[k].mem = weft_mem_for(mem, p);
 			encs[k].big_alloc = mem->big_alloc;
@@ -858,7 +927,7 @@ int weft_export_pftrace(const struct weft_trace *t, FILE *out, int jobs, int def
 	for (size_t i = 0; i < t->nprocs; i++) /* drops not attributed to a thread count too */
 		sum->dropped += weft_proc_dropped(&t->procs[i]);
 	/* descriptors of processes, named tracks and counters first, then the threads */
-	struct seq_enc head = {.file = &file};
+	struct seq_enc head = {.file = &file, .order = SIZE_MAX};
 	header(t, mem, sys, gpu, &head.out);
 	drain(&head, 1);
 	struct job j = {t, encs};
@@ -891,6 +960,11 @@ int weft_export_pftrace(const struct weft_trace *t, FILE *out, int jobs, int def
 	}
 	free(cats);
 	free(encs);
+	for (size_t i = 0; i < n; i++) /* (left only where a write failed) */
+		if (file.ahead[i])
+			fclose(file.ahead[i]);
+	free(file.ahead);
+	free(file.done);
 	rc = file.err ? -file.err : 0;
 	if (!rc && fflush(out))
 		rc = -errno;

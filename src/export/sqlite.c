@@ -9,8 +9,9 @@
  * sqlite-walk.c streams each process's records into the other tables with every join done on
  * the way, in memory bounded by a chunk per thread and the blocks live at one time. Rows go in
  * many per statement (sqlite-rows.c) inside one transaction with the journal off; the indexes
- * are built once every row is in. The database is written to DB.tmp and renamed over DB at the
- * end, so a failed export leaves no half-written file behind.
+ * are built once every row is in. The database is written into the file named: the CLI gives a
+ * fresh one and renames it over DB only at the end (tool/outfile.c), so a failed export leaves
+ * no half-written file behind and no file of the user's is touched.
  */
 #include "export/sqlite-internal.h"
 #include <errno.h>
@@ -134,9 +135,7 @@ int weft_export_sqlite(const struct weft_trace *t, const char *path, struct weft
 		       size_t errlen)
 {
 	memset(sum, 0, sizeof(*sum));
-	char tmp[4200];
-	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
-	unlink(tmp);
+	const char *tmp = path; /* the caller's own fresh file (tool/outfile.c) */
 	struct weft_sqlite_db d = {.t = t, .sq.progress = isatty(2)};
 	d.utid_base = calloc(t->nprocs + 1, sizeof(*d.utid_base));
 	if (!d.utid_base)
@@ -188,11 +187,5 @@ out:
 		rc = -EIO;
 	}
 	free(d.utid_base);
-	if (!rc && rename(tmp, path)) {
-		snprintf(err, errlen, "cannot rename %s to %s: %s", tmp, path, strerror(errno));
-		rc = -errno;
-	}
-	if (rc)
-		unlink(tmp);
 	return weft_export_result(sum, rc, err, errlen);
 }

@@ -7,6 +7,14 @@
  * no longer is weft's file, the file is opened again by its path (append), never written
  * through the stale number, which now belongs to the program. What cannot be written is
  * counted by the callers as dropped.
+ *
+ * The check and the write are two system calls: the program may close the descriptor between
+ * them (close_range from another thread while a writer writes). The write then fails with
+ * EBADF, or stops part way; weft_file_append takes that as "taken away", not as a failed disk:
+ * it finds its file again (by its path), cuts off the part of the record already written, and
+ * writes the record again. (Were the program to open a file of its own at weft's exact high
+ * number inside that window, a write would still land there: dup2 to that number, or 900 open
+ * files, within microseconds; no descriptor can be kept from close_range.)
  */
 #include "internal.h"
 #include <errno.h>
@@ -15,6 +23,7 @@
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 /* fd moved to a high number (close-on-exec); the original is closed. Returns the new fd, or
@@ -63,6 +72,56 @@ int weft_file_fd(struct weft_file *f)
 	}
 	f->fd = move_high(fd);
 	return f->fd;
+}
+
+/* Writes all of iov[0..n) (n <= 8) at the end of fd; 0 or -errno. */
+static int write_all(int fd, const struct iovec *in, int n)
+{
+	struct iovec v[8], *iov = v;
+	if (n > 8)
+		return -EINVAL;
+	memcpy(v, in, sizeof(*in) * (size_t)n);
+	while (n > 0) {
+		ssize_t r = writev(fd, iov, n);
+		if (r < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		if (r == 0)
+			return -EIO;
+		while (n > 0 && (size_t)r >= iov->iov_len) {
+			r -= (ssize_t)iov->iov_len;
+			iov++;
+			n--;
+		}
+		if (n > 0) {
+			iov->iov_base = (char *)iov->iov_base + r;
+			iov->iov_len -= (size_t)r;
+		}
+	}
+	return 0;
+}
+
+int weft_file_append(struct weft_file *f, const struct iovec *iov, int n)
+{
+	int rc = -EBADF;
+	/* a few tries: each lost descriptor is found again by its path */
+	for (int tries = 0; tries < 8 && rc == -EBADF; tries++) {
+		int fd = weft_file_fd(f);
+		if (fd < 0)
+			return fd;
+		off_t before = lseek(fd, 0, SEEK_END);
+		rc = before < 0 ? -errno : write_all(fd, iov, n);
+		if (rc && before >= 0) {
+			/* no half record left behind; truncated through a descriptor checked again, as
+			 * this one may be the program's by now */
+			int again = weft_file_fd(f);
+			if (again >= 0 && ftruncate(again, before))
+				(void)0; /* rc says why already */
+		}
+	}
+	return rc;
 }
 
 void weft_file_close(struct weft_file *f)

@@ -109,6 +109,10 @@ struct weft_file {
 WEFT_HIDDEN int weft_file_own(struct weft_file *f, int fd, const char *path);
 WEFT_HIDDEN int weft_file_fd(struct weft_file *f); /* checked (or reopened) fd, or -errno */
 WEFT_HIDDEN void weft_file_close(struct weft_file *f);
+/* Appends iov[0..n) (n <= 8) whole, or nothing: 0 or -errno. A descriptor closed by the
+ * program on the way is found again and the record written again (fdfile.c). */
+struct iovec;
+WEFT_HIDDEN int weft_file_append(struct weft_file *f, const struct iovec *iov, int n);
 
 /* ---- log ---- */
 WEFT_HIDDEN void weft_log(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

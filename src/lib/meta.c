@@ -27,10 +27,11 @@ static off_t meta_reserved;    /* file offset up to which space is allocated ahe
 /* Keep META_RESERVE bytes allocated past the end of the file (without changing its size), so
  * that when the disk fills the final totals can still be written. Where it cannot be kept
  * (the disk is full), later records other than the final ones are skipped. */
-static void meta_reserve(int fd)
+static void meta_reserve(void)
 {
 	struct stat st;
-	if (fstat(fd, &st))
+	int fd = weft_file_fd(&meta_file); /* checked again: fallocate only weft's own file */
+	if (fd < 0 || fstat(fd, &st))
 		return;
 	if (meta_reserved - st.st_size >= META_RESERVE / 2)
 		return;
@@ -71,7 +72,7 @@ int weft_meta_open(const char *dir, int pid, char *stem, size_t stemlen)
 	meta_reserved = 0;
 	int rc = weft_file_own(&meta_file, fd, path);
 	if (!rc)
-		meta_reserve(meta_file.fd);
+		meta_reserve();
 	pthread_mutex_unlock(&meta_lock);
 	return rc;
 }
@@ -102,17 +103,15 @@ void weft_meta_write(unsigned type, const void *a, size_t alen, const void *b, s
 	weft_in_runtime++;
 	pthread_mutex_lock(&meta_lock);
 	if (meta_file.fd >= 0 && (!meta_tight || is_final(type))) {
-		ssize_t want = (ssize_t)(sizeof(h) + alen + blen);
-		int fd = weft_file_fd(&meta_file);
-		ssize_t r = fd < 0 ? fd : writev(fd, iov, 3);
-		if (r != want) {
+		int rc = weft_file_append(&meta_file, iov, 3);
+		if (rc) {
 			if (!meta_failed_logged)
 				weft_log(WEFT_LOG_ERROR, "metadata write failed: %s; keeping room for the totals",
-					 strerror(fd < 0 ? -fd : r < 0 ? errno : EIO));
+					 strerror(-rc));
 			meta_failed_logged = 1;
 			meta_tight = 1;
 		} else if (!meta_tight) {
-			meta_reserve(fd);
+			meta_reserve();
 		}
 	}
 	pthread_mutex_unlock(&meta_lock);

@@ -128,8 +128,9 @@ static int records(uint8_t st)
 	return st == WEFT__SITE_ON ? 1 : st == WEFT__SITE_EXACT ? 2 : 0;
 }
 
-/* Registers s (at a source location when file is not NULL) and sets its state. */
-static int site_register(struct weft_site *s, const char *file, unsigned line)
+/* Registers s (at a source location when file is not NULL) and sets its state. `events`:
+ * how many events the call stands for, each counted where none is recorded. */
+static int site_register(struct weft_site *s, const char *file, unsigned line, unsigned events)
 {
 	uint8_t st = __atomic_load_n(&s->state, __ATOMIC_ACQUIRE);
 	if (st != WEFT__SITE_NEW)
@@ -139,12 +140,12 @@ static int site_register(struct weft_site *s, const char *file, unsigned line)
 	weft_ensure_started();
 	int run = atomic_load(&weft_g.run);
 	if (run == WEFT_RUN_FAILED) { /* tracing was wanted but could not start: not recorded */
-		atomic_fetch_add_explicit(&weft_g.dropped, 1, memory_order_relaxed);
+		atomic_fetch_add_explicit(&weft_g.dropped, events, memory_order_relaxed);
 		return 0;
 	}
 	if (run == WEFT_RUN_STOPPED && weft_cfg.enable) { /* after weft_stop */
 		if (s->kind != WEFT_KIND_ARG && s->kind != WEFT_KIND_TRACK)
-			atomic_fetch_add_explicit(&weft_g.after_stop, 1, memory_order_relaxed);
+			atomic_fetch_add_explicit(&weft_g.after_stop, events, memory_order_relaxed);
 		return 0;
 	}
 	weft_in_runtime++;
@@ -165,14 +166,19 @@ static int site_register(struct weft_site *s, const char *file, unsigned line)
 
 int weft__site_check(struct weft_site *s)
 {
-	return site_register(s, NULL, 0);
+	return site_register(s, NULL, 0, 1);
+}
+
+int weft__site_check_n(struct weft_site *s, unsigned events)
+{
+	return site_register(s, NULL, 0, events);
 }
 
 int weft_site_source(struct weft_site *s, const char *file, unsigned line)
 {
 	if (!s || !file)
 		return -EINVAL;
-	return site_register(s, file, line) != 0;
+	return site_register(s, file, line, 1) != 0;
 }
 
 void weft_registry_reevaluate(void)

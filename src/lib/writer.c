@@ -64,28 +64,6 @@ static uint32_t delta_encode(uint64_t *w, size_t nwords, uint32_t *dropped)
 	return events;
 }
 
-static int write_all(int fd, struct iovec *iov, int n)
-{
-	while (n > 0) {
-		ssize_t r = writev(fd, iov, n);
-		if (r < 0) {
-			if (errno == EINTR)
-				continue;
-			return -errno;
-		}
-		while (n > 0 && (size_t)r >= iov->iov_len) {
-			r -= (ssize_t)iov->iov_len;
-			iov++;
-			n--;
-		}
-		if (n > 0) {
-			iov->iov_base = (char *)iov->iov_base + r;
-			iov->iov_len -= (size_t)r;
-		}
-	}
-	return 0;
-}
-
 static void write_chunk(struct writer *w, struct weft_chunk *c)
 {
 	size_t used = c->used & ~(size_t)7;
@@ -133,11 +111,7 @@ static void write_chunk(struct writer *w, struct weft_chunk *c)
 	h.stored_size = (uint32_t)stored;
 	h.checksum = weft_fnv1a(payload, stored);
 	struct iovec iov[2] = {{&h, sizeof(h)}, {(void *)payload, stored}};
-	int fd = w->failed ? -EIO : weft_file_fd(&w->file);
-	off_t before = fd < 0 ? -1 : lseek(fd, 0, SEEK_END);
-	int rc = fd < 0 ? fd : write_all(fd, iov, 2);
-	if (rc && before >= 0 && ftruncate(fd, before)) /* no half frame left behind */
-		rc = rc ? rc : -errno;
+	int rc = w->failed ? -EIO : weft_file_append(&w->file, iov, 2); /* whole frames only */
 	if (rc) {
 		weft_chunk_unwritten(c, events);
 		if (!w->failed) {

@@ -8,9 +8,9 @@
 #include "lib/internal.h" /* weft_parse_size */
 #include "export/export.h"
 #include "format/format.h"
+#include "tool/outfile.h"
 #include <errno.h>
 #include <getopt.h>
-#include <dirent.h>
 #include <sys/stat.h>
 #include <limits.h>
 #include <stdio.h>
@@ -23,7 +23,9 @@ static void help(FILE *f)
 		"usage: weft convert [OPTIONS] DIR -o FILE\n"
 		"Convert the trace directory DIR (as written by libweft) to FILE.\n\n"
 		"  -o, --output FILE        output file (required); .json selects Chrome JSON,\n"
-		"                           anything else Perfetto protobuf (.pftrace)\n"
+		"                           anything else Perfetto protobuf (.pftrace); - is stdout.\n"
+		"                           Replaced only once complete; a device or FIFO is written\n"
+		"                           through, a symlink followed; never a file of the trace\n"
 		"  -f, --format FMT         pftrace or json, overriding the extension\n"
 		"      --json-style STYLE   be (B/E event pairs, default) or x (complete X events)\n"
 		"  -j, --jobs N             threads to use (default 2)\n"
@@ -37,31 +39,6 @@ static void help(FILE *f)
 		"Exit status: 0 converted (warnings may say what was damaged), 1 failed, 2 usage.\n");
 }
 
-/* Would writing `out` replace a file of the trace directory `dir` (the same inode, or a new
- * .wmeta/.wevents file that the next read would take for part of the trace)? */
-static int overwrites_input(const char *dir, const char *out)
-{
-	if (weft_is_trace_file(out))
-		return 1;
-	struct stat so;
-	if (stat(out, &so))
-		return 0;
-	DIR *d = opendir(dir);
-	if (!d)
-		return 0;
-	int same = 0;
-	struct dirent *e;
-	while (!same && (e = readdir(d))) {
-		char p[PATH_MAX];
-		struct stat si;
-		snprintf(p, sizeof(p), "%s/%s", dir, e->d_name);
-		same = !stat(p, &si) && S_ISREG(si.st_mode) && si.st_dev == so.st_dev && si.st_ino == so.st_ino &&
-		       strcmp(e->d_name, "trace.pftrace");
-	}
-	closedir(d);
-	return same;
-}
-
 int cmd_convert(int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -70,7 +47,7 @@ int cmd_convert(int argc, char **argv)
 		{"compress", required_argument, 0, 'c'}, {"large-alloc", required_argument, 0, 'L'},
 		{"quiet", no_argument, 0, 'q'}, {"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
 	const char *outp = NULL, *fmt = NULL;
-	int style = WEFT_JSON_BE, jobs = 2, quiet = 0, deflate = WEFT_PFTRACE_DEFLATE, c;
+	int style = WEFT_JSON_BE, jobs = 2, quiet = 0, deflate = WEFT_PFTRACE_DEFLATE, c, rc;
 	optind = 1;
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, "o:f:j:qh", opts, NULL)) != -1) {
@@ -136,29 +113,34 @@ int cmd_convert(int argc, char **argv)
 	}
 	const char *dir = optind < argc ? argv[optind] : "weft.data"; /* like perf and perf.data */
 	int to_stdout = !strcmp(outp, "-");
-	if (!to_stdout && overwrites_input(dir, outp)) {
-		weft_cli_error("convert", "refusing to write %s: it is a file of the trace being read", outp);
-		return WEFT_EXIT_USAGE;
-	}
+	/* never a file of the trace (its trace.pftrace may be converted again), never replacing a
+	 * device, FIFO or symlink; a regular file is replaced only once complete (outfile.c) */
 	if (!fmt) {
 		const char *dot = strrchr(outp, '.');
 		fmt = dot && !strcmp(dot, ".json") ? "json" : "pftrace";
 	}
+	struct weft_outfile out = {.fd = -1};
+	if (!to_stdout && (rc = weft_outfile_open(&out, "convert", outp, dir,
+						  !strcmp(fmt, "pftrace") ? WEFT_OUT_PFTRACE_OK : 0)))
+		return rc;
 	struct weft_trace *t;
 	char err[512];
-	int rc = weft_trace_open(dir, &t, err, sizeof(err));
+	rc = weft_trace_open(dir, &t, err, sizeof(err));
 	if (rc) {
 		weft_cli_error("convert", "%s", err);
+		weft_outfile_abort(&out);
 		return WEFT_EXIT_FAIL;
 	}
 	for (size_t i = 0; i < t->nwarnings; i++)
 		weft_cli_error("convert", "warning: %s", t->warnings[i]);
-	FILE *f = to_stdout ? stdout : fopen(outp, "wb");
+	FILE *f = to_stdout ? stdout : fdopen(out.fd, "wb");
 	if (!f) {
 		weft_cli_error("convert", "cannot write %s: %s", outp, strerror(errno));
+		weft_outfile_abort(&out);
 		weft_trace_free(t);
 		return WEFT_EXIT_FAIL;
 	}
+	out.fd = -1; /* f's now */
 	static char obuf[1 << 20];
 	setvbuf(f, obuf, _IOFBF, sizeof(obuf));
 	struct weft_export_summary s;
@@ -173,8 +155,11 @@ int cmd_convert(int argc, char **argv)
 	weft_trace_free(t);
 	if (rc) {
 		weft_cli_error("convert", "%s", err);
+		weft_outfile_abort(&out);
 		return WEFT_EXIT_FAIL;
 	}
+	if (!to_stdout && weft_outfile_commit(&out))
+		return WEFT_EXIT_FAIL;
 	if (s.bad_chunks) /* even with -q */
 		weft_cli_warn_undecoded("convert", s.bad_chunks, s.bad_why, NULL);
 	if (!quiet) {

@@ -2,12 +2,14 @@
  * cmd-export.c - `weft export [DIR] -o FILE.db`: the trace as a SQLite database
  * (src/export/sqlite.c; schema in docs/sqlite.md) for SQL and scripts: processes, threads,
  * slices, counters, every allocation's life joined to its slices, accesses, runs, and views in
- * the shape Heimdallr's scripts query. The file is written beside FILE and renamed over it
- * only when complete; a file of the trace being read is never replaced.
+ * the shape Heimdallr's scripts query. The file is written under a fresh name beside FILE and
+ * renamed over it only when complete; a device or FIFO gets a copy; a file of the trace being
+ * read is never replaced (outfile.c).
  */
 #include "tool/cmd.h"
 #include "export/export.h"
 #include "format/format.h"
+#include "tool/outfile.h"
 #include <getopt.h>
 #include <stdio.h>
 #include <string.h>
@@ -16,7 +18,8 @@ static void help(FILE *f)
 {
 	fprintf(f, "usage: weft export [OPTIONS] [DIR] -o FILE.db   (default DIR weft.data)\n"
 		   "Write the trace DIR as a SQLite database (schema: docs/sqlite.md).\n\n"
-		   "  -o, --output FILE   the database (required; replaced when the export succeeds)\n"
+		   "  -o, --output FILE   the database (required; replaced when the export succeeds; a\n"
+		   "                      device or FIFO is written through, a symlink followed)\n"
 		   "  -q, --quiet         no summary line\n"
 		   "  -h, --help          this text\n\n"
 		   "Tables: processes, threads, slices (depth, parent), counters, allocations (one row per\n"
@@ -50,26 +53,30 @@ int cmd_export(int argc, char **argv)
 		weft_cli_error("export", "missing -o FILE.db (a SQLite file; not stdout)");
 		return WEFT_EXIT_USAGE;
 	}
-	if (weft_is_trace_file(outp)) {
-		weft_cli_error("export", "refusing to write %s: a name of the trace's own files", outp);
-		return WEFT_EXIT_USAGE;
-	}
 	const char *dir = optind < argc ? argv[optind] : "weft.data";
+	struct weft_outfile out;
+	int orc = weft_outfile_open(&out, "export", outp, dir, WEFT_OUT_NAMED);
+	if (orc)
+		return orc;
 	struct weft_trace *t;
 	char err[512];
 	if (weft_trace_open(dir, &t, err, sizeof(err))) {
 		weft_cli_error("export", "%s", err);
+		weft_outfile_abort(&out);
 		return WEFT_EXIT_FAIL;
 	}
 	for (size_t i = 0; i < t->nwarnings; i++)
 		weft_cli_error("export", "warning: %s", t->warnings[i]);
 	struct weft_export_summary s;
-	int rc = weft_export_sqlite(t, outp, &s, err, sizeof(err));
+	int rc = weft_export_sqlite(t, out.tmp, &s, err, sizeof(err));
 	weft_trace_free(t);
 	if (rc) {
 		weft_cli_error("export", "%s", err);
+		weft_outfile_abort(&out);
 		return WEFT_EXIT_FAIL;
 	}
+	if (weft_outfile_commit(&out))
+		return WEFT_EXIT_FAIL;
 	if (s.bad_chunks)
 		weft_cli_warn_undecoded("export", s.bad_chunks, s.bad_why, outp);
 	if (!quiet)

@@ -13,6 +13,7 @@
  * measurement: it is reported, the runs before it are shown, and the exit status is 1.
  */
 #include "tool/cmd.h"
+#include "tool/outfile.h"
 #include "tool/textout.h"
 #include <sqlite3.h>
 #include <errno.h>
@@ -27,6 +28,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <sys/time.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -47,6 +49,8 @@ static void help(FILE *f)
 		"                                   not in the default list)\n"
 		"  -f, --format FMT      text (default: medians and stdev), csv or json (also min, max, mean)\n"
 		"      --seed S          seed of the shuffle (default 1; the same seed, the same order)\n"
+		"      --timeout SECS    a run still going after SECS seconds is killed (SIGKILL) and\n"
+		"                        counts as failed (default: none)\n"
 		"      --db FILE         also append every run to the runs table of this SQLite file (the\n"
 		"                        table of 'weft export': prog, mode, run, utime_ns, stime_ns,\n"
 		"                        wtime_ns, max_rss in bytes; created if missing)\n"
@@ -54,8 +58,10 @@ static void help(FILE *f)
 		"PROGRAM's stdin is /dev/null and its stdout and stderr go to /dev/null. Overheads are\n"
 		"of the medians: wall time, user+sys CPU time and max RSS. Max RSS counts what weft itself\n"
 		"had resident when it forked (the same in every mode).\n\n"
-		"Exit status: 0 measured; 1 if a run failed (reported; the runs before it are shown) or\n"
-		"weft failed, 2 usage, 127 if the program could not be run.\n");
+		"SIGTERM, SIGINT or SIGHUP sent to weft ends the run going on (the signal is passed on),\n"
+		"removes its trace directory, and weft then dies of that signal (exit 128+N).\n\n"
+		"Exit status: 0 measured; 1 if a run failed or timed out (reported; the runs before it\n"
+		"are shown) or weft failed, 2 usage, 127 if the program could not be run.\n");
 }
 
 struct mode {
@@ -111,6 +117,37 @@ static int remove_entry(const char *path, const struct stat *st, int flag, struc
 	return 0;
 }
 
+/* The run going on, for the signal handlers (written by run_once around fork and wait4): a
+ * stop signal (SIGTERM, SIGINT, SIGHUP) is passed on to it and remembered, the timer
+ * (--timeout) kills it. */
+static volatile pid_t running_pid;
+static volatile sig_atomic_t stop_signal, timed_out;
+static double timeout_s;
+
+static void on_stop(int sig)
+{
+	stop_signal = sig;
+	if (running_pid > 0)
+		kill(running_pid, sig);
+}
+
+static void on_timer(int sig)
+{
+	(void)sig;
+	if (running_pid > 0) {
+		timed_out = 1;
+		kill(running_pid, SIGKILL);
+	}
+}
+
+static void arm_timer(double s)
+{
+	struct itimerval it = {{0, 0}, {(time_t)s, (suseconds_t)((s - (double)(time_t)s) * 1e6)}};
+	if (s > 0 && !it.it_value.tv_sec && !it.it_value.tv_usec)
+		it.it_value.tv_usec = 1;
+	setitimer(ITIMER_REAL, &it, NULL);
+}
+
 /* What one run measured; returns the wait status, or with why set -1 (weft failed) or -2
  * (the program could not be run). */
 struct sample {
@@ -138,15 +175,16 @@ static int run_once(char **argv, const struct mode *m, const char *preload, stru
 		snprintf(why, whylen, "pipe: %s", strerror(errno));
 		return -1;
 	}
-	/* like system(3): Ctrl-C and Ctrl-\ end the program (a failed run), not weft */
-	struct sigaction ign = {.sa_handler = SIG_IGN}, old_int, old_quit;
-	sigaction(SIGINT, &ign, &old_int);
+	/* like system(3): Ctrl-\ ends the program (a failed run), not weft; SIGINT, SIGTERM and
+	 * SIGHUP are passed on to the run and end weft once it is cleaned up (on_stop) */
+	struct sigaction ign = {.sa_handler = SIG_IGN}, old_quit;
 	sigaction(SIGQUIT, &ign, &old_quit);
 	struct timespec t0, t1;
 	clock_gettime(CLOCK_MONOTONIC, &t0);
-	pid_t pid = fork();
+	running_pid = 0;
+	timed_out = 0;
+	pid_t pid = stop_signal ? -1 : fork();
 	if (pid == 0) {
-		sigaction(SIGINT, &old_int, NULL);
 		sigaction(SIGQUIT, &old_quit, NULL);
 		int null = open("/dev/null", O_RDWR);
 		if (null >= 0) {
@@ -165,14 +203,22 @@ static int run_once(char **argv, const struct mode *m, const char *preload, stru
 		(void)w;
 		_exit(127);
 	}
-	int e = errno, status = 0, exec_errno = 0;
+	int e = stop_signal ? EINTR : errno, status = 0, exec_errno = 0;
+	if (pid > 0) {
+		running_pid = pid;
+		if (stop_signal) /* arrived between fork and here */
+			kill(pid, stop_signal);
+		if (timeout_s > 0)
+			arm_timer(timeout_s);
+	}
 	close(pipefd[1]);
 	struct rusage ru;
 	ssize_t got = pid > 0 ? read(pipefd[0], &exec_errno, sizeof(exec_errno)) : 0;
 	while (pid > 0 && wait4(pid, &status, 0, &ru) < 0 && errno == EINTR)
 		;
 	clock_gettime(CLOCK_MONOTONIC, &t1);
-	sigaction(SIGINT, &old_int, NULL);
+	arm_timer(0);
+	running_pid = 0;
 	sigaction(SIGQUIT, &old_quit, NULL);
 	close(pipefd[0]);
 	if (dir[0])
@@ -371,7 +417,7 @@ int cmd_overhead(int argc, char **argv)
 	static const struct option opts[] = {
 		{"runs", required_argument, 0, 'n'}, {"modes", required_argument, 0, 'M'},
 		{"format", required_argument, 0, 'f'}, {"seed", required_argument, 0, 'S'},
-		{"db", required_argument, 0, 'B'},
+		{"db", required_argument, 0, 'B'}, {"timeout", required_argument, 0, 'T'},
 		{"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
 	int sel[NMODES] = {0, 1, 2}, nsel = 3, fmt = 0, n = 0, c; /* the default: all but access */
 	uint64_t seed = 1;
@@ -395,6 +441,14 @@ int cmd_overhead(int argc, char **argv)
 				return WEFT_EXIT_USAGE;
 			break;
 		case 'B': db = optarg; break;
+		case 'T':
+			errno = 0;
+			timeout_s = strtod(optarg, &end);
+			if (*end || end == optarg || errno || !(timeout_s > 0) || timeout_s > 1e6) {
+				weft_cli_error("overhead", "--timeout takes seconds (more than 0), not '%s'", optarg);
+				return WEFT_EXIT_USAGE;
+			}
+			break;
 		case 'f':
 			fmt = !strcmp(optarg, "text") ? 0 : !strcmp(optarg, "csv") ? 1 : !strcmp(optarg, "json") ? 2 : -1;
 			if (fmt < 0) {
@@ -423,6 +477,10 @@ int cmd_overhead(int argc, char **argv)
 			       !n ? "missing -n N" : "no program given");
 		return WEFT_EXIT_USAGE;
 	}
+	struct weft_outfile dbf; /* updated in place: a regular file (or a new one), never a device */
+	int orc = db ? weft_outfile_open(&dbf, "overhead", db, NULL, WEFT_OUT_REGULAR_ONLY) : 0;
+	if (orc)
+		return orc;
 	char preload[PATH_MAX] = "";
 	for (int i = 0; i < nsel; i++)
 		if (modes[sel[i]].options && !weft_cli_find_preload(preload, sizeof(preload))) {
@@ -447,10 +505,25 @@ int cmd_overhead(int argc, char **argv)
 	}
 
 	int done[NMODES] = {0}, code = WEFT_EXIT_OK;
+	stop_signal = 0;
+	struct sigaction stop = {.sa_handler = on_stop}, timer = {.sa_handler = on_timer}, old_stop[3], old_timer;
+	const int stops[3] = {SIGTERM, SIGINT, SIGHUP};
+	for (int k = 0; k < 3; k++)
+		sigaction(stops[k], &stop, &old_stop[k]);
+	sigaction(SIGALRM, &timer, &old_timer);
 	for (int i = 0; i < total; i++) {
 		const struct mode *m = &modes[order[i]];
 		char why[PATH_MAX + 128];
 		int status = run_once(argv + optind, m, preload, &samples[i], why, sizeof(why));
+		if (stop_signal) { /* the run is ended and its directory removed: die of the signal */
+			int sig = stop_signal;
+			weft_cli_error("overhead", "stopped by SIG%s at run %d of %d; nothing left behind",
+				       sigabbrev_np(sig) ? sigabbrev_np(sig) : "?", i + 1, total);
+			free(order), free(samples), free(values);
+			signal(sig, SIG_DFL);
+			raise(sig);
+			return 128 + sig;
+		}
 		if (status < 0) {
 			weft_cli_error("overhead", "%s", why);
 			free(order), free(samples), free(values);
@@ -460,7 +533,9 @@ int cmd_overhead(int argc, char **argv)
 			done[order[i]]++;
 			continue;
 		}
-		if (WIFSIGNALED(status))
+		if (timed_out)
+			snprintf(why, sizeof(why), "timed out after %g s (killed)", timeout_s);
+		else if (WIFSIGNALED(status))
 			snprintf(why, sizeof(why), "killed by SIG%s", sigabbrev_np(WTERMSIG(status)) ?
 				 sigabbrev_np(WTERMSIG(status)) : "?");
 		else
@@ -470,6 +545,10 @@ int cmd_overhead(int argc, char **argv)
 		total = i; /* what ran before it */
 		code = WEFT_EXIT_FAIL;
 	}
+
+	for (int k = 0; k < 3; k++)
+		sigaction(stops[k], &old_stop[k], NULL);
+	sigaction(SIGALRM, &old_timer, NULL);
 
 	struct result r[NMODES];
 	memset(r, 0, sizeof(r));
@@ -500,7 +579,7 @@ int cmd_overhead(int argc, char **argv)
 		print_text(argv + optind, n, seed, r, nsel);
 	else
 		print_machine(r, nsel, fmt == 2);
-	if (db && save_runs(db, argv[optind], order, samples, total))
+	if (db && save_runs(dbf.path, argv[optind], order, samples, total))
 		code = WEFT_EXIT_FAIL;
 	free(order), free(samples), free(values);
 	return code;

@@ -6,6 +6,7 @@
  */
 #include "tool/cmd.h"
 #include "export/plot.h"
+#include "tool/outfile.h"
 #include <errno.h>
 #include <getopt.h>
 #include <limits.h>
@@ -27,7 +28,9 @@ static void help(FILE *f)
 		   "        in the trace's heap counter). The slices with the highest own peaks get a band\n"
 		   "        each, the rest are summed as 'other'. Each pixel column shows the moment\n"
 		   "        within it with the most live bytes, so no peak is lost\n\n"
-		   "  -o, --output FILE     the PNG (required)\n"
+		   "  -o, --output FILE     the PNG (required; written whole or not at all; a device or\n"
+		   "                        FIFO is written through, a symlink followed; never a file\n"
+		   "                        of the trace)\n"
 		   "  -p, --pid PID         the process (default: the first)\n"
 		   "      --time FROM:TO    a window from the process's first memory event, e.g. 0:5ms,\n"
 		   "                        2ms: (to the end)\n"
@@ -154,10 +157,16 @@ int cmd_plot(int argc, char **argv)
 		return WEFT_EXIT_USAGE;
 	}
 	const char *dir = optind < argc ? argv[optind] : "weft.data";
+	struct weft_outfile out; /* never a file of the trace, never replacing a device (outfile.c) */
+	int orc = weft_outfile_open(&out, "plot", o.out, dir, WEFT_OUT_NAMED);
+	if (orc)
+		return orc;
+	o.out = out.tmp;
 	struct weft_trace *t;
 	char err[512];
 	if (weft_trace_open(dir, &t, err, sizeof(err))) {
 		weft_cli_error("plot", "%s", err);
+		weft_outfile_abort(&out);
 		return WEFT_EXIT_FAIL;
 	}
 	int rc = !strcmp(what, "memory") ? weft_plot_memory(t, &o, err, sizeof(err))
@@ -165,7 +174,8 @@ int cmd_plot(int argc, char **argv)
 	weft_trace_free(t);
 	if (rc) {
 		weft_cli_error("plot", "%s", err);
+		weft_outfile_abort(&out);
 		return WEFT_EXIT_FAIL;
 	}
-	return WEFT_EXIT_OK;
+	return weft_outfile_commit(&out);
 }

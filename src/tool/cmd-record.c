@@ -7,6 +7,7 @@
  * converted to DIR/trace.pftrace and one line says what was recorded.
  */
 #include "tool/cmd.h"
+#include "tool/outfile.h"
 #include "export/export.h"
 #include "lib/internal.h" /* weft_glob_check */
 #include "collect/counters.h"
@@ -109,7 +110,7 @@ static void help(FILE *f)
 		"                          tasks            each asyncio Task as an async slice from its\n"
 		"                                           creation to its end, named after its coroutine\n"
 		"      --options OPTS      further WEFT_OPTIONS, key=value:key=value\n"
-		"  -q, --quiet             no summary line\n"
+		"  -q, --quiet             no summary line, no hints\n"
 		"  -h, --help              this text\n\n"
 		"Exit status: the program's (128+N if signal N ended it); 1 if weft failed, 2 usage,\n"
 		"127 if the program could not be run.\n");
@@ -201,7 +202,7 @@ static int is_trace_dir(const char *dir)
 	struct dirent *e;
 	while (ok && (e = readdir(d))) {
 		ok = !strcmp(e->d_name, ".") || !strcmp(e->d_name, "..") || !strcmp(e->d_name, "trace.pftrace") ||
-		     weft_is_trace_file(e->d_name);
+		     !strncmp(e->d_name, ".trace.pftrace.weft-", 20) || weft_is_trace_file(e->d_name);
 	}
 	closedir(d);
 	return ok;
@@ -216,7 +217,8 @@ static int remove_trace_dir(const char *dir)
 		return -errno;
 	struct dirent *e;
 	while ((e = readdir(d))) {
-		if (!strcmp(e->d_name, "trace.pftrace") || weft_is_trace_file(e->d_name)) {
+		if (!strcmp(e->d_name, "trace.pftrace") || weft_is_trace_file(e->d_name) ||
+		    !strncmp(e->d_name, ".trace.pftrace.weft-", 20)) { /* (a conversion cut short: outfile.c) */
 			char p[PATH_MAX + 300];
 			snprintf(p, sizeof(p), "%s/%s", dir, e->d_name);
 			unlink(p);
@@ -677,16 +679,26 @@ int cmd_record(int argc, char **argv)
 	char out[PATH_MAX + 32] = "";
 	if (convert) {
 		snprintf(out, sizeof(out), "%s/trace.pftrace", dir);
-		FILE *f = fopen(out, "wb");
+		struct weft_outfile of; /* written whole, then renamed (outfile.c) */
+		int xrc = weft_outfile_open(&of, "record", out, dir, WEFT_OUT_PFTRACE_OK);
+		FILE *f = xrc ? NULL : fdopen(of.fd, "wb");
 		struct weft_export_summary s;
-		if (!f || weft_export_pftrace(t, f, 2, WEFT_PFTRACE_DEFLATE, &s, err, sizeof(err))) {
-			weft_cli_error("record", "cannot write %s: %s", out, f ? err : strerror(errno));
-			if (f)
-				fclose(f);
+		if (f) {
+			of.fd = -1; /* f's now */
+			xrc = weft_export_pftrace(t, f, 2, WEFT_PFTRACE_DEFLATE, &s, err, sizeof(err));
+			if (fclose(f) && !xrc)
+				xrc = snprintf(err, sizeof(err), "%s", strerror(errno));
+			if (xrc)
+				weft_cli_error("record", "cannot write %s: %s", out, err);
+		} else if (!xrc) {
+			weft_cli_error("record", "cannot write %s: %s", out, strerror(errno));
+			xrc = -1;
+		}
+		if (xrc || weft_outfile_commit(&of)) {
+			weft_outfile_abort(&of);
 			weft_trace_free(t);
 			return code ? code : WEFT_EXIT_FAIL;
 		}
-		fclose(f);
 		if (s.bad_chunks)
 			weft_cli_warn_undecoded("record", s.bad_chunks, s.bad_why, out);
 		size_t funcs = 0; /* the conversion named every function address it met */
@@ -697,7 +709,9 @@ int cmd_record(int argc, char **argv)
 				       "run with -S, -I or -E, which skip weft's start-up hook)?", argv[optind]);
 		else if (python)
 			; /* Python calls are what was asked for: native functions are a bonus */
-		else if (!funcs && !strstr(extra, ":memory=1") && !strstr(extra, ":mem_access=") && !watch[0] &&
+		else if (quiet)
+			; /* -q: no hints */
+		else if (!funcs && !events && !strstr(extra, ":memory=1") && !strstr(extra, ":mem_access=") && !watch[0] &&
 			 !strstr(extra, ":sched=1") &&
 			 !strstr(extra, ":cpu_mem=1") && !strstr(extra, ":power=1") && !strstr(extra, ":gpu=1")) {
 			const char *base = strrchr(argv[optind], '/') ? strrchr(argv[optind], '/') + 1 : argv[optind];

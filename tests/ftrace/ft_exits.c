@@ -9,7 +9,10 @@
  *   closefds LOG        makes calls that fill chunks, closes every descriptor above 2
  *                       (close_range), opens LOG and writes lines into it while making more
  *                       calls, so any write weft made through a stale descriptor would land in
- *                       LOG; prints the number of step() calls */
+ *                       LOG; prints the number of step() calls
+ *   closeloop LOG N     N rounds of: calls, close every descriptor above 2, open LOG, write a
+ *                       line, close it: weft's writers lose their descriptor N times while they
+ *                       write; prints the number of step() calls */
 #define _GNU_SOURCE
 #include <fcntl.h>
 #include <signal.h>
@@ -80,6 +83,18 @@ int main(int argc, char **argv)
 			dprintf(fd, "line %d\n", k);
 			steps(50000);
 			n += 50000;
+			close(fd);
+		}
+		printf("%d\n", n);
+		return 0;
+	} else if (!strcmp(mode, "closeloop") && argc > 3) {
+		int rounds = atoi(argv[3]), n = 0;
+		for (int k = 0; k < rounds; k++) {
+			steps(5000);
+			n += 5000;
+			syscall(SYS_close_range, 3u, ~0u, 0u);
+			int fd = open(argv[2], O_WRONLY | O_CREAT | O_APPEND, 0644);
+			dprintf(fd, "line %d\n", k);
 			close(fd);
 		}
 		printf("%d\n", n);

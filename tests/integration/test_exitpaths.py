@@ -5,6 +5,7 @@ files (weft must never write into them). tests/ftrace/ft_exits.c is the program.
 import json
 import os
 import re
+import subprocess
 import unittest
 from weftlib import TraceTest, main, run, WEFT, BUILD
 
@@ -85,6 +86,28 @@ class ExitPaths(TraceTest):
         self.assertEqual(self.calls(data).get("step"), int(p.stdout))
         self.assertRegex(p.stderr, r"weft: record: \d+ events, 0 dropped")
         self.assertNotIn("failed", p.stderr)
+
+    def test_descriptor_closed_while_the_writer_writes(self):
+        # the program closes weft's descriptors 200 times while the writer writes 4K chunks:
+        # one close between the writer's check and its write lost the rest of the trace
+        # ("writing the trace failed (Bad file descriptor)"); 7 runs of 10 did under load
+        load = [subprocess.Popen(["sh", "-c", "while :; do :; done"]) for _ in range(2)]
+        try:
+            for i in range(5):
+                log = os.path.join(self.tmp, "loop.log")
+                if os.path.exists(log):
+                    os.unlink(log)
+                data, p = self.rec(PROG, "closeloop", log, "200", opts=("--options", "chunk_size=4K"))
+                self.assertEqual(p.returncode, 0, p.stderr)
+                with open(log) as f:
+                    self.assertEqual(f.read(), "".join(f"line {k}\n" for k in range(200)))
+                self.assertRegex(p.stderr, r"weft: record: \d+ events, 0 dropped", f"run {i}")
+                self.assertNotIn("failed", p.stderr)
+                self.assertEqual(self.calls(data).get("step"), int(p.stdout), f"run {i}")
+        finally:
+            for q in load:
+                q.kill()
+                q.wait()
 
 
 if __name__ == "__main__":

@@ -5,7 +5,10 @@ import csv
 import io
 import json
 import os
+import signal
 import sqlite3
+import subprocess
+import time
 import unittest
 from weftlib import TraceTest, main, run, BUILD, WEFT
 
@@ -139,6 +142,57 @@ class Overhead(TraceTest):
         p = self.overhead("-n", 1, "--modes", "functions", "--", "sh", "-c", "kill -SEGV $$", check=False)
         self.assertEqual(p.returncode, 1)
         self.assertIn("(functions, run 1 of 1) killed by SIGSEGV", p.stderr)
+
+    @unittest.skipIf(os.environ.get("WEFT_TEST_NO_PRELOAD"), "preloading is not testable in this build")
+    def test_sigterm_leaves_nothing_behind(self):
+        tmpdir = os.path.join(self.tmp, "tmpdir")
+        os.makedirs(tmpdir)
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            with self.subTest(sig=sig.name):
+                marker = f"{37 + sig}.25"  # a sleep of its own, to find it among the processes
+                p = subprocess.Popen([WEFT, "overhead", "-n", "3", "--modes", "functions", "--", "sleep", marker],
+                                     env=dict(os.environ, TMPDIR=tmpdir), stderr=subprocess.PIPE, text=True)
+                for _ in range(300):  # the run has started: its trace directory is there
+                    if os.listdir(tmpdir) and self.sleeps(marker):
+                        break
+                    time.sleep(0.05)
+                self.assertTrue(os.listdir(tmpdir))
+                p.send_signal(sig)
+                try:
+                    _, err = p.communicate(timeout=30)
+                except subprocess.TimeoutExpired:
+                    p.kill()
+                    p.communicate()
+                    self.fail(f"weft overhead did not end on {sig.name}")
+                self.assertEqual(p.returncode, -sig, err)  # weft dies of it, after cleaning up
+                self.assertEqual(err, f"weft: overhead: stopped by {sig.name} at run 1 of 3; nothing left behind\n")
+                self.assertEqual(os.listdir(tmpdir), [], "the run's trace directory was left behind")
+                self.assertEqual(self.sleeps(marker), [], "the run was left running")
+
+    def sleeps(self, marker):
+        found = []
+        for pid in filter(str.isdigit, os.listdir("/proc")):
+            try:
+                with open(f"/proc/{pid}/cmdline", "rb") as f:
+                    if f.read().split(b"\0")[:2] == [b"sleep", marker.encode()]:
+                        with open(f"/proc/{pid}/stat") as st:
+                            if st.read().rsplit(")", 1)[1].split()[0] != "Z":
+                                found.append(pid)
+            except OSError:
+                pass
+        return found
+
+    @unittest.skipIf(os.environ.get("WEFT_TEST_NO_PRELOAD"), "preloading is not testable in this build")
+    def test_timeout(self):
+        p = self.overhead("-n", 2, "--modes", "dry,functions", "--timeout", "0.3", "--", "sleep", "30", check=False)
+        self.assertEqual(p.returncode, 1)
+        self.assertRegex(p.stderr, r"^weft: overhead: run 1 of 4 \((dry|functions), run 1 of 2\) timed out after "
+                                   r"0.3 s \(killed\); stopped there\n$")
+        p = self.overhead("-n", 1, "--timeout", "0", "--", "true", check=False)
+        self.assertEqual((p.returncode, p.stderr), (2, "weft: overhead: --timeout takes seconds (more than 0), "
+                                                       "not '0'\n"))
+        p = self.overhead("-n", 1, "--modes", "dry,functions", "--timeout", "60", "-f", "json", "--", "true")
+        self.assertEqual(len(json.loads(p.stdout)), 2)
 
     def test_usage(self):
         cases = [

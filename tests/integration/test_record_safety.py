@@ -74,6 +74,15 @@ class RecordSafety(TraceTest):
         p = run([WEFT, "record", "-o", os.path.join(self.tmp, "t.data"), "--", "true"], cwd=self.tmp)
         self.assertIn("weft: record: no function events were recorded: was true built with "
                       "-finstrument-functions?", p.stderr)
+        # a program that recorded weft.h events (built without -finstrument-functions) is not
+        # told to add function tracing, nor is anyone under -q
+        for q in ((), ("-q",)):
+            p = run([WEFT, "record", *q, "-o", os.path.join(self.tmp, "w.data"), "--", os.path.join(BUILD, "pipeline"),
+                     "1", "2", "1"], cwd=self.tmp)
+            self.assertNotIn("no function events", p.stderr)
+            self.assertNotIn("-finstrument-functions", p.stderr)
+        p = run([WEFT, "record", "-q", "-o", os.path.join(self.tmp, "t.data"), "--", "true"], cwd=self.tmp)
+        self.assertEqual(p.stderr, "")
         # a Python interpreter: the hint is --python
         p = run([WEFT, "record", "-o", os.path.join(self.tmp, "p.data"), "--", "/usr/bin/python3", "-c", "pass"],
                 cwd=self.tmp)

@@ -1,4 +1,4 @@
-/* stopper THREADS: THREADS threads emit instants (and a counter) in a loop; main calls
+/* stopper THREADS: THREADS threads emit instants, a counter and a scope in a loop; main calls
  * weft_stop() while they run, lets every thread emit 4000 more events, joins them and prints
  * "emitted E events D dropped A after_stop" from its own count and weft_stats_get(), so the test
  * can check written + dropped + after_stop == emitted (nothing lost uncounted across a stop). */
@@ -25,9 +25,12 @@ static void *work(void *arg)
 			break;
 		WEFT_INSTANT("tick");
 		WEFT_COUNTER("n", (int64_t)w->emitted);
-		atomic_fetch_add(&w->emitted, 2);
+		{
+			WEFT_SCOPE("c"); /* two events: its begin and its end */
+		}
+		atomic_fetch_add(&w->emitted, 4);
 		if (s)
-			after += 2;
+			after += 4;
 	}
 	w->after = after;
 	return NULL;

@@ -412,6 +412,35 @@ def test_filter_and_stop(tmp_path):
     assert counts(rows) == {"kept": 1}
 
 
+def test_after_stop_counts_both_ends(tmp_path):
+    # a traced call or a scope is two events (its begin and its end) when recorded, and two
+    # when counted after weft.stop(): written + dropped + after_stop is what was emitted
+    t = Traced(tmp_path, """
+        import ctypes, weft
+        class Stats(ctypes.Structure):
+            _fields_ = [("sz", ctypes.c_size_t)] + [(n, ctypes.c_uint64) for n in
+                        ("events", "dropped", "after_stop", "bytes_raw", "bytes_written", "chunks")]
+        lib = ctypes.CDLL("libweft.so.0")  # the one the extension uses
+        @weft.trace
+        def kept(): return 2
+        kept()
+        with weft.scope("s"):
+            pass
+        weft.stop()
+        for _ in range(3):
+            kept()
+            with weft.scope("s"):
+                pass
+        st = Stats(ctypes.sizeof(Stats))
+        assert lib.weft_stats_get(ctypes.byref(st)) == 0
+        print(st.events, st.dropped, st.after_stop)
+    """)
+    events, dropped, after = map(int, t.out.split())
+    assert after == 3 * 4
+    rows, = t.q(SLICES)
+    assert counts(rows) == {"kept": 1, "s": 1}
+
+
 def test_threads_named_from_threading(tmp_path):
     t = Traced(tmp_path, """
         import threading, weft
