@@ -14,9 +14,10 @@ import subprocess
 import sys
 import time
 import unittest
-from weftlib import TraceTest, main, run, WEFT, BUILD
+from weftlib import TraceTest, main, run, sanitizer, WEFT, BUILD
 
 SIGVIEW = os.path.join(BUILD, "sigview")
+SIGALLOC = os.path.join(BUILD, "sigalloc")
 PY = "/usr/bin/python3" if os.path.exists("/usr/bin/python3") else sys.executable
 HAVE_PY = os.path.exists(os.path.join(BUILD, "python", "weft", "__init__.py"))
 
@@ -223,6 +224,42 @@ class Signals(TraceTest):
                 self.assertNotIn("Traceback", err)  # was: TypeError in signal.signal(sig, None)
                 # (the forkserver and the resource tracker may outlive the program: their
                 # traces can still be open when weft record returns)
+
+
+
+@unittest.skipIf(os.environ.get("WEFT_TEST_NO_PRELOAD"), "preloading is not testable in this build (TSan)")
+@unittest.skipIf(sanitizer(), "sanitizer builds have no allocation interposer")
+class AllocationsInSignalHandlers(TraceTest):
+    def test_every_call_is_recorded_or_counted(self):
+        # main: N malloc(32)/free pairs (and, with "calls", a function record between them); a
+        # timer's handler: malloc(1000)/free every 50 us, many of them inside main's records.
+        # Inside an allocation record they are written after it; inside a function record
+        # they are counted as dropped, in weft info and in the memory report's summary.
+        n = 500000
+        for mode, memory in (("plain", "--memory"), ("plain", "--memory=stacks"), ("calls", "--memory")):
+            with self.subTest(mode=mode, memory=memory):
+                data = os.path.join(self.tmp, f"{mode}{len(memory)}.data")
+                p = run([WEFT, "record", "-o", data, "--no-convert", memory, "--", SIGALLOC, str(n), mode],
+                        cwd=self.tmp, timeout=120)
+                k = int(re.fullmatch(r"handler calls (\d+)\n", p.stdout).group(1))
+                self.assertGreater(k, 20, "the timer hardly fired")
+                heap = json.loads(run([WEFT, "report", "--memory", "--format=json", data]).stdout)[0]["heaps"][0]
+                allocs, frees = heap["allocs"] - (n + 1), heap["frees"] - (n + 1)  # (+1: main's first 1000)
+                self.assertEqual(heap["alloc_bytes"], 32 * n + 1000 * (1 + allocs))
+                self.assertEqual(heap["unknown_frees"], 0)
+                info = run([WEFT, "info", data]).stdout
+                m = re.search(r"^ +(\d+) allocation calls of signal handlers dropped", info, re.M)
+                lost = int(m.group(1)) if m else 0
+                self.assertEqual(allocs + frees + lost, k, info)
+                dropped = int(re.search(r"recorded: \d+ events, (\d+) dropped", info).group(1))
+                self.assertEqual(dropped, lost, info)
+                summary = run([WEFT, "report", "--memory", data]).stdout
+                if mode == "plain":  # inside allocation records only: all written
+                    self.assertEqual(lost, 0, info)
+                    self.assertNotIn("signal handlers", summary)
+                else:
+                    self.assertGreater(lost, 0, info)  # inside step's records too
+                    self.assertIn(f"\n{lost} allocation calls of signal handlers were dropped", summary)
 
 
 if __name__ == "__main__":
