@@ -39,6 +39,9 @@ __thread unsigned weft_mem_pend_head WEFT_TLS, weft_mem_pend_tail WEFT_TLS;
  * recorder, which writes the queue after its commit; saved and restored by each, so a nested
  * put leaves the outer one's value. */
 __thread int weft_mem_in_put WEFT_TLS;
+/* Set by memory.c around its own calls into libc that allocate (pthread_getattr_np): what they
+ * allocate is weft's, whatever the caller's address. */
+__thread int weft_mem_own WEFT_TLS;
 /* Allocation calls of handlers that could be neither written nor queued. Relaxed adds, from any
  * thread and from handlers; read at stop. */
 static _Atomic uint64_t nested_lost;
@@ -70,10 +73,11 @@ void weft_mem_nested_start(void)
 /* A call that found the thread inside the runtime or inside a record (may_record said no): is
  * it a signal handler's, made inside a record window of this thread? Yes when the window is
  * open and the runtime is not running, or when the runtime is (its slow path, a chunk switch)
- * but the caller is not weft's code. */
+ * but the caller is not weft's code. (libc allocating on the slow path's behalf would pass for
+ * a handler: it does not in practice, pthread_setspecific only beyond 32 keys.) */
 int weft_mem_nested(const void *caller)
 {
-	if (weft_thread_ended || !weft__tls.busy)
+	if (weft_thread_ended || !weft__tls.busy || weft_mem_own)
 		return 0;
 	if (!weft_in_runtime)
 		return 1;

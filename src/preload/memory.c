@@ -247,7 +247,7 @@ static inline int may_record(void)
 
 /* memnested.c: a signal handler's records inside another record of its thread */
 extern __thread unsigned weft_mem_pend_head WEFT_TLS, weft_mem_pend_tail WEFT_TLS;
-extern __thread int weft_mem_in_put WEFT_TLS;
+extern __thread int weft_mem_in_put WEFT_TLS, weft_mem_own WEFT_TLS;
 int weft_mem_nested(const void *caller);
 void weft_mem_stash(const uint64_t *w, unsigned n);
 void weft_mem_flush(void);
@@ -412,6 +412,7 @@ static __thread struct stack_seen { uint64_t hash; const char *chunk; } stack_se
 static void thread_stack_bounds(void)
 {
 	weft_in_runtime++; /* pthread_getattr_np allocates (and reads /proc for the main thread) */
+	weft_mem_own++;    /* even in a signal handler inside a record (memnested.c) */
 	pthread_attr_t a;
 	void *addr;
 	size_t size;
@@ -423,6 +424,7 @@ static void thread_stack_bounds(void)
 		}
 		pthread_attr_destroy(&a);
 	}
+	weft_mem_own--;
 	weft_in_runtime--;
 }
 
