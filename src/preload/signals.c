@@ -149,7 +149,7 @@ static void fatal_handler(int sig, siginfo_t *si, void *uc);
 
 /* What the program sees for a kernel disposition k: k itself, unless it is weft's handler,
  * which stands for SIG_DFL with the view's flags and mask. */
-static void program_view(int sig, unsigned view, const struct sigaction *k, struct sigaction *out)
+static void program_view(unsigned view, const struct sigaction *k, struct sigaction *out)
 {
 	*out = *k;
 	if (k->sa_sigaction != fatal_handler)
@@ -161,7 +161,6 @@ static void program_view(int sig, unsigned view, const struct sigaction *k, stru
 	memcpy(&out->sa_mask, &v->mask, sizeof(v->mask));
 	if (added && !(v->flags & added))
 		out->sa_restorer = NULL; /* as at start: glibc had not set one yet */
-	(void)sig;
 }
 
 /* weft's handler, in the kernel while the program's view is SIG_DFL. SA_RESETHAND: the
@@ -177,21 +176,22 @@ static void weft_action(struct sigaction *sa)
 static int managed_sigaction(int sig, const struct sigaction *act, struct sigaction *old)
 {
 	struct sigaction k, weft;
-	unsigned before = __atomic_load_n(&view_of[sig], __ATOMIC_RELAXED);
+	/* acquire/release: a slot's contents are seen with its index */
+	unsigned before = __atomic_load_n(&view_of[sig], __ATOMIC_ACQUIRE);
 	int rc;
 	if (!act) {
 		rc = next_sigaction(sig, NULL, &k);
 	} else if (act->sa_handler == SIG_DFL) {
 		/* the new view is published before weft's handler is in: a query in between sees
 		 * the new disposition, as after a change that happened at once */
-		before = __atomic_exchange_n(&view_of[sig], (uint8_t)view_of_action(act), __ATOMIC_RELAXED);
+		before = __atomic_exchange_n(&view_of[sig], (uint8_t)view_of_action(act), __ATOMIC_ACQ_REL);
 		weft_action(&weft);
 		rc = next_sigaction(sig, &weft, &k);
 	} else {
 		rc = next_sigaction(sig, act, &k);
 	}
 	if (!rc && old)
-		program_view(sig, before, &k, old);
+		program_view(before, &k, old);
 	return rc;
 }
 

@@ -8,11 +8,17 @@
  *   die SIG H  installs a handler on SIG, puts SIG_DFL back with call H (sigaction, signal,
  *              sigset, sysv_signal, bsd_signal), runs step() 10 times, then raises SIG (SIGSEGV
  *              and SIGFPE: a real fault); prints "survived" if it returns
- *   wait       step() 10 times, prints "ready", then waits for a signal (sent by the test) */
+ *   wait       step() 10 times, prints "ready", then waits for a signal (sent by the test)
+ *   race       4 threads set and reset dispositions (handler, SIG_DFL with flags, SIG_IGN) of
+ *              the managed signals and query them, while a timer's handler does the same;
+ *              prints "mismatches N" (a query that saw what no thread set) and then shows
+ *              every signal, all set back to SIG_DFL */
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/time.h>
 #include <unistd.h>
 
 /* siginterrupt, sigignore and sigset are deprecated, and tested here because programs call them */
@@ -100,6 +106,67 @@ static void calls(int sig)
 	show(sig);
 }
 
+static _Atomic long mismatches;
+
+/* one round on sig: a handler, SIG_DFL with SA_RESTART and SIGUSR1 masked, SIG_IGN, queried */
+static void churn(int sig)
+{
+	struct sigaction a, o;
+	memset(&a, 0, sizeof(a));
+	sigemptyset(&a.sa_mask);
+	a.sa_handler = handler;
+	sigaction(sig, &a, NULL);
+	a.sa_handler = SIG_DFL;
+	a.sa_flags = SA_RESTART;
+	sigaddset(&a.sa_mask, SIGUSR1);
+	sigaction(sig, &a, NULL);
+	sigaction(sig, NULL, &o);
+	/* another thread may have changed it since: only what no thread ever sets is wrong */
+	if (o.sa_handler == SIG_DFL && !(o.sa_flags & SA_RESTART) && o.sa_flags != 0)
+		mismatches++;
+	if (o.sa_handler != SIG_DFL && o.sa_handler != SIG_IGN && o.sa_handler != handler)
+		mismatches++;
+	signal(sig, SIG_IGN);
+}
+
+static void on_timer(int sig)
+{
+	(void)sig;
+	churn(SIGHUP);
+}
+
+static void *racer(void *arg)
+{
+	int k = (int)(long)arg;
+	for (int i = 0; i < 20000; i++)
+		churn(managed[(i + k) % NMANAGED] == SIGSEGV ? SIGHUP : managed[(i + k) % NMANAGED]);
+	return NULL;
+}
+
+static void race(void)
+{
+	signal(SIGALRM, on_timer);
+	struct itimerval it = {{0, 100}, {0, 100}};
+	setitimer(ITIMER_REAL, &it, NULL);
+	pthread_t th[4];
+	for (long k = 0; k < 4; k++)
+		pthread_create(&th[k], NULL, racer, (void *)k);
+	for (int k = 0; k < 4; k++)
+		pthread_join(th[k], NULL);
+	struct itimerval off = {{0, 0}, {0, 0}};
+	setitimer(ITIMER_REAL, &off, NULL);
+	signal(SIGALRM, SIG_DFL);
+	printf("mismatches %ld\n", (long)mismatches);
+	struct sigaction a;
+	memset(&a, 0, sizeof(a));
+	a.sa_handler = SIG_DFL; /* back as at start */
+	sigemptyset(&a.sa_mask);
+	for (int i = 0; i < NMANAGED; i++)
+		sigaction(managed[i], &a, NULL);
+	for (int s = 1; s <= 64; s++)
+		show(s);
+}
+
 static void restore_default(int sig, const char *how)
 {
 	if (!strcmp(how, "sigaction")) {
@@ -148,6 +215,8 @@ int main(int argc, char **argv)
 		else
 			raise(sig);
 		printf("survived\n");
+	} else if (!strcmp(mode, "race")) {
+		race();
 	} else if (!strcmp(mode, "wait")) {
 		for (int i = 0; i < 10; i++)
 			step();
