@@ -455,6 +455,7 @@ static void parse_meta(struct weft_trace *t, const char *name, const unsigned ch
 				memcpy(&p->mem_threshold, r + 8, 8);
 				memcpy(&p->mem_sample, r + 16, 8);
 				memcpy(&p->mem_sample_full, r + 24, 8);
+				memcpy(&p->mem_nested_lost, r + 4, 4);
 				p->mem_not_interposed = (flags & 4) != 0;
 				free(p->mem_allocator);
 				p->mem_allocator = len > 33 && r[32] ? xstrndup((const char *)r + 32, bounded_len((const char *)r + 32, len - 32)) : NULL;

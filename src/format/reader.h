@@ -110,6 +110,7 @@ struct weft_proc {
 	uint64_t fin[7]; /* events, dropped, after_stop, bytes_raw, bytes_written, chunks, end_ns */
 	int mem_recorded, mem_stacks; /* the allocation interposer ran (MEMORY record) */
 	uint64_t mem_threshold, mem_sample, mem_sample_full;
+	uint32_t mem_nested_lost; /* allocation calls of signal handlers dropped (inside another event) */
 	int mem_not_interposed; /* the program's own malloc came first: not recorded */
 	uint32_t fork_tid;      /* FORK (a fork child): the parent's thread that forked, 0: none */
 	uint64_t fork_ticks;    /* and when */

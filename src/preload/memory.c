@@ -13,9 +13,11 @@
  *
  * Off (memory not set) each call costs one relaxed load more than glibc's. Records are skipped,
  * uncounted, while the thread is inside the runtime (weft_in_runtime: its own chunk and
- * registry allocations, and its writer threads for their whole life) or inside another
- * record (weft__tls.busy: a signal handler that interrupted one); those blocks are untraced and
- * a later free of one shows as a free of an unknown block, never an error. Times are taken
+ * registry allocations, and its writer threads for their whole life); those blocks are
+ * untraced and a later free of one shows as a free of an unknown block, never an error. A
+ * signal handler's call inside another record of its thread (weft__tls.busy) is queued and
+ * written right after the interrupted record when that is an allocation record, else counted
+ * as dropped, apart too (memnested.c). Times are taken
  * before a block is given back (free, realloc), so another thread that gets the same address
  * next always has a later record.
  *
@@ -244,40 +246,66 @@ static inline int may_record(void)
 	return !(weft_in_runtime | weft__tls.busy | weft_thread_ended);
 }
 
+/* memnested.c: a signal handler's records inside another record of its thread */
+extern __thread unsigned weft_mem_pend_head WEFT_TLS, weft_mem_pend_tail WEFT_TLS;
+extern __thread int weft_mem_in_put WEFT_TLS, weft_mem_own WEFT_TLS;
+int weft_mem_nested(const void *caller);
+void weft_mem_stash(const uint64_t *w, unsigned n);
+void weft_mem_flush(void);
+void weft_mem_nested_start(void);
+uint64_t weft_mem_nested_lost(void);
+
+/* may_record, or a signal handler's call (from caller) inside another record of this thread,
+ * which put_words queues or counts. */
+static inline __attribute__((always_inline)) int may_record_from(const void *caller)
+{
+	if (__builtin_expect(may_record(), 1))
+		return 1;
+	return weft_mem_nested(caller);
+}
+/* The interposed function's caller (in an always_inline helper: that function's). */
+#define CALLER __builtin_return_address(0)
+
+/* One record of n words. Inside another record of this thread (a signal handler's call) it is
+ * queued; else written, with whatever handlers queued before and during its window after it. */
+static inline __attribute__((always_inline)) void put_words(const uint64_t *v, unsigned n)
+{
+	if (__builtin_expect(weft__tls.busy, 0)) {
+		weft_mem_stash(v, n);
+		return;
+	}
+	if (__builtin_expect(weft_mem_pend_head != weft_mem_pend_tail, 0))
+		weft_mem_flush(); /* older than this one */
+	int was = weft_mem_in_put;
+	weft_mem_in_put = 1;
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+	uint64_t *w = weft__reserve(n * 8);
+	if (__builtin_expect(w != 0, 1)) {
+		memcpy(w, v, n * 8);
+		weft__commit(w + n);
+	}
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+	weft_mem_in_put = was;
+	if (__builtin_expect(weft_mem_pend_head != weft_mem_pend_tail, 0))
+		weft_mem_flush();
+}
+
 static inline void put_alloc(uint64_t t, unsigned heap, unsigned fn, const void *p, size_t n)
 {
-	uint64_t *w = weft__reserve(32);
-	if (__builtin_expect(w == 0, 0))
-		return;
-	w[0] = t;
-	w[1] = weft__hdr(heap, WEFT_R_ALLOC, 2, fn);
-	w[2] = (uint64_t)(uintptr_t)p;
-	w[3] = n;
-	weft__commit(w + 4);
+	uint64_t w[4] = {t, weft__hdr(heap, WEFT_R_ALLOC, 2, fn), (uint64_t)(uintptr_t)p, n};
+	put_words(w, 4);
 }
 
 static inline void put_free(uint64_t t, unsigned heap, unsigned fn, const void *p)
 {
-	uint64_t *w = weft__reserve(24);
-	if (__builtin_expect(w == 0, 0))
-		return;
-	w[0] = t;
-	w[1] = weft__hdr(heap, WEFT_R_FREE, 1, fn);
-	w[2] = (uint64_t)(uintptr_t)p;
-	weft__commit(w + 3);
+	uint64_t w[3] = {t, weft__hdr(heap, WEFT_R_FREE, 1, fn), (uint64_t)(uintptr_t)p};
+	put_words(w, 3);
 }
 
 static inline void put_realloc(uint64_t t, unsigned heap, unsigned fn, const void *old, const void *p, size_t n)
 {
-	uint64_t *w = weft__reserve(40);
-	if (__builtin_expect(w == 0, 0))
-		return;
-	w[0] = t;
-	w[1] = weft__hdr(heap, WEFT_R_REALLOC, 3, fn);
-	w[2] = (uint64_t)(uintptr_t)old;
-	w[3] = (uint64_t)(uintptr_t)p;
-	w[4] = n;
-	weft__commit(w + 5);
+	uint64_t w[5] = {t, weft__hdr(heap, WEFT_R_REALLOC, 3, fn), (uint64_t)(uintptr_t)old, (uint64_t)(uintptr_t)p, n};
+	put_words(w, 5);
 }
 
 /* ---- sampling: the per-thread byte countdown and the set of sampled addresses ---- */
@@ -385,6 +413,7 @@ static __thread struct stack_seen { uint64_t hash; const char *chunk; } stack_se
 static void thread_stack_bounds(void)
 {
 	weft_in_runtime++; /* pthread_getattr_np allocates (and reads /proc for the main thread) */
+	weft_mem_own++;    /* even in a signal handler inside a record (memnested.c) */
 	pthread_attr_t a;
 	void *addr;
 	size_t size;
@@ -396,6 +425,7 @@ static void thread_stack_bounds(void)
 		}
 		pthread_attr_destroy(&a);
 	}
+	weft_mem_own--;
 	weft_in_runtime--;
 }
 
@@ -535,36 +565,60 @@ static uint64_t stack_hash(const uint64_t *pcs, unsigned n)
 }
 
 /* An allocation record (ALLOC, or REALLOC when old is set) followed by its STACK record. */
-static void put_with_stack(uint64_t t, unsigned fn, const void *old, const void *p, size_t n, void *frame)
+static unsigned alloc_words(uint64_t *w, uint64_t t, unsigned fn, const void *old, const void *p, size_t n)
 {
-	uint64_t pcs[MAX_FRAMES];
-	unsigned nf = walk_stack(frame, pcs);
-	uint64_t h = stack_hash(pcs, nf);
-	unsigned head = old ? 5 : 4;
-	uint64_t *w = weft__reserve((head + 2 + nf) * 8);
-	if (__builtin_expect(w == 0, 0))
-		return;
 	w[0] = t;
 	if (old) {
 		w[1] = weft__hdr(0, WEFT_R_REALLOC, 3, fn);
 		w[2] = (uint64_t)(uintptr_t)old;
 		w[3] = (uint64_t)(uintptr_t)p;
 		w[4] = n;
-	} else {
-		w[1] = weft__hdr(0, WEFT_R_ALLOC, 2, fn);
-		w[2] = (uint64_t)(uintptr_t)p;
-		w[3] = n;
+		return 5;
 	}
-	struct stack_seen *seen = &stack_seen[h & 255];
-	int known = seen->hash == h && seen->chunk == weft__tls.start; /* the window is open: start is this chunk's */
-	w[head] = h;
-	w[head + 1] = weft__hdr(0, WEFT_R_STACK, known ? 0 : nf, 0);
-	if (!known) {
-		memcpy(w + head + 2, pcs, nf * 8);
-		seen->hash = h;
-		seen->chunk = weft__tls.start;
+	w[1] = weft__hdr(0, WEFT_R_ALLOC, 2, fn);
+	w[2] = (uint64_t)(uintptr_t)p;
+	w[3] = n;
+	return 4;
+}
+
+static void put_with_stack(uint64_t t, unsigned fn, const void *old, const void *p, size_t n, void *frame)
+{
+	uint64_t pcs[MAX_FRAMES];
+	unsigned nf = walk_stack(frame, pcs);
+	uint64_t h = stack_hash(pcs, nf);
+	if (__builtin_expect(weft__tls.busy, 0)) { /* a handler's, inside another record: queued whole */
+		uint64_t v[5 + 2 + MAX_FRAMES];
+		unsigned head = alloc_words(v, t, fn, old, p, n);
+		v[head] = h;
+		v[head + 1] = weft__hdr(0, WEFT_R_STACK, nf, 0);
+		memcpy(v + head + 2, pcs, nf * 8);
+		weft_mem_stash(v, head + 2 + nf);
+		return;
 	}
-	weft__commit(w + head + 2 + (known ? 0 : nf));
+	if (__builtin_expect(weft_mem_pend_head != weft_mem_pend_tail, 0))
+		weft_mem_flush();
+	int was = weft_mem_in_put;
+	weft_mem_in_put = 1;
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+	unsigned head = old ? 5 : 4;
+	uint64_t *w = weft__reserve((head + 2 + nf) * 8);
+	if (__builtin_expect(w != 0, 1)) {
+		alloc_words(w, t, fn, old, p, n);
+		struct stack_seen *seen = &stack_seen[h & 255];
+		int known = seen->hash == h && seen->chunk == weft__tls.start; /* the window is open: start is this chunk's */
+		w[head] = h;
+		w[head + 1] = weft__hdr(0, WEFT_R_STACK, known ? 0 : nf, 0);
+		if (!known) {
+			memcpy(w + head + 2, pcs, nf * 8);
+			seen->hash = h;
+			seen->chunk = weft__tls.start;
+		}
+		weft__commit(w + head + 2 + (known ? 0 : nf));
+	}
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+	weft_mem_in_put = was;
+	if (__builtin_expect(weft_mem_pend_head != weft_mem_pend_tail, 0))
+		weft_mem_flush();
 }
 
 /* ---- the C heap ---- */
@@ -593,7 +647,7 @@ static __attribute__((noinline)) void on_alloc_filtered(unsigned fn, void *p, si
 /* The common case inline: recording every block, one record. */
 static inline __attribute__((always_inline)) void on_alloc(unsigned fn, void *p, size_t n, void *frame)
 {
-	if (!p || !may_record())
+	if (!p || !may_record_from(CALLER))
 		return;
 	if (__builtin_expect(mem_mode == MEM_ALL, 1))
 		put_alloc(weft__ticks(), 0, fn, p, n);
@@ -623,7 +677,7 @@ EXPORT void *calloc(size_t k, size_t n)
 
 static inline __attribute__((always_inline)) void on_free(unsigned fn, void *p)
 {
-	if (!may_record())
+	if (!may_record_from(CALLER))
 		return;
 	if (__builtin_expect(mem_mode != MEM_ALL, 0) && (mem_mode == MEM_PROBE || !keep_free(p)))
 		return;
@@ -646,7 +700,7 @@ EXPORT void cfree(void *p)
 }
 
 /* realloc keeps the old block when it fails (n > 0): nothing happened. realloc(p, 0) frees p. */
-static void *do_realloc(unsigned fn, void *old, size_t n, void *frame)
+static void *do_realloc(unsigned fn, void *old, size_t n, void *frame, const void *caller)
 {
 	if (__builtin_expect(!ready() || is_boot(old), 0)) { /* a new block, the old one's bytes copied */
 		if (old && !is_boot(old)) { /* cannot be: no other block exists before the lookup */
@@ -662,14 +716,14 @@ static void *do_realloc(unsigned fn, void *old, size_t n, void *frame)
 		return next.realloc(old, n);
 	uint64_t t = weft__ticks();
 	int filtered = mem_mode == MEM_FILTERED;
-	int had = old && (!filtered || (may_record() && keep_free(old)));
+	int had = old && (!filtered || (may_record_from(caller) && keep_free(old)));
 	void *p = next.realloc(old, n);
 	if (!p && n) { /* failed: the old block stays */
 		if (had && filtered && sample_mean)
 			set_add((uint64_t)(uintptr_t)old);
 		return p;
 	}
-	if (!may_record())
+	if (!may_record_from(caller))
 		return p;
 	int keep = p && (!filtered || keep_alloc(p, n));
 	if (keep && with_stacks)
@@ -685,7 +739,7 @@ static void *do_realloc(unsigned fn, void *old, size_t n, void *frame)
 
 EXPORT void *realloc(void *old, size_t n)
 {
-	return do_realloc(WEFT_MEM_REALLOC, old, n, FRAME);
+	return do_realloc(WEFT_MEM_REALLOC, old, n, FRAME, CALLER);
 }
 
 EXPORT void *reallocarray(void *old, size_t k, size_t n)
@@ -695,7 +749,7 @@ EXPORT void *reallocarray(void *old, size_t k, size_t n)
 		errno = ENOMEM;
 		return NULL;
 	}
-	return do_realloc(WEFT_MEM_REALLOCARRAY, old, bytes, FRAME);
+	return do_realloc(WEFT_MEM_REALLOCARRAY, old, bytes, FRAME, CALLER);
 }
 
 EXPORT void *memalign(size_t align, size_t n)
@@ -755,27 +809,33 @@ EXPORT void *pvalloc(size_t n)
 
 /* ---- anonymous mappings (the program's own mmap calls) ---- */
 
-static inline int heap_ok(void)
+static inline __attribute__((always_inline)) int heap_ok(const void *caller)
 {
-	return mmap_heap && weft__on(mmap_heap) && may_record();
+	return mmap_heap && weft__on(mmap_heap) && may_record_from(caller);
 }
 
-EXPORT void *mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off)
+static inline __attribute__((always_inline)) void *do_mmap(void *addr, size_t len, int prot, int flags, int fd,
+							    off_t off, const void *caller)
 {
 	void *p = (void *)syscall(SYS_mmap, addr, len, prot, flags, fd, off);
-	if (recording() && p != MAP_FAILED && (flags & MAP_ANONYMOUS) && len >= threshold && heap_ok())
+	if (recording() && p != MAP_FAILED && (flags & MAP_ANONYMOUS) && len >= threshold && heap_ok(caller))
 		put_alloc(weft__ticks(), mmap_heap->id, WEFT_MEM_MMAP, p, len);
 	return p;
 }
 
+EXPORT void *mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off)
+{
+	return do_mmap(addr, len, prot, flags, fd, off, CALLER);
+}
+
 EXPORT void *mmap64(void *addr, size_t len, int prot, int flags, int fd, off_t off)
 {
-	return mmap(addr, len, prot, flags, fd, off);
+	return do_mmap(addr, len, prot, flags, fd, off, CALLER);
 }
 
 EXPORT int munmap(void *addr, size_t len)
 {
-	if (recording() && heap_ok() && len >= threshold)
+	if (recording() && heap_ok(CALLER) && len >= threshold)
 		put_free(weft__ticks(), mmap_heap->id, WEFT_MEM_MUNMAP, addr);
 	return (int)syscall(SYS_munmap, addr, len);
 }
@@ -791,7 +851,7 @@ EXPORT void *mremap(void *old, size_t old_len, size_t len, int flags, ...)
 	}
 	uint64_t t = weft__ticks();
 	void *p = (void *)syscall(SYS_mremap, old, old_len, len, flags, want);
-	if (recording() && p != MAP_FAILED && heap_ok() && len >= threshold)
+	if (recording() && p != MAP_FAILED && heap_ok(CALLER) && len >= threshold)
 		put_realloc(t, mmap_heap->id, WEFT_MEM_MREMAP, old, p, len);
 	return p;
 }
@@ -807,7 +867,8 @@ static char allocator[512]; /* the object whose malloc the program uses, when no
 
 static void write_memory_record(void)
 {
-	uint32_t head[2] = {mem_flags, 0};
+	uint64_t nested = weft_mem_nested_lost(); /* signal handlers' calls not recorded */
+	uint32_t head[2] = {mem_flags, nested > UINT32_MAX ? UINT32_MAX : (uint32_t)nested};
 	uint64_t v[3] = {threshold, sample_mean, atomic_load(&sample_set_full)};
 	char buf[sizeof(v) + sizeof(allocator)];
 	memcpy(buf, v, sizeof(v));
@@ -916,6 +977,7 @@ void weft_memory_start(void)
 	return;
 #endif
 	mem_flags = MEMF_ON | (weft_cfg.memory_stacks ? MEMF_STACKS : 0);
+	weft_mem_nested_start();
 	find_allocator();
 	threshold = weft_cfg.memory_threshold;
 	sample_mean = weft_cfg.memory_sample;

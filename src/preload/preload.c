@@ -8,9 +8,9 @@
  *   execve and friends             the trace of this image is finished before the exec (it
  *                                  would be lost), and the environment that carries tracing
  *                                  to the new image is restored if the program dropped it;
- *   fatal and terminating signals  (where the program left the default action) the trace is
- *                                  finished, then the signal takes its default effect, so a
- *                                  crash or Ctrl-C still leaves a complete trace.
+ *   fatal and terminating signals  (signals.c, where the program leaves the default action)
+ *                                  the trace is finished, then the signal takes its default
+ *                                  effect; sigaction and friends show the program its own view.
  * Function filters: func_filter= and func_libs= select functions by name and by library
  * (funcfilter.c); func_depth=N records only the N outermost levels; func_min=T takes back
  * an entry/exit pair shorter than T with nothing recorded in between (like uftrace -t). What
@@ -455,73 +455,9 @@ EXPORT void _Exit(int status)
 	exit_now(status);
 }
 
-/* ---- signals ---- */
+/* ---- signals (signals.c) ---- */
 
-
-/* the same order as the sites in fatal_site */
-static const int fatal[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGSEGV, SIGBUS, SIGABRT, SIGFPE, SIGILL};
-
-/* The marker a fatal signal leaves in the trace: an instant on the thread that got it. */
-static struct weft_site *fatal_site(int sig)
-{
-#define SITE(s) {0, WEFT_KIND_EVENT, 0, 0, 0, "weft: killed by " #s, "", 0, 0}
-	static struct weft_site sites[] = {SITE(SIGINT), SITE(SIGTERM), SITE(SIGHUP), SITE(SIGQUIT),
-					   SITE(SIGSEGV), SITE(SIGBUS), SITE(SIGABRT), SITE(SIGFPE),
-					   SITE(SIGILL)};
-#undef SITE
-	for (size_t i = 0; i < sizeof(fatal) / sizeof(fatal[0]); i++)
-		if (fatal[i] == sig)
-			return &sites[i];
-	return NULL;
-}
-
-static void on_fatal(int sig, siginfo_t *si, void *uc)
-{
-	(void)uc;
-	int saved = errno;
-	/* finish the trace unless this thread was inside the runtime holding its locks (then
-	 * what the writers already have is what survives) */
-	if (!weft_in_runtime && getpid() == weft_g.pid) {
-		weft_g.in_signal = 1;
-		if (atomic_load(&weft_g.run) == WEFT_RUN_ON) {
-			/* not when the signal came inside an event of this thread: the marker would be
-			 * dropped (and counted as a loss); the metadata record below still says it */
-			struct weft_site *m = weft__tls.busy ? NULL : fatal_site(sig);
-			if (m && weft__on(m))
-				weft__rec2(weft__hdr(m->id, WEFT_R_INSTANT, 0, 0));
-			/* where and when the process ended, for `weft info` and a marker in the trace */
-			uint32_t w[4] = {(uint32_t)sig, (uint32_t)syscall(SYS_gettid), 0, 0};
-			uint64_t ticks = weft__ticks();
-			memcpy(&w[2], &ticks, sizeof(ticks));
-			weft_meta_write(WEFT_M_SIGNAL, w, sizeof(w), NULL, 0);
-		}
-		weft_stop();
-	}
-	signal(sig, SIG_DFL);
-	errno = saved;
-	/* A fault the CPU raised (si_code > 0) re-executes the faulting instruction on return and
-	 * dies of it with the default action now in place. Every other fatal signal, including a
-	 * SIGSEGV sent with kill() or raise() (si_code <= 0: SI_USER, SI_TKILL, SI_QUEUE), would
-	 * just return: it is raised again, so the program ends exactly as it would untraced. */
-	int fault = (sig == SIGSEGV || sig == SIGBUS || sig == SIGFPE || sig == SIGILL) && si && si->si_code > 0;
-	if (!fault)
-		raise(sig);
-}
-
-static void install_signals(void)
-{
-	for (size_t i = 0; i < sizeof(fatal) / sizeof(fatal[0]); i++) {
-		struct sigaction old;
-		if (sigaction(fatal[i], NULL, &old) || old.sa_handler != SIG_DFL)
-			continue; /* the program's own handling stays */
-		struct sigaction sa;
-		memset(&sa, 0, sizeof(sa));
-		sa.sa_sigaction = on_fatal;
-		sigemptyset(&sa.sa_mask);
-		sa.sa_flags = SA_SIGINFO | SA_NODEFER | SA_RESETHAND;
-		sigaction(fatal[i], &sa, NULL);
-	}
-}
+void weft_signals_start(void);
 
 __attribute__((constructor(101))) static void preload_init(void)
 {
@@ -540,7 +476,7 @@ __attribute__((constructor(101))) static void preload_init(void)
 	/* a forked child writes its own metadata file: it needs the map too (this handler runs
 	 * after the runtime's, which opened that file) */
 	pthread_atfork(NULL, NULL, record_maps);
-	install_signals();
+	weft_signals_start();
 	weft_memory_start();
 	access_start();
 	sched_start();

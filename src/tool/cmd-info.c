@@ -146,6 +146,9 @@ int cmd_info(int argc, char **argv)
 			if (p->mem_sample_full)
 				printf(" (%llu samples left out: sample set full)", (unsigned long long)p->mem_sample_full);
 			printf("\n");
+			if (p->mem_nested_lost)
+				printf("            %u allocation calls of signal handlers dropped (they interrupted another "
+				       "event of their thread; counted in dropped)\n", p->mem_nested_lost);
 			if (p->mem_not_interposed)
 				printf("            NOT the program's malloc: %s defines its own, which comes first "
 				       "(only mmap and weft_heap_* recorded)\n", p->mem_allocator ? p->mem_allocator : "it");

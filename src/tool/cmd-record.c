@@ -587,8 +587,9 @@ int cmd_record(int argc, char **argv)
 		return WEFT_EXIT_FAIL;
 	}
 	/* forward() is installed before fork with these signals blocked, so one that comes while
-	 * the child starts waits until `child` is set; the child puts the defaults back before it
-	 * unblocks them */
+	 * the child starts waits until `child` is set; the child puts back what weft was started
+	 * with (SIG_DFL, or SIG_IGN from nohup or a shell's background job) before it unblocks
+	 * them, so the program inherits the dispositions it would have untraced */
 	static const int passed_on[] = {SIGINT, SIGQUIT, SIGTERM, SIGHUP};
 	const size_t npassed = sizeof(passed_on) / sizeof(passed_on[0]);
 	sigset_t block, old_mask;
@@ -600,8 +601,9 @@ int cmd_record(int argc, char **argv)
 	for (size_t i = 0; i < npassed; i++)
 		sigaddset(&block, passed_on[i]);
 	sigprocmask(SIG_BLOCK, &block, &old_mask);
+	struct sigaction inherited[sizeof(passed_on) / sizeof(passed_on[0])];
 	for (size_t i = 0; i < npassed; i++)
-		sigaction(passed_on[i], &sa, NULL);
+		sigaction(passed_on[i], &sa, &inherited[i]);
 	child = fork();
 	if (child < 0) {
 		sigprocmask(SIG_SETMASK, &old_mask, NULL);
@@ -610,7 +612,7 @@ int cmd_record(int argc, char **argv)
 	}
 	if (child == 0) {
 		for (size_t i = 0; i < npassed; i++)
-			signal(passed_on[i], SIG_DFL);
+			sigaction(passed_on[i], &inherited[i], NULL);
 		sigprocmask(SIG_SETMASK, &old_mask, NULL);
 		setenv("LD_PRELOAD", ld, 1);
 		setenv("WEFT_OPTIONS", options, 1);
@@ -642,7 +644,7 @@ int cmd_record(int argc, char **argv)
 		;
 	/* the program is gone: a signal now ends the conversion, the recorded data stays */
 	for (size_t i = 0; i < npassed; i++)
-		signal(passed_on[i], SIG_DFL);
+		sigaction(passed_on[i], &inherited[i], NULL);
 	child = 0;
 	if (got == (ssize_t)sizeof(exec_errno)) {
 		weft_cli_error("record", "cannot run '%s': %s", argv[optind], strerror(exec_errno));

@@ -176,10 +176,15 @@ static void summary_text(const struct weft_mem_proc *mp, const struct weft_mem_h
 	if (mp->bad_records)
 		printf("%llu memory records left out (an undefined heap, or more than %d heaps)\n",
 		       (unsigned long long)mp->bad_records, WEFT_MEM_MAX_HEAPS);
+	if (!h->id && p->mem_nested_lost)
+		printf("%u allocation calls of signal handlers were dropped (they interrupted another event of their "
+		       "thread)\n", p->mem_nested_lost);
 	uint64_t dropped = weft_proc_dropped(p);
 	if (dropped)
-		printf("%llu events were dropped (buffers full): blocks and frees are missing, so some frees are "
-		       "unknown and the figures are low\n", (unsigned long long)dropped);
+		printf("%llu events were dropped (%s): blocks and frees are missing, so some frees are "
+		       "unknown and the figures are low\n", (unsigned long long)dropped,
+		       p->mem_nested_lost ? "buffers full, or made by signal handlers inside another event"
+					  : "buffers full");
 	if (!h->id && p->mem_sample)
 		printf("sampled: one sample per %llu bytes on average; figures are estimates scaled back\n",
 		       (unsigned long long)p->mem_sample);
