@@ -13,7 +13,9 @@
  *   closeloop LOG N     N rounds of: calls, close every descriptor above 2, open LOG, write a
  *                       line, close it: weft's writers lose their descriptor N times while they
  *                       write; prints the number of step() calls */
+#ifndef _GNU_SOURCE
 #define _GNU_SOURCE
+#endif
 #include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
