@@ -147,6 +147,7 @@ WEFT_HIDDEN int weft_meta_open(const char *dir, int pid, char *stem, size_t stem
 WEFT_HIDDEN void weft_meta_close(void);
 WEFT_HIDDEN void weft_meta_write(unsigned type, const void *a, size_t alen, const void *b, size_t blen);
 WEFT_HIDDEN void weft_meta_clock(void);
+WEFT_HIDDEN void weft_meta_clock_try(void);
 WEFT_HIDDEN void weft_meta_write_failed(int err); /* events could not be written: say so once */
 WEFT_HIDDEN void weft_meta_process(void);
 WEFT_HIDDEN void weft_meta_atfork_prepare(void);

@@ -136,6 +136,27 @@ void weft_meta_clock(void)
 	weft_meta_write(WEFT_M_CLOCK, w, sizeof(w), NULL, 0);
 }
 
+/* A last calibration point where the trace cannot be finished (the process ends from a signal
+ * handler that interrupted the runtime on this thread, which may hold the metadata's lock):
+ * written only if that lock is free. Without it a run shorter than the writers' first point
+ * (10 ms) would keep one point, and its times would stay raw ticks. Async-signal-safe as far
+ * as the write it makes. */
+void weft_meta_clock_try(void)
+{
+	struct weft_clock_point p;
+	weft_clock_sample(&p);
+	uint64_t w[3] = {p.ticks, p.boot_ns, p.real_ns};
+	struct weft_meta_rec_header h = {(uint16_t)WEFT_M_CLOCK, 0, (uint32_t)sizeof(w)};
+	struct iovec iov[2] = {{&h, sizeof(h)}, {w, sizeof(w)}};
+	int saved = errno;
+	if (pthread_mutex_trylock(&meta_lock) == 0) {
+		if (meta_file.fd >= 0)
+			weft_file_append(&meta_file, iov, 2);
+		pthread_mutex_unlock(&meta_lock);
+	}
+	errno = saved;
+}
+
 /* Process record: pid, ppid, start time, host, command line from /proc/self/cmdline. */
 void weft_meta_process(void)
 {

@@ -440,6 +440,8 @@ __attribute__((noreturn)) static void exit_now(int status)
 	if (!weft_in_runtime && getpid() == weft_g.pid) { /* not in a vfork child: parent's memory */
 		weft_g.in_signal = 1;
 		before_exec();
+	} else if (getpid() == weft_g.pid) {
+		weft_meta_clock_try(); /* the stop is skipped: at least the clock's last point */
 	}
 	for (;;)
 		syscall(SYS_exit_group, status);

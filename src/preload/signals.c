@@ -371,6 +371,8 @@ static void fatal_handler(int sig, siginfo_t *si, void *uc)
 			weft_meta_write(WEFT_M_SIGNAL, w, sizeof(w), NULL, 0);
 		}
 		weft_stop();
+	} else if (getpid() == weft_g.pid) {
+		weft_meta_clock_try(); /* the stop is skipped: at least the clock's last point */
 	}
 	/* the default action (SA_RESETHAND put it back already; this is for certain), straight
 	 * to the kernel: the interposed calls would put this handler back */
