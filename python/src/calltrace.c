@@ -9,7 +9,12 @@
  * it set every call comes here). It writes a BEGIN, calls the evaluator that was installed
  * before it (CPython's own, usually), and writes an END when that returns: with one extra word
  * of flags (WEFT_END_EXCEPTION) when the frame was left by an exception, so slices always
- * balance. Each code object maps to a weft site (name co_qualname, category "python", its
+ * balance. The call of a generator, coroutine or async generator function, which only makes
+ * the object, gets no slice: its resumptions do, so the slices are the calls sys.setprofile
+ * and cProfile count (a generator of 10 yields: 11). Each Python call is thus a C call too:
+ * a frame entered with the thread's C stack nearly used up runs on a fresh stack segment
+ * (cstack.c), so that a recursion as deep as the program's recursion limit allows runs as
+ * it does untraced. Each code object maps to a weft site (name co_qualname, category "python", its
  * co_filename and co_firstlineno recorded once as the site's source location), cached in a
  * code-extra slot: per event the work is a load of that slot, the site's state byte and the
  * two 16-byte records - no string work, no reference counting, no dictionary lookup. A code
@@ -49,6 +54,7 @@
 #include <frameobject.h>
 #include <stdint.h>
 #include "weft.h"
+#include "cstack.h"
 #include <stdlib.h>
 #include <string.h>
 
@@ -184,10 +190,16 @@ static void name_thread(void)
 #if WEFT_PY_EVAL
 static _PyFrameEvalFunction chained; /* the evaluator ours calls (set at start) */
 
-static PyObject *eval_frame(PyThreadState *ts, _PyInterpreterFrame *f, int throwflag)
+#define GEN_FLAGS (CO_GENERATOR | CO_COROUTINE | CO_ASYNC_GENERATOR)
+
+static inline PyObject *eval_frame_here(PyThreadState *ts, _PyInterpreterFrame *f, int throwflag)
 {
-	struct weft_site *s = site_of(f->f_code);
-	if (!weft__on(s))
+	PyCodeObject *co = f->f_code;
+	struct weft_site *s = site_of(co);
+	/* a generator, coroutine or async generator function's call only makes the object (its
+	 * frame runs RETURN_GENERATOR and is copied into it): no slice, as profilers see it;
+	 * the object's resumptions run frames the object owns */
+	if (!weft__on(s) || ((co->co_flags & GEN_FLAGS) && f->owner != FRAME_OWNED_BY_GENERATOR))
 		return chained(ts, f, throwflag);
 	if (__builtin_expect(name_tries < NAME_TRIES, 0))
 		name_thread();
@@ -196,6 +208,30 @@ static PyObject *eval_frame(PyThreadState *ts, _PyInterpreterFrame *f, int throw
 	PyObject *r = chained(ts, f, throwflag);
 	end_of(id, r);
 	return r;
+}
+
+/* A frame run on a new C stack segment (cstack.h). */
+struct moved_eval {
+	PyThreadState *ts;
+	_PyInterpreterFrame *f;
+	int throwflag;
+	PyObject *r;
+};
+
+static void eval_moved(void *p)
+{
+	struct moved_eval *m = p;
+	m->r = eval_frame_here(m->ts, m->f, m->throwflag);
+}
+
+static PyObject *eval_frame(PyThreadState *ts, _PyInterpreterFrame *f, int throwflag)
+{
+	if (__builtin_expect(pw_cstack_short(), 0) && pw_cstack_must_move()) {
+		struct moved_eval m = {ts, f, throwflag, NULL};
+		pw_cstack_run(eval_moved, &m);
+		return m.r;
+	}
+	return eval_frame_here(ts, f, throwflag);
 }
 #endif
 
