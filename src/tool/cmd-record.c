@@ -558,8 +558,14 @@ int cmd_record(int argc, char **argv)
 		snprintf(pypath, sizeof(pypath), "%s%s%s%s%s", python ? pydir : "", python ? "/weft_bootstrap:" : "",
 			 pydir, old_pp && *old_pp ? ":" : "", old_pp && *old_pp ? old_pp : "");
 	else if (python) {
-		weft_cli_error("record", "--python: the weft Python package was not found next to the weft "
-			       "executable (built without python3-dev?)");
+		char exe[PATH_MAX];
+		ssize_t l = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+		char *slash = l > 0 ? (exe[l] = 0, strrchr(exe, '/')) : NULL;
+		if (slash)
+			*slash = 0;
+		weft_cli_error("record", "--python: this weft was built without its Python module (no weft "
+			       "package in %s/python, none installed): install python3-dev, then run `make build` (or "
+			       "`make demo`, `make install`)", slash ? exe : ".");
 		return WEFT_EXIT_FAIL;
 	}
 	char dirwhy[PATH_MAX * 2 + 100];

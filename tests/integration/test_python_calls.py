@@ -258,6 +258,21 @@ class PythonCallsTest(TraceTest):
         self.assertTrue(fib["args"]["file"].endswith("calls_prog.py"))
         self.assertEqual(sum(1 for e in ev if e.get("args", {}).get("exception") is True), 10)
 
+    def test_without_the_python_module(self):
+        """A weft built without its Python module (make demo used to build none): --python
+        fails saying so and what builds it, before running anything."""
+        import shutil
+        bare = os.path.join(self.tmp, "bare")
+        os.mkdir(bare)
+        for f in ("weft", "libweft-preload.so"):
+            shutil.copy2(os.path.join(BUILD, f), bare)
+        p = run([os.path.join(bare, "weft"), "record", "-o", os.path.join(self.tmp, "b.data"), "--python", "--",
+                 PY, "-c", "print('ran')"], check=False)
+        self.assertEqual((p.returncode, p.stdout), (1, ""))
+        self.assertEqual(p.stderr, f"weft: record: --python: this weft was built without its Python module (no "
+                                   f"weft package in {bare}/python, none installed): install python3-dev, then "
+                                   f"run `make build` (or `make demo`, `make install`)\n")
+
     def test_bad_mode(self):
         p = run([WEFT, "record", "--python=c-calls,bogus", "--", PY, "-c", "pass"], check=False)
         self.assertEqual(p.returncode, 2)
