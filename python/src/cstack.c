@@ -21,7 +21,9 @@
  * All state is per thread (TLS), written by its own thread; the only global is the
  * pthread key that frees a thread's segments, made once.
  */
+#ifndef _GNU_SOURCE
 #define _GNU_SOURCE
+#endif
 #include "cstack.h"
 #include <pthread.h>
 #include <stddef.h>
@@ -140,8 +142,25 @@ static struct seg *seg_new(void)
 	return s;
 }
 
+/* The floor a poke took away (to give back at the next check), and whether one did. */
+static __thread uintptr_t poked_nfloor;
+static __thread int poked;
+
+void pw_cstack_poke(void)
+{
+	if (!poked) {
+		poked_nfloor = pw_cstack_nfloor;
+		poked = 1;
+	}
+	pw_cstack_nfloor = 0;
+}
+
 int pw_cstack_must_move(void)
 {
+	if (poked) {
+		pw_cstack_nfloor = poked_nfloor;
+		poked = 0;
+	}
 	if (!pw_cstack_nfloor) {
 		uintptr_t floor = 0;
 #if CAN_MOVE

@@ -28,6 +28,10 @@ static inline __attribute__((always_inline)) int pw_cstack_short(void)
  * then says whether the caller must move (1) or has room (0). */
 int pw_cstack_must_move(void);
 
+/* Makes the thread's next pw_cstack_short() true once (its caller has something to do in
+ * its slow path); pw_cstack_must_move() then answers as usual. */
+void pw_cstack_poke(void);
+
 /* Runs fn(arg) on the thread's next stack segment (made on first use, kept for the next
  * time), where pw_cstack_short() then measures; on the current stack when no segment can be
  * made (out of memory: then it is as without this). Back on the calling stack afterwards. */

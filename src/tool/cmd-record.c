@@ -673,6 +673,9 @@ int cmd_record(int argc, char **argv)
 	}
 	for (size_t i = 0; i < t->nwarnings; i++)
 		weft_cli_error("record", "warning: %s", t->warnings[i]);
+	for (size_t i = 0; i < t->nprocs; i++) /* weft_note()s */
+		for (size_t k = 0; k < t->procs[i].nnotes; k++)
+			weft_cli_error("record", "%d %s: %s", t->procs[i].pid, t->procs[i].name, t->procs[i].notes[k]);
 	uint64_t events = 0, dropped = 0, stored = 0;
 	for (size_t i = 0; i < t->nprocs; i++) {
 		stored += t->procs[i].bytes_stored;

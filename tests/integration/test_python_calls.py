@@ -317,6 +317,26 @@ class PythonCallsTest(TraceTest):
         self.check_calls(pf, c_parents=("sum", "Context.run"))
         self.tp_no_errors(pf)
 
+    def test_program_sets_its_own_profile_function(self):
+        """--python=c-calls and a program that sets profile functions of its own (sys.setprofile
+        in two threads, cProfile): weft's C-call recording goes on in every thread, the
+        program's profilers see what they see untraced, and the end says it in one line (and
+        weft info as a note)."""
+        n = 50
+        plain = run([PY, prog("setprofile_prog.py"), str(n)])
+        self.assertEqual(plain.stdout, f"setprofile {2 * n} {n + 1} True None\n")
+        pf, p = self.record("setprofile_prog.py", n, opts=["--python=c-calls"])
+        self.assertEqual(p.stdout, plain.stdout)
+        rows, = self.tp(pf, "select t.name thread, count(*) c from slice s join slice p on s.parent_id = p.id "
+                            "join thread_track tt on s.track_id = tt.id join thread t using (utid) "
+                            "where s.name = 'len' and p.name = 'use_len' group by t.name")
+        self.assertEqual({r["thread"]: r["c"] for r in rows}, {os.path.basename(PY): 4 * n, "other": n})
+        note = ("python: the program set its own profile function (sys.setprofile, cProfile) 3 times: weft "
+                "called it from its own and went on recording C calls")
+        self.assertRegex(p.stderr, r"(?m)^weft: record: \d+ python3: " + re.escape(note) + "$")
+        info = run([WEFT, "info", os.path.dirname(pf)])
+        self.assertIn(f"\n  note:     {note}\n", info.stdout)
+
     def test_c_calls_python_m_weft(self):
         n, m, k = 5, 6, 7
         out = os.path.join(self.tmp, "c.data")
