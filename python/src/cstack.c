@@ -227,7 +227,10 @@ void pw_cstack_run(void (*fn)(void *), void *arg)
 		__sanitizer_finish_switch_fiber(fake, NULL, NULL);
 #endif
 		cur = below;
-		pw_cstack_nfloor = nfloor;
+		if (poked) /* a poke made on the segment still holds, for the stack below */
+			poked_nfloor = nfloor;
+		else
+			pw_cstack_nfloor = nfloor;
 		if (s->up) { /* keep this one for the next time, not the one above it */
 			seg_free(s->up);
 			s->up = NULL;
