@@ -451,10 +451,10 @@ static void set_profile(Py_tracefunc f)
  * back in its place and calls it after itself for every event, the program's object kept,
  * so sys.getprofile() and what the program's profiler sees are as without weft. A thread
  * whose program's function was removed gets weft's alone again. ccalls_chained counts the
- * chainings; stop() says them in a note (weft_note: weft record prints it, weft info lists it). Threads that were running before start() get no
- * profile function (as before 3.12 with the profile hook). */
+ * chainings; stop() says them in a note (weft_note: weft record prints it, weft info lists
+ * it). Threads that were running before start() get no profile function (as before 3.12 with
+ * the profile hook). */
 static unsigned long ccalls_chained;
-static int audit_added;
 
 static int profile_chained(PyObject *obj, PyFrameObject *frame, int what, PyObject *arg)
 {
@@ -496,19 +496,40 @@ static int ccalls_pending(void *unused)
 	return 0;
 }
 
-static int ccalls_audit(const char *event, PyObject *args, void *unused)
+static void ccalls_release(PyThreadState *ts);
+#endif
+
+/* With the profile hook (active == 2) a profile function the program sets in a thread ends
+ * weft's recording there (nothing can call weft's then): the threads where it happened are
+ * counted (profile_lost, said at stop; lost_here per thread). */
+static unsigned long profile_lost;
+static __thread int lost_here;
+static int audit_added;
+
+/* The audit hook: CPython raises "sys.setprofile" before each change of a thread's profile
+ * function (sys.setprofile, cProfile, threading's for a new thread; weft's own are let be). */
+static int setprofile_audit(const char *event, PyObject *args, void *unused)
 {
 	(void)args;
 	(void)unused;
-	if (active == 1 && c_calls && !installing && event[0] == 's' && !strcmp(event, "sys.setprofile")) {
+	if (!active || installing || event[0] != 's' || strcmp(event, "sys.setprofile"))
+		return 0;
+#if WEFT_PY_EVAL
+	if (active == 1 && c_calls) {
 		ccalls_due = 1;
 		pw_cstack_poke();
 		if (PyThread_get_thread_ident() == main_ident)
 			Py_AddPendingCall(ccalls_pending, NULL);
 	}
+#endif
+	if (active == 2 && !lost_here) {
+		lost_here = 1;
+		profile_lost++;
+	}
 	return 0;
 }
 
+#if WEFT_PY_EVAL
 /* The thread's profile function back to what the program would have without weft. */
 static void ccalls_release(PyThreadState *ts)
 {
@@ -602,7 +623,7 @@ static PyObject *ct_start(PyObject *mod, PyObject *args, PyObject *kw)
 		if (chained == eval_frame)
 			return PyErr_Format(PyExc_RuntimeError, "weft: the call tracer's hook is installed already");
 		if (want_c && !audit_added) {
-			if (PySys_AddAuditHook(ccalls_audit, NULL) < 0)
+			if (PySys_AddAuditHook(setprofile_audit, NULL) < 0)
 				return NULL;
 			audit_added = 1;
 		}
@@ -615,6 +636,11 @@ static PyObject *ct_start(PyObject *mod, PyObject *args, PyObject *kw)
 				    "(this is %s); use hook='profile'", PY_VERSION);
 #endif
 	} else {
+		if (!audit_added) {
+			if (PySys_AddAuditHook(setprofile_audit, NULL) < 0)
+				return NULL;
+			audit_added = 1;
+		}
 		c_calls = want_c;
 		py_by_profile = 1;
 		set_profile(profile);
@@ -650,6 +676,15 @@ static PyObject *ct_stop(PyObject *mod, PyObject *unused)
 #endif
 	} else if (active == 2) {
 		set_profile(NULL);
+		if (profile_lost) {
+			char note[240];
+			snprintf(note, sizeof(note), "python: the program set its own profile function (sys.setprofile, "
+				 "cProfile) in %lu thread%s: weft's, which it replaced there, recorded no more calls "
+				 "(the default hook on CPython 3.11 keeps recording)", profile_lost,
+				 profile_lost == 1 ? "" : "s");
+			weft_note(note);
+			profile_lost = 0;
+		}
 	}
 	active = 0;
 	c_calls = 0;
@@ -692,7 +727,14 @@ static PyObject *ct_profile_thread(PyObject *mod, PyObject *args)
 		PyEval_SetProfile(NULL, NULL);
 		Py_RETURN_NONE;
 	}
+	/* threading's sys.setprofile of this hook, counted by the audit hook, was weft's own */
+	if (lost_here) {
+		lost_here = 0;
+		profile_lost--;
+	}
+	installing = 1;
 	PyEval_SetProfile(profile, NULL);
+	installing = 0;
 	/* never an error from here: the interpreter would take it as the profile function's and
 	 * raise it in the program */
 	const char *ev = PyUnicode_Check(event) ? PyUnicode_AsUTF8(event) : NULL;

@@ -321,7 +321,8 @@ class PythonCallsTest(TraceTest):
         """--python=c-calls and a program that sets profile functions of its own (sys.setprofile
         in two threads, cProfile): weft's C-call recording goes on in every thread, the
         program's profilers see what they see untraced, and the end says it in one line (and
-        weft info as a note)."""
+        weft info as a note). With the profile hook alone the program's function replaces
+        weft's: said too."""
         n = 50
         plain = run([PY, prog("setprofile_prog.py"), str(n)])
         self.assertEqual(plain.stdout, f"setprofile {2 * n} {n + 1} True None\n")
@@ -336,6 +337,22 @@ class PythonCallsTest(TraceTest):
         self.assertRegex(p.stderr, r"(?m)^weft: record: \d+ python3: " + re.escape(note) + "$")
         info = run([WEFT, "info", os.path.dirname(pf)])
         self.assertIn(f"\n  note:     {note}\n", info.stdout)
+        # the profile hook alone (start('profile'); 3.12+): the program's replaces weft's in
+        # the main thread and in "other"; said, with the calls recorded until then
+        out = os.path.join(self.tmp, "p.data")
+        code = ("import runpy, sys; from weft import _record; _record.start('profile', c_calls=True); "
+                f"sys.argv = [{prog('setprofile_prog.py')!r}, '{n}']; "
+                "runpy.run_path(sys.argv[0], run_name='__main__')")
+        p = run([PY, "-c", code], cwd=self.tmp, env={"PYTHONPATH": PYDIR, "WEFT_OPTIONS": f"output={out}"})
+        self.assertEqual(p.stdout, plain.stdout)
+        pf, _ = self.convert(out, "p.pftrace")
+        rows, = self.tp(pf, "select count(*) c from slice s join slice p on s.parent_id = p.id "
+                            "where s.name = 'len' and p.name = 'use_len'")
+        self.assertEqual(rows[0]["c"], n)
+        info = run([WEFT, "info", out])
+        self.assertIn("\n  note:     python: the program set its own profile function (sys.setprofile, cProfile) in "
+                      "2 threads: weft's, which it replaced there, recorded no more calls (the default hook on "
+                      "CPython 3.11 keeps recording)\n", info.stdout)
 
     def test_c_calls_python_m_weft(self):
         n, m, k = 5, 6, 7
