@@ -20,11 +20,12 @@ build:
 	@$(CONFIGURE) -DWEFT_BUILD_TESTS=$(TESTS_ON)
 	@$(BUILD_CMD) $(QUIET_MAKE)
 
-# only what the demo needs: the CLI, the runtime and the example (no test packages)
+# what README.md uses after it (the CLI with weft plot, the runtime, the libraries, the Python
+# package and its extensions) and the example; no tests
 demo:
 	@scripts/deps.sh build
 	@$(CONFIGURE) -DWEFT_BUILD_TESTS=$(TESTS_ON)
-	@$(BUILD_CMD) --target weft-cli weft-preload pipeline $(QUIET_MAKE)
+	@$(BUILD_CMD) --target weft-cli weft-preload weft weft_static weft-python pipeline $(QUIET_MAKE)
 	@rm -rf demo.data
 	WEFT_OPTIONS="output=demo.data" $(BUILD)/pipeline
 	$(BUILD)/weft info demo.data | head -12

@@ -106,6 +106,12 @@ WEFT_API void weft_thread_name(const char *name);
 /* Nanoseconds on CLOCK_BOOTTIME, the trace's time base (for WEFT_COMPLETE). */
 WEFT_API uint64_t weft_now_ns(void);
 
+/* A one-line note on this recording (what a part of weft running in the program met, say),
+ * kept in the trace: `weft info` lists it under the process, `weft record` prints it when the
+ * program has ended. Copied (at most 1000 bytes); nothing while tracing is off. Thread-safe;
+ * not async-signal-safe. */
+WEFT_API void weft_note(const char *text);
+
 /* ============================================================================================
  * 2. Named tracks, async slices and flows
  * ========================================================================================== */
@@ -479,6 +485,7 @@ WEFT__INLINE int weft__off_stats(struct weft_stats *st)
 #define weft_process_name(n) ((void)0)
 #define weft_thread_name(n) ((void)0)
 #define weft_now_ns() ((uint64_t)0)
+#define weft_note(t) ((void)0)
 #define weft_track(n) (0u)
 #define weft_flow_out(id) ((void)0)
 #define weft_flow_in(id) ((void)0)

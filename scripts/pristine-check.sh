@@ -2,11 +2,11 @@
 # pristine-check.sh - proves README's two commands on a pristine Debian 12: a bookworm minbase
 # root (debootstrap) with only build-essential, cmake and git added, the committed tree copied
 # in (git archive HEAD; ../shared beside it when present), then `make demo` (must leave a
-# non-empty demo.pftrace) and `make test`, run as root inside it (deps.sh installs the rest with
-# apt-get, as on a user's machine). The root is built once and cached as a tarball
-# ($WEFT_PRISTINE_CACHE, default /var/cache/weft/bookworm-minbase.tar); each run unpacks a fresh
-# copy and deletes it afterwards. Needs root (debootstrap, chroot, mounts). Exit 0 only if both
-# commands pass.
+# non-empty demo.pftrace, and README's Python commands must then work) and `make test`, run as
+# root inside it (deps.sh installs the rest with apt-get, as on a user's machine). The root is
+# built once and cached as a tarball ($WEFT_PRISTINE_CACHE, default
+# /var/cache/weft/bookworm-minbase.tar); each run unpacks a fresh copy and deletes it afterwards.
+# Needs root (debootstrap, chroot, mounts). Exit 0 only if both commands pass.
 set -euo pipefail
 src=$(cd "$(dirname "$0")/.." && pwd)
 cache=${WEFT_PRISTINE_CACHE:-/var/cache/weft/bookworm-minbase.tar}
@@ -56,6 +56,11 @@ chroot "$root" /usr/bin/env -i PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/us
     echo "pristine-check: make demo"
     make demo
     test -s demo.pftrace || { echo "pristine-check: make demo left no demo.pftrace" >&2; exit 1; }
+    echo "pristine-check: the Python commands of README.md after make demo"
+    printf "import weft\n@weft.trace\ndef step(n):\n    with weft.scope(\"solve\", n=n):\n        weft.counter(\"queue depth\", n)\nstep(3)\n" > /tmp/app.py
+    PYTHONPATH=build/python WEFT_OPTIONS=output=/tmp/py.data python3 /tmp/app.py && build/weft convert /tmp/py.data -o /tmp/py.pftrace
+    build/weft record --python -o /tmp/py2.data -- python3 /tmp/app.py
+    rm -rf /tmp/app.py /tmp/py.data /tmp/py.pftrace /tmp/py2.data
     echo "pristine-check: make test"
     make test'
 echo "pristine-check: make demo and make test passed on a pristine Debian 12 root in $(( $(date +%s) - t1 )) s"

@@ -9,7 +9,12 @@
  * it set every call comes here). It writes a BEGIN, calls the evaluator that was installed
  * before it (CPython's own, usually), and writes an END when that returns: with one extra word
  * of flags (WEFT_END_EXCEPTION) when the frame was left by an exception, so slices always
- * balance. Each code object maps to a weft site (name co_qualname, category "python", its
+ * balance. The call of a generator, coroutine or async generator function, which only makes
+ * the object, gets no slice: its resumptions do, so the slices are the calls sys.setprofile
+ * and cProfile count (a generator of 10 yields: 11). Each Python call is thus a C call too:
+ * a frame entered with the thread's C stack nearly used up runs on a fresh stack segment
+ * (cstack.c), so that a recursion as deep as the program's recursion limit allows runs as
+ * it does untraced. Each code object maps to a weft site (name co_qualname, category "python", its
  * co_filename and co_firstlineno recorded once as the site's source location), cached in a
  * code-extra slot: per event the work is a load of that slot, the site's state byte and the
  * two 16-byte records - no string work, no reference counting, no dictionary lookup. A code
@@ -32,23 +37,27 @@
  * only to a profile function, as PyTrace_C_CALL / C_RETURN / C_EXCEPTION with the callable as
  * the argument - on 3.11 always a builtin_function_or_method (PyCFunctionObject; a method
  * descriptor is bound to its self first), never a type (`int('x')` is not a C call here). So
- * this mode uses the profile function for everything, and each C callable maps to a weft site
+ * this mode adds the profile function, for the C calls only (the eval hook still records the
+ * Python calls; with hook='profile' the profile function records both), and each C callable
+ * maps to a weft site
  * (category "python-c") cached by its PyMethodDef in a small pointer-keyed table (`csites`):
  * per C event one hash probe. The name is made once, at first sight: `len` for builtins,
  * `math.sqrt` for other modules' functions, `list.append` for methods (the class that defines
  * the method, found in the MRO of self's type, so a subclass's call is still `list.append`).
  * A C call is recorded only under a Python frame that is itself recorded (not one filtered
  * out or marked untraced()), so it always nests under the function that called it.
- * On 3.11 the profile function covers the calling thread only: threads started later
- * through threading get it from profile_thread(), the hook weft._record hands to
- * threading.setprofile, which puts this profile function in place of itself at the new
- * thread's first event.
+ * On 3.11 a profile function belongs to one thread: the eval hook puts it in place in each
+ * thread at the thread's first frame, and chains a program's own (sys.setprofile, cProfile)
+ * to it (ccalls_check, below). With hook='profile', threads started later through threading
+ * get it from profile_thread(), the hook weft._record hands to threading.setprofile, which
+ * puts this profile function in place of itself at the new thread's first event.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <frameobject.h>
 #include <stdint.h>
 #include "weft.h"
+#include "cstack.h"
 #include <stdlib.h>
 #include <string.h>
 
@@ -75,7 +84,8 @@ struct pysite {
 static Py_ssize_t extra_index = -1; /* the code-extra slot, requested once */
 static struct pysite *held;         /* pysites whose code object we keep alive */
 static int active;                  /* 0 off, 1 the eval hook, 2 the profile hook */
-static int c_calls;                 /* with active == 2: record C calls too */
+static int c_calls;                 /* record C calls too (the profile function) */
+static int py_by_profile;           /* the profile function records the Python calls (active 2) */
 static struct weft_site skip = {WEFT__SITE_OFF, WEFT_KIND_EVENT, 0, 0, 0, "", "python", 0, 0};
 
 /* The code object's site, made on first sight (errors leave `skip`: that code is not traced).
@@ -183,11 +193,22 @@ static void name_thread(void)
 
 #if WEFT_PY_EVAL
 static _PyFrameEvalFunction chained; /* the evaluator ours calls (set at start) */
+/* C calls beside the eval hook, per thread: has ccalls_check() run in it, is one due (a
+ * sys.setprofile was made in it), the program's profile function ours calls (chained). */
+static __thread int ccalls_seen __attribute__((tls_model("initial-exec")));
+static __thread int ccalls_due __attribute__((tls_model("initial-exec")));
+static __thread Py_tracefunc ccalls_theirs __attribute__((tls_model("initial-exec")));
 
-static PyObject *eval_frame(PyThreadState *ts, _PyInterpreterFrame *f, int throwflag)
+#define GEN_FLAGS (CO_GENERATOR | CO_COROUTINE | CO_ASYNC_GENERATOR)
+
+static inline PyObject *eval_frame_here(PyThreadState *ts, _PyInterpreterFrame *f, int throwflag)
 {
-	struct weft_site *s = site_of(f->f_code);
-	if (!weft__on(s))
+	PyCodeObject *co = f->f_code;
+	struct weft_site *s = site_of(co);
+	/* a generator, coroutine or async generator function's call only makes the object (its
+	 * frame runs RETURN_GENERATOR and is copied into it): no slice, as profilers see it;
+	 * the object's resumptions run frames the object owns */
+	if (!weft__on(s) || ((co->co_flags & GEN_FLAGS) && f->owner != FRAME_OWNED_BY_GENERATOR))
 		return chained(ts, f, throwflag);
 	if (__builtin_expect(name_tries < NAME_TRIES, 0))
 		name_thread();
@@ -196,6 +217,38 @@ static PyObject *eval_frame(PyThreadState *ts, _PyInterpreterFrame *f, int throw
 	PyObject *r = chained(ts, f, throwflag);
 	end_of(id, r);
 	return r;
+}
+
+/* A frame run on a new C stack segment (cstack.h). */
+struct moved_eval {
+	PyThreadState *ts;
+	_PyInterpreterFrame *f;
+	int throwflag;
+	PyObject *r;
+};
+
+static void eval_moved(void *p)
+{
+	struct moved_eval *m = p;
+	m->r = eval_frame_here(m->ts, m->f, m->throwflag);
+}
+
+static void ccalls_check(PyThreadState *ts);
+
+static PyObject *eval_frame(PyThreadState *ts, _PyInterpreterFrame *f, int throwflag)
+{
+	if (__builtin_expect(pw_cstack_short(), 0)) {
+		/* the slow path: a thread's first frame, a frame after a sys.setprofile, or a
+		 * frame near the end of the C stack */
+		if (c_calls && (!ccalls_seen || ccalls_due))
+			ccalls_check(ts);
+		if (!pw_cstack_must_move())
+			return eval_frame_here(ts, f, throwflag);
+		struct moved_eval m = {ts, f, throwflag, NULL};
+		pw_cstack_run(eval_moved, &m);
+		return m.r;
+	}
+	return eval_frame_here(ts, f, throwflag);
 }
 #endif
 
@@ -334,6 +387,8 @@ static inline PyCodeObject *code_of(PyFrameObject *frame)
 static int profile(PyObject *obj, PyFrameObject *frame, int what, PyObject *arg)
 {
 	(void)obj;
+	if (!py_by_profile && (what == PyTrace_CALL || what == PyTrace_RETURN))
+		return 0; /* the eval hook records them */
 	struct weft_site *s = site_of(code_of(frame));
 	if (!weft__on(s))
 		return 0;
@@ -371,14 +426,119 @@ static int profile(PyObject *obj, PyFrameObject *frame, int what, PyObject *arg)
 	return 0;
 }
 
+static int installing; /* weft's own PyEval_SetProfile is running (the audit hook lets it be) */
+
 static void set_profile(Py_tracefunc f)
 {
+	installing = 1;
 #if PY_VERSION_HEX >= 0x030C0000
 	PyEval_SetProfileAllThreads(f, NULL);
 #else
 	PyEval_SetProfile(f, NULL);
 #endif
+	installing = 0;
 }
+
+#if WEFT_PY_EVAL
+/* C calls beside the eval hook (c_calls with active == 1, CPython 3.11). The eval hook records
+ * the Python calls, the profile function only the C calls, in every thread: each thread gets
+ * it at its first frame (ccalls_check from the eval hook's slow path; the main thread at
+ * start). A program that sets a profile function of its own (sys.setprofile, cProfile,
+ * threading.setprofile in a new thread) replaces weft's in that thread: an audit hook
+ * (PySys_AddAuditHook: CPython raises "sys.setprofile" for each, before the change) marks the
+ * thread, whose next frame (in the main thread, the pending call run right after the call
+ * that set it) finds the program's function and chains it: weft's profile function goes
+ * back in its place and calls it after itself for every event, the program's object kept,
+ * so sys.getprofile() and what the program's profiler sees are as without weft. A thread
+ * whose program's function was removed gets weft's alone again. ccalls_chained counts the
+ * chainings; stop() says them in a note (weft_note: weft record prints it, weft info lists
+ * it). Threads that were running before start() get no profile function (as before 3.12 with
+ * the profile hook). */
+static unsigned long ccalls_chained;
+
+static int profile_chained(PyObject *obj, PyFrameObject *frame, int what, PyObject *arg)
+{
+	Py_tracefunc theirs = ccalls_theirs;
+	if (what == PyTrace_CALL || what == PyTrace_C_CALL) { /* theirs around weft's slice */
+		int r = theirs ? theirs(obj, frame, what, arg) : 0;
+		profile(NULL, frame, what, arg);
+		return r;
+	}
+	profile(NULL, frame, what, arg);
+	return theirs ? theirs(obj, frame, what, arg) : 0;
+}
+
+static void ccalls_check(PyThreadState *ts)
+{
+	ccalls_seen = 1;
+	ccalls_due = 0;
+	Py_tracefunc f = ts->c_profilefunc;
+	if (f == profile || f == profile_chained)
+		return;
+	if (!f) { /* keeping an exception the frame is resumed with (throw()) */
+		PyObject *et, *ev, *tb;
+		PyErr_Fetch(&et, &ev, &tb);
+		set_profile(profile);
+		PyErr_Clear();
+		PyErr_Restore(et, ev, tb);
+		return;
+	}
+	ccalls_theirs = f;
+	ts->c_profilefunc = profile_chained;
+	ccalls_chained++;
+}
+
+static int ccalls_pending(void *unused)
+{
+	(void)unused;
+	if (active == 1 && c_calls && ccalls_due)
+		ccalls_check(PyThreadState_Get());
+	return 0;
+}
+
+static void ccalls_release(PyThreadState *ts);
+#endif
+
+/* With the profile hook (active == 2) a profile function the program sets in a thread ends
+ * weft's recording there (nothing can call weft's then): the threads where it happened are
+ * counted (profile_lost, said at stop; lost_here per thread). */
+static unsigned long profile_lost;
+static __thread int lost_here;
+static int audit_added;
+
+/* The audit hook: CPython raises "sys.setprofile" before each change of a thread's profile
+ * function (sys.setprofile, cProfile, threading's for a new thread; weft's own are let be). */
+static int setprofile_audit(const char *event, PyObject *args, void *unused)
+{
+	(void)args;
+	(void)unused;
+	if (!active || installing || event[0] != 's' || strcmp(event, "sys.setprofile"))
+		return 0;
+#if WEFT_PY_EVAL
+	if (active == 1 && c_calls) {
+		ccalls_due = 1;
+		pw_cstack_poke();
+		if (PyThread_get_thread_ident() == main_ident)
+			Py_AddPendingCall(ccalls_pending, NULL);
+	}
+#endif
+	if (active == 2 && !lost_here) {
+		lost_here = 1;
+		profile_lost++;
+	}
+	return 0;
+}
+
+#if WEFT_PY_EVAL
+/* The thread's profile function back to what the program would have without weft. */
+static void ccalls_release(PyThreadState *ts)
+{
+	if (ts->c_profilefunc == profile_chained)
+		ts->c_profilefunc = ccalls_theirs;
+	else if (ts->c_profilefunc == profile)
+		set_profile(NULL);
+}
+#endif
 
 /* Confirms the code-extra layout this file assumes, on a code object of its own. */
 static void check_extra_layout(void)
@@ -429,8 +589,9 @@ PyDoc_STRVAR(start_doc, "start(hook='auto', c_calls=False)\n--\n\n"
 	     "Record every Python call from now on, in every thread, as a slice (category 'python',\n"
 	     "args file and line). hook: 'auto' (the frame-evaluation hook on CPython 3.11, else the\n"
 	     "profile hook), 'eval' or 'profile'. c_calls=True records the C functions Python code\n"
-	     "calls too (category 'python-c'; it needs the profile hook, which 'auto' then picks;\n"
-	     "before 3.12 for the calling thread and, through profile_thread, threads started later).\n"
+	     "calls too (category 'python-c', through a profile function: with 'eval' in every thread\n"
+	     "from its first call on, chained to a profile function the program sets; with 'profile'\n"
+	     "before 3.12 the calling thread and, through profile_thread, threads started later).\n"
 	     "Starts weft's runtime if it is not running. Calling it again while tracing is a no-op;\n"
 	     "ValueError for a bad combination, RuntimeError if the hook cannot be installed.");
 static PyObject *ct_start(PyObject *mod, PyObject *args, PyObject *kw)
@@ -443,15 +604,13 @@ static PyObject *ct_start(PyObject *mod, PyObject *args, PyObject *kw)
 		return NULL;
 	int want;
 	if (!strcmp(hook, "auto"))
-		want = WEFT_PY_EVAL && !want_c ? 1 : 2;
+		want = WEFT_PY_EVAL ? 1 : 2;
 	else if (!strcmp(hook, "eval"))
 		want = 1;
 	else if (!strcmp(hook, "profile"))
 		want = 2;
 	else
 		return PyErr_Format(PyExc_ValueError, "hook must be 'auto', 'eval' or 'profile', not '%s'", hook);
-	if (want == 1 && want_c)
-		return PyErr_Format(PyExc_ValueError, "c_calls=True needs the profile hook, not '%s'", hook);
 	if (active)
 		Py_RETURN_NONE;
 	main_ident = PyThread_get_thread_ident(); /* start() runs on the main thread (sitecustomize) */
@@ -463,13 +622,27 @@ static PyObject *ct_start(PyObject *mod, PyObject *args, PyObject *kw)
 		chained = _PyInterpreterState_GetEvalFrameFunc(in);
 		if (chained == eval_frame)
 			return PyErr_Format(PyExc_RuntimeError, "weft: the call tracer's hook is installed already");
+		if (want_c && !audit_added) {
+			if (PySys_AddAuditHook(setprofile_audit, NULL) < 0)
+				return NULL;
+			audit_added = 1;
+		}
 		_PyInterpreterState_SetEvalFrameFunc(in, eval_frame);
+		c_calls = want_c;
+		if (c_calls)
+			ccalls_check(PyThreadState_Get());
 #else
 		return PyErr_Format(PyExc_RuntimeError, "weft: the frame-evaluation hook needs CPython 3.11 "
 				    "(this is %s); use hook='profile'", PY_VERSION);
 #endif
 	} else {
+		if (!audit_added) {
+			if (PySys_AddAuditHook(setprofile_audit, NULL) < 0)
+				return NULL;
+			audit_added = 1;
+		}
 		c_calls = want_c;
+		py_by_profile = 1;
 		set_profile(profile);
 	}
 	active = want;
@@ -490,12 +663,32 @@ static PyObject *ct_stop(PyObject *mod, PyObject *unused)
 		/* another tool that chained to ours after we started keeps its own: leave it */
 		if (_PyInterpreterState_GetEvalFrameFunc(in) == eval_frame)
 			_PyInterpreterState_SetEvalFrameFunc(in, chained);
+		if (c_calls)
+			ccalls_release(PyThreadState_Get());
+		if (c_calls && ccalls_chained) {
+			char note[200];
+			snprintf(note, sizeof(note), "python: the program set its own profile function (sys.setprofile, "
+				 "cProfile) %lu time%s: weft called it from its own and went on recording C calls",
+				 ccalls_chained, ccalls_chained == 1 ? "" : "s");
+			weft_note(note);
+			ccalls_chained = 0;
+		}
 #endif
 	} else if (active == 2) {
 		set_profile(NULL);
+		if (profile_lost) {
+			char note[240];
+			snprintf(note, sizeof(note), "python: the program set its own profile function (sys.setprofile, "
+				 "cProfile) in %lu thread%s: weft's, which it replaced there, recorded no more calls "
+				 "(the default hook on CPython 3.11 keeps recording)", profile_lost,
+				 profile_lost == 1 ? "" : "s");
+			weft_note(note);
+			profile_lost = 0;
+		}
 	}
 	active = 0;
 	c_calls = 0;
+	py_by_profile = 0;
 	release_held();
 	Py_RETURN_NONE;
 }
@@ -515,7 +708,7 @@ static PyObject *ct_c_calls(PyObject *mod, PyObject *unused)
 {
 	(void)mod;
 	(void)unused;
-	return PyBool_FromLong(active == 2 && c_calls);
+	return PyBool_FromLong(active && c_calls);
 }
 
 /* threading.setprofile's hook, called as a Python-level profile function (frame, event, arg)
@@ -530,11 +723,18 @@ static PyObject *ct_profile_thread(PyObject *mod, PyObject *args)
 	PyObject *frame, *event, *arg;
 	if (!PyArg_UnpackTuple(args, "profile_thread", 3, 3, &frame, &event, &arg))
 		return NULL;
-	if (active != 2) {
+	if (active != 2) { /* (the eval hook puts the profile function in place itself) */
 		PyEval_SetProfile(NULL, NULL);
 		Py_RETURN_NONE;
 	}
+	/* threading's sys.setprofile of this hook, counted by the audit hook, was weft's own */
+	if (lost_here) {
+		lost_here = 0;
+		profile_lost--;
+	}
+	installing = 1;
 	PyEval_SetProfile(profile, NULL);
+	installing = 0;
 	/* never an error from here: the interpreter would take it as the profile function's and
 	 * raise it in the program */
 	const char *ev = PyUnicode_Check(event) ? PyUnicode_AsUTF8(event) : NULL;

@@ -6,8 +6,9 @@ handlers run last-registered first, so one registered at start-up runs after the
 own): the code objects it kept are given back before the interpreter goes away.
 
 Modes (WEFT_PYTHON, a comma-separated list): `calls` (every Python call; always on),
-`c-calls` (also the C functions Python code calls: the profile hook, and on CPython before
-3.12 threading.setprofile so that threads started later get it too; this imports threading)
+`c-calls` (also the C functions Python code calls: a C profile function beside the
+frame-evaluation hook, which puts it in place in every thread; with hook="profile" before
+3.12 threading.setprofile too, so that threads started later get it: that imports threading)
 and `tasks` (each asyncio Task as an async slice, weft._tasks; this imports asyncio)."""
 import atexit
 import sys
@@ -31,7 +32,7 @@ def start(hook="auto", c_calls=False, tasks=False):
         own += _tasks.install()
     for f in own:
         _calltrace.untraced(f)
-    if c_calls and sys.version_info < (3, 12):
+    if c_calls and (hook == "profile" or sys.version_info < (3, 11)) and sys.version_info < (3, 12):
         import threading
         threading.setprofile(_calltrace.profile_thread)
     _calltrace.start(hook, c_calls=c_calls)

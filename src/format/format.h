@@ -114,6 +114,8 @@ enum weft_meta_type {
 				 * per block, max shared bytes per block, max threads per block, threads
 				 * per warp, u64 global memory bytes, u32 core clock kHz, u32 0, then
 				 * name\0 */
+	WEFT_M_NOTE = 31,   /* (1.6) text\0: a note on the recording from a part of weft that ran in the
+			     * process (weft_note): weft info lists it, weft record prints it */
 	WEFT_M_MEMORY = 17, /* u32 flags (1 recording, 2 stacks), u32 allocation calls of signal
 			     * handlers dropped (inside another event; 0 from older writers), u64 threshold bytes, u64
 			     * sampling bytes (0: every block), u64 frees not recorded (unknown

@@ -405,6 +405,10 @@ static void parse_meta(struct weft_trace *t, const char *name, const unsigned ch
 				th->dropped = v[2];
 			break;
 		}
+		case WEFT_M_NOTE:
+			p->notes = xrealloc(p->notes, (p->nnotes + 1) * sizeof(*p->notes));
+			p->notes[p->nnotes++] = xstrndup((const char *)r, bounded_len((const char *)r, len));
+			break;
 		case WEFT_M_PROCESS_NAME:
 			free(p->name);
 			p->name = xstrndup((const char *)r, bounded_len((const char *)r, len));
@@ -1246,6 +1250,9 @@ void weft_trace_free(struct weft_trace *t)
 		free(p->func_addr);
 		free(p->func_id);
 		free(p->name);
+		for (size_t k = 0; k < p->nnotes; k++)
+			free(p->notes[k]);
+		free(p->notes);
 		free(p->host);
 		free(p->options);
 		free(p->mem_allocator);

@@ -74,6 +74,8 @@ struct weft_proc {
 	int gen;       /* 0, or N for the N-th image after exec (files PID.N.*) */
 	char stem[32]; /* file name stem */
 	char *name, *host, *options;
+	char **notes; /* NOTE records' texts, in order */
+	size_t nnotes;
 	char **argv;
 	int argc;
 	uint64_t start_ns;

@@ -202,6 +202,13 @@ void weft_process_name(const char *name)
 	weft_meta_write(WEFT_M_PROCESS_NAME, name, strlen(name) + 1, NULL, 0);
 }
 
+void weft_note(const char *text)
+{
+	if (!text || !*text || weft_ensure_started())
+		return;
+	weft_meta_write(WEFT_M_NOTE, text, strnlen(text, 1000), "", 1);
+}
+
 void weft_meta_atfork_prepare(void) { pthread_mutex_lock(&meta_lock); }
 void weft_meta_atfork_parent(void) { pthread_mutex_unlock(&meta_lock); }
 void weft_meta_atfork_child(void)

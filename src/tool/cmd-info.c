@@ -120,6 +120,8 @@ int cmd_info(int argc, char **argv)
 			printf("  host:     %s\n", p->host);
 		if (p->options && *p->options)
 			printf("  options:  %s\n", p->options);
+		for (size_t k = 0; k < p->nnotes; k++)
+			printf("  note:     %s\n", p->notes[k]);
 		printf("  clock:    %s, %zu calibration points\n",
 		       p->clock_kind == 1 ? "tsc" : p->clock_kind == 2 ? "cntvct" : "boottime ns", p->nclock);
 		if (p->finished)

@@ -560,8 +560,14 @@ int cmd_record(int argc, char **argv)
 		snprintf(pypath, sizeof(pypath), "%s%s%s%s%s", python ? pydir : "", python ? "/weft_bootstrap:" : "",
 			 pydir, old_pp && *old_pp ? ":" : "", old_pp && *old_pp ? old_pp : "");
 	else if (python) {
-		weft_cli_error("record", "--python: the weft Python package was not found next to the weft "
-			       "executable (built without python3-dev?)");
+		char exe[PATH_MAX];
+		ssize_t l = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+		char *slash = l > 0 ? (exe[l] = 0, strrchr(exe, '/')) : NULL;
+		if (slash)
+			*slash = 0;
+		weft_cli_error("record", "--python: this weft was built without its Python module (no weft "
+			       "package in %s/python, none installed): install python3-dev, then run `make build` (or "
+			       "`make demo`, `make install`)", slash ? exe : ".");
 		return WEFT_EXIT_FAIL;
 	}
 	char dirwhy[PATH_MAX * 2 + 100];
@@ -671,6 +677,9 @@ int cmd_record(int argc, char **argv)
 	}
 	for (size_t i = 0; i < t->nwarnings; i++)
 		weft_cli_error("record", "warning: %s", t->warnings[i]);
+	for (size_t i = 0; i < t->nprocs; i++) /* weft_note()s */
+		for (size_t k = 0; k < t->procs[i].nnotes; k++)
+			weft_cli_error("record", "%d %s: %s", t->procs[i].pid, t->procs[i].name, t->procs[i].notes[k]);
 	uint64_t events = 0, dropped = 0, stored = 0;
 	for (size_t i = 0; i < t->nprocs; i++) {
 		stored += t->procs[i].bytes_stored;

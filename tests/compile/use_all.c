@@ -53,6 +53,7 @@ int main(void)
 	weft_heap_usage(heap, sizeof(pool), 0, sizeof(pool));
 	weft_heap_free(heap, pool);
 	weft_process_name("use_all");
+	weft_note("a note on the recording");
 	weft_thread_name("main thread");
 	weft_flush();
 	struct weft_stats st = {sizeof(st), 0, 0, 0, 0, 0, 0};

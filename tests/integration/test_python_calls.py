@@ -2,6 +2,7 @@
 under tests/python/ whose calls are known exactly, checked in the .pftrace with Perfetto's
 trace_processor - slice counts, depth, parents, the file/line and exception arguments - and
 the full stack with a C extension built with -finstrument-functions."""
+import json
 import os
 import re
 
@@ -26,20 +27,21 @@ def line_of(name, pattern):
 
 
 CALLS_OUT = "fib 6765\nmisc 109\ngen [0, 1, 2, 3, 4]\nasync [0, 1, 2]\nexc 4\n"
-# slice name -> (count, parent names allowed); calls and resumptions per tests/python/calls_prog.py:
-# a generator or coroutine function's call makes the object (one slice), then one slice per
-# resumption (gen(5): 5 values and the one that ends it)
+# slice name -> (count, parent names allowed); calls and resumptions per tests/python/calls_prog.py,
+# counted as sys.setprofile and cProfile count them: the call of a generator or coroutine function
+# only makes the object and is not one; each resumption is (gen(5): 5 values and the one that ends
+# it)
 EXPECTED = {
     "fib": (21891, {"fib", "run_fib"}),
     "Klass.method": (7, {"run_misc.<locals>.<genexpr>"}),
     "Klass.static": (4, {"run_misc.<locals>.<genexpr>"}),
     "Klass.klass": (3, {"run_misc.<locals>.<listcomp>"}),
-    "run_misc.<locals>.<genexpr>": (1 + 8 + 1 + 5, {"run_misc"}),
+    "run_misc.<locals>.<genexpr>": (8 + 5, {"run_misc"}),
     "run_misc.<locals>.<listcomp>": (1, {"run_misc"}),
     "outer.<locals>.inner": (5, {"run_misc"}),
     "run_misc.<locals>.<lambda>": (3, {"run_misc"}),  # called by map (C)
-    "gen": (1 + 6, {"run_gen"}),
-    "leaf": (3 + 3 * 2, {"gathered", "Handle._run"}),
+    "gen": (6, {"run_gen"}),
+    "leaf": (3 * 2, {"gathered", "Handle._run"}),
     "catch_at": (4, {"run_exc.<locals>.<genexpr>"}),
     "raiser": (1 + 2 + 3 + 4, {"catch_at", "raiser"}),
 }
@@ -65,14 +67,10 @@ class PythonCallsTest(TraceTest):
         rows, = self.tp(pf, f"select name, count(*) c from slice where name in ({q}) group by name")
         return {r["name"]: r["c"] for r in rows}
 
-    def check_calls(self, pf, creations=True, c_parents=()):
-        """creations=False: the profile hook sees no call where a generator or coroutine
-        function makes its object, only the resumptions. c_parents: C functions (c-calls
-        mode) that may stand between a function and its Python caller."""
-        expected = dict(EXPECTED)
-        if not creations:
-            for n, k in (("gen", 1), ("leaf", 3), ("run_misc.<locals>.<genexpr>", 2)):
-                expected[n] = (expected[n][0] - k, expected[n][1])
+    def check_calls(self, pf, c_parents=()):
+        """c_parents: C functions (c-calls mode) that may stand between a function and its
+        Python caller."""
+        expected = EXPECTED
         names = ",".join("'" + n + "'" for n in EXPECTED)
         counts, parents, fib, exc, unbalanced, loc = self.tp(
             pf,
@@ -125,7 +123,57 @@ class PythonCallsTest(TraceTest):
         p = run([PY, "-c", code], cwd=self.tmp, env={"PYTHONPATH": PYDIR, "WEFT_OPTIONS": f"output={out}"})
         self.assertEqual(p.stdout, CALLS_OUT)
         pf, _ = self.convert(out, "p.pftrace")
-        self.check_calls(pf, creations=False)
+        self.check_calls(pf)
+
+    def test_deep_recursion(self):
+        """A recursion 20,000 calls deep (the recursion limit raised) runs under --python as
+        it runs untraced, in the main thread and in a thread with a 256 KiB stack: CPython
+        3.11 makes such calls without C recursion, the frame-evaluation hook with it, on
+        stack segments of its own where the thread's stack runs out. Every call is a slice,
+        the deepest 20,000 below the first (counted in the B/E events of the JSON output:
+        trace_processor puts slices deeper than 512 at depth 0)."""
+        n = 20000
+        plain = run([PY, prog("deep_prog.py"), str(n)])
+        for mode in ("--python", "--python=c-calls"):
+            pf, p = self.record("deep_prog.py", n, opts=[mode], check=False)
+            self.assertEqual((p.returncode, p.stdout), (0, plain.stdout), (mode, p.stderr))
+            rows, = self.tp(pf, "select name, count(*) c from slice where name in ('down', 'thread_down', "
+                                "'nested') group by name")
+            # nested: each level resumed by next() and once more when it is closed
+            self.assertEqual({r["name"]: r["c"] for r in rows},
+                             {"down": n + 1, "thread_down": n + 1, "nested": 2 * (n // 4 + 1)}, mode)
+            js, _ = self.convert(os.path.dirname(pf), "deep.json")
+            stacks, depth, deepest = {}, {}, {}
+            for e in self.load_json(js)["traceEvents"]:
+                if e["ph"] == "B":
+                    stacks.setdefault(e["tid"], []).append(e["name"])
+                    key = (e["tid"], e["name"])
+                    depth[key] = depth.get(key, 0) + 1
+                    deepest[e["name"]] = max(deepest.get(e["name"], 0), depth[key])
+                elif e["ph"] == "E":
+                    depth[(e["tid"], stacks[e["tid"]].pop())] -= 1
+            self.assertEqual({k: deepest[k] for k in ("down", "thread_down", "nested")},
+                             {"down": n + 1, "thread_down": n + 1, "nested": n // 4 + 1}, mode)
+            self.assertEqual([s for s in stacks.values() if s], [], mode)
+
+    def test_generators_count_as_profilers_do(self):
+        """A generator of 10 yields is 11 slices (10 resumptions and the one that ends it), as
+        sys.setprofile and cProfile count it; coroutines under asyncio and an async generator
+        as many as the same code's profile function counts, untraced (the call that only
+        makes the object is no slice), with either hook."""
+        n = 7
+        plain = run([PY, prog("gens_prog.py"), str(n), "profile"])
+        out, counted = plain.stdout.splitlines()
+        want = json.loads(counted)
+        self.assertEqual((want["ten"], want["waits"]), (11, n + 1))
+        for mode in ("--python", "--python=c-calls"):
+            pf, p = self.record("gens_prog.py", n, opts=[mode])
+            self.assertEqual(p.stdout, out + "\n")
+            rows, = self.tp(pf, "select name, count(*) c from slice where category = 'python' and "
+                                "extract_arg(arg_set_id, 'debug.file') like '%/gens_prog.py' group by name")
+            got = {r["name"]: r["c"] for r in rows}
+            got.pop("<module>", None)  # the script itself: the profile function starts inside it
+            self.assertEqual(got, want, mode)
 
     def test_threads_started_before_tracing(self):
         """Two threads run before the hook is installed, two start after: every step() call
@@ -210,6 +258,21 @@ class PythonCallsTest(TraceTest):
         self.assertTrue(fib["args"]["file"].endswith("calls_prog.py"))
         self.assertEqual(sum(1 for e in ev if e.get("args", {}).get("exception") is True), 10)
 
+    def test_without_the_python_module(self):
+        """A weft built without its Python module (make demo used to build none): --python
+        fails saying so and what builds it, before running anything."""
+        import shutil
+        bare = os.path.join(self.tmp, "bare")
+        os.mkdir(bare)
+        for f in ("weft", "libweft-preload.so"):
+            shutil.copy2(os.path.join(BUILD, f), bare)
+        p = run([os.path.join(bare, "weft"), "record", "-o", os.path.join(self.tmp, "b.data"), "--python", "--",
+                 PY, "-c", "print('ran')"], check=False)
+        self.assertEqual((p.returncode, p.stdout), (1, ""))
+        self.assertEqual(p.stderr, f"weft: record: --python: this weft was built without its Python module (no "
+                                   f"weft package in {bare}/python, none installed): install python3-dev, then "
+                                   f"run `make build` (or `make demo`, `make install`)\n")
+
     def test_bad_mode(self):
         p = run([WEFT, "record", "--python=c-calls,bogus", "--", PY, "-c", "pass"], check=False)
         self.assertEqual(p.returncode, 2)
@@ -248,11 +311,48 @@ class PythonCallsTest(TraceTest):
         self.assertEqual(p.stdout, plain.stdout)
         self.assertEqual(p.stdout, f"ccalls True ({2 * n}, {m}, {round(sum(i ** 0.5 for i in range(k)), 3)}, 1)\n")
         self.check_c_calls(pf, n, m, k)
-        # the Python calls are still all there (by the profile hook: no creation slices)
+        # the Python calls are still all there, the same as with the frame-evaluation hook
         pf, p = self.record("calls_prog.py", opts=["--python=calls,c-calls"])
         self.assertEqual(p.stdout, CALLS_OUT)
-        self.check_calls(pf, creations=False, c_parents=("sum", "Context.run"))
+        self.check_calls(pf, c_parents=("sum", "Context.run"))
         self.tp_no_errors(pf)
+
+    def test_program_sets_its_own_profile_function(self):
+        """--python=c-calls and a program that sets profile functions of its own (sys.setprofile
+        in two threads, cProfile): weft's C-call recording goes on in every thread, the
+        program's profilers see what they see untraced, and the end says it in one line (and
+        weft info as a note). With the profile hook alone the program's function replaces
+        weft's: said too."""
+        n = 50
+        plain = run([PY, prog("setprofile_prog.py"), str(n)])
+        self.assertEqual(plain.stdout, f"setprofile {2 * n} {n + 1} True None\n")
+        pf, p = self.record("setprofile_prog.py", n, opts=["--python=c-calls"])
+        self.assertEqual(p.stdout, plain.stdout)
+        rows, = self.tp(pf, "select t.name thread, count(*) c from slice s join slice p on s.parent_id = p.id "
+                            "join thread_track tt on s.track_id = tt.id join thread t using (utid) "
+                            "where s.name = 'len' and p.name = 'use_len' group by t.name")
+        self.assertEqual({r["thread"]: r["c"] for r in rows}, {os.path.basename(PY): 4 * n, "other": n})
+        note = ("python: the program set its own profile function (sys.setprofile, cProfile) 3 times: weft "
+                "called it from its own and went on recording C calls")
+        self.assertRegex(p.stderr, r"(?m)^weft: record: \d+ python3: " + re.escape(note) + "$")
+        info = run([WEFT, "info", os.path.dirname(pf)])
+        self.assertIn(f"\n  note:     {note}\n", info.stdout)
+        # the profile hook alone (start('profile'); 3.12+): the program's replaces weft's in
+        # the main thread and in "other"; said, with the calls recorded until then
+        out = os.path.join(self.tmp, "p.data")
+        code = ("import runpy, sys; from weft import _record; _record.start('profile', c_calls=True); "
+                f"sys.argv = [{prog('setprofile_prog.py')!r}, '{n}']; "
+                "runpy.run_path(sys.argv[0], run_name='__main__')")
+        p = run([PY, "-c", code], cwd=self.tmp, env={"PYTHONPATH": PYDIR, "WEFT_OPTIONS": f"output={out}"})
+        self.assertEqual(p.stdout, plain.stdout)
+        pf, _ = self.convert(out, "p.pftrace")
+        rows, = self.tp(pf, "select count(*) c from slice s join slice p on s.parent_id = p.id "
+                            "where s.name = 'len' and p.name = 'use_len'")
+        self.assertEqual(rows[0]["c"], n)
+        info = run([WEFT, "info", out])
+        self.assertIn("\n  note:     python: the program set its own profile function (sys.setprofile, cProfile) in "
+                      "2 threads: weft's, which it replaced there, recorded no more calls (the default hook on "
+                      "CPython 3.11 keeps recording)\n", info.stdout)
 
     def test_c_calls_python_m_weft(self):
         n, m, k = 5, 6, 7
@@ -277,7 +377,7 @@ class PythonCallsTest(TraceTest):
         """--python=tasks: one async slice per asyncio Task from its creation to its end,
         spanning the slices of the coroutine's steps on the thread's track; with c-calls too."""
         plain = run([PY, prog("tasks_prog.py")])
-        for mode, creations in (("tasks", 1), ("c-calls,tasks", 0)):
+        for mode in ("tasks", "c-calls,tasks"):
             pf, p = self.record("tasks_prog.py", opts=[f"--python={mode}"])
             self.assertEqual(p.stdout, plain.stdout)
             self.assertEqual(p.stdout, "gather ['a', 'b', 'c']\ncaught KeyError('k')\nname named Task\n")
@@ -297,7 +397,7 @@ class PythonCallsTest(TraceTest):
             for name in ("alpha", "beta", "gamma"):
                 made = [r for r in steps if r["name"] == name and r["parent"] == "main"]
                 run_ = [r for r in steps if r["name"] == name and r["parent"] != "main"]
-                self.assertEqual((len(made), len(run_)), (creations, 3), (mode, name, steps))
+                self.assertEqual((len(made), len(run_)), (0, 3), (mode, name, steps))
                 t, = by[name]
                 self.assertLessEqual(t["ts"], min(r["ts"] for r in run_), (mode, name))
                 self.assertGreaterEqual(t["e"], max(r["e"] for r in run_), (mode, name))
