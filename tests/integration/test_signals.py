@@ -31,17 +31,18 @@ for s in sorted(signal.valid_signals()):
 """
 
 # Ctrl-C: KeyboardInterrupt, its except and finally run; "reraise": then it dies of SIGINT
+# (markers printed as "@" + "word": a traceback that quotes the line must not read as one)
 KEYBOARD = """import sys, time
 try:
-    print("@ready", flush=True)
+    print("@" + "ready", flush=True)
     time.sleep(60)
-    print("@not interrupted", flush=True)
+    print("@" + "not interrupted", flush=True)
 except KeyboardInterrupt:
-    print("@KeyboardInterrupt", flush=True)
+    print("@" + "KeyboardInterrupt", flush=True)
     if sys.argv[1:] == ["reraise"]:
         raise
 finally:
-    print("@finally", flush=True)
+    print("@" + "finally", flush=True)
 """
 
 # a Pool in forkserver mode (the forkserver saves and restores dispositions with getsignal)
