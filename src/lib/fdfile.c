@@ -63,15 +63,21 @@ int weft_file_fd(struct weft_file *f)
 		return f->fd;
 	/* not ours any more: the number is the program's now, leave it alone */
 	f->fd = -1;
-	int fd = open(f->path, O_WRONLY | O_APPEND | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	if (fstat(fd, &st) || st.st_dev != f->dev || st.st_ino != f->ino) {
-		close(fd); /* a different file under that name: not ours either */
-		return -ESTALE;
+	/* The program may close the new descriptor too (close_range in a loop) and open a file of
+	 * its own under its number before the check: then that number is the program's, and must
+	 * be neither written nor closed; try again. A different file under weft's name (the trace
+	 * replaced) leaves its descriptor open (it cannot be told from the program's), at most a
+	 * few times, once: the caller stops writing after -ESTALE. */
+	for (int tries = 0; tries < 8; tries++) {
+		int fd = open(f->path, O_WRONLY | O_APPEND | O_CLOEXEC);
+		if (fd < 0)
+			return -errno;
+		if (!fstat(fd, &st) && st.st_dev == f->dev && st.st_ino == f->ino) {
+			f->fd = move_high(fd);
+			return f->fd;
+		}
 	}
-	f->fd = move_high(fd);
-	return f->fd;
+	return -ESTALE;
 }
 
 /* Writes all of iov[0..n) (n <= 8) at the end of fd; 0 or -errno. */

@@ -25,9 +25,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 #define NI __attribute__((noinline))
-static volatile int sink;
-NI void step(int i) { sink += i; }
-NI void exec_step(int i) { sink += i; }
+static volatile unsigned sink; /* wraps (unsigned: no overflow) */
+NI void step(int i) { sink += (unsigned)i; }
+NI void exec_step(int i) { sink += (unsigned)i; }
 __attribute__((no_instrument_function)) static void on_alarm_exit(int sig)
 {
 	(void)sig;
