@@ -40,7 +40,9 @@ class Overhead(TraceTest):
                 m = r["metrics"]
                 # user+sys is the thread's exact CPU time; the split between them is sampled
                 self.assertGreaterEqual(m["user_s"]["median"] + m["sys_s"]["median"], 0.095)
-                self.assertGreaterEqual(m["user_s"]["median"], 0.07)
+                # (how much of it is user time is the kernel's tick sampling: under load and
+                # ASan 0.057 s of 0.1 was seen; that it is there is what is checked)
+                self.assertGreater(m["user_s"]["median"], 0)
                 self.assertLessEqual(m["user_s"]["median"], 0.5)
                 self.assertGreaterEqual(m["wall_s"]["median"], m["user_s"]["median"])
                 for k in METRICS:
