@@ -6,12 +6,10 @@ import csv
 import io
 import json
 import os
-import pty
 import re
-import select
 import signal
-import time
 import unittest
+import weftlib
 from weftlib import TraceTest, main, run, WEFT, BUILD
 
 OPTS = ("O0", "O2")
@@ -187,33 +185,12 @@ class Record(TraceTest):
         self.check_trace(data)
 
     def on_tty(self, out, mode, interrupt):
-        """weft record on a new pseudo-terminal, as a user runs it; once the program prints
-        'ready', interrupt(pid of weft, terminal fd). Returns (exit code, terminal output)."""
-        pid, fd = pty.fork()
-        if pid == 0:
-            os.chdir(BUILD)
-            os.execv(WEFT, [WEFT, "record", "-o", out, "--", os.path.join(BUILD, "ft_crash_O2"), mode])
-        buf, sent, deadline = b"", False, time.time() + 120
-        try:
-            while time.time() < deadline:
-                if select.select([fd], [], [], 0.5)[0]:
-                    try:
-                        data = os.read(fd, 4096)
-                    except OSError:  # EIO: every process of the terminal is gone
-                        break
-                    if not data:
-                        break
-                    buf += data
-                if not sent and b"ready" in buf:
-                    interrupt(pid, fd)
-                    sent = True
-            else:
-                os.kill(pid, signal.SIGKILL)
-            _, status = os.waitpid(pid, 0)
-        finally:
-            os.close(fd)
-        self.assertTrue(sent, buf)
-        return os.waitstatus_to_exitcode(status), buf.decode().replace("\r\n", "\n")
+        """weft record of ft_crash on a new pseudo-terminal; once the program prints 'ready',
+        interrupt(pid of weft, terminal fd). Returns (exit code, terminal output)."""
+        sent, code, text = weftlib.on_tty([WEFT, "record", "-o", out, "--", os.path.join(BUILD, "ft_crash_O2"), mode],
+                                          BUILD, b"ready", interrupt)
+        self.assertTrue(sent, text)
+        return code, text
 
     def test_ctrl_c(self):
         ctrl_c = lambda pid, fd: os.write(fd, b"\x03")  # the terminal signals the whole job

@@ -6,14 +6,12 @@ complete trace and the untraced exit status. Every test compares with the untrac
 tests/programs/sigview.c is the C program."""
 import json
 import os
-import pty
 import re
-import select
 import signal
 import subprocess
 import sys
-import time
 import unittest
+import weftlib
 from weftlib import TraceTest, main, run, sanitizer, WEFT, BUILD
 
 SIGVIEW = os.path.join(BUILD, "sigview")
@@ -157,35 +155,9 @@ class Signals(TraceTest):
     def on_tty(self, cmd):
         """cmd on a new pseudo-terminal; Ctrl-C once it prints 'ready' (the terminal signals
         the whole job, weft record included). Returns (exit code, terminal output)."""
-        pid, fd = pty.fork()
-        if pid == 0:
-            os.chdir(self.tmp)
-            try:
-                os.execv(cmd[0], cmd)
-            finally:
-                os._exit(127)
-        buf, sent, deadline = b"", False, time.time() + 60
-        try:
-            while time.time() < deadline:
-                if select.select([fd], [], [], 0.5)[0]:
-                    try:
-                        data = os.read(fd, 4096)
-                    except OSError:  # EIO: every process of the terminal is gone
-                        break
-                    if not data:
-                        break
-                    buf += data
-                if not sent and b"ready\r\n" in buf:
-                    os.write(fd, b"\x03")
-                    sent = True
-            else:
-                os.kill(pid, signal.SIGKILL)
-            _, st = os.waitpid(pid, 0)
-        finally:
-            os.close(fd)
-        self.assertTrue(sent, buf)
-        out = buf.decode().replace("\r\n", "\n")
-        return os.waitstatus_to_exitcode(st), out
+        sent, code, text = weftlib.on_tty(cmd, self.tmp, b"ready\r\n", lambda pid, fd: os.write(fd, b"\x03"), 60)
+        self.assertTrue(sent, text)
+        return code, text
 
     def test_python_ctrl_c_raises_keyboard_interrupt(self):
         script = self.script("keyboard.py", KEYBOARD)

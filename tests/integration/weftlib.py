@@ -4,12 +4,15 @@ trace_processor (wasm, under Node) queried with SQL, and Python's json module.""
 import atexit
 import json
 import os
+import pty
 import re
 import select
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
+import time
 import unittest
 import zlib
 
@@ -102,6 +105,40 @@ atexit.register(_TP.close)
 def tp_query(trace, *queries):
     """Runs SQL against TRACE in Perfetto's trace_processor: [{"sql", "rows" or "error"}]."""
     return _TP.query(trace, queries)
+
+
+def on_tty(cmd, cwd, ready, interrupt, timeout=120):
+    """cmd on a new pseudo-terminal, as a user runs it; once its output holds READY (bytes),
+    interrupt(pid, terminal fd) once (os.write(fd, b"\\x03") is Ctrl-C: the terminal signals
+    the whole job). Returns (interrupted, exit code, terminal output with \\n line ends); past
+    TIMEOUT seconds the command is killed."""
+    pid, fd = pty.fork()
+    if pid == 0:
+        try:
+            os.chdir(cwd)
+            os.execv(cmd[0], cmd)
+        finally:
+            os._exit(127)
+    buf, sent, deadline = b"", False, time.time() + timeout
+    try:
+        while time.time() < deadline:
+            if select.select([fd], [], [], 0.5)[0]:
+                try:
+                    data = os.read(fd, 4096)
+                except OSError:  # EIO: every process of the terminal is gone
+                    break
+                if not data:
+                    break
+                buf += data
+            if not sent and ready in buf:
+                interrupt(pid, fd)
+                sent = True
+        else:
+            os.kill(pid, signal.SIGKILL)
+        _, status = os.waitpid(pid, 0)
+    finally:
+        os.close(fd)
+    return sent, os.waitstatus_to_exitcode(status), buf.decode(errors="replace").replace("\r\n", "\n")
 
 
 def _varint(b, i):
