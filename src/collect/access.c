@@ -180,7 +180,9 @@ static void free_ring(struct ring *r)
 	close(r->fd);
 	if (r->aux_fd >= 0)
 		close(r->aux_fd);
+	weft_in_runtime++; /* weft's block (open_one), not a free of the program's */
 	free(r);
+	weft_in_runtime--;
 }
 
 /* Closes this thread's watchpoint rings (at start, when one of them could not be opened). */
