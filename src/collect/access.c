@@ -23,8 +23,12 @@
  * One sampler thread drains every thread's ring every few milliseconds into its own weft stream
  * as ACCESS records (time, tid, address, instruction), counts PERF_RECORD_LOST and throttling,
  * and closes the rings of threads that ended after a last drain. It never blocks the program:
- * a full ring loses samples in the kernel, counted. At stop the sampler drains once more and
- * the totals go into an ACCESS metadata record; a fork child starts its own sampler.
+ * a full ring loses samples in the kernel, counted. The thread that finishes the trace drains
+ * every ring itself first, while the run still takes events (weft_access_drain: at _exit, exec
+ * and a fatal signal the sampler is not there to), then the sampler drains once more and the
+ * totals go into an ACCESS metadata record. Threads weft creates get no ring. Fork: the
+ * forking thread holds rings_lock across it (session.c's fork order); the child closes the
+ * parent's rings, opens its own thread's (sources and watchpoints) and starts its sampler.
  */
 #include "lib/internal.h"
 #include "collect/perf_sample.h"
@@ -340,8 +344,9 @@ static void drain_all(void)
  * its last pass (up to DRAIN_NS of samples) was lost uncounted. From a signal handler or
  * _exit (weft_g.in_signal) nothing is freed, and the lock is waited for 100 ms at most: its
  * holder (the sampler, or a thread starting) may be blocked in malloc behind the interrupted
- * code; those samples are then not written. This thread holds no lock of this file here:
- * weft_stop runs only outside the runtime, and every path that takes the lock is inside it. */
+ * code; those samples are then neither written nor counted. This thread holds no lock of
+ * this file here: weft_stop runs only outside the runtime, a program's thread takes the lock
+ * only inside it, and the sampler blocks every signal. */
 void weft_access_drain(void)
 {
 	if (!atomic_load(&on))
@@ -662,15 +667,16 @@ int weft_watch_start(const struct weft_watch_spec *spec, int nspec, char *why, s
 	nwatches = nspec < WEFT_MAX_WATCH ? nspec : WEFT_MAX_WATCH;
 	pthread_once(&key_once, make_key);
 	open_watches((uint32_t)syscall(SYS_gettid));
-	weft_in_runtime--;
 	if (atomic_load(&watch_open_failures)) {
 		/* the self-test's opened: these may not (every debug register taken, a bad address) */
 		nwatches = 0;
 		drop_watch_rings();
+		weft_in_runtime--;
 		snprintf(why, n, "perf_event_open of a watchpoint failed after the self-test passed: %s",
 			 strerror(watch_first_errno));
 		return -EBUSY;
 	}
+	weft_in_runtime--;
 	begin();
 	return 0;
 }
