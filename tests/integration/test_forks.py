@@ -50,9 +50,10 @@ class ForkStorm(TraceTest):
         if why:
             self.skipTest("page-fault sampling is not permitted here: " + why)
 
-    def load(self, n=2):
-        """n busy processes for the test's duration: forks then land at more places."""
-        procs = [subprocess.Popen(["yes"], stdout=subprocess.DEVNULL) for _ in range(n)]
+    def load(self, n=int(os.environ.get("WEFT_FORK_LOAD", "2"))):
+        """n busy processes for the test's duration: forks then land at more places. At the
+        lowest priority, so that tests running beside this one (ctest -j) keep their CPU."""
+        procs = [subprocess.Popen(["nice", "-n", "19", "yes"], stdout=subprocess.DEVNULL) for _ in range(n)]
         for p in procs:
             self.addCleanup(p.wait)
             self.addCleanup(p.kill)
