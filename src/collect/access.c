@@ -23,8 +23,12 @@
  * One sampler thread drains every thread's ring every few milliseconds into its own weft stream
  * as ACCESS records (time, tid, address, instruction), counts PERF_RECORD_LOST and throttling,
  * and closes the rings of threads that ended after a last drain. It never blocks the program:
- * a full ring loses samples in the kernel, counted. At stop the sampler drains once more and
- * the totals go into an ACCESS metadata record; a fork child starts its own sampler.
+ * a full ring loses samples in the kernel, counted. The thread that finishes the trace drains
+ * every ring itself first, while the run still takes events (weft_access_drain: at _exit, exec
+ * and a fatal signal the sampler is not there to), then the sampler drains once more and the
+ * totals go into an ACCESS metadata record. Threads weft creates get no ring. Fork: the
+ * forking thread holds rings_lock across it (session.c's fork order); the child closes the
+ * parent's rings, opens its own thread's (sources and watchpoints) and starts its sampler.
  */
 #include "lib/internal.h"
 #include "collect/perf_sample.h"
@@ -186,7 +190,9 @@ static void free_ring(struct ring *r)
 	close(r->fd);
 	if (r->aux_fd >= 0)
 		close(r->aux_fd);
+	weft_in_runtime++; /* weft's block (open_one), not a free of the program's */
 	free(r);
+	weft_in_runtime--;
 }
 
 /* Closes this thread's watchpoint rings (at start, when one of them could not be opened). */
@@ -364,21 +370,60 @@ static void drain(struct ring *r, int64_t gap)
 	ring_walk(r, drain_one, &gap);
 }
 
-static void drain_all(void)
+/* Every ring, under rings_lock (held by the caller); free: close the rings of threads that
+ * ended (not from a signal handler: free() could find malloc's lock held). */
+static void drain_locked(int free_ended)
 {
 	int64_t gap = clock_gap(); /* the time suspended so far: monotonic rings' offset */
-	pthread_mutex_lock(&rings_lock);
 	for (struct ring **pp = &rings; *pp;) {
 		struct ring *r = *pp;
 		int ended = atomic_load(&r->ended);
 		drain(r, gap);
-		if (ended) { /* its last samples are out: the ring goes */
+		if (ended && free_ended) { /* its last samples are out: the ring goes */
 			*pp = r->next;
 			free_ring(r);
 			continue;
 		}
 		pp = &r->next;
 	}
+}
+
+static void drain_all(void)
+{
+	pthread_mutex_lock(&rings_lock);
+	drain_locked(1);
+	pthread_mutex_unlock(&rings_lock);
+}
+
+/* The last drain, on the thread that finishes the trace, while the run still takes events
+ * (weft_stop calls it through weft_g.drain_sources, on every path: exit, _exit, exec, a fatal
+ * signal). The sampler's own last drain comes only after the run stopped, and at _exit or a
+ * fatal signal not at all (it is not joined there): without this, what the rings held since
+ * its last pass (up to DRAIN_NS of samples) was lost uncounted. From a signal handler or
+ * _exit (weft_g.in_signal) nothing is freed, and the lock is waited for 100 ms at most: its
+ * holder (the sampler, or a thread starting) may be blocked in malloc behind the interrupted
+ * code; those samples are then neither written nor counted. This thread holds no lock of
+ * this file here: weft_stop runs only outside the runtime, a program's thread takes the lock
+ * only inside it, and the sampler blocks every signal. */
+void weft_access_drain(void)
+{
+	if (!atomic_load(&on))
+		return;
+	int in_signal = weft_g.in_signal;
+	if (in_signal) {
+		struct timespec until;
+		clock_gettime(CLOCK_REALTIME, &until);
+		until.tv_nsec += 100000000;
+		if (until.tv_nsec >= 1000000000) {
+			until.tv_sec++;
+			until.tv_nsec -= 1000000000;
+		}
+		if (pthread_mutex_timedlock(&rings_lock, &until))
+			return;
+	} else {
+		pthread_mutex_lock(&rings_lock);
+	}
+	drain_locked(!in_signal);
 	pthread_mutex_unlock(&rings_lock);
 }
 
@@ -402,7 +447,9 @@ static void start_sampler(void)
 	sigset_t all, old;
 	sigfillset(&all);
 	pthread_sigmask(SIG_SETMASK, &all, &old); /* signals are the program's */
+	weft_in_runtime++; /* weft's thread: the pthread_create wrapper gives it no ring */
 	have_sampler = pthread_create(&sampler, NULL, sampler_main, NULL) == 0;
+	weft_in_runtime--;
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 }
 
@@ -428,8 +475,11 @@ EXPORT int pthread_create(pthread_t *th, const pthread_attr_t *attr, void *(*fn)
 	if (!real)
 		real = (int (*)(pthread_t *, const pthread_attr_t *, void *(*)(void *), void *))dlsym(RTLD_NEXT,
 												     "pthread_create");
-	if ((!atomic_load(&on) && !weft_counters_on()) || own_thread(__builtin_return_address(0)))
-		return real(th, attr, fn, arg); /* (weft's own threads are not the program's) */
+	/* weft's own threads (writers, samplers, readers: created inside the runtime) are not
+	 * the program's: no rings, no counters. The fork child's writers are started before this
+	 * file's fork handler has reinitialised rings_lock (session.c orders them so). */
+	if (weft_in_runtime || (!atomic_load(&on) && !weft_counters_on()) || own_thread(__builtin_return_address(0)))
+		return real(th, attr, fn, arg);
 	weft_in_runtime++;
 	struct tramp *t = malloc(sizeof(*t));
 	weft_in_runtime--;
@@ -498,8 +548,24 @@ void weft_access_stop(void) /* preload.c: before the trace stops */
 	stop_sampler();
 }
 
+/* Fork (session.c runs these among the runtime's own handlers): the forking thread holds
+ * rings_lock across the fork, so the child's list is whole - not copied while the sampler
+ * was unlinking a ring, nor with the lock held for good. */
+static void atfork_prepare(void)
+{
+	pthread_mutex_lock(&rings_lock);
+}
+
+static void atfork_parent(void)
+{
+	pthread_mutex_unlock(&rings_lock);
+}
+
+/* Runs after the child's trace restarted, inside the runtime; the threads started before it
+ * (writers, the system sampler) are weft's and never take rings_lock. */
 static void atfork_child(void)
 {
+	pthread_mutex_init(&rings_lock, NULL);
 	/* the parent's rings and sampler are the parent's: start over for this process */
 	struct ring *r = rings;
 	rings = NULL;
@@ -509,7 +575,6 @@ static void atfork_child(void)
 		r = n;
 	}
 	pthread_setspecific(ring_key, NULL); /* (those were this thread's in the parent) */
-	pthread_mutex_init(&rings_lock, NULL);
 	have_sampler = 0;
 	if (!atomic_load(&on))
 		return;
@@ -532,7 +597,8 @@ static void begin(void)
 		return;
 	start_sampler();
 	atexit(stop_sampler);
-	pthread_atfork(NULL, NULL, atfork_child);
+	static const struct weft_fork_hooks hooks = {atfork_prepare, atfork_parent, atfork_child};
+	weft_fork_hooks_add(&hooks);
 }
 
 /* src: auto, pagefault, pebs or ibs. Returns 0, or -errno with the reason in why ("unavailable"
@@ -662,15 +728,16 @@ int weft_watch_start(const struct weft_watch_spec *spec, int nspec, char *why, s
 	nwatches = nspec < WEFT_MAX_WATCH ? nspec : WEFT_MAX_WATCH;
 	pthread_once(&key_once, make_key);
 	open_watches((uint32_t)syscall(SYS_gettid));
-	weft_in_runtime--;
 	if (atomic_load(&watch_open_failures)) {
 		/* the self-test's opened: these may not (every debug register taken, a bad address) */
 		nwatches = 0;
 		drop_watch_rings();
+		weft_in_runtime--;
 		snprintf(why, n, "perf_event_open of a watchpoint failed after the self-test passed: %s",
 			 strerror(watch_first_errno));
 		return -EBUSY;
 	}
+	weft_in_runtime--;
 	begin();
 	return 0;
 }

@@ -227,7 +227,8 @@ int weft_counters_start(const char *list, char *why, size_t n)
 	pthread_key_create(&key, thread_gone);
 	pthread_setspecific(key, &ct);
 	write_meta();
-	pthread_atfork(NULL, NULL, atfork_child);
+	static const struct weft_fork_hooks hooks = {NULL, NULL, atfork_child}; /* after the child's trace restarted */
+	weft_fork_hooks_add(&hooks);
 	atomic_store_explicit(&on, 1, memory_order_release);
 	return 0;
 }

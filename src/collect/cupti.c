@@ -677,9 +677,18 @@ static int open_cupti(char *why, size_t n)
 static pthread_mutex_t start_lock = PTHREAD_MUTEX_INITIALIZER;
 static int started; /* start_lock: tried in this process (once) */
 
-/* A fork child: CUDA does not survive fork, and the parent's counts are not the child's. */
+/* A fork child: CUDA does not survive fork, and the parent's counts are not the child's. Its
+ * locks may have been copied held (a CUPTI thread converting a buffer, a callback making a
+ * site): reinitialised; what they guard is either published whole (sites) or dropped here
+ * (the kernel names, the spare buffers: the parent's). Nothing here runs in the child before
+ * this (callbacks need `active`). */
 static void atfork_child(void)
 {
+	pthread_mutex_init(&sites_lock, NULL);
+	pthread_mutex_init(&conv_lock, NULL);
+	pthread_mutex_init(&spare_lock, NULL);
+	pthread_mutex_init(&start_lock, NULL);
+	nspare = 0;
 	atomic_store(&active, 0);
 	ntids = 0;
 	names = NULL; /* the parent's table stays with the parent's memory */
@@ -709,7 +718,8 @@ int weft_gpu_start(char *why, size_t n)
 		clock_pair();
 		atomic_store(&next_clock_ticks, weft__ticks() + clock_step());
 		atomic_store(&active, 1);
-		pthread_atfork(NULL, NULL, atfork_child);
+		static const struct weft_fork_hooks hooks = {NULL, NULL, atfork_child};
+		weft_fork_hooks_add(&hooks);
 	}
 	pthread_mutex_unlock(&start_lock);
 	return rc;

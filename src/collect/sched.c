@@ -631,7 +631,10 @@ int weft_sched_start(char *why, size_t n, char *notice, size_t nn)
 		return -EAGAIN;
 	}
 	static int once;
-	if (!once++)
-		pthread_atfork(NULL, NULL, atfork_child);
+	if (!once++) {
+		/* the child's readers start after its trace restarted, inside the runtime */
+		static const struct weft_fork_hooks hooks = {NULL, NULL, atfork_child};
+		weft_fork_hooks_add(&hooks);
+	}
 	return 0;
 }

@@ -48,3 +48,9 @@ weft_heap_t *weft_heap(const char *name)
 	weft__on(&e->site); /* registers it (its definition goes into the metadata now) */
 	return &e->site;
 }
+
+/* Fork: a name being added while the process forks is either in the list or not, never half
+ * in it (the forking thread holds the lock across the fork). */
+void weft_heaps_atfork_prepare(void) { pthread_mutex_lock(&heaps_lock); }
+void weft_heaps_atfork_parent(void) { pthread_mutex_unlock(&heaps_lock); }
+void weft_heaps_atfork_child(void) { pthread_mutex_init(&heaps_lock, NULL); }

@@ -203,6 +203,10 @@ struct weft_global {
 	_Atomic uint64_t func_filtered; /* function events left out by func_depth/func_min */
 	int in_signal; /* weft_stop runs from a fatal-signal handler: free nothing */
 	void (*before_stop)(void); /* set by the preload library: fold its counters in */
+	/* set by the preload library: the collectors' last drain into the trace, called by
+	 * weft_stop while the run still takes events (every path that finishes a trace: exit,
+	 * _exit, exec, a fatal signal, weft_stop itself) */
+	void (*drain_sources)(void);
 	_Atomic uint64_t writer_cpu_ns, slow_paths; /* the run's own overhead */
 };
 /* Set while the calling thread is inside the runtime's slow paths (holding its locks): a
@@ -214,6 +218,24 @@ WEFT_HIDDEN extern __thread int weft_thread_ended WEFT_TLS;
 WEFT_HIDDEN int weft_parse_duration(const char *s, uint64_t *ns);
 WEFT_HIDDEN extern struct weft_global weft_g;
 WEFT_HIDDEN int weft_ensure_started(void);
+/* A collector's fork handlers, run by the runtime's own (pthread_atfork alone orders handlers
+ * by registration, and a child handler that starts a thread could run before another's lock
+ * is reinitialised). prepare: after weft_g.lock and before every other runtime lock, newest
+ * first; parent: after the runtime's locks are released, oldest first; child: once the child's
+ * runtime is reinitialised and its trace restarted (or found off), oldest first, inside the
+ * runtime (weft_in_runtime set: threads it creates are weft's). A child handler must work
+ * without its prepare (it may have been added while the fork was under way). Any may be
+ * NULL. Returns 0, or -ENOSPC past 8 collectors. */
+struct weft_fork_hooks {
+	void (*prepare)(void);
+	void (*parent)(void);
+	void (*child)(void);
+};
+WEFT_HIDDEN int weft_fork_hooks_add(const struct weft_fork_hooks *h);
+/* ---- heap.c ---- */
+WEFT_HIDDEN void weft_heaps_atfork_prepare(void);
+WEFT_HIDDEN void weft_heaps_atfork_parent(void);
+WEFT_HIDDEN void weft_heaps_atfork_child(void);
 /* ---- collect/cupti.c (gpu=1) ---- */
 /* Loads CUPTI and starts recording (once per process): 0, or -errno with why in why. */
 WEFT_HIDDEN int weft_gpu_start(char *why, size_t n);

@@ -179,31 +179,84 @@ static void at_exit(void)
 	weft_stop();
 }
 
+/* Collectors' fork handlers (weft_fork_hooks_add): written once each, before count publishes
+ * them (release); read by the fork handlers. */
+#define MAX_FORK_HOOKS 8
+static struct weft_fork_hooks fork_hooks[MAX_FORK_HOOKS];
+static _Atomic int nfork_hooks;
+static int nfork_prepared; /* how many prepare handlers ran: fork_prepare, read by fork_parent */
+static pthread_mutex_t fork_hooks_lock = PTHREAD_MUTEX_INITIALIZER; /* adders, among themselves */
+
+static void fork_prepare(void);
+static void fork_parent(void);
+static void fork_child(void);
+static pthread_once_t atfork_once = PTHREAD_ONCE_INIT;
+static void register_atfork(void)
+{
+	pthread_atfork(fork_prepare, fork_parent, fork_child);
+}
+
+int weft_fork_hooks_add(const struct weft_fork_hooks *h)
+{
+	pthread_once(&atfork_once, register_atfork);
+	pthread_mutex_lock(&fork_hooks_lock);
+	int n = atomic_load(&nfork_hooks);
+	if (n < MAX_FORK_HOOKS) {
+		fork_hooks[n] = *h;
+		atomic_store_explicit(&nfork_hooks, n + 1, memory_order_release);
+	}
+	pthread_mutex_unlock(&fork_hooks_lock);
+	return n < MAX_FORK_HOOKS ? 0 : -ENOSPC;
+}
+
+/* Fork: every lock of the runtime and of its collectors is taken by the forking thread, in
+ * the order the code takes them (weft_g.lock, then the collectors' - a collector's thread
+ * takes the runtime's locks while it holds its own: access.c's sampler emits under its ring
+ * lock -, then the registry, the writers, the threads and the pool, the metadata, the named
+ * heaps), so the child inherits each free and the data it guards whole. The child then
+ * reinitialises them all before it starts any thread; the collectors come last, once its
+ * trace runs. */
 static void fork_prepare(void)
 {
 	pthread_mutex_lock(&weft_g.lock);
+	int n = atomic_load_explicit(&nfork_hooks, memory_order_acquire);
+	for (int i = n - 1; i >= 0; i--)
+		if (fork_hooks[i].prepare)
+			fork_hooks[i].prepare();
+	nfork_prepared = n;
 	weft_registry_atfork_prepare();
 	weft_writers_atfork_prepare();
 	weft_threads_atfork_prepare();
 	weft_meta_atfork_prepare();
+	weft_heaps_atfork_prepare();
 }
 
 static void fork_parent(void)
 {
+	weft_heaps_atfork_parent();
 	weft_meta_atfork_parent();
 	weft_threads_atfork_parent();
 	weft_writers_atfork_parent();
 	weft_registry_atfork_parent();
+	for (int i = 0; i < nfork_prepared; i++)
+		if (fork_hooks[i].parent)
+			fork_hooks[i].parent();
 	pthread_mutex_unlock(&weft_g.lock);
 }
 
 static void fork_child_locked(void);
 /* The child frees the parent's buffers and opens its own files: inside the runtime, so the
- * allocation interposer leaves those calls alone. */
+ * allocation interposer leaves those calls alone, and the threads started here and by the
+ * collectors' handlers are weft's (access.c's pthread_create wrapper leaves them alone). */
 static void fork_child(void)
 {
 	weft_in_runtime++;
 	fork_child_locked();
+	pthread_mutex_init(&fork_hooks_lock, NULL);
+	int n = atomic_load_explicit(&nfork_hooks, memory_order_acquire);
+	for (int i = 0; i < n; i++)
+		if (fork_hooks[i].child)
+			fork_hooks[i].child();
 	weft_in_runtime--;
 }
 
@@ -213,6 +266,7 @@ static void fork_child_locked(void)
 	weft_threads_atfork_child();
 	weft_registry_atfork_child();
 	weft_writers_atfork_child();
+	weft_heaps_atfork_child();
 	pthread_mutex_init(&weft_g.lock, NULL);
 	atomic_store(&weft_g.events, 0);
 	atomic_store(&weft_g.dropped, 0);
@@ -256,7 +310,7 @@ int weft_ensure_started(void)
 			if (!hooks) {
 				hooks = 1;
 				atexit(at_exit);
-				pthread_atfork(fork_prepare, fork_parent, fork_child);
+				pthread_once(&atfork_once, register_atfork);
 			}
 		}
 	}
@@ -284,6 +338,10 @@ int weft_stop(void)
 	 * own threads may be inside a callback that needs it) */
 	if (!weft_in_runtime && atomic_load(&weft_g.run) == WEFT_RUN_ON)
 		weft_gpu_stop(weft_g.in_signal);
+	/* the collectors' last samples (perf rings), while the run takes them: _exit, exec and a
+	 * fatal signal end the process with no later drain */
+	if (!weft_in_runtime && atomic_load(&weft_g.run) == WEFT_RUN_ON && weft_g.drain_sources)
+		weft_g.drain_sources();
 	weft_in_runtime++;
 	pthread_mutex_lock(&weft_g.lock);
 	if (atomic_load(&weft_g.run) != WEFT_RUN_ON) {

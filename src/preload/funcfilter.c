@@ -92,6 +92,20 @@ static const char *name_in(const struct symfile *f, uint64_t v)
 	return NULL;
 }
 
+/* Fork: the forking thread holds files_lock across it (session.c's order: before the
+ * runtime's locks, which load() may take through the allocation interposer), so the child
+ * gets the table whole and the lock free. Added at the first decision, before the lock's
+ * first use. */
+static void files_prepare(void) { pthread_mutex_lock(&files_lock); }
+static void files_parent(void) { pthread_mutex_unlock(&files_lock); }
+static void files_child(void) { pthread_mutex_init(&files_lock, NULL); }
+static pthread_once_t hooks_once = PTHREAD_ONCE_INIT;
+static void add_fork_hooks(void)
+{
+	static const struct weft_fork_hooks h = {files_prepare, files_parent, files_child};
+	weft_fork_hooks_add(&h);
+}
+
 static uint8_t decide(void *fn)
 {
 	Dl_info info;
@@ -111,6 +125,7 @@ static uint8_t decide(void *fn)
 			file = path;
 		}
 	}
+	pthread_once(&hooks_once, add_fork_hooks);
 	pthread_mutex_lock(&files_lock);
 	struct symfile *f = load(file);
 	const char *name = NULL;

@@ -73,6 +73,7 @@ void weft_memory_start(void); /* memory.c */
 void weft_memory_stop(void);
 int weft_access_start(const char *src, char *why, size_t n); /* collect/access.c */
 void weft_access_stop(void);
+void weft_access_drain(void);
 int weft_watch_start(const struct weft_watch_spec *spec, int nspec, char *why, size_t n);
 int weft_sched_start(char *why, size_t n, char *notice, size_t nn); /* collect/sched.c */
 void weft_sched_stop(void);
@@ -474,6 +475,7 @@ __attribute__((constructor(101))) static void preload_init(void)
 			func_min_ticks = 1;
 	}
 	weft_g.before_stop = sum_filtered;
+	weft_g.drain_sources = weft_access_drain; /* the perf rings' last samples, on every way out */
 	record_maps();
 	/* a forked child writes its own metadata file: it needs the map too (this handler runs
 	 * after the runtime's, which opened that file) */
