@@ -102,6 +102,7 @@ WEFT_HIDDEN int weft_expand_output(const char *pattern, const char *name, char *
 #include <sys/types.h>
 struct weft_file {
 	int fd;
+	int slot; /* the high number it was given first: a reopen takes it (or the next free) again */
 	dev_t dev;
 	ino_t ino;
 	char path[1024 + 64];
