@@ -500,6 +500,8 @@ static void parse_meta(struct weft_trace *t, const char *name, const unsigned ch
 					snprintf(dst[k], cap[k], "%.*s", (int)l, str);
 					str += l + 1;
 				}
+				if (str < end && (size_t)(end - str) >= 8) /* (absent before it was counted) */
+					memcpy(&p->sched_unreported, str, 8);
 				p->has_sched = 1;
 			}
 			break;

@@ -123,6 +123,7 @@ struct weft_proc {
 	char sched_why[200];                  /* mode 0: why */
 	uint32_t sched_pinned;                /* reader threads pinned to their CPUs */
 	char sched_sets[2048];                /* each reader's CPUs, '/' between readers ("" from older weft) */
+	uint64_t sched_unreported;            /* switches the kernel did not report (0 from older weft) */
 	struct weft_watch_total {             /* WATCH record: watch= hardware watchpoints */
 		uint64_t addr, hits;
 		uint32_t len, source;

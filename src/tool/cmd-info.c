@@ -177,6 +177,11 @@ int cmd_info(int argc, char **argv)
 			       (unsigned long long)p->sched_lost);
 		else if (p->has_sched)
 			printf("  sched:    unavailable: %s\n", p->sched_why[0] ? p->sched_why : "unknown reason");
+		if (p->has_sched && p->sched_mode == 1 && p->sched_unreported)
+			printf("            %llu switch%s not reported by the kernel (a CPU's next switch was out of another "
+			       "task): the .pftrace puts %s at the next task's first record\n",
+			       (unsigned long long)p->sched_unreported, p->sched_unreported == 1 ? "" : "es",
+			       p->sched_unreported == 1 ? "it" : "each");
 		if (p->has_sched && p->sched_mode && p->sched_sets[0]) {
 			/* one line per reader: its thread name and CPUs */
 			const char *q = p->sched_sets;
