@@ -403,7 +403,7 @@ static void *reader_main(void *arg)
 	struct reader *rd = arg;
 	char name[16];
 	snprintf(name, sizeof(name), rd->index ? "weft-sched-%d" : "weft-sched", rd->index);
-	pthread_setname_np(pthread_self(), name);
+	weft_thread_own(name);
 	struct pollfd pf[WEFT_CPUSETS_MAX_CPUS];
 	int np = 0;
 	cpu_set_t set;

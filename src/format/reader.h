@@ -38,6 +38,7 @@ struct weft_thread_data {
 	uint64_t dropped; /* sum of DROPPED records, or THREAD_END if larger */
 	int ended;        /* THREAD_END seen */
 	uint64_t seq_end; /* chunks the thread handed off (THREAD_END), to find missing ones */
+	int weft_own;     /* a thread of weft's runtime, not the program's (THREAD flags) */
 };
 
 struct weft_clock_pt { uint64_t ticks, boot_ns, real_ns; };

@@ -189,7 +189,12 @@ class Sched(TraceTest):
         run([WEFT, "record", "-q", "-o", data, "--sched", "--sched-threads", "2", "--", SCHEDMIX])
         info = run([WEFT, "info", data]).stdout
         self.assertRegex(info, r"0 lost, (1 reader thread|2 reader threads)\n")
-        self.assertIn('"weft-sched"', info)
+        # the readers are weft's threads, listed after the program's and not counted as its
+        readers = re.findall(r'^  weft\'s thread \d+ "(weft-sched\S*)": ', info, re.M)
+        self.assertIn("weft-sched", readers)
+        program = re.findall(r'^  thread \d+ "([^"]*)": ', info, re.M)
+        self.assertEqual(sorted(program), ["contend1", "contend2", "sleeper", "spinner"], info)
+        self.assertRegex(info, r"\nthreads:    4 \(and %d of weft's\)\n" % len(readers))
 
     @unittest.skipUnless(os.geteuid() == 0, "the tracepoints need root")
     def test_reader_cpu_sets(self):
