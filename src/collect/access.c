@@ -430,7 +430,7 @@ void weft_access_drain(void)
 static void *sampler_main(void *arg)
 {
 	(void)arg;
-	pthread_setname_np(pthread_self(), "weft-access");
+	weft_thread_own("weft-access");
 	if (weft__on(&sampler_name)) /* names this stream in the trace */
 		weft__rec2(weft__hdr(sampler_name.id, WEFT_R_INSTANT, 0, 0));
 	struct timespec ts = {0, DRAIN_NS};

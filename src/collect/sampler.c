@@ -275,7 +275,7 @@ static void sample_all(int power_clock)
 static void *sampler_main(void *arg)
 {
 	(void)arg;
-	pthread_setname_np(pthread_self(), "weft-sampler");
+	weft_thread_own("weft-sampler");
 	sampler_tid = (uint32_t)syscall(SYS_gettid);
 	uint64_t wall0 = mono_ns(), rounds = 0;
 	for (size_t i = 0; i < NSOURCES; i++)

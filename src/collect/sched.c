@@ -23,7 +23,11 @@
  * weft stream as SCHED records (docs/format.md). Task names go out once per task and change
  * (a COMM record), not with every switch. A full ring loses records in the kernel
  * (PERF_RECORD_LOST): counted, and shown by `weft info` with the totals of the SCHED metadata
- * record written at stop.
+ * record written at stop. Some kernels do not report every switch: a sched_switch whose
+ * previous task is not the one the CPU's last sched_switch put on it means one or more
+ * switches in between were never emitted (neither to perf nor to ftrace: seen on a VM whose
+ * kernel never reports a switch out of its agent's threads, and now and then one out of idle).
+ * Those are counted too (the converter closes the gap, pftrace-sched.c).
  */
 #include "lib/internal.h"
 #include "collect/sched_tp.h"
@@ -56,6 +60,10 @@ struct cpu_ring {
 	int nfd;
 	void *base;
 	size_t size;
+	/* the switch chain of this CPU, kept by the ring's reader: the task the last sched_switch
+	 * put on it (known once one was seen, forgotten at a PERF_RECORD_LOST) */
+	uint32_t on_cpu;
+	int on_cpu_known;
 };
 
 /* Set by weft_sched_start before the readers exist, read-only while they run; cleared in a
@@ -72,6 +80,7 @@ static int lock_fd = -1;           /* the flock on the trace directory (tracepoi
 static char why_off[200];          /* why nothing runs (mode 0), for the SCHED record */
 static _Atomic int quit;           /* readers: drain once more and leave */
 static _Atomic uint64_t records, lost; /* written by the readers */
+static _Atomic uint64_t unreported;    /* ... switches the kernel did not report (a broken chain) */
 
 enum { MODE_OFF = 0, MODE_TRACEPOINTS = 1, MODE_OWN = 2 };
 
@@ -285,7 +294,8 @@ static void comm(struct reader *rd, uint64_t ts, unsigned cpu, uint32_t tid, con
 	put(ts, cpu, WEFT_SCHED_COMM, x, 3);
 }
 
-static void on_tracepoint(struct reader *rd, uint64_t ts, unsigned cpu, const unsigned char *raw, size_t len)
+static void on_tracepoint(struct reader *rd, struct cpu_ring *r, uint64_t ts, unsigned cpu, const unsigned char *raw,
+			  size_t len)
 {
 	struct weft_sched_ev e;
 	if (weft_sched_tp_decode(&tp, raw, len, &e))
@@ -293,6 +303,12 @@ static void on_tracepoint(struct reader *rd, uint64_t ts, unsigned cpu, const un
 	uint64_t x[3];
 	switch (e.kind) {
 	case WEFT_SCHED_SWITCH:
+		/* (the ring holds one CPU's switches in the order they happened: they run with
+		 * interrupts off under the runqueue lock) */
+		if (r->on_cpu_known && r->on_cpu != e.pid)
+			atomic_fetch_add_explicit(&unreported, 1, memory_order_relaxed);
+		r->on_cpu = e.next_pid;
+		r->on_cpu_known = 1;
 		comm(rd, ts, cpu, e.pid, e.comm);
 		comm(rd, ts, cpu, e.next_pid, e.next_comm);
 		x[0] = e.pid | (uint64_t)e.next_pid << 32;
@@ -357,7 +373,7 @@ static void drain(struct reader *rd, struct cpu_ring *r)
 			memcpy(&cpu, body + 16, 4);
 			memcpy(&size, body + 24, 4);
 			if (28 + (size_t)size <= len)
-				on_tracepoint(rd, (uint64_t)((int64_t)t + rd->gap), cpu, body + 28, size);
+				on_tracepoint(rd, r, (uint64_t)((int64_t)t + rd->gap), cpu, body + 28, size);
 			n++;
 		} else if ((eh.type == PERF_RECORD_SWITCH) && len >= 24) {
 			uint32_t tid, cpu;
@@ -374,6 +390,7 @@ static void drain(struct reader *rd, struct cpu_ring *r)
 			uint64_t v[2];
 			memcpy(v, body, sizeof(v));
 			atomic_fetch_add_explicit(&lost, v[1], memory_order_relaxed);
+			r->on_cpu_known = 0; /* what follows a loss is no sign of the kernel's */
 		}
 	}
 	__atomic_store_n(&h->data_tail, tail, __ATOMIC_RELEASE);
@@ -386,7 +403,7 @@ static void *reader_main(void *arg)
 	struct reader *rd = arg;
 	char name[16];
 	snprintf(name, sizeof(name), rd->index ? "weft-sched-%d" : "weft-sched", rd->index);
-	pthread_setname_np(pthread_self(), name);
+	weft_thread_own(name);
 	struct pollfd pf[WEFT_CPUSETS_MAX_CPUS];
 	int np = 0;
 	cpu_set_t set;
@@ -481,7 +498,7 @@ static void write_meta(void)
 	uint32_t head[2] = {(uint32_t)mode, (uint32_t)nrings};
 	uint64_t v[2] = {atomic_load(&records), atomic_load(&lost)};
 	uint32_t rd[2] = {(uint32_t)nreaders, (uint32_t)atomic_load(&pinned)};
-	char tail[sizeof(u.release) + sizeof(u.machine) + sizeof(why_off) + 2048 + 4];
+	char tail[sizeof(u.release) + sizeof(u.machine) + sizeof(why_off) + 2048 + 4 + 8]; /* + the u64 after the strings */
 	size_t o = 0;
 	o += (size_t)snprintf(tail + o, sizeof(tail) - o, "%s", u.release) + 1;
 	o += (size_t)snprintf(tail + o, sizeof(tail) - o, "%s", u.machine) + 1;
@@ -492,7 +509,7 @@ static void write_meta(void)
 		char one[1024];
 		weft_cpusets_format(cpus_of_rings(), owner, nrings, k, one, sizeof(one));
 		size_t l = strlen(one);
-		if (o + l + 3 > sizeof(tail))
+		if (o + l + 3 + 8 > sizeof(tail))
 			break;
 		if (o > start)
 			tail[o++] = '/';
@@ -500,6 +517,9 @@ static void write_meta(void)
 		o += l;
 	}
 	tail[o++] = 0;
+	uint64_t un = atomic_load(&unreported);
+	memcpy(tail + o, &un, 8); /* after the strings (the sets left room) */
+	o += 8;
 	static unsigned char buf[8 + 16 + 8 + sizeof(tail)]; /* (at stop, once: not on a small signal stack) */
 	memcpy(buf, head, 8);
 	memcpy(buf + 8, v, 16);
@@ -539,6 +559,7 @@ static void atfork_child(void)
 	lock_fd = -1;
 	atomic_store(&records, 0);
 	atomic_store(&lost, 0);
+	atomic_store(&unreported, 0);
 	atomic_store(&quit, 0);
 	started = 0;
 	mode = MODE_OFF;

@@ -8,6 +8,15 @@
  * collected, sorted per thread, and written at the end as slices "on CPU" (argument cpu)
  * and "off CPU" (argument reason: preempted or blocked) on a track per thread under its
  * process, named after the thread.
+ *
+ * A CPU's switches form a chain: each one's previous task is the one the switch before put on
+ * the CPU, and trace_processor counts a break as an error (mismatched_sched_switch_tids) and
+ * gives the broken turn a negative length. Some kernels leave switches out (collect/sched.c
+ * counts them at recording: a VM's kernel that never reports a switch out of its agent's
+ * threads, now and then one out of idle), so a break is closed here with the switch that is
+ * missing: from the task the chain had on the CPU to the one the next switch takes off it, at
+ * the first record on that CPU made by that task (a waking, new task or rename it did), else
+ * at the next switch. Its previous state is 0 (runnable): the kernel did not say.
  */
 #include "export/pftrace-sched.h"
 #include "collect/sched_tp.h"
@@ -29,6 +38,21 @@ enum {
 
 struct own { uint64_t ts; uint32_t tid, cpu; uint8_t in, preempt; };
 
+/* One CPU's switch chain (see the top). */
+struct chain {
+	uint32_t on_cpu;  /* the task the last switch put on the CPU */
+	int16_t prio;     /* ... its priority then */
+	uint8_t known;    /* a switch was seen (or the stream before left one: gap) */
+	uint8_t has_sign; /* a record since then was made by another task: */
+	uint32_t sign;    /* that task */
+	uint64_t sign_ts; /* and when */
+	uint8_t gap;      /* the switch was another stream's, whose recording ended at gap_from */
+	uint64_t gap_from;
+};
+
+#define MAX_CHAIN_CPUS 65536 /* beyond: a damaged record; no chain kept */
+#define IDLE_PRIO 120        /* the idle task's, as sched_switch gives it */
+
 struct weft_pf_sched {
 	/* the tid -> name table: open addressing, key tid + 1 */
 	uint32_t *key;
@@ -38,6 +62,9 @@ struct weft_pf_sched {
 	int open;
 	size_t pk, bundle;
 	uint32_t cpu;
+	/* the CPUs' switch chains, by CPU */
+	struct chain *chain;
+	size_t nchain;
 	/* own switches, written at the end */
 	struct own *own;
 	size_t nown, owncap;
@@ -127,6 +154,236 @@ static void bundle_for(struct weft_pf_sched *s, struct pb *b, uint32_t seq, uint
 
 static int64_t s16(uint64_t v) { return (int16_t)(uint16_t)v; }
 
+static struct chain *chain_of(struct weft_pf_sched *s, uint32_t cpu)
+{
+	if (cpu >= MAX_CHAIN_CPUS)
+		return NULL;
+	if (cpu >= s->nchain) {
+		size_t n = s->nchain ? s->nchain : 16;
+		while (n <= cpu)
+			n *= 2;
+		struct chain *c = realloc(s->chain, n * sizeof(*c));
+		if (!c)
+			oom();
+		memset(c + s->nchain, 0, (n - s->nchain) * sizeof(*c));
+		s->chain = c;
+		s->nchain = n;
+	}
+	return &s->chain[cpu];
+}
+
+/* A record made by task `by` on the CPU (not a switch): a sign that it runs there. */
+static void chain_sign(struct weft_pf_sched *s, uint32_t cpu, uint32_t by, uint64_t ts)
+{
+	struct chain *c = chain_of(s, cpu);
+	if (c && c->known && !c->has_sign && by != c->on_cpu) {
+		c->has_sign = 1;
+		c->sign = by;
+		c->sign_ts = ts;
+	}
+}
+
+static void switch_fields(struct pb *b, const char *prev_comm, uint32_t prev, int64_t prev_prio, uint64_t prev_state,
+			  const char *next_comm, uint32_t next, int64_t next_prio)
+{
+	size_t m = pb_begin(b, FE_SWITCH);
+	pb_string(b, 1, prev_comm);
+	pb_varint(b, 2, prev);
+	pb_varint(b, 3, (uint64_t)prev_prio);
+	pb_varint(b, 4, prev_state);
+	pb_string(b, 5, next_comm);
+	pb_varint(b, 6, next);
+	pb_varint(b, 7, (uint64_t)next_prio);
+	pb_end(b, m);
+}
+
+/* A switch weft puts in (previous state 0, runnable: the kernel did not say). */
+static void put_switch(struct weft_pf_sched *s, struct pb *b, uint32_t cpu, uint64_t at, uint32_t from,
+		       int64_t from_prio, uint32_t to, int64_t to_prio)
+{
+	char a[32], n[32];
+	size_t fe = pb_begin(b, FB_EVENT);
+	pb_varint(b, FE_TIMESTAMP, at);
+	pb_varint(b, FE_PID, from);
+	switch_fields(b, get_name(s, from, cpu, a), from, from_prio, 0, get_name(s, to, cpu, n), to, to_prio);
+	pb_end(b, fe);
+}
+
+/* Before the switch at ts that takes `prev` (priority prio) off the CPU: the switch that put
+ * it there, when the kernel did not report it. Into the open bundle of that CPU. After a gap
+ * between two streams (nothing recorded), the CPU is idle in the gap instead. */
+static void chain_close(struct weft_pf_sched *s, struct pb *b, uint32_t cpu, uint64_t ts, uint32_t prev, int64_t prio)
+{
+	struct chain *c = chain_of(s, cpu);
+	if (!c || !c->known || c->on_cpu == prev)
+		return;
+	uint64_t at = c->has_sign && c->sign == prev && c->sign_ts < ts ? c->sign_ts : ts;
+	if (c->gap && c->gap_from < at) {
+		if (c->on_cpu)
+			put_switch(s, b, cpu, c->gap_from, c->on_cpu, c->prio, 0, IDLE_PRIO);
+		if (prev)
+			put_switch(s, b, cpu, at, 0, IDLE_PRIO, prev, prio);
+		return;
+	}
+	put_switch(s, b, cpu, at, c->on_cpu, c->prio, prev, prio);
+}
+
+/* ---- the chains across streams ---- */
+
+struct cpu_end {
+	uint64_t first_ts, last_ts; /* the stream's first and last record on the CPU (0: none) */
+	uint64_t switch_ts;         /* its last switch there (0: none), */
+	uint32_t next;              /* the task that put on the CPU, */
+	int16_t prio;               /* its priority */
+	char name[16];              /* and name */
+};
+
+struct stream_end {
+	const struct weft_thread_data *th;
+	uint64_t end;                /* its last record on any CPU: its readers stopped after it */
+	struct cpu_end *cpu;         /* by CPU */
+	size_t ncpu;
+	struct weft_pf_sched *names; /* (while scanning: the stream's COMM records) */
+};
+
+struct weft_pf_sched_ends {
+	struct stream_end *s;
+	size_t n;
+};
+
+static int is_tp_stream(const struct weft_proc *p, const struct weft_thread_data *th)
+{
+	return p->has_sched && p->sched_mode == 1 && th->name && !strncmp(th->name, "weft-sched", 10);
+}
+
+static void scan_event(void *ud, const struct weft_ev *ev)
+{
+	struct stream_end *se = ud;
+	const uint64_t *x = ev->frames;
+	if (ev->kind != WEFT_EV_SCHED || ev->id >= MAX_CHAIN_CPUS)
+		return;
+	if (ev->mfn == WEFT_SCHED_COMM || ev->mfn == WEFT_SCHED_RENAME) {
+		if (ev->nframes >= 3) {
+			char name[17] = "";
+			memcpy(name, &x[1], 16);
+			set_name(se->names, (uint32_t)x[0], name);
+		}
+		if (ev->mfn == WEFT_SCHED_COMM)
+			return;
+	}
+	if (ev->mfn < WEFT_SCHED_SWITCH || ev->mfn > WEFT_SCHED_RENAME || ev->nframes < 2)
+		return;
+	if (ev->id >= se->ncpu) {
+		size_t n = se->ncpu ? se->ncpu : 16;
+		while (n <= ev->id)
+			n *= 2;
+		struct cpu_end *c = realloc(se->cpu, n * sizeof(*c));
+		if (!c)
+			oom();
+		memset(c + se->ncpu, 0, (n - se->ncpu) * sizeof(*c));
+		se->cpu = c;
+		se->ncpu = n;
+	}
+	struct cpu_end *c = &se->cpu[ev->id];
+	if (!c->first_ts || ev->ts < c->first_ts)
+		c->first_ts = ev->ts;
+	if (ev->ts > c->last_ts)
+		c->last_ts = ev->ts;
+	if (ev->ts > se->end)
+		se->end = ev->ts;
+	if (ev->mfn == WEFT_SCHED_SWITCH && ev->ts >= c->switch_ts) {
+		char buf[32];
+		c->switch_ts = ev->ts;
+		c->next = (uint32_t)(x[0] >> 32);
+		c->prio = (int16_t)s16(x[1] >> 48);
+		memcpy(c->name, get_name(se->names, c->next, ev->id, buf), 16);
+	}
+}
+
+struct weft_pf_sched_ends *weft_pf_sched_scan(const struct weft_trace *t)
+{
+	size_t n = 0;
+	for (size_t i = 0; i < t->nprocs; i++)
+		for (size_t k = 0; k < t->procs[i].nthreads; k++)
+			n += (size_t)is_tp_stream(&t->procs[i], &t->procs[i].threads[k]);
+	if (n < 2)
+		return NULL;
+	struct weft_pf_sched_ends *e = calloc(1, sizeof(*e));
+	if (!e || !(e->s = calloc(n, sizeof(*e->s))))
+		oom();
+	uint64_t *buf = NULL;
+	size_t cap = 0;
+	for (size_t i = 0; i < t->nprocs; i++)
+		for (size_t k = 0; k < t->procs[i].nthreads; k++) {
+			const struct weft_proc *p = &t->procs[i];
+			if (!is_tp_stream(p, &p->threads[k]))
+				continue;
+			struct stream_end *se = &e->s[e->n++];
+			struct weft_walk_stats st;
+			memset(&st, 0, sizeof(st));
+			se->th = &p->threads[k];
+			if (!(se->names = calloc(1, sizeof(*se->names))))
+				oom();
+			weft_walk_thread(p, se->th, t->last_ns, scan_event, se, &st, &buf, &cap);
+			free(se->names->key);
+			free(se->names->name);
+			free(se->names);
+			se->names = NULL;
+		}
+	free(buf);
+	return e;
+}
+
+void weft_pf_sched_ends_free(struct weft_pf_sched_ends *e)
+{
+	if (!e)
+		return;
+	for (size_t i = 0; i < e->n; i++)
+		free(e->s[i].cpu);
+	free(e->s);
+	free(e);
+}
+
+void weft_pf_sched_join(struct weft_pf_sched **sp, const struct weft_pf_sched_ends *e, const struct weft_proc *p,
+			const struct weft_thread_data *th)
+{
+	const struct stream_end *me = NULL;
+	for (size_t i = 0; e && i < e->n && !me; i++)
+		if (e->s[i].th == th)
+			me = &e->s[i];
+	if (!me || !is_tp_stream(p, th))
+		return;
+	for (size_t cpu = 0; cpu < me->ncpu; cpu++) {
+		uint64_t first = me->cpu[cpu].first_ts;
+		const struct cpu_end *before = NULL; /* the last switch on this CPU of the stream before */
+		const struct stream_end *from = NULL;
+		for (size_t i = 0; first && i < e->n; i++) {
+			const struct stream_end *o = &e->s[i];
+			if (o == me || cpu >= o->ncpu || !o->cpu[cpu].switch_ts || o->cpu[cpu].last_ts >= first)
+				continue;
+			if (!before || o->cpu[cpu].last_ts > before->last_ts) {
+				before = &o->cpu[cpu];
+				from = o;
+			}
+		}
+		if (!before)
+			continue;
+		if (!*sp && !(*sp = calloc(1, sizeof(**sp))))
+			oom();
+		struct weft_pf_sched *s = *sp;
+		struct chain *c = chain_of(s, (uint32_t)cpu);
+		if (!c)
+			continue;
+		*c = (struct chain){.on_cpu = before->next, .prio = before->prio, .known = 1, .gap = 1,
+				    .gap_from = from->end + 1}; /* (after its last record, not at it: a tie
+								  * between sequences has no order) */
+		char name[17] = "";
+		memcpy(name, before->name, 16);
+		if (before->next && name[0])
+			set_name(s, before->next, name);
+	}
+}
+
 void weft_pf_sched_event(struct weft_pf_sched **sp, struct pb *b, uint32_t seq, const struct weft_ev *ev)
 {
 	if (!*sp && !(*sp = calloc(1, sizeof(**sp))))
@@ -168,24 +425,24 @@ void weft_pf_sched_event(struct weft_pf_sched **sp, struct pb *b, uint32_t seq, 
 		return; /* a kind of a newer minor version */
 	}
 	bundle_for(s, b, seq, cpu);
+	uint32_t lo = (uint32_t)x[0], hi = (uint32_t)(x[0] >> 32);
+	if (ev->mfn == WEFT_SCHED_SWITCH) /* a missing switch before it (at one time, trace_processor keeps the order) */
+		chain_close(s, b, cpu, ev->ts, lo, s16(x[1] >> 32));
 	size_t fe = pb_begin(b, FB_EVENT);
 	pb_varint(b, FE_TIMESTAMP, ev->ts);
-	uint32_t lo = (uint32_t)x[0], hi = (uint32_t)(x[0] >> 32);
 	size_t m;
 	switch (ev->mfn) {
-	case WEFT_SCHED_SWITCH:
+	case WEFT_SCHED_SWITCH: {
 		pb_varint(b, FE_PID, lo);
-		m = pb_begin(b, FE_SWITCH);
-		pb_string(b, 1, get_name(s, lo, cpu, a));
-		pb_varint(b, 2, lo);
-		pb_varint(b, 3, (uint64_t)s16(x[1] >> 32));
-		pb_varint(b, 4, (uint32_t)x[1]);
-		pb_string(b, 5, get_name(s, hi, cpu, c));
-		pb_varint(b, 6, hi);
-		pb_varint(b, 7, (uint64_t)s16(x[1] >> 48));
-		pb_end(b, m);
+		switch_fields(b, get_name(s, lo, cpu, a), lo, s16(x[1] >> 32), (uint32_t)x[1], get_name(s, hi, cpu, c), hi,
+			      s16(x[1] >> 48));
+		struct chain *ch = chain_of(s, cpu);
+		if (ch)
+			*ch = (struct chain){.on_cpu = hi, .prio = (int16_t)s16(x[1] >> 48), .known = 1};
 		break;
+	}
 	case WEFT_SCHED_WAKING:
+		chain_sign(s, cpu, (uint32_t)(x[1] >> 32), ev->ts);
 		pb_varint(b, FE_PID, (uint32_t)(x[1] >> 32));
 		m = pb_begin(b, FE_WAKING);
 		pb_string(b, 1, get_name(s, lo, cpu, a));
@@ -196,6 +453,7 @@ void weft_pf_sched_event(struct weft_pf_sched **sp, struct pb *b, uint32_t seq, 
 		pb_end(b, m);
 		break;
 	case WEFT_SCHED_NEWTASK:
+		chain_sign(s, cpu, hi, ev->ts);
 		pb_varint(b, FE_PID, hi);
 		m = pb_begin(b, FE_NEWTASK);
 		pb_varint(b, 1, lo);
@@ -207,6 +465,7 @@ void weft_pf_sched_event(struct weft_pf_sched **sp, struct pb *b, uint32_t seq, 
 	case WEFT_SCHED_RENAME: {
 		char name[17] = "";
 		memcpy(name, &x[1], 16);
+		chain_sign(s, cpu, hi, ev->ts);
 		pb_varint(b, FE_PID, hi);
 		m = pb_begin(b, FE_RENAME);
 		pb_varint(b, 1, lo);
@@ -340,6 +599,7 @@ void weft_pf_sched_finish(struct weft_pf_sched *s, struct pb *b, uint32_t seq, c
 	}
 	free(bycpu);
 	free(s->own);
+	free(s->chain);
 	free(s->key);
 	free(s->name);
 	free(s);

@@ -13,6 +13,17 @@
 
 struct weft_pf_sched; /* one per sequence that holds SCHED records */
 
+/* Where the CPUs' switch chains stand at the end of each stream of scheduling tracepoint
+ * records, read before the streams are encoded (in parallel): a program that exec'd has one
+ * stream per image, with a gap between them in which nothing was recorded. NULL when the trace
+ * has fewer than two such streams. */
+struct weft_pf_sched_ends;
+struct weft_pf_sched_ends *weft_pf_sched_scan(const struct weft_trace *t);
+void weft_pf_sched_ends_free(struct weft_pf_sched_ends *e);
+/* Before the stream th of p is walked: *s (made here when needed) continues each CPU's chain
+ * from the stream before it on that CPU. ends may be NULL. */
+void weft_pf_sched_join(struct weft_pf_sched **s, const struct weft_pf_sched_ends *ends, const struct weft_proc *p,
+			const struct weft_thread_data *th);
 /* One SCHED event, into an open bundle of sequence seq (*s made at the first). */
 void weft_pf_sched_event(struct weft_pf_sched **s, struct pb *b, uint32_t seq, const struct weft_ev *ev);
 /* Closes the open bundle (before b is written out). */

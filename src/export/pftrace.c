@@ -670,6 +670,7 @@ static void on_event(void *ud, const struct weft_ev *ev)
 struct job {
 	const struct weft_trace *t;
 	struct seq_enc *encs;
+	const struct weft_pf_sched_ends *sched_ends; /* the switch chains between streams, or NULL */
 };
 
 /* The images of one process (pid): exec starts a new one (gen 1, 2, ...), the same process. */
@@ -738,6 +739,7 @@ static void encode_thread(size_t i, void *ud)
 	if (!e->named || !e->keyed || !e->catted)
 		weft_oom("writing the .pftrace");
 	e->t = j->t;
+	weft_pf_sched_join(&e->sched, j->sched_ends, p, e->th);
 	weft_walk_thread(p, e->th, j->t->last_ns, on_event, e, &e->st, &e->buf, &e->cap);
 	weft_pf_sched_close(e->sched, &e->out);
 	if (!e->described) /* no event of its own (a sched reader): the end of the trace is after its start */
@@ -930,8 +932,9 @@ int weft_export_pftrace(const struct weft_trace *t, FILE *out, int jobs, int def
 	struct seq_enc head = {.file = &file, .order = SIZE_MAX};
 	header(t, mem, sys, gpu, &head.out);
 	drain(&head, 1);
-	struct job j = {t, encs};
+	struct job j = {t, encs, weft_pf_sched_scan(t)};
 	weft_parallel_for(n, jobs, encode_thread, &j);
+	weft_pf_sched_ends_free((struct weft_pf_sched_ends *)j.sched_ends);
 	/* memory counters and heap profiles, each on sequences of their own after the threads' */
 	uint32_t seq = (uint32_t)n + 2;
 	for (size_t i = 0; i < t->nprocs; i++) {

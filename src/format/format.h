@@ -74,7 +74,8 @@ enum weft_meta_type {
 	WEFT_M_CLOCK = 3,   /* u64 ticks, u64 boottime_ns, u64 realtime_ns */
 	WEFT_M_SITE = 4,    /* u32 id, u8 kind, u8 flags(bit0 double counter), u16 0, then name\0 category\0 unit\0 */
 	WEFT_M_TRACK = 5,   /* u32 id, then name\0 */
-	WEFT_M_THREAD = 6,  /* u32 tid, then name\0 (also used to rename), then u64 serial (1.2) */
+	WEFT_M_THREAD = 6,  /* u32 tid, then name\0 (also used to rename), then u64 serial (1.2), then
+			     * u32 flags (WEFT_THREAD_*; absent before 1.6: 0) */
 	WEFT_M_THREAD_END = 7, /* u64 tid, u64 serial (1.2; 0 before), u64 dropped, u64 next seq */
 	WEFT_M_PROCESS_NAME = 8, /* name\0 */
 	WEFT_M_FINISH = 9,  /* u64 events, dropped, after_stop, bytes_raw, bytes_written, chunks, end_ns */
@@ -123,6 +124,9 @@ enum weft_meta_type {
 };
 
 /* System sampler sources (SYS_SOURCE) and their state. */
+/* THREAD record flags */
+#define WEFT_THREAD_OWN 0x1u /* a thread of weft's runtime (a sched reader, a sampler), not the program's */
+
 enum weft_sys_source { WEFT_SYS_CPU_MEM = 1, WEFT_SYS_CPUFREQ = 2, WEFT_SYS_CPUIDLE = 3, WEFT_SYS_RAPL = 4,
 		       WEFT_SYS_NVML = 5 };
 enum weft_sys_state {

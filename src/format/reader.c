@@ -390,6 +390,10 @@ static void parse_meta(struct weft_trace *t, const char *name, const unsigned ch
 			struct weft_thread_data *th = thread_get(p, tid, (uint32_t)serial);
 			free(th->name);
 			th->name = xstrndup((const char *)r + 4, nl);
+			uint32_t flags = 0; /* after the serial (format 1.6); absent before */
+			if (len >= 4 + nl + 1 + 8 + 4)
+				memcpy(&flags, r + 4 + nl + 1 + 8, 4);
+			th->weft_own = (flags & WEFT_THREAD_OWN) != 0;
 			break;
 		}
 		case WEFT_M_THREAD_END: {
@@ -513,6 +517,8 @@ static void parse_meta(struct weft_trace *t, const char *name, const unsigned ch
 					snprintf(dst[k], cap[k], "%.*s", (int)l, str);
 					str += l + 1;
 				}
+				if (str < end && (size_t)(end - str) >= 8) /* (absent before it was counted) */
+					memcpy(&p->sched_unreported, str, 8);
 				p->has_sched = 1;
 			}
 			break;

@@ -38,6 +38,7 @@ struct weft_thread_data {
 	uint64_t dropped; /* sum of DROPPED records, or THREAD_END if larger */
 	int ended;        /* THREAD_END seen */
 	uint64_t seq_end; /* chunks the thread handed off (THREAD_END), to find missing ones */
+	int weft_own;     /* a thread of weft's runtime, not the program's (THREAD flags) */
 };
 
 struct weft_clock_pt { uint64_t ticks, boot_ns, real_ns; };
@@ -129,6 +130,7 @@ struct weft_proc {
 	char sched_why[200];                  /* mode 0: why */
 	uint32_t sched_pinned;                /* reader threads pinned to their CPUs */
 	char sched_sets[2048];                /* each reader's CPUs, '/' between readers ("" from older weft) */
+	uint64_t sched_unreported;            /* switches the kernel did not report (0 from older weft) */
 	struct weft_watch_total {             /* WATCH record: watch= hardware watchpoints */
 		uint64_t addr, hits;
 		uint32_t len, source;

@@ -216,6 +216,9 @@ WEFT_HIDDEN extern __thread int weft_in_runtime WEFT_TLS;
 /* Set when the thread's end was recorded (its key destructor): the frees glibc makes for it
  * afterwards are not recorded as a new thread's. */
 WEFT_HIDDEN extern __thread int weft_thread_ended WEFT_TLS;
+/* Called first by each of the runtime's own threads that writes records (a sched reader, a
+ * sampler): names it (pthread_setname_np) and marks its THREAD records as weft's. */
+WEFT_HIDDEN void weft_thread_own(const char *name);
 WEFT_HIDDEN int weft_parse_duration(const char *s, uint64_t *ns);
 WEFT_HIDDEN extern struct weft_global weft_g;
 WEFT_HIDDEN int weft_ensure_started(void);

@@ -273,15 +273,29 @@ static uint32_t gettid_(void)
  * in THREAD records (docs/format.md). Written by thread_init (and reset in a fork child). */
 static _Atomic uint32_t next_serial;
 
+/* Set by weft_thread_own in the runtime's own threads (sched readers, samplers), before their
+ * first record: their THREAD records say they are weft's, not the program's. */
+static __thread int own_thread __attribute__((tls_model("initial-exec")));
+
 static void write_thread_name(const struct weft_thread *t, const char *name)
 {
-	char rec[256 + 1 + 8];
+	char rec[256 + 1 + 8 + 4];
 	size_t l = strnlen(name, 255);
 	memcpy(rec, name, l);
 	rec[l] = 0;
 	uint64_t serial = t->serial;
 	memcpy(rec + l + 1, &serial, 8);
-	weft_meta_write(WEFT_M_THREAD, &t->tid, 4, rec, l + 1 + 8);
+	uint32_t flags = own_thread ? WEFT_THREAD_OWN : 0;
+	memcpy(rec + l + 1 + 8, &flags, 4);
+	weft_meta_write(WEFT_M_THREAD, &t->tid, 4, rec, l + 1 + 8 + 4);
+}
+
+void weft_thread_own(const char *name)
+{
+	pthread_setname_np(pthread_self(), name);
+	own_thread = 1;
+	if (self)
+		write_thread_name(self, name);
 }
 
 static struct weft_thread *thread_init(void)

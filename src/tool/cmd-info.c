@@ -81,20 +81,26 @@ int cmd_info(int argc, char **argv)
 		weft_cli_error("info", "%s", err);
 		return WEFT_EXIT_FAIL;
 	}
-	uint64_t events = 0, dropped = 0, raw = 0, stored = 0, threads = 0;
+	uint64_t events = 0, dropped = 0, raw = 0, stored = 0, threads = 0, own = 0;
 	for (size_t i = 0; i < t->nprocs; i++) {
 		const struct weft_proc *p = &t->procs[i];
 		raw += p->bytes_raw;
 		stored += p->bytes_stored;
-		for (size_t k = 0; k < p->nthreads; k++, threads++)
+		for (size_t k = 0; k < p->nthreads; k++) {
 			events += p->threads[k].events;
+			own += (uint64_t)p->threads[k].weft_own;
+		}
+		threads += p->nthreads;
 		dropped += weft_proc_dropped(p);
 	}
 	printf("trace:      %s\n", t->dir);
 	printf("span:       %.6f s (%.3f ms)\n", (double)(t->last_ns - t->first_ns) / 1e9,
 	       (double)(t->last_ns - t->first_ns) / 1e6);
 	printf("processes:  %zu\n", t->nprocs);
-	printf("threads:    %llu\n", (unsigned long long)threads);
+	printf("threads:    %llu", (unsigned long long)(threads - own));
+	if (own) /* (a sched reader, a sampler: their records are the trace's, the threads not the program's) */
+		printf(" (and %llu of weft's)", (unsigned long long)own);
+	printf("\n");
 	printf("events:     %llu\n", (unsigned long long)events);
 	printf("dropped:    %llu\n", (unsigned long long)dropped);
 	printf("bytes raw:  %llu", (unsigned long long)raw);
@@ -183,6 +189,11 @@ int cmd_info(int argc, char **argv)
 			       (unsigned long long)p->sched_lost);
 		else if (p->has_sched)
 			printf("  sched:    unavailable: %s\n", p->sched_why[0] ? p->sched_why : "unknown reason");
+		if (p->has_sched && p->sched_mode == 1 && p->sched_unreported)
+			printf("            %llu switch%s not reported by the kernel (a CPU's next switch was out of another "
+			       "task): the .pftrace puts %s at the next task's first record\n",
+			       (unsigned long long)p->sched_unreported, p->sched_unreported == 1 ? "" : "es",
+			       p->sched_unreported == 1 ? "it" : "each");
 		if (p->has_sched && p->sched_mode && p->sched_sets[0]) {
 			/* one line per reader: its thread name and CPUs */
 			const char *q = p->sched_sets;
@@ -247,11 +258,15 @@ int cmd_info(int argc, char **argv)
 		if (p->has_rusage)
 			printf("  usage:    peak RSS %.1f MiB, CPU %.3f s user, %.3f s system\n", (double)p->max_rss / 1048576.0,
 			       (double)p->user_ns / 1e9, (double)p->sys_ns / 1e9);
-		for (size_t k = 0; k < p->nthreads; k++) {
-			const struct weft_thread_data *th = &p->threads[k];
-			printf("  thread %u \"%s\": %llu events, %llu dropped, %zu chunks\n", th->tid, th->name,
-			       (unsigned long long)th->events, (unsigned long long)th->dropped, th->nchunks);
-		}
+		for (int mine = 0; mine < 2; mine++) /* the program's threads, then weft's */
+			for (size_t k = 0; k < p->nthreads; k++) {
+				const struct weft_thread_data *th = &p->threads[k];
+				if (th->weft_own != mine)
+					continue;
+				printf("  %s %u \"%s\": %llu events, %llu dropped, %zu chunks\n",
+				       mine ? "weft's thread" : "thread", th->tid, th->name, (unsigned long long)th->events,
+				       (unsigned long long)th->dropped, th->nchunks);
+			}
 	}
 	if (t->nwarnings) {
 		printf("\nwarnings:\n");

@@ -3,8 +3,11 @@ a slice spinning 40 ms of CPU (the program prints the thread CPU time it measure
 slice with CLOCK_THREAD_CPUTIME_ID), a slice touching 256 fresh pages, nested slices, an
 instrumented function called 3 times, a slice on a second thread. This machine may have no
 hardware PMU: the software counters (task-clock, page-faults, context-switches) are what runs,
-read with read() of the group. The only timing comparison is task-clock against the program's
-own CPU time of the same work (within 5%), never wall time."""
+read with read() of the group. task-clock is checked to hold the program's own CPU time of the
+work (CLOCK_THREAD_CPUTIME_ID, measured inside the slice) and to fit in the slice's span: not
+"equal within 5%", since perf's task-clock counts the time the thread is scheduled in, stolen
+time included, where the thread CPU clock leaves out what the hypervisor took (a VM under load
+saw 50.1 ms of task-clock for 40.0 ms of CPU)."""
 import json
 import os
 import re
@@ -39,10 +42,13 @@ class Counters(TraceTest):
     def test_deltas(self):
         data, own = self.record()
         rep = self.report(data)
-        # 40 ms of CPU measured by the program itself inside the slice: task-clock agrees
+        wall = {r["function"]: r["total_ns"] for r in json.loads(run([WEFT, "report", "-f", "json", data]).stdout)}
+        # 40 ms of CPU measured by the program itself inside the slice: task-clock holds it (the
+        # two clocks differ by a few us: 1%), and is read inside the slice's span
         for name in ("spin", "thread_spin"):  # the main thread's group, and a new thread's
             tc = rep[name]["task-clock"]
-            self.assertLess(abs(tc - own[name]) / own[name], 0.05, (name, tc, own[name]))
+            self.assertGreaterEqual(tc, own[name] * 0.99, (name, tc, own[name]))
+            self.assertLessEqual(tc, wall[name] * 1.001, (name, tc, wall[name]))
         # every fresh page touched is a fault (at least)
         self.assertGreaterEqual(rep["touch"]["page-faults"], own["touch"])
         # nested slices: the child's deltas lie inside the parent's

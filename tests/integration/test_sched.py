@@ -3,7 +3,11 @@ sched_waking, task_newtask and task_rename tracepoints of every task go into the
 .pftrace carries them as ftrace bundles, so trace_processor's thread_state shows what each
 thread of schedmix did inside its weft slice (on the same utid as the slice). Without root
 (the program run as nobody) the program's own context switches are recorded instead, said in
-one line, and shown as on/off-CPU slices. Lower bounds only: this machine is shared."""
+one line, and shown as on/off-CPU slices. Lower bounds only: this machine is shared.
+
+Some kernels leave switches out (a VM's never reports a switch out of its agent's threads, and
+now and then one out of idle); weft counts them and the .pftrace closes each CPU's chain, so
+trace_processor's stats stay clean on a loaded machine too."""
 import os
 import re
 import subprocess
@@ -12,6 +16,10 @@ from weftlib import TraceTest, main, run, WEFT, BUILD
 
 SCHEDMIX = os.path.join(BUILD, "schedmix")
 MS = 1000000
+# sched rows with a negative length other than each CPU's last: trace_processor gives that one
+# -1 (it had not ended when the recording did), as in any trace, Perfetto's own included
+BAD_DUR = ("select s.cpu, s.ts, s.dur from sched s where s.dur < 0 and "
+           "(s.dur != -1 or s.ts < (select max(ts) from sched s2 where s2.cpu = s.cpu))")
 
 # per weft slice: the time its thread spent in each state inside the slice. A state with no
 # end (dur -1: its thread's next switch is not in the trace, as for a thread's last run before
@@ -26,27 +34,26 @@ IN_SLICE = ("select s.name as slice, tt.utid as utid, s.dur as dur, st.state as 
 
 
 class Sched(TraceTest):
-    def states(self, pftrace):
-        rows, = self.tp(pftrace, IN_SLICE)
+    @staticmethod
+    def states(rows):
+        """IN_SLICE's rows: {(slice, utid): {"dur": its length, state: time}}"""
         out = {}
         for r in rows:
             out.setdefault((r["slice"], r["utid"]), {"dur": r["dur"]})[r["state"]] = r["t"]
         return out
 
+    def assert_clean(self, pf, *queries):
+        """trace_processor's stats have no error or data loss, and no sched row a negative
+        length but each CPU's last. Returns the rows of the queries, run in the same load."""
+        stats, bad, *rows = self.tp(pf, "select name, idx, severity, source, value from stats where value > 0 "
+                                        "and severity in ('error', 'data_loss')", BAD_DUR, *queries)
+        self.assertEqual(stats, [], pf)
+        self.assertEqual(bad, [], pf)
+        return rows
+
     @unittest.skipUnless(os.geteuid() == 0, "the tracepoints need root")
     def test_thread_state_of_the_programs_threads(self):
-        # This VM now and then drops a sched_switch (seen as mismatched_sched_switch_tids, and
-        # once as the sleeper's switch back in missing under load, its S state left open): the
-        # whole check runs on up to three recordings, and must pass on one.
-        for attempt in range(3):
-            try:
-                self.check_thread_state(os.path.join(self.tmp, "s%d.data" % attempt))
-                return
-            except self.failureException:
-                if attempt == 2:
-                    raise
-
-    def check_thread_state(self, data):
+        data = os.path.join(self.tmp, "s.data")
         p = run([WEFT, "record", "-o", data, "--sched", "--", SCHEDMIX])
         self.assertIn("schedmix done", p.stdout)
         self.assertNotIn("sched:", p.stderr)  # no notice, nothing unavailable
@@ -54,15 +61,14 @@ class Sched(TraceTest):
         self.assertRegex(info, r"sched:    every task on \d+ CPUs \(tracepoints sched_switch, sched_waking, "
                                r"task_newtask, task_rename\): \d+ records, 0 lost, 1 reader thread")
         pf = os.path.join(data, "trace.pftrace")
-        rows, = self.tp(pf, "select name, value from stats where value > 0 and severity in ('error', 'data_loss')")
-        # this VM sometimes loses a switch-out of threads that are not the program's
-        self.assertEqual([r for r in rows if r["name"] != "mismatched_sched_switch_tids"], [], rows)
+        utids, in_slice, spinner = self.assert_clean(
+            pf, "select t.tid, count(distinct t.utid) as n from thread t "
+                "join process p using(upid) where p.name = 'schedmix' group by t.tid",
+            IN_SLICE, "select count(*) as n from sched join thread using(utid) where thread.name = 'spinner'")
         # every thread of the program is one utid: its slices' and its scheduling
-        rows, = self.tp(pf, "select t.tid, count(distinct t.utid) as n from thread t "
-                            "join process p using(upid) where p.name = 'schedmix' group by t.tid")
-        self.assertTrue(rows)
-        self.assertTrue(all(r["n"] == 1 for r in rows), rows)
-        st = self.states(pf)
+        self.assertTrue(utids)
+        self.assertTrue(all(r["n"] == 1 for r in utids), utids)
+        st = self.states(in_slice)
         by_name = {}
         for (name, utid), v in st.items():
             by_name.setdefault(name, []).append(v)
@@ -70,26 +76,74 @@ class Sched(TraceTest):
         sleep, = by_name["sleep"]
         self.assertGreaterEqual(sleep.get("S", 0), 40 * MS, sleep)
         spin, = by_name["spin"]
-        # it never sleeps: on a CPU or waiting for one the whole slice, and running most of it
-        # (on a shared two-CPU machine other tasks take their turns)
+        # it never sleeps: on a CPU or waiting for one the whole slice (how much of it running
+        # depends on the machine's load: on a shared two-CPU machine others take their turns)
         self.assertGreaterEqual(spin.get("Running", 0) + spin.get("R", 0) + spin.get("R+", 0), spin["dur"] * 9 // 10, spin)
-        self.assertGreaterEqual(spin.get("Running", 0), spin["dur"] * 3 // 10, spin)
+        self.assertGreater(spin.get("Running", 0), 0, spin)
         self.assertLess(spin.get("S", 0), 5 * MS, spin)
         self.assertEqual(len(by_name["contend"]), 2)
         for c in by_name["contend"]:
-            # each sleeps holding the mutex 4 x 10 ms, or waits for it asleep; runs between.
-            # Lower bound: 20 ms (half), since a switch back in that this VM drops under load
-            # leaves that sleep open-ended, and trace_processor gives it no duration
-            self.assertGreaterEqual(c.get("S", 0), 20 * MS, c)
+            # each sleeps holding the mutex 4 x 10 ms, or waits for it asleep; runs between
+            self.assertGreaterEqual(c.get("S", 0), 40 * MS, c)
             self.assertGreater(c.get("Running", 0), 0, c)
         # the CPU tracks: sched slices of the program's threads, and the kernel named them
-        rows, = self.tp(pf, "select count(*) as n from sched join thread using(utid) where thread.name = 'spinner'")
-        self.assertGreater(rows[0]["n"], 0)
+        self.assertGreater(spinner[0]["n"], 0)
         # the ftrace bundles and system_info are valid Perfetto protos
         text = self.protoc_decode(pf)
         if text is not None:  # None: Perfetto's schema is absent here (said on stderr)
             self.assertIn("sched_switch {", text)
             self.assertIn("utsname {", text)
+
+    @unittest.skipUnless(os.geteuid() == 0, "the tracepoints need root")
+    def test_clean_on_a_loaded_machine(self):
+        # two busy processes besides the program; on this VM most recordings meet switches
+        # the kernel left out
+        busy = [subprocess.Popen(["yes"], stdout=subprocess.DEVNULL) for _ in range(2)]
+        try:
+            datas = []
+            for i, cmd in enumerate([["sleep", "0.3"], [SCHEDMIX]]):
+                data = os.path.join(self.tmp, "l%d.data" % i)
+                run([WEFT, "record", "-q", "-o", data, "--sched", "--", *cmd])
+                datas.append(data)
+        finally:
+            for b in busy:
+                b.kill()
+                b.wait()
+        for data in datas:
+            info = run([WEFT, "info", data]).stdout
+            self.assertRegex(info, r"\d+ records, 0 lost, 1 reader thread")
+            self.assert_clean(os.path.join(data, "trace.pftrace"))
+
+    @unittest.skipUnless(os.geteuid() == 0, "the tracepoints need root")
+    def test_clean_across_exec(self):
+        # the image after exec records on its own: nothing between the two (the CPUs idle there)
+        data = os.path.join(self.tmp, "e.data")
+        run([WEFT, "record", "-q", "-o", data, "--sched", "--", "sh", "-c", "sleep 0.05; exec sleep 0.05"])
+        info = run([WEFT, "info", data]).stdout
+        self.assertEqual(len(re.findall(r"sched:    every task", info)), 2, info)
+        self.assert_clean(os.path.join(data, "trace.pftrace"))
+
+    def test_broken_switch_chains_are_closed(self):
+        # tests/unit/sched_chain_trace.c: a switch the kernel left out on CPU 0 (70 -> 200,
+        # whose first record is a waking at 3 ms), and an exec with nothing recorded from 5 to
+        # 20 ms
+        data = os.path.join(self.tmp, "hand.data")
+        os.mkdir(data)
+        run([os.path.join(BUILD, "sched_chain_trace"), data])
+        info = run([WEFT, "info", data]).stdout
+        self.assertIn("            1 switch not reported by the kernel (a CPU's next switch was out of another "
+                      "task): the .pftrace puts it at the next task's first record\n", info)
+        pf = os.path.join(self.tmp, "hand.pftrace")
+        run([WEFT, "convert", data, "-o", pf])
+        rows, = self.assert_clean(pf, "select s.cpu, s.ts, s.dur, t.tid from sched s join thread t using(utid) "
+                                      "order by s.cpu, s.ts, s.dur")
+        got = [(r["cpu"], r["ts"] // 1000, r["dur"] if r["dur"] < 0 else r["dur"] // 1000, r["tid"]) for r in rows]
+        self.assertEqual(got, [
+            (0, 1000, 1000, 100), (0, 2000, 1000, 70), (0, 3000, 1000, 200),
+            (0, 4000, 16000, 0),  # idle, then the gap: idle too
+            (0, 20000, 0, 300), (0, 20000, 2000, 100), (0, 22000, -1, 0),
+            (1, 1000, 4000, 101), (1, 5000, 16000, 0),  # idle already: nothing missing
+            (1, 21000, -1, 101)], rows)
 
     @unittest.skipUnless(os.geteuid() == 0, "needs root to drop privileges")
     def test_without_root_own_context_switches(self):
@@ -135,7 +189,12 @@ class Sched(TraceTest):
         run([WEFT, "record", "-q", "-o", data, "--sched", "--sched-threads", "2", "--", SCHEDMIX])
         info = run([WEFT, "info", data]).stdout
         self.assertRegex(info, r"0 lost, (1 reader thread|2 reader threads)\n")
-        self.assertIn('"weft-sched"', info)
+        # the readers are weft's threads, listed after the program's and not counted as its
+        readers = re.findall(r'^  weft\'s thread \d+ "(weft-sched\S*)": ', info, re.M)
+        self.assertIn("weft-sched", readers)
+        program = re.findall(r'^  thread \d+ "([^"]*)": ', info, re.M)
+        self.assertEqual(sorted(program), ["contend1", "contend2", "sleeper", "spinner"], info)
+        self.assertRegex(info, r"\nthreads:    4 \(and %d of weft's\)\n" % len(readers))
 
     @unittest.skipUnless(os.geteuid() == 0, "the tracepoints need root")
     def test_reader_cpu_sets(self):
