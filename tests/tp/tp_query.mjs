@@ -118,7 +118,10 @@ if (serve) {
     process.stdout.write(JSON.stringify(out) + "\n");
   }
 } else {
-  process.stdout.write(JSON.stringify(await run(tracePath, queries)) + "\n");
+  const doc = JSON.stringify(await run(tracePath, queries)) + "\n";
+  // exit once the pipe has taken all of it (process.exit right after write() cuts a large
+  // answer at the pipe's 64 KiB)
+  await new Promise((r) => process.stdout.write(doc, r));
 }
 channel.port1.close();
 channel.port2.close();
