@@ -95,6 +95,8 @@ class Sched(TraceTest):
             self.assertIn("utsname {", text)
 
     @unittest.skipUnless(os.geteuid() == 0, "the tracepoints need root")
+    @unittest.skipIf(os.environ.get("WEFT_TEST_NO_PRELOAD"), "records programs not built with this build's "
+                     "sanitizer (TSan): preloading is not testable here")
     def test_clean_on_a_loaded_machine(self):
         # two busy processes besides the program; on this VM most recordings meet switches
         # the kernel left out
@@ -115,6 +117,8 @@ class Sched(TraceTest):
             self.assert_clean(os.path.join(data, "trace.pftrace"))
 
     @unittest.skipUnless(os.geteuid() == 0, "the tracepoints need root")
+    @unittest.skipIf(os.environ.get("WEFT_TEST_NO_PRELOAD"), "records programs not built with this build's "
+                     "sanitizer (TSan): preloading is not testable here")
     def test_clean_across_exec(self):
         # the image after exec records on its own: nothing between the two (the CPUs idle there)
         data = os.path.join(self.tmp, "e.data")
