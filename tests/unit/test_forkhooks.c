@@ -5,6 +5,7 @@
  * writers) and inside the runtime, in the order the collectors were added. With handlers of
  * pthread_atfork's own order, a child handler ran before the trace was restarted, or a lock
  * came into the child held. 200 forks from a process whose other thread takes the lock. */
+#include "reexec.h"
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
@@ -120,18 +121,7 @@ int main(int argc, char **argv)
 		char topts[512];
 		snprintf(topts, sizeof(topts), "die_after_fork=0%s%s", tsan ? ":" : "", tsan ? tsan : "");
 		setenv("TSAN_OPTIONS", topts, 1);
-		pid_t pid = fork();
-		if (pid == 0) {
-			execv("/proc/self/exe", argv);
-			_exit(127);
-		}
-		int status = 1;
-		waitpid(pid, &status, 0);
-		char cmd[400];
-		snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmp);
-		if (system(cmd))
-			return 1;
-		return WIFEXITED(status) ? WEXITSTATUS(status) : 1;
+		return weft_test_reexec(argv, tmp);
 	}
 	const struct CMUnitTest tests[] = {cmocka_unit_test(forks_keep_order_and_locks)};
 	return cmocka_run_group_tests(tests, NULL, NULL);

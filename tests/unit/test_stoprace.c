@@ -3,6 +3,7 @@
  * before_stop hook): the thread's full chunk must still be written, and every event it emits
  * is written, dropped or counted after_stop. This is the race that once lost one whole chunk
  * (~52k events) uncounted in tests/integration/test_stop.py under TSan. */
+#include "reexec.h"
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
@@ -84,18 +85,7 @@ int main(int argc, char **argv)
 		snprintf(opts, sizeof(opts), "output=%s/t.data:chunk_size=64K:buffer_size=64M", tmp);
 		setenv("WEFT_OPTIONS", opts, 1);
 		setenv("WEFT_STOPRACE_DIR", tmp, 1);
-		pid_t pid = fork();
-		if (pid == 0) {
-			execv("/proc/self/exe", argv);
-			_exit(127);
-		}
-		int status = 1;
-		waitpid(pid, &status, 0);
-		char cmd[400];
-		snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmp);
-		if (system(cmd))
-			return 1;
-		return WIFEXITED(status) ? WEXITSTATUS(status) : 1;
+		return weft_test_reexec(argv, tmp);
 	}
 	const struct CMUnitTest tests[] = {cmocka_unit_test(stop_window)};
 	return cmocka_run_group_tests(tests, NULL, NULL);
