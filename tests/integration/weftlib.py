@@ -119,10 +119,16 @@ def on_tty(cmd, cwd, ready, interrupt, timeout=120):
             os.execv(cmd[0], cmd)
         finally:
             os._exit(127)
-    buf, sent, deadline = b"", False, time.time() + timeout
+    buf, sent, deadline, status = b"", False, time.time() + timeout, None
     try:
         while time.time() < deadline:
-            if select.select([fd], [], [], 0.5)[0]:
+            # the command may end while the terminal stays open (in some chroots a read of the
+            # master never says EIO): its end is checked too, then what it wrote is read
+            if status is None:
+                done, st = os.waitpid(pid, os.WNOHANG)
+                if done:
+                    status = st
+            if select.select([fd], [], [], 0 if status is not None else 0.5)[0]:
                 try:
                     data = os.read(fd, 4096)
                 except OSError:  # EIO: every process of the terminal is gone
@@ -130,12 +136,16 @@ def on_tty(cmd, cwd, ready, interrupt, timeout=120):
                 if not data:
                     break
                 buf += data
+            elif status is not None:
+                break
             if not sent and ready in buf:
                 interrupt(pid, fd)
                 sent = True
         else:
-            os.kill(pid, signal.SIGKILL)
-        _, status = os.waitpid(pid, 0)
+            if status is None:
+                os.kill(pid, signal.SIGKILL)
+        if status is None:
+            _, status = os.waitpid(pid, 0)
     finally:
         os.close(fd)
     return sent, os.waitstatus_to_exitcode(status), buf.decode(errors="replace").replace("\r\n", "\n")
