@@ -162,7 +162,9 @@ WEFT__INLINE uint64_t weft__hdr(uint32_t id, unsigned type, unsigned extra, unsi
 	       ((uint64_t)track << 48);
 }
 
-WEFT__INLINE int weft__on(struct weft_site *s)
+/* Is site s recorded? For a call that stands for `events` events (a scope's begin and end),
+ * all of which are counted where they are not recorded. */
+WEFT__INLINE int weft__on_n(struct weft_site *s, unsigned events)
 {
 	/* Acquire pairs with the registry's release store of state after id: a plain load on
 	 * x86-64, ldarb on aarch64, so a site seen ON always has its id. */
@@ -171,19 +173,14 @@ WEFT__INLINE int weft__on(struct weft_site *s)
 		return 1;
 	if (__builtin_expect(st == WEFT__SITE_OFF, 1))
 		return 0; /* disabled: stays inline, one load and two predicted branches */
-	return weft__site_check(s); /* 2: on, with exact CPU and RSS (WEFT__SITE_EXACT) */
+	return weft__site_check_n(s, events); /* 2: on, with exact CPU and RSS (WEFT__SITE_EXACT) */
 }
 
-/* weft__on for a call that stands for `events` events (a scope's begin and end). */
-WEFT__INLINE int weft__on_n(struct weft_site *s, unsigned events)
+WEFT__INLINE int weft__on(struct weft_site *s)
 {
-	uint8_t st = __atomic_load_n(&s->state, __ATOMIC_ACQUIRE);
-	if (__builtin_expect(st == WEFT__SITE_ON, 1))
-		return 1;
-	if (__builtin_expect(st == WEFT__SITE_OFF, 1))
-		return 0;
-	return weft__site_check_n(s, events);
+	return weft__on_n(s, 1);
 }
+
 
 /* Reserve and commit bracket a window in which the thread's write position is in flux. A
  * signal handler that emits on the same thread inside that window finds `busy` set: its event
