@@ -102,40 +102,47 @@ static void flush(struct weft_walker *w)
 {
 	if (!w->pending)
 		return;
+	if (w->pending == 1) /* an END (2) was counted when it closed its slice */
+		w->st->events++;
 	w->pending = 0;
-	w->st->events++;
 	w->fn(w->ud, &w->ev);
 }
 
+/* An END closes its slice at once; where it is the end the records asked for (not an unwound
+ * inner slice's), it stays pending like a BEGIN, so that the arguments and flows after it (format
+ * 1.7: what a call learnt when it returned, such as an MPI receive's source) belong to the slice. */
 static void emit_end(struct weft_walker *w, uint64_t ts, uint32_t id, uint64_t serial, unsigned track,
-		     unsigned flags, const uint64_t *ctr, unsigned nctr)
+		     unsigned flags, const uint64_t *ctr, unsigned nctr, int keep)
 {
-	struct weft_ev e;
-	e.has_cm = 0;
-	e.cm_user_ns = e.cm_sys_ns = e.cm_rss = 0;
-	e.nctr = nctr;
+	struct weft_ev tmp, *e = keep ? &w->ev : &tmp;
+	e->has_cm = 0;
+	e->cm_user_ns = e->cm_sys_ns = e->cm_rss = 0;
+	e->nctr = nctr;
 	if (nctr)
-		memcpy(e.ctr, ctr, 8 * (size_t)nctr);
-	e.serial = serial;
-	e.stack_hash = 0;
-	e.nframes = 0;
-	e.frames = NULL;
-	e.kind = WEFT_EV_END;
-	e.flags = flags;
-	e.ts = ts;
-	e.end_ts = 0;
-	e.id = id;
-	e.track = track;
-	e.value = 0;
-	e.is_double = 0;
-	e.nargs = e.nout = e.nin = 0;
+		memcpy(e->ctr, ctr, 8 * (size_t)nctr);
+	e->serial = serial;
+	e->stack_hash = 0;
+	e->nframes = 0;
+	e->frames = NULL;
+	e->kind = WEFT_EV_END;
+	e->flags = flags;
+	e->ts = ts;
+	e->end_ts = 0;
+	e->id = id;
+	e->track = track;
+	e->value = 0;
+	e->is_double = 0;
+	e->nargs = e->nout = e->nin = 0;
 	if (w->cm_end.valid == 2 && !(flags & WEFT_EVF_UNWOUND)) {
-		e.has_cm = 1;
-		e.cm_user_ns = w->cm_end.user;
-		e.cm_sys_ns = w->cm_end.sys;
-		e.cm_rss = w->cm_end.rss;
+		e->has_cm = 1;
+		e->cm_user_ns = w->cm_end.user;
+		e->cm_sys_ns = w->cm_end.sys;
+		e->cm_rss = w->cm_end.rss;
 	}
-	w->fn(w->ud, &e);
+	if (keep)
+		w->pending = 2;
+	else
+		w->fn(w->ud, &tmp);
 }
 
 static void start(struct weft_walker *w, unsigned kind, uint64_t ts, uint32_t id, unsigned track)
@@ -167,7 +174,7 @@ static int attachable(const struct weft_walker *w)
 	if (!w->pending)
 		return 0;
 	unsigned k = w->ev.kind;
-	return k == WEFT_EV_BEGIN || k == WEFT_EV_INSTANT || k == WEFT_EV_COMPLETE ||
+	return k == WEFT_EV_BEGIN || k == WEFT_EV_END || k == WEFT_EV_INSTANT || k == WEFT_EV_COMPLETE ||
 	       k == WEFT_EV_ASYNC_BEGIN || k == WEFT_EV_ASYNC_INSTANT;
 }
 
@@ -192,16 +199,16 @@ static void on_end(struct weft_walker *w, uint64_t ts, uint32_t id, unsigned tra
 	while (s->n > i) { /* inner slices whose ends never came */
 		w->st->unwound++;
 		s->n--;
-		emit_end(w, ts, s->ids[s->n], s->serials[s->n], track, WEFT_EVF_UNWOUND, NULL, 0);
+		emit_end(w, ts, s->ids[s->n], s->serials[s->n], track, WEFT_EVF_UNWOUND, NULL, 0, 0);
 	}
 	s->n--;
 	w->st->events++;
 	if (!cm) {
-		emit_end(w, ts, id, s->serials[s->n], track, flags, ctr, nctr);
+		emit_end(w, ts, id, s->serials[s->n], track, flags, ctr, nctr, 1);
 		return;
 	}
 	w->cm_end.valid = 2; /* emit_end attaches it */
-	emit_end(w, ts, id, s->serials[s->n], track, flags, ctr, nctr);
+	emit_end(w, ts, id, s->serials[s->n], track, flags, ctr, nctr, 1);
 	w->cm_end.valid = 0;
 }
 
@@ -243,7 +250,7 @@ static void on_longjmp(struct weft_walker *w, uint64_t ts, uint64_t env)
 			while (s->n > w->jmps[i].depth) {
 				w->st->unwound++;
 				s->n--;
-				emit_end(w, ts, s->ids[s->n], s->serials[s->n], 0, WEFT_EVF_UNWOUND, NULL, 0);
+				emit_end(w, ts, s->ids[s->n], s->serials[s->n], 0, WEFT_EVF_UNWOUND, NULL, 0, 0);
 			}
 			return;
 		}
@@ -479,7 +486,7 @@ void weft_walker_finish(struct weft_walker *w, uint64_t end_ns)
 		while (k->n > 0) {
 			w->st->unterminated++;
 			k->n--;
-			emit_end(w, end_ns, k->ids[k->n], k->serials[k->n], k->track, WEFT_EVF_UNTERMINATED, NULL, 0);
+			emit_end(w, end_ns, k->ids[k->n], k->serials[k->n], k->track, WEFT_EVF_UNTERMINATED, NULL, 0, 0);
 		}
 		free(k->ids);
 		free(k->serials);

@@ -372,7 +372,7 @@ static void packet(struct seq_enc *e, const struct weft_ev *ev, uint64_t ts, uns
 	size_t pk = pb_begin(b, TRACE_PACKET);
 	pb_varint(b, TP_TIMESTAMP, ts);
 	pb_varint(b, TP_SEQ_ID, e->seq);
-	if (type != TYPE_END)
+	if (type != TYPE_END || ev->nargs)
 		intern(e, ev);
 	pb_varint(b, TP_SEQ_FLAGS, SEQ_NEEDS);
 	size_t te = pb_begin(b, TP_TRACK_EVENT);
@@ -422,6 +422,13 @@ static void packet(struct seq_enc *e, const struct weft_ev *ev, uint64_t ts, uns
 		slice_counters(b, p, ev);
 	} else {
 		slice_counters(b, p, ev);
+		/* what the call learnt when it returned (format 1.7): trace_processor adds an END's
+		 * arguments to its slice and links its flows from and to that slice */
+		args(e, ev);
+		for (unsigned i = 0; i < ev->nout; i++)
+			pb_fixed64(b, TE_FLOW_IDS, ev->flows_out[i]);
+		for (unsigned i = 0; i < ev->nin; i++)
+			pb_fixed64(b, TE_TERM_FLOW_IDS, ev->flows_in[i]);
 		if (ev->flags & WEFT_EVF_UNTERMINATED)
 			annotation_flag(b, "weft_unterminated");
 		if (ev->flags & WEFT_EVF_UNWOUND)

@@ -16,12 +16,14 @@
 #include "weft_fastpath.h" /* record types and site kinds */
 
 #define WEFT_FMT_MAJOR 1
-#define WEFT_FMT_MINOR 6 /* 1: packing version 2; 2: thread serials (chunk seq, THREAD records);
+#define WEFT_FMT_MINOR 7 /* 1: packing version 2; 2: thread serials (chunk seq, THREAD records);
                           * 3: memory records (ALLOC..STACK), RUSAGE; 4: SOURCE records, END flags;
                           * 5: SCHED records and metadata; the system sampler (SAMPLE records,
                           *    SYS_SOURCE, SYS_CHANNEL, SYS_OVERHEAD); the COUNTERS record
                           *    and counter values as extra words of slice records; 6: GPU records, GPU,
-                          *    GPU_CLOCK and GPU_DEVICE metadata */
+                          *    GPU_CLOCK and GPU_DEVICE metadata;
+                          * 7: JOB, MPI and CLOCK_SYNC metadata; arguments and flows after an
+                          *    END belong to the slice it ends */
 #define WEFT_META_MAGIC "WEFTMETA"
 #define WEFT_EVENTS_MAGIC "WEFTEVTS"
 #define WEFT_CHUNK_MAGIC 0x4b4e4843u /* "CHNK" */
@@ -117,11 +119,31 @@ enum weft_meta_type {
 				 * name\0 */
 	WEFT_M_NOTE = 31,   /* (1.6) text\0: a note on the recording from a part of weft that ran in the
 			     * process (weft_note): weft info lists it, weft record prints it */
+	WEFT_M_JOB = 32,    /* (1.7) the process is a task of a parallel job (launcher environment, at
+			     * start): u32 rank (WEFT_RANK_NONE unknown), u32 size (0 unknown), u32 local
+			     * rank, u32 local size (on this host), then job id\0 launcher\0 */
+	WEFT_M_MPI = 33,    /* (1.7) the MPI wrappers ran (after MPI_Init; again at stop, the last
+			     * counts): u32 world rank, u32 world size, u32 flavor (enum weft_mpi_flavor),
+			     * u32 flags (WEFT_MPI_F_*), u64 calls recorded, u64 messages sent with an
+			     * arrow, u64 receives completed with an arrow, u64 messages not drawn (not
+			     * matchable for sure), then the library's version line\0 */
+	WEFT_M_CLOCK_SYNC = 34, /* (1.7) an offset to the reference rank's clock measured over MPI:
+				 * u32 phase (0 after MPI_Init, 1 before MPI_Finalize), u32 the
+				 * reference's world rank, i64 offset ns (the reference's CLOCK_BOOTTIME
+				 * minus this process's, at `at`), u64 at (this process's CLOCK_BOOTTIME
+				 * ns, the middle of the best round trip), u64 that round trip ns, u32
+				 * round trips made, u32 0, then the reference's host\0 */
 	WEFT_M_MEMORY = 17, /* u32 flags (1 recording, 2 stacks), u32 allocation calls of signal
 			     * handlers dropped (inside another event; 0 from older writers), u64 threshold bytes, u64
 			     * sampling bytes (0: every block), u64 frees not recorded (unknown
 			     * to the interposer) */
 };
+
+/* JOB and MPI records (1.7) */
+#define WEFT_RANK_NONE 0xffffffffu
+enum weft_mpi_flavor { WEFT_MPI_UNKNOWN = 0, WEFT_MPI_OPENMPI = 1, WEFT_MPI_MPICH = 2 };
+#define WEFT_MPI_F_FORTRAN 0x1u /* Fortran bindings were called */
+#define WEFT_MPI_F_OFF 0x2u     /* mpi=0: the wrappers pass calls through unrecorded */
 
 /* System sampler sources (SYS_SOURCE) and their state. */
 /* THREAD record flags */

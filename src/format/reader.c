@@ -217,6 +217,15 @@ uint32_t weft_proc_add_site(struct weft_proc *p, const char *name, const char *c
 	return id;
 }
 
+uint32_t weft_proc_rank(const struct weft_proc *p)
+{
+	if (p->has_mpi && p->mpi_rank != WEFT_RANK_NONE)
+		return p->mpi_rank;
+	if (p->has_job)
+		return p->job_rank;
+	return WEFT_RANK_NONE;
+}
+
 const char *weft_site_name(const struct weft_proc *p, uint32_t id)
 {
 	if (id < p->nsites && p->sites[id].defined)
@@ -409,6 +418,51 @@ static void parse_meta(struct weft_trace *t, const char *name, const unsigned ch
 				th->dropped = v[2];
 			break;
 		}
+		case WEFT_M_JOB:
+			if (len >= 16) {
+				p->has_job = 1;
+				memcpy(&p->job_rank, r, 4);
+				memcpy(&p->job_size, r + 4, 4);
+				memcpy(&p->job_local_rank, r + 8, 4);
+				memcpy(&p->job_local_size, r + 12, 4);
+				const char *id = (const char *)r + 16;
+				size_t l1 = bounded_len(id, len - 16);
+				free(p->job_id);
+				free(p->job_launcher);
+				p->job_id = xstrndup(id, l1);
+				p->job_launcher = l1 < len - 16 ? xstrndup(id + l1 + 1, bounded_len(id + l1 + 1, len - 16 - l1 - 1))
+								 : xstrndup("", 0);
+			}
+			break;
+		case WEFT_M_MPI:
+			if (len >= 48) {
+				p->has_mpi = 1;
+				memcpy(&p->mpi_rank, r, 4);
+				memcpy(&p->mpi_size, r + 4, 4);
+				memcpy(&p->mpi_flavor, r + 8, 4);
+				memcpy(&p->mpi_flags, r + 12, 4);
+				memcpy(&p->mpi_calls, r + 16, 8);
+				memcpy(&p->mpi_sent, r + 24, 8);
+				memcpy(&p->mpi_received, r + 32, 8);
+				memcpy(&p->mpi_undrawn, r + 40, 8);
+				free(p->mpi_library);
+				p->mpi_library = xstrndup((const char *)r + 48, bounded_len((const char *)r + 48, len - 48));
+			}
+			break;
+		case WEFT_M_CLOCK_SYNC:
+			if (len >= 40) {
+				p->clock_sync = xrealloc(p->clock_sync, (p->nclock_sync + 1) * sizeof(*p->clock_sync));
+				struct weft_clock_sync *c = &p->clock_sync[p->nclock_sync++];
+				memcpy(&c->phase, r, 4);
+				memcpy(&c->ref_rank, r + 4, 4);
+				memcpy(&c->offset_ns, r + 8, 8);
+				memcpy(&c->at_ns, r + 16, 8);
+				memcpy(&c->rtt_ns, r + 24, 8);
+				memcpy(&c->rounds, r + 32, 4);
+				size_t hl = bounded_len((const char *)r + 40, len - 40);
+				snprintf(c->ref_host, sizeof(c->ref_host), "%.*s", (int)hl, (const char *)r + 40);
+			}
+			break;
 		case WEFT_M_NOTE:
 			p->notes = xrealloc(p->notes, (p->nnotes + 1) * sizeof(*p->notes));
 			p->notes[p->nnotes++] = xstrndup((const char *)r, bounded_len((const char *)r, len));
@@ -1262,6 +1316,10 @@ void weft_trace_free(struct weft_trace *t)
 		free(p->host);
 		free(p->options);
 		free(p->mem_allocator);
+		free(p->job_id);
+		free(p->job_launcher);
+		free(p->mpi_library);
+		free(p->clock_sync);
 	}
 	free(t->procs);
 	for (size_t i = 0; i < t->nwarnings; i++)

@@ -161,8 +161,29 @@ struct weft_proc {
 	size_t ngpu_clock;
 	struct weft_gpu_device_def *gpu_devices;
 	size_t ngpu_devices;
+	/* A task of a parallel job (format 1.7): JOB from the launcher's environment, MPI from the
+	 * MPI wrappers (its rank is MPI's: it wins over the launcher's), CLOCK_SYNC offsets to the
+	 * reference rank's clock measured over MPI */
+	int has_job;
+	uint32_t job_rank, job_size, job_local_rank, job_local_size; /* WEFT_RANK_NONE / 0: unknown */
+	char *job_id, *job_launcher;
+	int has_mpi;
+	uint32_t mpi_rank, mpi_size, mpi_flavor, mpi_flags;
+	uint64_t mpi_calls, mpi_sent, mpi_received, mpi_undrawn;
+	char *mpi_library;
+	struct weft_clock_sync {
+		uint32_t phase, ref_rank;
+		int64_t offset_ns;  /* reference BOOTTIME - this process's BOOTTIME at `at` */
+		uint64_t at_ns, rtt_ns;
+		uint32_t rounds;
+		char ref_host[64];
+	} *clock_sync;
+	size_t nclock_sync;
 	uint64_t bytes_stored, bytes_raw, nchunks_read, bad_chunks;
 };
+
+/* The process's rank in its job: MPI's world rank, else the launcher's, else WEFT_RANK_NONE. */
+uint32_t weft_proc_rank(const struct weft_proc *p);
 
 struct weft_trace {
 	char *dir;
