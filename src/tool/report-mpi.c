@@ -207,16 +207,36 @@ static void text(const struct weft_mpi *m, long limit)
 	free(p);
 }
 
+/* The functions' indices by name: the order of a rank's rows in CSV and JSON. */
+static const struct weft_mpi *byname_m;
+static int by_name(const void *a, const void *b)
+{
+	return strcmp(byname_m->fns[*(const size_t *)a], byname_m->fns[*(const size_t *)b]);
+}
+static size_t *names_sorted(const struct weft_mpi *m)
+{
+	size_t *ix = malloc((m->nfns + 1) * sizeof(*ix));
+	if (!ix)
+		weft_oom("the MPI report");
+	for (size_t i = 0; i < m->nfns; i++)
+		ix[i] = i;
+	byname_m = m;
+	qsort(ix, m->nfns, sizeof(*ix), by_name);
+	return ix;
+}
+
 static void csv(const struct weft_mpi *m)
 {
+	size_t *ix = names_sorted(m);
 	printf("rank,host,function,calls,total_ns,bytes,wait_ns\n");
 	for (size_t r = 0; r < m->nranks; r++) {
 		const struct weft_mpi_rank *a = &m->ranks[r];
 		if (!a->present)
 			continue;
-		for (size_t i = 0; i < a->nfn && i < m->nfns; i++) {
-			const struct weft_mpi_fstat *s = &a->fn[i];
-			if (!s->calls)
+		for (size_t k = 0; k < m->nfns; k++) {
+			size_t i = ix[k];
+			const struct weft_mpi_fstat *s = i < a->nfn ? &a->fn[i] : NULL;
+			if (!s || !s->calls)
 				continue;
 			printf("%zu,", r);
 			weft_csv_str(a->host ? a->host : "");
@@ -225,6 +245,7 @@ static void csv(const struct weft_mpi *m)
 			printf(",%llu,%llu,%llu,%llu\n", U(s->calls), U(s->total_ns), U(s->bytes), U(s->wait_ns));
 		}
 	}
+	free(ix);
 }
 
 static void fstat_json(const char *name, const struct weft_mpi_fstat *s)
@@ -238,6 +259,7 @@ static void fstat_json(const char *name, const struct weft_mpi_fstat *s)
 static void json(const struct weft_mpi *m)
 {
 	struct weft_mpi_imbalance im = weft_mpi_imbalance(m);
+	size_t *ix = names_sorted(m);
 	printf("{\"calls\":%llu,\"messages\":%llu,\"unmatched_flows\":%llu,\"collectives\":%llu,"
 	       "\"incomplete_collectives\":%llu,\"hosts\":%zu,\"ranks\":[", U(m->calls), U(m->messages),
 	       U(m->unmatched_flows), U(m->collectives), U(m->incomplete_collectives), nhosts(m));
@@ -255,8 +277,9 @@ static void json(const struct weft_mpi *m)
 		       "\"wait_ns\":%llu,\"calls\":%llu,\"functions\":[", U(a->first_ns), U(a->last_ns), U(span(a)),
 		       U(a->mpi_ns), U(weft_mpi_compute_ns(a)), U(a->wait_ns), U(a->calls));
 		int f1 = 1;
-		for (size_t i = 0; i < a->nfn && i < m->nfns; i++) {
-			if (!a->fn[i].calls)
+		for (size_t k = 0; k < m->nfns; k++) {
+			size_t i = ix[k];
+			if (i >= a->nfn || !a->fn[i].calls)
 				continue;
 			printf("%s", f1 ? "" : ",");
 			f1 = 0;
@@ -264,6 +287,7 @@ static void json(const struct weft_mpi *m)
 		}
 		printf("]}");
 	}
+	free(ix);
 	size_t nf;
 	struct frow *f = fn_totals(m, &nf);
 	printf("],\n\"functions\":[");
