@@ -451,6 +451,7 @@ static int cmp_pair(const void *a, const void *b)
 static void finish(struct ctx *c)
 {
 	struct weft_mpi *m = c->m;
+	m->pending_end = c->pending;
 	for (size_t i = 0; i < c->flows.cap; i++)
 		for (struct hnode *x = c->flows.b[i], *nx; x; x = nx) {
 			nx = x->next;

@@ -46,6 +46,7 @@ struct weft_mpi {
 	uint64_t unmatched_flows;    /* flow ends of MPI slices whose other end was not found */
 	uint64_t collectives, incomplete_collectives; /* instances (comm, seq); those missing members */
 	uint64_t pending_peak;       /* most flow ends and collective instances held at once */
+	uint64_t pending_end;        /* those still held after the last thread (unmatched, incomplete) */
 	struct weft_walk_stats_sum { uint64_t bad_chunks, oom; const char *bad_why; } st;
 };
 

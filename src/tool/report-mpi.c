@@ -261,8 +261,9 @@ static void json(const struct weft_mpi *m)
 	struct weft_mpi_imbalance im = weft_mpi_imbalance(m);
 	size_t *ix = names_sorted(m);
 	printf("{\"calls\":%llu,\"messages\":%llu,\"unmatched_flows\":%llu,\"collectives\":%llu,"
-	       "\"incomplete_collectives\":%llu,\"hosts\":%zu,\"ranks\":[", U(m->calls), U(m->messages),
-	       U(m->unmatched_flows), U(m->collectives), U(m->incomplete_collectives), nhosts(m));
+	       "\"incomplete_collectives\":%llu,\"pending_peak\":%llu,\"pending_end\":%llu,\"hosts\":%zu,\"ranks\":[",
+	       U(m->calls), U(m->messages), U(m->unmatched_flows), U(m->collectives), U(m->incomplete_collectives),
+	       U(m->pending_peak), U(m->pending_end), nhosts(m));
 	int first = 1;
 	for (size_t r = 0; r < m->nranks; r++) {
 		const struct weft_mpi_rank *a = &m->ranks[r];

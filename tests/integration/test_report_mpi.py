@@ -66,6 +66,10 @@ class ReportMpi(TraceTest):
         j = json.loads(run([WEFT, "report", "--mpi", "-f", "json", self.job()]).stdout)
         self.assertEqual((j["calls"], j["messages"], j["unmatched_flows"], j["collectives"],
                           j["incomplete_collectives"], j["hosts"]), (15, 4, 0, 2, 0, 2))
+        # what the pass held: ranks are walked in pid order (201: rank 2, 202: 0, 203: 3, 204: 1);
+        # after 202: rank 2's receive and send, rank 0's send and receive (4 flow ends), the
+        # barrier and the broadcast (2 instances); each freed once its other ends were seen
+        self.assertEqual((j["pending_peak"], j["pending_end"]), (6, 0))
         # the launcher (pid 200: no rank, no MPI call) is not a rank
         self.assertEqual([r["rank"] for r in j["ranks"]], [0, 1, 2, 3])
         for r in j["ranks"]:
