@@ -7,6 +7,7 @@
 #include "tool/cmd.h"
 #include "format/reader.h"
 #include "format/format.h"
+#include "tool/info-hosts.h"
 #include <getopt.h>
 #include <stdio.h>
 #include <string.h>
@@ -108,6 +109,7 @@ int cmd_info(int argc, char **argv)
 	printf("\nbytes disk: %llu", (unsigned long long)stored);
 	per_event(stored, events);
 	printf("\n");
+	weft_info_hosts(t);
 	printf("\nprocess tree:\n");
 	print_tree(t, -1, 1, 0);
 	for (size_t i = 0; i < t->nprocs; i++) {
