@@ -30,6 +30,7 @@ int main(int argc, char **argv)
 	int fd = open(argv[2], O_RDONLY);
 	if (fd < 0)
 		return 1;
+	WEFT_INSTANT("ready"); /* the thread's first event (its buffer) before the timed part */
 	char c;
 	if (read(fd, &c, 1) != 1)
 		return 1;
