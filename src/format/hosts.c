@@ -142,7 +142,7 @@ static void fix_proc(struct weft_proc *p, const struct weft_host *h, int64_t off
 	p->base_ticks = anchor;
 	p->base_ns = weft_ns_fix_apply(f, ns);
 	if (f->drift != 0)
-		p->mult = (unsigned __int128)((long double)p->mult * (1.0L + (long double)f->drift));
+		p->mult = (unsigned __int128)((long double)p->mult * (1.0L + (long double)f->drift) + 0.5L);
 	/* the metadata's BOOTTIME ns */
 	if (p->start_ns)
 		p->start_ns = weft_ns_fix_apply(f, p->start_ns);
