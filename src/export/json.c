@@ -819,6 +819,13 @@ int weft_export_json(const struct weft_trace *t, FILE *out, int style, int jobs,
 	for (size_t i = 0; i < t->nprocs; i++) {
 		const struct weft_proc *p = &t->procs[i];
 		meta_event(&c, p->pid, UINT64_MAX, "process_name", p->name);
+		if (weft_proc_rank(p) != WEFT_RANK_NONE) { /* a job's ranks in rank order */
+			PUTS(&c.buf, ",\n{\"ph\":\"M\",\"pid\":");
+			put_u64(&c.buf, (uint64_t)(uint32_t)p->pid);
+			PUTS(&c.buf, ",\"ts\":0,\"name\":\"process_sort_index\",\"args\":{\"sort_index\":");
+			put_u64(&c.buf, weft_proc_rank(p));
+			PUTS(&c.buf, "}}");
+		}
 		for (size_t h = 0; h < p->nthreads; h++, k++) {
 			struct jthread *j = &js[k];
 			meta_event(&c, p->pid, j->th->tid, "thread_name", j->th->name);

@@ -36,7 +36,7 @@ enum {
 	TP_INTERNED = 12, TP_SEQ_FLAGS = 13, TP_TRACK_DESCRIPTOR = 60, TP_FIRST_ON_SEQ = 87,
 	TP_COMPRESSED_PACKETS = 50,
 	TD_UUID = 1, TD_NAME = 2, TD_PROCESS = 3, TD_THREAD = 4, TD_PARENT = 5, TD_COUNTER = 8,
-	TD_SIBLING_MERGE = 15, TP_DEFAULTS = 59, TPD_TRACK_EVENT = 11, TED_TRACK_UUID = 11,
+	TD_SIBLING_MERGE = 15, TD_SIBLING_ORDER_RANK = 12, TD_PROCESS_ORDERING = 19, TP_DEFAULTS = 59, TPD_TRACK_EVENT = 11, TED_TRACK_UUID = 11,
 	PD_PID = 1, PD_CMDLINE = 2, PD_NAME = 6,
 	THD_PID = 1, THD_TID = 2, THD_NAME = 5,
 	CD_TYPE = 1, CD_UNIT = 3, CD_UNIT_NAME = 6, TED_EXTRA_CTR_UUIDS = 31, TE_EXTRA_CTR_VALUES = 12,
@@ -819,6 +819,20 @@ static void header(const struct weft_trace *t, const struct weft_mem *mem, const
 	pb_end(b, pk);
 	weft_pf_sched_system_info(b, t);
 
+	/* the ranks of a job in rank order: the root track (uuid 0) asks the UI to order the
+	 * processes by their tracks' sibling_order_rank, which is the rank (others after them) */
+	int ranked = 0;
+	for (size_t i = 0; i < t->nprocs; i++)
+		ranked |= weft_proc_rank(&t->procs[i]) != WEFT_RANK_NONE;
+	if (ranked) {
+		pk = pb_begin(b, TRACE_PACKET);
+		pb_varint(b, TP_SEQ_ID, 1);
+		size_t td = pb_begin(b, TP_TRACK_DESCRIPTOR);
+		pb_varint(b, TD_UUID, 0);
+		pb_varint(b, TD_PROCESS_ORDERING, 1);
+		pb_end(b, td);
+		pb_end(b, pk);
+	}
 	for (size_t i = 0; i < t->nprocs; i++) {
 		const struct weft_proc *p = &t->procs[i];
 		if (last_image(t, p) == p) { /* one descriptor per pid: its last image's name */
@@ -826,6 +840,10 @@ static void header(const struct weft_trace *t, const struct weft_mem *mem, const
 			pb_varint(b, TP_SEQ_ID, 1);
 			size_t td = pb_begin(b, TP_TRACK_DESCRIPTOR);
 			pb_varint(b, TD_UUID, proc_uuid(p->pid));
+			if (ranked) {
+				uint32_t r = weft_proc_rank(p);
+				pb_varint(b, TD_SIBLING_ORDER_RANK, r == WEFT_RANK_NONE ? 0x7fffffffu : r);
+			}
 			size_t pd = pb_begin(b, TD_PROCESS);
 			pb_varint(b, PD_PID, (uint64_t)(uint32_t)p->pid);
 			for (int a = 0; a < p->argc; a++)

@@ -112,6 +112,47 @@ class TwoHosts(TraceTest):
         self.check(both, pf)
 
 
+class Ranks(TraceTest):
+    """A job of three ranks on three hosts, built by tests/unit/test_hosts.c (nodeB's rank 0 is
+    the reference; nodeA aligned on REALTIME, nodeC over MPI with drift)."""
+
+    def built(self):
+        d = os.path.join(self.tmp, "R")
+        os.mkdir(d)
+        run([os.path.join(BUILD, "test_hosts"), "--write", d])
+        return d
+
+    def test_named_and_ordered_by_rank(self):
+        d = self.built()
+        want = [(200, "app rank 0 (nodeB)"), (100 | 1 << 22, "app rank 1 (nodeA)"), (300 | 2 << 22, "app rank 2 (nodeC)")]
+        pf, _ = self.convert(d, "t.pftrace", "--compress=none")
+        self.tp_no_errors(pf)
+        rows, = self.tp(pf, "select pid, name from process where pid > 0 order by name")
+        self.assertEqual([(r["pid"], r["name"]) for r in rows], want)
+        # the UI's order (trace_processor keeps it for the UI only: read from the packets): the
+        # root track asks for explicit process order, each process track's rank is the rank
+        text = self.protoc_decode(pf)
+        self.assertIn("track_descriptor {\n    uuid: 0\n    process_ordering: PROCESS_ORDERING_EXPLICIT\n  }", text)
+        ranks = re.findall(r"pid: (\d+)\n.*\n      process_name: \"[^\"]*\"\n    }\n    sibling_order_rank: (\d+)", text)
+        self.assertEqual(sorted((int(p), int(r)) for p, r in ranks), sorted((p, i) for i, (p, _) in enumerate(want)))
+        js, _ = self.convert(d, "t.json")
+        rows, = self.tp(js, "select pid, name from process where pid > 0 order by name")
+        self.assertEqual([(r["pid"], r["name"]) for r in rows], want)
+        doc = self.load_json(js)
+        order = {e["pid"]: e["args"]["sort_index"] for e in doc["traceEvents"] if e.get("name") == "process_sort_index"}
+        self.assertEqual(order, {p: i for i, (p, _) in enumerate(want)})
+
+    def test_info(self):
+        out = run([WEFT, "info", self.built()]).stdout
+        self.assertIn("hosts:      3 (times on nodeB's clock)\n"
+                      "  host nodeB: processes 200 (rank 0)\n    clock: the reference\n"
+                      f"  host nodeA: processes {100 | 1 << 22} (rank 1)\n"
+                      "    clock: offset +3000000020 ns, drift +0.000 ns/s (REALTIME, median of 3 clock readings)\n"
+                      f"  host nodeC: processes {300 | 2 << 22} (rank 2)\n"
+                      "    clock: offset -5000000000 ns, drift +100.000 ns/s (MPI ping-pong, 2 phases, best round "
+                      "trip 1000 ns)\n", out)
+
+
 class OneHost(TraceTest):
     def test_single_host_has_no_hosts_block(self):
         """A trace of one host: no hosts block, names and pids as recorded."""
