@@ -142,6 +142,27 @@ class Ranks(TraceTest):
         order = {e["pid"]: e["args"]["sort_index"] for e in doc["traceEvents"] if e.get("name") == "process_sort_index"}
         self.assertEqual(order, {p: i for i, (p, _) in enumerate(want)})
 
+    def test_end_args_and_flows(self):
+        """Arguments and arrows after an END belong to the slice it ends (nodeC's `work`, ended
+        with `bytes` = 4096 and the arrow from nodeA's `work`), in every output."""
+        d = self.built()
+        q = ("select po.pid src, pi.pid dst from flow f join slice so on f.slice_out = so.id "
+             "join slice si on f.slice_in = si.id join thread_track a on so.track_id = a.id "
+             "join thread ta on a.utid = ta.utid join process po on ta.upid = po.upid "
+             "join thread_track b on si.track_id = b.id join thread tb on b.utid = tb.utid "
+             "join process pi on tb.upid = pi.upid",
+             "select s.ts, s.dur, a.key, a.int_value from slice s join args a using(arg_set_id) "
+             "where s.name = 'work' and a.key like '%bytes'")
+        for name, extra in (("t.pftrace", ()), ("t-be.json", ("--json-style=be",)), ("t-x.json", ("--json-style=x",))):
+            with self.subTest(out=name):
+                out, _ = self.convert(d, name, *extra)
+                flows, args = self.tp(out, *q)
+                # the arrow back in time (nodeC -> nodeB) trace_processor leaves out
+                self.assertEqual(flows, [{"src": 100 | 1 << 22, "dst": 300 | 2 << 22}])
+                self.assertEqual(len(args), 1, args)
+                self.assertEqual(args[0]["int_value"], 4096)
+                self.assertEqual(args[0]["ts"], 20 * 10**9 + 500)
+
     def test_info(self):
         out = run([WEFT, "info", self.built()]).stdout
         self.assertIn("hosts:      3 (times on nodeB's clock)\n"
@@ -150,7 +171,9 @@ class Ranks(TraceTest):
                       "    clock: offset +3000000020 ns, drift +0.000 ns/s (REALTIME, median of 3 clock readings)\n"
                       f"  host nodeC: processes {300 | 2 << 22} (rank 2)\n"
                       "    clock: offset -5000000000 ns, drift +100.000 ns/s (MPI ping-pong, 2 phases, best round "
-                      "trip 1000 ns)\n", out)
+                      "trip 1000 ns)\n"
+                      "messages:   2 between processes (2 between hosts), 1 backwards in time (worst by "
+                      "10000.000 ms), 1 flows without their other end\n", out)
 
 
 class OneHost(TraceTest):

@@ -5,7 +5,10 @@
  * nodeC (rank 2) measured its offset over MPI: two CLOCK_SYNC records per phase, the one with
  * the smaller round trip counts; between the phases (10 s apart) the offset grew by 1000 ns, a
  * drift of +100 ns/s. Its events must land on nodeB's clock, its raw-ns records (COMPLETE,
- * ACCESS) too, and its pid and tids become pid | 2 << 22 (nodeC is the trace's third host). */
+ * ACCESS) too, and its pid and tids become pid | 2 << 22 (nodeC is the trace's third host).
+ * Arrows: nodeA's slice sends 0x55 to nodeC's, which ends it after its END (with an argument
+ * `bytes` there); nodeC's sends 0x56 to nodeB's, which ends before it begins (a message back
+ * in time on this timeline); nodeB's 0x99 goes nowhere. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
@@ -76,8 +79,9 @@ static void build(void)
 	clock_rec(&meta[0], T(a0, a0 + 2000000), a0 + 2000000, a0 + 2000000 + REAL0 + 3 * S + 20);
 	tb_site(&meta[0], 1, 0, "work");
 	tb_header(&ev[0], WEFT_EVENTS_MAGIC, 1, 100);
-	uint64_t e0[] = {T(a0, a0 + 500), HDR(1, WEFT_R_BEGIN, 0, 0), T(a0, a0 + 900), HDR(1, WEFT_R_END, 0, 0)};
-	tb_chunk(&ev[0], 100, 0, e0, 4, 1);
+	uint64_t e0[] = {T(a0, a0 + 500), HDR(1, WEFT_R_BEGIN, 0, 0), 0x55, HDR(0, WEFT_R_FLOW_OUT, 0, 0),
+			 T(a0, a0 + 900), HDR(1, WEFT_R_END, 0, 0)};
+	tb_chunk(&ev[0], 100, 0, e0, sizeof(e0) / 8, 1);
 	/* [1] pid 200 on nodeB, rank 0: the reference */
 	uint64_t b0 = 10 * S;
 	tb_header(&meta[1], WEFT_META_MAGIC, 1, 200);
@@ -87,8 +91,9 @@ static void build(void)
 	clock_rec(&meta[1], T(b0, b0 + 1000000), b0 + 1000000, b0 + 1000000 + REAL0);
 	tb_site(&meta[1], 1, 0, "work");
 	tb_header(&ev[1], WEFT_EVENTS_MAGIC, 1, 200);
-	uint64_t e1[] = {T(b0, b0 + 500), HDR(1, WEFT_R_BEGIN, 0, 0), T(b0, b0 + 900), HDR(1, WEFT_R_END, 0, 0)};
-	tb_chunk(&ev[1], 200, 0, e1, 4, 1);
+	uint64_t e1[] = {T(b0, b0 + 500), HDR(1, WEFT_R_BEGIN, 0, 0), 0x56, HDR(0, WEFT_R_FLOW_IN, 0, 0),
+			 0x99, HDR(0, WEFT_R_FLOW_OUT, 0, 0), T(b0, b0 + 900), HDR(1, WEFT_R_END, 0, 0)};
+	tb_chunk(&ev[1], 200, 0, e1, sizeof(e1) / 8, 1);
 	/* [2] pid 300 on nodeC, rank 2: offset -5 s at boot 20 s, -5 s + 1000 ns at 30 s */
 	uint64_t c0 = 20 * S;
 	tb_header(&meta[2], WEFT_META_MAGIC, 1, 300);
@@ -101,12 +106,15 @@ static void build(void)
 	sync_rec(&meta[2], 1, -5 * S + 99999, 30 * S, 900);
 	sync_rec(&meta[2], 1, -5 * S + 1000, 30 * S, 800);
 	tb_site(&meta[2], 1, 0, "work");
+	tb_site(&meta[2], 2, WEFT_KIND_ARG, "bytes");
 	tb_header(&ev[2], WEFT_EVENTS_MAGIC, 1, 300);
 	uint64_t e2[] = {
-		T(c0, 25 * S), HDR(1, WEFT_R_BEGIN, 0, 0),
+		T(c0, 25 * S), HDR(1, WEFT_R_BEGIN, 0, 0), 0x56, HDR(0, WEFT_R_FLOW_OUT, 0, 0),
 		30 * S, HDR(1, WEFT_R_COMPLETE, 1, 0), 30 * S + 1000,
 		30 * S, HDR(301, WEFT_R_ACCESS, 2, 1), 0x1000, 0x2000,
 		T(c0, 29 * S), HDR(1, WEFT_R_END, 0, 0),
+		/* known once it is over: an argument and the arrow that arrived */
+		4096, HDR(2, WEFT_R_ARG_I64, 0, 0), 0x55, HDR(0, WEFT_R_FLOW_IN, 0, 0),
 	};
 	tb_chunk(&ev[2], 301, 0, e2, sizeof(e2) / 8, 1);
 }
@@ -228,7 +236,7 @@ static void aligned_trace(void **st)
 	assert_int_equal(a->start_ns, 10 * S + 20);
 	r = records(a, &n);
 	assert_int_equal(r[0], 10 * S + 20 + 500);
-	assert_int_equal(r[2], 10 * S + 20 + 900);
+	assert_int_equal(r[4], 10 * S + 20 + 900);
 	free(r);
 
 	/* nodeC: -5 s, drift 100 ns/s from boot 20 s */
@@ -237,15 +245,16 @@ static void aligned_trace(void **st)
 	assert_int_equal(c->threads[0].tid, 301 | 2 << 22);
 	assert_string_equal(c->name, "app rank 2 (nodeC)");
 	r = records(c, &n);
-	assert_int_equal(n, 11);
+	assert_int_equal(n, 17);
 	/* ticks: the drift is composed into the tick -> ns map, whose 2^-32 ns per tick
 	 * resolution is a few ns over seconds */
 	assert_true(llabs((int64_t)(r[0] - (20 * S + 500))) <= 3); /* BEGIN */
-	assert_int_equal(r[2], 25 * S + 1000);                    /* COMPLETE start */
-	assert_int_equal(r[4], 25 * S + 2000);                    /* and end */
-	assert_int_equal(r[5], 25 * S + 1000);                    /* ACCESS */
-	assert_int_equal(weft_rec_id(r[6]), 301 | 2 << 22);       /* by the unique tid */
-	assert_true(llabs((int64_t)(r[9] - (24 * S + 900))) <= 3); /* END */
+	assert_int_equal(r[2], 0x56);                             /* a user's flow id: as given */
+	assert_int_equal(r[4], 25 * S + 1000);                    /* COMPLETE start */
+	assert_int_equal(r[6], 25 * S + 2000);                    /* and end */
+	assert_int_equal(r[7], 25 * S + 1000);                    /* ACCESS */
+	assert_int_equal(weft_rec_id(r[8]), 301 | 2 << 22);       /* by the unique tid */
+	assert_true(llabs((int64_t)(r[11] - (24 * S + 900))) <= 3); /* END */
 	free(r);
 	assert_int_equal(t->first_ns, 10 * S + 500);
 	assert_int_equal(t->last_ns, 25 * S + 2000);
