@@ -204,6 +204,7 @@ struct weft_trace {
 	size_t nblobs;
 	uint64_t first_ns, last_ns; /* span of all events */
 	struct weft_hosts hosts;    /* the hosts, aligned onto hosts.h[0]'s clock (hosts.h) */
+	int machines; /* set by the caller: the .pftrace gives each host's packets its machine_id */
 };
 
 /* Decompress a chunk into *buf (grown as needed; reuse it across calls) and undo the delta

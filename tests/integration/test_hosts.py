@@ -163,6 +163,24 @@ class Ranks(TraceTest):
                 self.assertEqual(args[0]["int_value"], 4096)
                 self.assertEqual(args[0]["ts"], 20 * 10**9 + 500)
 
+    def test_machines(self):
+        """--machines: each host a Perfetto machine (machine_id = its index, the reference 0),
+        its processes and threads there, times as on the one timeline."""
+        d = self.built()
+        q = ("select p.pid, p.machine_id from process p where pid > 0 order by pid",
+             "select s.ts, t.tid, t.machine_id from slice s join thread_track tt on s.track_id = tt.id "
+             "join thread t using(utid) where s.name = 'work' order by s.ts")
+        one, _ = self.convert(d, "one.pftrace")
+        pf, _ = self.convert(d, "m.pftrace", "--machines")
+        self.tp_no_errors(pf)
+        procs, slices = self.tp(pf, *q)
+        self.assertEqual([(r["pid"], r["machine_id"]) for r in procs],
+                         [(200, 0), (100 | 1 << 22, 1), (300 | 2 << 22, 2)])
+        self.assertEqual([r["machine_id"] for r in slices], [0, 1, 2, 2])
+        _, base = self.tp(one, *q)
+        self.assertEqual([r["ts"] for r in slices], [r["ts"] for r in base])
+        self.assertEqual({r["machine_id"] for r in base}, {0})
+
     def test_info(self):
         out = run([WEFT, "info", self.built()]).stdout
         self.assertIn("hosts:      3 (times on nodeB's clock)\n"
