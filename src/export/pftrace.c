@@ -663,6 +663,8 @@ static void on_event(void *ud, const struct weft_ev *ev)
 {
 	struct seq_enc *e = ud;
 	if (ev->kind == WEFT_EV_SCHED) { /* on a sequence of its own: no interning there */
+		if (e->p->host_index) /* another host's CPUs and tasks: left out (format/hosts.h) */
+			return;
 		if (e->out.n >= (1u << 20)) {
 			weft_pf_sched_close(e->sched, &e->out);
 			drain(e, 1u << 20);

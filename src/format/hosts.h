@@ -18,7 +18,7 @@
  *   (Linux pids are below 2^22), everywhere the trace names them (processes, parents,
  *   threads, the GPU and sampler threads, fork and signal tids, ACCESS records, GPU flow ids).
  *   SCHED records of other hosts keep their times aligned but name that host's CPUs and
- *   tasks unchanged: the converters draw CPU tracks from the reference host's only.
+ *   tasks as recorded: the .pftrace leaves them out (CPU tracks are the reference host's).
  * - Processes are named `NAME rank N` where the rank is known, and `NAME (HOST)` (or `NAME
  *   rank N (HOST)`) when the trace has several hosts.
  * Processes of the reference host are untouched: a single-host trace reads as before.

@@ -8,6 +8,7 @@ import os
 import re
 import shutil
 import subprocess
+import sys
 import unittest
 
 from weftlib import BUILD, WEFT, TraceTest, main, run
@@ -98,7 +99,8 @@ class TwoHosts(TraceTest):
         f = self.fifo()
         d1, d2 = os.path.join(self.tmp, "D1"), os.path.join(self.tmp, "D2")
         a = subprocess.Popen([WEFT, "record", "-o", d1, "--", HOSTPAIR, "send", f])
-        run(["sh", "-c", f"{NS} sh -c 'hostname nodeB && exec {WEFT} record -o {d2} -- {HOSTPAIR} recv {f}'"])
+        # nodeB's recording with every task's context switches (sched=1): that host's CPUs
+        run(["sh", "-c", f"{NS} sh -c 'hostname nodeB && exec {WEFT} record --sched -o {d2} -- {HOSTPAIR} recv {f}'"])
         self.assertEqual(a.wait(timeout=60), 0)
         both = os.path.join(self.tmp, "both")
         os.mkdir(both)
@@ -110,6 +112,15 @@ class TwoHosts(TraceTest):
         self.assertLess(abs(off + AHEAD_NS), 100_000)
         pf, _ = self.convert(both, "t.pftrace")
         self.check(both, pf)
+        # another host's CPUs are not this one's: its switches are left out of the one timeline
+        # (alone, nodeB's directory has them)
+        nodeb, _ = self.convert(d2, "b.pftrace")
+        (alone,), = self.tp(nodeb, "select count(*) n from sched")
+        (merged,), = self.tp(pf, "select count(*) n from sched")
+        if alone["n"]:
+            self.assertEqual(merged["n"], 0)
+        else:
+            print("SKIP the sched part: no context switches recorded here", file=sys.stderr)
 
 
 class Ranks(TraceTest):
