@@ -49,7 +49,7 @@ unsigned weft_hosts_sync_fix(const struct weft_clock_sync *const *recs, size_t n
 	*rtt = a->rtt_ns;
 	*drift = 0;
 	if (b && b->at_ns > a->at_ns) {
-		*drift = (double)(b->offset_ns - a->offset_ns) / (double)(b->at_ns - a->at_ns);
+		*drift = ((double)b->offset_ns - (double)a->offset_ns) / (double)(b->at_ns - a->at_ns);
 		return 2;
 	}
 	return 1;
@@ -247,7 +247,7 @@ int weft_hosts_align(struct weft_trace *t)
 			free(pts);
 			if (h->npoints && ref_used) {
 				h->method = WEFT_ALIGN_REALTIME;
-				off = med - ref_med;
+				off = (int64_t)((uint64_t)med - (uint64_t)ref_med);
 			} else {
 				h->method = WEFT_ALIGN_NONE;
 				weft_trace_warn(t, "host %s: no clock readings to align it with host %s; its times "
@@ -264,7 +264,8 @@ int weft_hosts_align(struct weft_trace *t)
 		int64_t off = h->offset_ns;
 		/* a process in a time namespace of its own (a container's, or a test's) has a boot
 		 * clock apart from its host's: its own REALTIME readings align it */
-		int64_t own, host_med = h->method == WEFT_ALIGN_REALTIME || !p->host_index ? ref_med + off : 0;
+		int64_t own, host_med = h->method == WEFT_ALIGN_REALTIME || !p->host_index
+						? (int64_t)((uint64_t)ref_med + (uint64_t)off) : 0;
 		const struct weft_clock_pt **pp = malloc((p->nclock ? p->nclock : 1) * sizeof(*pp));
 		if (!pp)
 			weft_oom("aligning hosts");
@@ -274,9 +275,9 @@ int weft_hosts_align(struct weft_trace *t)
 		free(pp);
 		int apart = np && ref_used && !p->nclock_sync &&
 			    (h->method == WEFT_ALIGN_REALTIME || !p->host_index) &&
-			    (own - host_med > NS_APART || host_med - own > NS_APART);
+			    ((__int128)own - host_med > NS_APART || (__int128)host_med - own > NS_APART);
 		if (apart) {
-			off = own - ref_med;
+			off = (int64_t)((uint64_t)own - (uint64_t)ref_med);
 			h->apart++;
 		}
 		if (p->host_index || apart) {

@@ -54,8 +54,10 @@ struct weft_ns_fix {
 static inline uint64_t weft_ns_fix_apply(const struct weft_ns_fix *f, uint64_t ns)
 {
 	double d = f->drift * (double)(int64_t)(ns - f->x0);
-	int64_t r = (int64_t)ns + f->off + (int64_t)(d < 0 ? d - 0.5 : d + 0.5);
-	return r < 0 ? 0 : (uint64_t)r;
+	if (d > 9e18 || d < -9e18) /* a damaged trace's times: no overflow */
+		d = 0;
+	__int128 r = (__int128)ns + f->off + (int64_t)(d < 0 ? d - 0.5 : d + 0.5);
+	return r < 0 ? 0 : r > (__int128)UINT64_MAX ? UINT64_MAX : (uint64_t)r;
 }
 
 struct weft_host {
