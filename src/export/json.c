@@ -556,7 +556,8 @@ static void pass2_event(void *ud, const struct weft_ev *ev)
 				PUTS(b, "\"weft_unwound\":true");
 			else if (ev->flags & WEFT_EVF_EXCEPTION)
 				PUTS(b, "\"exception\":true");
-
+			if (ev->flags & (WEFT_EVF_UNTERMINATED | WEFT_EVF_UNWOUND | WEFT_EVF_EXCEPTION))
+				any = 1;
 			if (mem_pairs(j, b, ev, any) || any)
 				PUTS(b, "}");
 			else
