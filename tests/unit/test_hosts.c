@@ -115,6 +115,8 @@ static void build(void)
 		T(c0, 29 * S), HDR(1, WEFT_R_END, 0, 0),
 		/* known once it is over: an argument and the arrow that arrived */
 		4096, HDR(2, WEFT_R_ARG_I64, 0, 0), 0x55, HDR(0, WEFT_R_FLOW_IN, 0, 0),
+		/* a CUDA call's arrow names the process: it follows the unique pid */
+		weft_gpu_flow_id(300, 5), HDR(0, WEFT_R_FLOW_OUT, 0, 0),
 	};
 	tb_chunk(&ev[2], 301, 0, e2, sizeof(e2) / 8, 1);
 }
@@ -245,7 +247,7 @@ static void aligned_trace(void **st)
 	assert_int_equal(c->threads[0].tid, 301 | 2 << 22);
 	assert_string_equal(c->name, "app rank 2 (nodeC)");
 	r = records(c, &n);
-	assert_int_equal(n, 17);
+	assert_int_equal(n, 19);
 	/* ticks: the drift is composed into the tick -> ns map, whose 2^-32 ns per tick
 	 * resolution is a few ns over seconds */
 	assert_true(llabs((int64_t)(r[0] - (20 * S + 500))) <= 3); /* BEGIN */
@@ -255,6 +257,9 @@ static void aligned_trace(void **st)
 	assert_int_equal(r[7], 25 * S + 1000);                    /* ACCESS */
 	assert_int_equal(weft_rec_id(r[8]), 301 | 2 << 22);       /* by the unique tid */
 	assert_true(llabs((int64_t)(r[11] - (24 * S + 900))) <= 3); /* END */
+	assert_int_equal(r[13], 4096);
+	assert_int_equal(r[15], 0x55);
+	assert_int_equal(r[17], weft_gpu_flow_id(300 | 2 << 22, 5));
 	free(r);
 	assert_int_equal(t->first_ns, 10 * S + 500);
 	assert_int_equal(t->last_ns, 25 * S + 2000);
