@@ -63,9 +63,20 @@ class TwoHosts(TraceTest):
         self.assertEqual(send["pid"] >> 22, 0, slices)
         self.assertEqual(send["tid"], send["pid"])
         # nodeB's times are on this host's clock: its own reading of its clock (the argument
-        # boot_ns, taken just before the slice began) less the namespace's 5000 s is the
-        # slice's time, within 100 us
-        self.assertLess(abs(recv["ts"] - (recv["boot"] - AHEAD_NS)), 100_000, slices)
+        # boot_ns, taken just before each instant) less the namespace's 5000 s is the
+        # instant's time, within 100 us (the closest of five: one may be preempted between);
+        # a complete slice's times (ns, not ticks) likewise
+        ticks, marks = self.tp(
+            trace,
+            "select s.ts, coalesce(extract_arg(s.arg_set_id, 'debug.boot_ns'), extract_arg(s.arg_set_id, "
+            "'args.boot_ns')) boot from slice s where s.name = 'tick'",
+            "select s.ts, s.dur from slice s where s.name = 'mark'")
+        self.assertEqual(len(ticks), 5, ticks)
+        self.assertLess(min(abs(t["ts"] - (t["boot"] - AHEAD_NS)) for t in ticks), 100_000, ticks)
+        self.assertEqual(len(marks), 1, marks)
+        self.assertEqual(marks[0]["dur"], 1000)
+        self.assertGreater(marks[0]["ts"], max(t["ts"] for t in ticks))
+        self.assertLess(marks[0]["ts"] - max(t["ts"] for t in ticks), 10**9, marks)
         # the message goes forward: received after it was sent, linked by the user's flow id
         self.assertGreater(recv["ts"], send["ts"], slices)
         self.assertEqual(flows, [{"src": "send", "dst": "recv"}])

@@ -1,9 +1,9 @@
 /* hostpair send|recv FIFO: two processes (on two "hosts" in the tests: one of them in other
  * UTS and time namespaces) that exchange one message through a fifo in a known order. The
  * sender's "send" slice writes it and sends a flow (id 0x77); the receiver's "recv" slice
- * begins once the read returned and ends that flow, and carries its own clock reading
- * (weft_now_ns, the argument `boot_ns`) at its begin, so a test can tell how the converters
- * moved its times. */
+ * begins once the read returned and ends that flow. Then "tick" instants carry the receiver's
+ * own clock reading (weft_now_ns, the argument `boot_ns`) and a complete slice "mark" spans
+ * [t, t + 1 us] of it, so a test can tell how the converters moved its times. */
 #include <weft.h>
 #include <fcntl.h>
 #include <stdint.h>
@@ -34,9 +34,19 @@ int main(int argc, char **argv)
 	char c;
 	if (read(fd, &c, 1) != 1)
 		return 1;
-	uint64_t now = weft_now_ns();
-	WEFT_SCOPE("recv", WEFT_I("boot_ns", now));
-	weft_flow_in(0x77);
+	{
+		uint64_t now = weft_now_ns();
+		WEFT_SCOPE("recv", WEFT_I("boot_ns", now));
+		weft_flow_in(0x77);
+	}
 	close(fd);
+	/* instants that carry their own clock reading (one of them is not preempted between the
+	 * two), and a complete slice whose times are that clock's (a record holding ns, not ticks) */
+	for (int i = 0; i < 5; i++) {
+		uint64_t now = weft_now_ns();
+		WEFT_INSTANT("tick", WEFT_I("boot_ns", now));
+	}
+	uint64_t t0 = weft_now_ns();
+	WEFT_COMPLETE("mark", t0, t0 + 1000);
 	return 0;
 }
