@@ -11,7 +11,7 @@ import subprocess
 import sys
 import unittest
 
-from weftlib import BUILD, WEFT, TraceTest, main, run
+from weftlib import BUILD, WEFT, TraceTest, main, run, sanitizer
 
 AHEAD_NS = 5000 * 10**9
 HOSTPAIR = os.path.join(BUILD, "hostpair")
@@ -103,6 +103,40 @@ class TwoHosts(TraceTest):
                 js, _ = self.convert(data, f"t-{style}.json", f"--json-style={style}")
                 self.load_json(js)
                 self.check(data, js, names=False)
+
+    @unittest.skipUnless(os.path.exists(os.path.join(BUILD, "python", "weft")) and not sanitizer(),
+                         "the Python module is not built, or built with a sanitizer Debian's python3 lacks")
+    def test_python_flow(self):
+        """PerfFlowAspect's case: Python components on two hosts, linked by a flow id of the
+        program's choosing (weft.flow_out / weft.flow_in)."""
+        f = self.fifo()
+        script = os.path.join(self.tmp, "pair.py")
+        with open(script, "w") as s:
+            s.write("import os, sys, weft\n"
+                    "fd = os.open(sys.argv[2], os.O_WRONLY if sys.argv[1] == 'send' else os.O_RDONLY)\n"
+                    "if sys.argv[1] == 'send':\n"
+                    "    with weft.scope('py send'):\n"
+                    "        weft.flow_out(0x1234)\n"
+                    "        os.write(fd, b'x')\n"
+                    "else:\n"
+                    "    os.read(fd, 1)\n"
+                    "    with weft.scope('py recv'):\n"
+                    "        weft.flow_in(0x1234)\n")
+        data = os.path.join(self.tmp, "P")
+        py = sys.executable
+        run([WEFT, "record", "-o", data, "--", "sh", "-c",
+             f"{py} {script} send {f} & {NS} sh -c 'hostname nodeB && exec {py} {script} recv {f}'; wait"],
+            env={"PYTHONPATH": os.path.join(BUILD, "python")})
+        self.assertLess(abs(self.info_offset(data) + AHEAD_NS), 100_000)
+        pf, _ = self.convert(data, "t.pftrace")
+        flows, = self.tp(pf, "select so.name src, so.ts t0, si.name dst, si.ts + si.dur t1, pi.name host "
+                             "from flow f join slice so on f.slice_out = so.id join slice si on f.slice_in = si.id "
+                             "join thread_track tt on si.track_id = tt.id join thread using(utid) "
+                             "join process pi using(upid)")
+        self.assertEqual(len(flows), 1, flows)
+        self.assertEqual((flows[0]["src"], flows[0]["dst"]), ("py send", "py recv"))
+        self.assertTrue(flows[0]["host"].endswith("(nodeB)"), flows)
+        self.assertGreater(flows[0]["t1"], flows[0]["t0"])
 
     def test_separate_recordings(self):
         """One `weft record` per host, each with its own directory; the files of both in one
