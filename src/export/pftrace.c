@@ -37,7 +37,7 @@ enum {
 	TP_COMPRESSED_PACKETS = 50, TP_MACHINE_ID = 98,
 	TD_UUID = 1, TD_NAME = 2, TD_PROCESS = 3, TD_THREAD = 4, TD_PARENT = 5, TD_COUNTER = 8,
 	TD_SIBLING_MERGE = 15, TD_SIBLING_ORDER_RANK = 12, TD_PROCESS_ORDERING = 19, TP_DEFAULTS = 59, TPD_TRACK_EVENT = 11, TED_TRACK_UUID = 11,
-	PD_PID = 1, PD_CMDLINE = 2, PD_NAME = 6,
+	PD_PID = 1, PD_CMDLINE = 2, PD_NAME = 6, PD_LABELS = 8,
 	THD_PID = 1, THD_TID = 2, THD_NAME = 5,
 	CD_TYPE = 1, CD_UNIT = 3, CD_UNIT_NAME = 6, TED_EXTRA_CTR_UUIDS = 31, TE_EXTRA_CTR_VALUES = 12,
 	TE_CATEGORY_IIDS = 3, TE_DEBUG = 4, TE_TYPE = 9, TE_NAME_IID = 10, TE_TRACK_UUID = 11,
@@ -892,6 +892,8 @@ static void header(const struct weft_trace *t, const struct weft_mem *mem, const
 			for (int a = 0; a < p->argc; a++)
 				pb_string(b, PD_CMDLINE, p->argv[a]);
 			pb_string(b, PD_NAME, p->name);
+			if (ranked || t->hosts.n > 1) /* a job's or several hosts' processes: the host, as a label */
+				pb_string(b, PD_LABELS, p->host && *p->host ? p->host : "(unknown host)");
 			pb_end(b, pd);
 			pb_end(b, td);
 			pb_end(b, pk);

@@ -183,8 +183,13 @@ class Ranks(TraceTest):
         want = [(200, "app rank 0 (nodeB)"), (100 | 1 << 22, "app rank 1 (nodeA)"), (300 | 2 << 22, "app rank 2 (nodeC)")]
         pf, _ = self.convert(d, "t.pftrace", "--compress=none")
         self.tp_no_errors(pf)
-        rows, = self.tp(pf, "select pid, name from process where pid > 0 order by name")
+        rows, labels = self.tp(pf, "select pid, name from process where pid > 0 order by name",
+                               "select p.pid, a.string_value label from process p join args a using(arg_set_id) "
+                               "where a.key like 'chrome.process_label%' order by p.pid")
         self.assertEqual([(r["pid"], r["name"]) for r in rows], want)
+        # the host as the process's label too
+        self.assertEqual([(r["pid"], r["label"]) for r in labels],
+                         [(200, "nodeB"), (100 | 1 << 22, "nodeA"), (300 | 2 << 22, "nodeC")])
         # the UI's order (trace_processor keeps it for the UI only: read from the packets): the
         # root track asks for explicit process order, each process track's rank is the rank
         text = self.protoc_decode(pf)
