@@ -194,7 +194,9 @@ class Ranks(TraceTest):
         # root track asks for explicit process order, each process track's rank is the rank
         text = self.protoc_decode(pf)
         self.assertIn("track_descriptor {\n    uuid: 0\n    process_ordering: PROCESS_ORDERING_EXPLICIT\n  }", text)
-        ranks = re.findall(r"pid: (\d+)\n.*\n      process_name: \"[^\"]*\"\n    }\n    sibling_order_rank: (\d+)", text)
+        ranks = [(m.group(1), r.group(1)) for block in text.split("track_descriptor {")
+                 for m in [re.search(r"\n    process {\n      pid: (\d+)\n", block)]
+                 for r in [re.search(r"\n    sibling_order_rank: (\d+)\n", block)] if m and r]
         self.assertEqual(sorted((int(p), int(r)) for p, r in ranks), sorted((p, i) for i, (p, _) in enumerate(want)))
         js, _ = self.convert(d, "t.json")
         rows, = self.tp(js, "select pid, name from process where pid > 0 order by name")
