@@ -438,6 +438,19 @@ static int cmp_pid(const void *a, const void *b)
 	return x->gen < y->gen ? -1 : x->gen > y->gen;
 }
 
+struct ranked {
+	const struct weft_proc *p;
+	uint32_t rank;
+	size_t pid_order;
+};
+static int cmp_ranked(const void *a, const void *b)
+{
+	const struct ranked *x = a, *y = b;
+	if (x->rank != y->rank)
+		return x->rank < y->rank ? -1 : 1;
+	return x->pid_order < y->pid_order ? -1 : x->pid_order > y->pid_order;
+}
+
 static int cmp_pair(const void *a, const void *b)
 {
 	const struct weft_mpi_pair *x = a, *y = b;
@@ -522,6 +535,22 @@ int weft_mpi_analyze(const struct weft_trace *t, struct weft_mpi **out, char *er
 		}
 		rank_of[i] = r;
 	}
+	/* walk in rank order (a rank's images in pid order): pairs of neighbours meet early */
+	struct ranked *order = malloc((np + 1) * sizeof(*order));
+	if (!order) {
+		free(procs);
+		free(rank_of);
+		snprintf(err, errlen, "out of memory");
+		return -ENOMEM;
+	}
+	for (size_t i = 0; i < np; i++)
+		order[i] = (struct ranked){procs[i], rank_of[i], i};
+	qsort(order, np, sizeof(*order), cmp_ranked);
+	for (size_t i = 0; i < np; i++) {
+		procs[i] = order[i].p;
+		rank_of[i] = order[i].rank;
+	}
+	free(order);
 	for (size_t i = 0; i < np; i++)
 		if (rank_of[i] + (size_t)1 > m->nranks)
 			m->nranks = rank_of[i] + (size_t)1;

@@ -34,7 +34,9 @@ EXPECTED = {
         "MPI_Barrier": (1, 40, 0, 0)},
 }
 HOST = {0: "nodeA", 1: "nodeA", 2: "nodeB", 3: "nodeB"}
-PID = {0: 202, 1: 204, 2: 201, 3: 203}
+# nodeA holds rank 0: the reference host; nodeB's pids are made unique (docs/hosts.md: pid | 1 << 22)
+NODEB = 1 << 22
+PID = {0: 202, 1: 204, 2: 201 | NODEB, 3: 203 | NODEB}
 # outermost slices only: rank 3's MPI_Get_count is inside its MPI_Recv
 IN_MPI = {r: sum(v[1] for f, v in fns.items() if f != "MPI_Get_count") for r, fns in EXPECTED.items()}
 WAIT = {r: sum(v[3] for v in fns.values()) for r, fns in EXPECTED.items()}
@@ -66,10 +68,10 @@ class ReportMpi(TraceTest):
         j = json.loads(run([WEFT, "report", "--mpi", "-f", "json", self.job()]).stdout)
         self.assertEqual((j["calls"], j["messages"], j["unmatched_flows"], j["collectives"],
                           j["incomplete_collectives"], j["hosts"]), (15, 4, 0, 2, 0, 2))
-        # what the pass held: ranks are walked in pid order (201: rank 2, 202: 0, 203: 3, 204: 1);
-        # after 202: rank 2's receive and send, rank 0's send and receive (4 flow ends), the
-        # barrier and the broadcast (2 instances); each freed once its other ends were seen
-        self.assertEqual((j["pending_peak"], j["pending_end"]), (6, 0))
+        # what the pass held: ranks are walked in rank order; after rank 0: its send and receive,
+        # the barrier and the broadcast (4), then rank 1's send (5) before its receive matched
+        # rank 0's send; each freed once its other ends were seen
+        self.assertEqual((j["pending_peak"], j["pending_end"]), (5, 0))
         # the launcher (pid 200: no rank, no MPI call) is not a rank
         self.assertEqual([r["rank"] for r in j["ranks"]], [0, 1, 2, 3])
         for r in j["ranks"]:
@@ -114,16 +116,17 @@ class ReportMpi(TraceTest):
             self.assertEqual(lines[i + 2 + s].split(), [str(s)] + [str(MATRIX.get((s, d), 0)) for d in range(4)])
 
     def test_unranked_by_pid(self):
-        # no JOB records: the MPI processes are numbered in pid order (201 -> 0, ...), and said so
+        # no JOB records: the MPI processes are numbered in pid order, and said so (no rank 0:
+        # the reference host is the first process's, 200's: nodeA, whose pids stay)
         d = self.job("unranked")
         j = json.loads(run([WEFT, "report", "--mpi", "-f", "json", d]).stdout)
         self.assertEqual([(r["rank"], r["pid"], r["by_pid"]) for r in j["ranks"]],
-                         [(0, 201, True), (1, 202, True), (2, 203, True), (3, 204, True)])
-        by_pid = {202: 0, 204: 1, 201: 2, 203: 3}  # the pid's rank in the ranked job
+                         [(0, 202, True), (1, 204, True), (2, 201 | NODEB, True), (3, 203 | NODEB, True)])
+        by_pid = {202: 0, 204: 1, 201 | NODEB: 2, 203 | NODEB: 3}  # the pid's rank in the ranked job
         self.assertEqual({r["pid"]: r["mpi_ns"] for r in j["ranks"]}, {p: IN_MPI[k] for p, k in by_pid.items()})
         out = run([WEFT, "report", "--mpi", d]).stdout
         self.assertIn("# ranks marked * had no rank in the trace: numbered after the others in pid order", out)
-        self.assertRegex(out, r"\n +0\* +nodeB +201 ")
+        self.assertRegex(out, r"\n +0\* +nodeA +202 ")
 
     def test_no_mpi(self):
         d = self.job("nompi")
