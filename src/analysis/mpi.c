@@ -24,8 +24,11 @@
  * the end counts as unmatched (a receive's wait then uses the sends that were found).
  *
  * The matrix. A sending call (one with a FLOW out, or MPI_Send/Isend/Ssend/Bsend/Rsend/
- * Issend/Ibsend/Irsend/Sendrecv/Sendrecv_replace) adds its BEGIN's mpi.bytes to (its rank,
- * its BEGIN's mpi.peer).
+ * Issend/Ibsend/Irsend/Sendrecv/Sendrecv_replace) with mpi.peer and mpi.bytes after its BEGIN
+ * adds those bytes to (its rank, that peer). A FLOW out of a call without them (Sendrecv,
+ * Start and Startall of persistent sends: libweft-mpi.so gives their destination by the arrow
+ * only) counts once matched: (its rank, the receiving rank), with the receiving call's
+ * mpi.bytes divided by the messages it completed (exact when it completed one).
  */
 #include "analysis/mpi.h"
 #include "export/model.h"
@@ -111,12 +114,15 @@ struct rslice {
 	uint32_t rank, fn;
 	uint64_t begin, end, latest_send;
 	unsigned unresolved;
+	uint64_t share; /* its bytes per message received (mpi.bytes / flows in) */
 };
 /* A flow id seen at one end. */
 struct flow {
 	struct hnode h;
 	int is_send;
 	uint64_t send_begin; /* is_send */
+	int unsized;         /* is_send: a send without peer and bytes at entry (Sendrecv, Start*) */
+	uint32_t src;        /* unsized: the sending rank */
 	struct rslice *r;    /* else */
 };
 /* A collective instance, until all its members are seen. */
@@ -224,7 +230,9 @@ static void note_pending(struct ctx *c, long d)
 		c->m->pending_peak = c->pending;
 }
 
-static void send_flow(struct ctx *c, uint64_t id, uint64_t begin)
+static void add_pair(struct ctx *c, uint32_t src, uint32_t dst, uint64_t bytes);
+
+static void send_flow(struct ctx *c, uint64_t id, uint64_t begin, int unsized)
 {
 	struct flow *f = (struct flow *)hget(&c->flows, id);
 	if (!f) {
@@ -233,6 +241,8 @@ static void send_flow(struct ctx *c, uint64_t id, uint64_t begin)
 		f->h.key = id;
 		f->is_send = 1;
 		f->send_begin = begin;
+		f->unsized = unsized;
+		f->src = c->rank;
 		hput(&c->flows, &f->h);
 		note_pending(c, 1);
 		return;
@@ -242,6 +252,8 @@ static void send_flow(struct ctx *c, uint64_t id, uint64_t begin)
 	struct rslice *r = f->r;
 	if (begin > r->latest_send)
 		r->latest_send = begin;
+	if (unsized)
+		add_pair(c, c->rank, r->rank, r->share);
 	c->m->messages++;
 	hdel(&c->flows, &f->h);
 	free(f);
@@ -250,17 +262,20 @@ static void send_flow(struct ctx *c, uint64_t id, uint64_t begin)
 		rslice_done(c->m, r);
 }
 
-static void recv_flows(struct ctx *c, const struct weft_ev *e, uint32_t fn, uint64_t begin)
+static void recv_flows(struct ctx *c, const struct weft_ev *e, uint32_t fn, uint64_t begin, int64_t bytes)
 {
 	struct rslice *r = calloc(1, sizeof(*r));
 	if (!r)
 		weft_oom("the MPI report");
-	*r = (struct rslice){c->rank, fn, begin, e->ts, 0, 1}; /* 1: held while its flows are looked up */
+	/* unresolved 1: held while its flows are looked up */
+	*r = (struct rslice){c->rank, fn, begin, e->ts, 0, 1, bytes > 0 ? (uint64_t)bytes / e->nin : 0};
 	for (unsigned i = 0; i < e->nin; i++) {
 		struct flow *f = (struct flow *)hget(&c->flows, e->flows_in[i]);
 		if (f && f->is_send) {
 			if (f->send_begin > r->latest_send)
 				r->latest_send = f->send_begin;
+			if (f->unsized)
+				add_pair(c, f->src, c->rank, r->share);
 			c->m->messages++;
 			hdel(&c->flows, &f->h);
 			free(f);
@@ -318,8 +333,10 @@ static void collective(struct ctx *c, uint32_t fn, uint64_t comm, uint64_t seq, 
 	}
 }
 
-static void add_pair(struct ctx *c, uint32_t src, uint32_t dst, uint64_t bytes, size_t *cap)
+static size_t paircap;
+static void add_pair(struct ctx *c, uint32_t src, uint32_t dst, uint64_t bytes)
 {
+	size_t *cap = &paircap;
 	struct weft_mpi *m = c->m;
 	uint64_t key = (uint64_t)src << 32 | dst;
 	struct pairnode *pn = (struct pairnode *)hget(&c->pairs, key);
@@ -365,7 +382,7 @@ static void args_of(const struct weft_proc *p, const struct weft_ev *e, int64_t 
 	}
 }
 
-static size_t fncap, paircap;
+static size_t fncap;
 
 static int is_mpi_site(const struct weft_proc *p, uint32_t id)
 {
@@ -392,7 +409,7 @@ static void on_ev(void *ud, const struct weft_ev *e)
 		*o = (struct open_call){e->serial, e->ts, fn_of(c->m, name ? name : "?", &fncap), v[K_PEER], v[K_BYTES],
 					v[K_COMM], v[K_SEQ], v[K_COMM_SIZE], e->nout > 0 || (name && is_send_fn(name))};
 		for (unsigned i = 0; i < e->nout; i++)
-			send_flow(c, e->flows_out[i], e->ts);
+			send_flow(c, e->flows_out[i], e->ts, o->peer < 0 || o->bytes < 0);
 		return;
 	}
 	if (e->kind != WEFT_EV_END || !c->nopen || c->open[c->nopen - 1].serial != e->serial)
@@ -411,10 +428,10 @@ static void on_ev(void *ud, const struct weft_ev *e)
 	c->m->calls++;
 	if (!c->nopen)
 		rk->mpi_ns += d;
-	if (o.sends && o.peer >= 0 && o.peer <= UINT32_MAX)
-		add_pair(c, c->rank, (uint32_t)o.peer, o.bytes > 0 ? (uint64_t)o.bytes : 0, &paircap);
+	if (o.sends && o.peer >= 0 && o.peer <= UINT32_MAX && o.bytes >= 0)
+		add_pair(c, c->rank, (uint32_t)o.peer, o.bytes > 0 ? (uint64_t)o.bytes : 0);
 	if (e->nin)
-		recv_flows(c, e, o.fn, o.begin);
+		recv_flows(c, e, o.fn, o.begin, bytes);
 	/* a collective's comm, seq and size: the BEGIN's, else the END's */
 	int64_t comm = o.comm >= 0 ? o.comm : v[K_COMM], seq = o.seq >= 0 ? o.seq : v[K_SEQ];
 	int64_t size = o.size >= 0 ? o.size : v[K_COMM_SIZE];

@@ -27,13 +27,15 @@ EXPECTED = {
     1: {"MPI_Send": (1, 10000, 2000, 0),
         "MPI_Recv": (1, 10000, 1000, 0),                   # rank 0's send began before it
         "MPI_Barrier": (1, 400020, 0, 3000000 - 2600000),
-        "MPI_Bcast": (1, 30000, 64, 0)},
+        "MPI_Bcast": (1, 30000, 64, 0),
+        "MPI_Sendrecv": (1, 20000, 500, 3170000 - 3160000)},  # rank 3's side began later
     2: {"MPI_Recv": (1, 160000, 2000, 2100000 - 2050000),  # posted 50 us before rank 1's send
         "MPI_Send": (1, 10000, 3000, 0),
         "MPI_Barrier": (1, 300030, 0, 3000000 - 2700000)},
     3: {"MPI_Send": (1, 10000, 4000, 0),
         "MPI_Recv": (1, 10000, 3000, 0),
         "MPI_Get_count": (1, 1000, 0, 0),                  # nested in MPI_Recv
+        "MPI_Sendrecv": (1, 20000, 500, 0),
         "MPI_Barrier": (1, 40, 0, 0)},
 }
 HOST = {0: "nodeA", 1: "nodeA", 2: "nodeB", 3: "nodeB"}
@@ -44,7 +46,8 @@ PID = {0: 202, 1: 204, 2: 201 | NODEB, 3: 203 | NODEB}
 IN_MPI = {r: sum(v[1] for f, v in fns.items() if f != "MPI_Get_count") for r, fns in EXPECTED.items()}
 WAIT = {r: sum(v[3] for v in fns.values()) for r, fns in EXPECTED.items()}
 COMPUTE = {r: SPAN - IN_MPI[r] for r in EXPECTED}
-MATRIX = {(0, 1): 1000, (1, 2): 2000, (2, 3): 3000, (3, 0): 4000}
+# the Sendrecvs' bytes come from the receiving side (the destination is only the arrow's end)
+MATRIX = {(0, 1): 1000, (1, 2): 2000, (2, 3): 3000, (3, 0): 4000, (1, 3): 500, (3, 1): 500}
 
 
 class ReportMpi(TraceTest):
@@ -56,8 +59,8 @@ class ReportMpi(TraceTest):
 
     def test_numbers_worked_out(self):
         # the expectations themselves, spelled out once
-        self.assertEqual(IN_MPI, {0: 950010, 1: 450020, 2: 470030, 3: 20040})
-        self.assertEqual(WAIT, {0: 810000, 1: 400000, 2: 350000, 3: 0})
+        self.assertEqual(IN_MPI, {0: 950010, 1: 470020, 2: 470030, 3: 40040})
+        self.assertEqual(WAIT, {0: 810000, 1: 410000, 2: 350000, 3: 0})
 
     def test_csv(self):
         p = run([WEFT, "report", "--mpi", "--format=csv", self.job()])
@@ -70,10 +73,11 @@ class ReportMpi(TraceTest):
     def test_json(self):
         j = json.loads(run([WEFT, "report", "--mpi", "-f", "json", self.job()]).stdout)
         self.assertEqual((j["calls"], j["messages"], j["unmatched_flows"], j["collectives"],
-                          j["incomplete_collectives"], j["hosts"]), (15, 4, 0, 2, 0, 2))
+                          j["incomplete_collectives"], j["hosts"]), (17, 6, 0, 2, 0, 2))
         # what the pass held: ranks are walked in rank order; after rank 0: its send and receive,
         # the barrier and the broadcast (4), then rank 1's send (5) before its receive matched
-        # rank 0's send; each freed once its other ends were seen
+        # rank 0's send, and again at rank 1's Sendrecv (its out and in ends) and rank 2's send;
+        # each freed once its other ends were seen
         self.assertEqual((j["pending_peak"], j["pending_end"]), (5, 0))
         # the launcher (pid 200: no rank, no MPI call) is not a rank
         self.assertEqual([r["rank"] for r in j["ranks"]], [0, 1, 2, 3])
@@ -95,11 +99,12 @@ class ReportMpi(TraceTest):
         self.assertAlmostEqual(im["ratio"], COMPUTE[3] * 4 / sum(COMPUTE.values()), places=5)
         self.assertEqual({(m["from"], m["to"]): m["bytes"] for m in j["matrix"]}, MATRIX)
         self.assertEqual({m["messages"] for m in j["matrix"]}, {1})
+        self.assertEqual(j["pending_end"], 0)
 
     def test_text(self):
         out = run([WEFT, "report", "--mpi", self.job()]).stdout
         lines = out.splitlines()
-        self.assertEqual(lines[0], "# MPI: 4 ranks on 2 hosts, 15 calls, 4 messages matched, 0 flow ends unmatched, "
+        self.assertEqual(lines[0], "# MPI: 4 ranks on 2 hosts, 17 calls, 6 messages matched, 0 flow ends unmatched, "
                                    "2 collective instances (0 incomplete)")
         self.assertNotIn("pid order", out)
         for r in EXPECTED:  # columns in us (the largest value, 2.2 ms, is below 100 ms)
@@ -156,7 +161,7 @@ class ReportMpi(TraceTest):
         w, h, px = read_png(png)
         self.assertEqual((w, h), (1600, 900))
         frame = desc[0]["frame"]
-        self.assertEqual((frame["ranks"], frame["min_bytes"], frame["max_bytes"]), (4, 1000, 4000))
+        self.assertEqual((frame["ranks"], frame["min_bytes"], frame["max_bytes"]), (4, 500, 4000))
         cells = {(c["cell"]["from"], c["cell"]["to"]): c["cell"] for c in desc if "cell" in c}
         self.assertEqual({k: c["bytes"] for k, c in cells.items()}, MATRIX)
         for c in cells.values():  # each cell drawn in its colour, in its place

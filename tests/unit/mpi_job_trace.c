@@ -19,6 +19,10 @@
  *     300,000 / 0
  *   MPI_Bcast (comm 77, a split communicator of ranks 0 and 1, seq 1, size 2, root 0, 64 bytes):
  *     rank 0 3,100,000-3,150,000, rank 1 3,120,000-3,150,000: waits 20,000 / 0
+ *   MPI_Sendrecv between ranks 1 and 3, 500 bytes each way (tag 9; as libweft-mpi.so writes it:
+ *     comm and size at entry, the receive's peer, tag and bytes at return, the destination only
+ *     as the arrow): rank 1 3,160,000-3,180,000, rank 3 3,170,000-3,190,000: rank 1 waits 10,000
+ *     for rank 3's send, rank 3 none; flow ids 0x4000000000000013 (1 -> 3), ...31 (3 -> 1)
  * unranked: no JOB records (ranks by pid order: 201 -> 0, 202 -> 1, ...); heavy: rank 0 sends
  * 100,000 bytes instead of 1000; nompi: only the "main" slices (no MPI site). */
 #include <stdio.h>
@@ -26,7 +30,7 @@
 #include <string.h>
 #include "trace_builder.h"
 
-enum { S_MAIN = 1, S_SEND, S_RECV, S_BARRIER, S_BCAST, S_GETCOUNT, K_PEER, K_TAG, K_BYTES, K_COMM, K_SIZE,
+enum { S_MAIN = 1, S_SEND, S_RECV, S_BARRIER, S_BCAST, S_GETCOUNT, S_SENDRECV, K_PEER, K_TAG, K_BYTES, K_COMM, K_SIZE,
        K_SEQ, K_ROOT };
 
 static void site(struct tb *b, uint32_t id, unsigned kind, const char *name, const char *cat)
@@ -97,6 +101,20 @@ static void coll(struct recs *r, uint32_t s, uint64_t b, uint64_t e, int64_t com
 	end(r, e, s);
 }
 
+static void sendrecv(struct recs *r, int rank, uint64_t b, uint64_t e)
+{
+	int peer = rank == 1 ? 3 : 1;
+	begin(r, b, S_SENDRECV);
+	arg(r, K_COMM, 0);
+	arg(r, K_SIZE, 4);
+	rec(r, 0x4000000000000000ull | (uint64_t)(rank * 16 + peer), 0, WEFT_R_FLOW_OUT);
+	end(r, e, S_SENDRECV);
+	arg(r, K_PEER, peer);
+	arg(r, K_TAG, 9);
+	arg(r, K_BYTES, 500);
+	rec(r, 0x4000000000000000ull | (uint64_t)(peer * 16 + rank), 0, WEFT_R_FLOW_IN);
+}
+
 static void write_file(const char *dir, const char *name, const struct tb *b)
 {
 	char path[512];
@@ -141,8 +159,9 @@ static void process(const char *dir, int pid, const char *name, const char *host
 	}
 	site(&meta, S_MAIN, WEFT_KIND_EVENT, "main", "");
 	if (mpi) {
-		static const char *const fns[] = {"MPI_Send", "MPI_Recv", "MPI_Barrier", "MPI_Bcast", "MPI_Get_count"};
-		for (int i = 0; i < 5; i++)
+		static const char *const fns[] = {"MPI_Send", "MPI_Recv", "MPI_Barrier", "MPI_Bcast", "MPI_Get_count",
+						  "MPI_Sendrecv"};
+		for (int i = 0; i < 6; i++)
 			site(&meta, S_SEND + (uint32_t)i, WEFT_KIND_EVENT, fns[i], "mpi");
 		static const char *const keys[] = {"mpi.peer", "mpi.tag", "mpi.bytes", "mpi.comm", "mpi.comm_size",
 						   "mpi.seq", "mpi.root"};
@@ -208,6 +227,10 @@ int main(int argc, char **argv)
 			coll(&r[k], S_BCAST, 3100000, 3150000, 77, 2, 1, 64);
 		if (k == 1)
 			coll(&r[k], S_BCAST, 3120000, 3150000, 77, 2, 1, 64);
+		if (k == 1)
+			sendrecv(&r[k], 1, 3160000, 3180000);
+		if (k == 3)
+			sendrecv(&r[k], 3, 3170000, 3190000);
 		end(&r[k], 3200000, S_MAIN);
 	}
 	static const int pid_of_rank[4] = {202, 204, 201, 203};
