@@ -8,8 +8,9 @@ import csv
 import io
 import json
 import os
+import shutil
 import unittest
-from weftlib import TraceTest, main, run, WEFT, BUILD
+from weftlib import TraceTest, main, run, sanitizer, WEFT, BUILD
 from test_export import read_png
 
 GEN = os.path.join(BUILD, "mpi_job_trace")
@@ -198,6 +199,46 @@ class ReportMpi(TraceTest):
         self.assertEqual(p.returncode, 1)
         self.assertEqual(p.stderr, "weft: plot: this trace has no MPI calls: nothing to draw\n")
         self.assertFalse(os.path.exists(png))
+
+
+SRC = os.environ.get("WEFT_SRC", os.path.join(os.path.dirname(__file__), "..", ".."))
+MPI_APP = os.path.join(SRC, "tests", "mpi", "mpi_app.c")
+
+
+@unittest.skipIf(sanitizer(), "the MPI launchers are not built with the sanitizer")
+@unittest.skipUnless(os.path.exists(os.path.join(BUILD, "libweft-mpi.so")) and os.path.exists(MPI_APP)
+                     and shutil.which("mpicc.openmpi"), "needs libweft-mpi.so, tests/mpi/mpi_app.c and Open MPI")
+class ReportMpiRecorded(TraceTest):
+    """A real recording: tests/mpi/mpi_app.c (libweft-mpi.so's test program, every message known)
+    on 4 Open MPI ranks. Its bytes per pair are fixed by its phases; its last phase keeps rank r
+    busy (r + 1) x 30 ms before a barrier, so rank 3 computes longest and rank 0 waits longest."""
+
+    def test_job(self):
+        app = os.path.join(self.tmp, "mpi_app")
+        run(["mpicc.openmpi", "-O1", "-Wno-stringop-overflow", "-o", app, MPI_APP])
+        data = os.path.join(self.tmp, "run.data")
+        run([WEFT, "record", "-q", "-o", data, "--", "mpirun.openmpi", "--allow-run-as-root", "--oversubscribe",
+             "-np", "4", app], timeout=120)
+        j = json.loads(run([WEFT, "report", "--mpi", "-f", "json", data]).stdout)
+        self.assertEqual([r["rank"] for r in j["ranks"]], [0, 1, 2, 3])
+        self.assertEqual((j["unmatched_flows"], j["incomplete_collectives"], j["pending_end"]), (0, 0, 0))
+        # bytes: ring 4, nonblocking 32 each way, Sendrecv 32 with rank ^ 1, split communicator 8
+        # from its rank 0 to its rank 1, rank k's k ints to 0, persistent 2 x 4, Mprobe 12, Test 4
+        ring = {(r, (r + 1) % 4): 4 + 32 + 8 + 12 + 4 for r in range(4)}
+        want = dict(ring)
+        for r in range(4):
+            want[r, (r + 3) % 4] = want.get((r, (r + 3) % 4), 0) + 32
+            want[r, r ^ 1] = want.get((r, r ^ 1), 0) + 32
+        want[0, 2] = want.get((0, 2), 0) + 8
+        want[1, 3] = want.get((1, 3), 0) + 8
+        for k in (1, 2, 3):
+            want[k, 0] = want.get((k, 0), 0) + 4 * k
+        self.assertEqual({(m["from"], m["to"]): m["bytes"] for m in j["matrix"]}, want)
+        im = j["imbalance"]
+        self.assertEqual((im["slowest_rank"], im["fastest_rank"]), (3, 0))
+        barrier = {r["rank"]: next(f["wait_ns"] for f in r["functions"] if f["function"] == "MPI_Barrier")
+                   for r in j["ranks"]}
+        self.assertEqual(sorted(barrier, key=barrier.get), [3, 2, 1, 0])
 
 
 if __name__ == "__main__":
