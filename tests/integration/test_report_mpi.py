@@ -124,6 +124,18 @@ class ReportMpi(TraceTest):
         for s in range(4):
             self.assertEqual(lines[i + 2 + s].split(), [str(s)] + [str(MATRIX.get((s, d), 0)) for d in range(4)])
 
+    def test_many_ranks_pairs(self):
+        # over 16 ranks the text lists the pairs by bytes instead of the matrix (-n: how many)
+        d = self.job("wide")
+        out = run([WEFT, "report", "--mpi", d]).stdout
+        self.assertNotIn("row: from rank", out)
+        i = out.index("bytes sent: the 20 largest of 20 pairs\n")
+        rows = [l.split() for l in out[i:].splitlines()[2:]]
+        self.assertEqual(rows, [[str(r), str((r + 1) % 20), str(100 * (r + 1)), "1"] for r in range(19, -1, -1)])
+        out = run([WEFT, "report", "--mpi", "-n", "3", d]).stdout
+        i = out.index("bytes sent: the 3 largest of 20 pairs\n")
+        self.assertEqual([l.split()[0] for l in out[i:].splitlines()[2:]], ["19", "18", "17"])
+
     def test_unranked_by_pid(self):
         # no JOB records: the MPI processes are numbered in pid order, and said so (no rank 0:
         # the reference host is the first process's, 200's: nodeA, whose pids stay)

@@ -1,4 +1,4 @@
-/* mpi_job_trace DIR [unranked|heavy|nompi] - writes a hand-made trace of a 4-rank MPI job into
+/* mpi_job_trace DIR [unranked|heavy|nompi|wide] - writes a hand-made trace of a 4-rank MPI job into
  * DIR, with the slices, arguments and flows libweft-mpi.so writes (docs: MPI call slices in
  * the issue 19 contract), so `weft report --mpi` and `weft plot mpi` have exactly known
  * answers. tests/integration/test_report_mpi.py holds the same timeline and checks them.
@@ -24,7 +24,9 @@
  *     as the arrow): rank 1 3,160,000-3,180,000, rank 3 3,170,000-3,190,000: rank 1 waits 10,000
  *     for rank 3's send, rank 3 none; flow ids 0x4000000000000013 (1 -> 3), ...31 (3 -> 1)
  * unranked: no JOB records (ranks by pid order: 201 -> 0, 202 -> 1, ...); heavy: rank 0 sends
- * 100,000 bytes instead of 1000; nompi: only the "main" slices (no MPI site). */
+ * 100,000 bytes instead of 1000; nompi: only the "main" slices (no MPI site); wide: instead 20
+ * ranks (pids 300 + r, one host), each with one MPI_Send of 100 * (r + 1) bytes to r + 1 (no
+ * arrow) in its "main" slice. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -60,10 +62,12 @@ static void arg(struct recs *r, uint32_t k, int64_t v) { rec(r, (uint64_t)v, k, 
 
 #define FLOW(r) (0x4000000000000000ull | (uint64_t)((r) + 1))
 
+static int nranks = 4;
+
 static void send(struct recs *r, int rank, uint64_t b, uint64_t e, int64_t bytes)
 {
 	begin(r, b, S_SEND);
-	arg(r, K_PEER, (rank + 1) % 4);
+	arg(r, K_PEER, (rank + 1) % nranks);
 	arg(r, K_TAG, 7);
 	arg(r, K_BYTES, bytes);
 	arg(r, K_COMM, 0);
@@ -152,7 +156,7 @@ static void process(const char *dir, int pid, const char *name, const char *host
 	tb_meta(&meta, WEFT_M_THREAD, th, 4 + nl + 1 + 8);
 	if (rank >= 0) {
 		unsigned char job[64] = {0};
-		uint32_t jr[4] = {(uint32_t)rank, 4, (uint32_t)rank % 2, 2};
+		uint32_t jr[4] = {(uint32_t)rank, (uint32_t)nranks, (uint32_t)rank % 2, 2};
 		memcpy(job, jr, 16);
 		memcpy(job + 16, "42.0\0mpirun", 12);
 		tb_meta(&meta, WEFT_M_JOB, job, 16 + 12);
@@ -182,10 +186,22 @@ static void process(const char *dir, int pid, const char *name, const char *host
 int main(int argc, char **argv)
 {
 	if (argc < 2 || argc > 3) {
-		fprintf(stderr, "usage: mpi_job_trace DIR [unranked|heavy|nompi]\n");
+		fprintf(stderr, "usage: mpi_job_trace DIR [unranked|heavy|nompi|wide]\n");
 		return 2;
 	}
 	const char *v = argc == 3 ? argv[2] : "";
+	if (!strcmp(v, "wide")) {
+		nranks = 20;
+		for (int k = 0; k < nranks; k++) {
+			struct recs w;
+			memset(&w, 0, sizeof(w));
+			begin(&w, 1000000, S_MAIN);
+			send(&w, k, 2000000, 2010000, 100 * (k + 1));
+			end(&w, 3200000, S_MAIN);
+			process(argv[1], 300 + k, "solver", "nodeA", k, 1, &w);
+		}
+		return 0;
+	}
 	int ranked = strcmp(v, "unranked") != 0, mpi = strcmp(v, "nompi") != 0;
 	int64_t b0 = !strcmp(v, "heavy") ? 100000 : 1000;
 	static const uint64_t bar_b[4] = {2500000, 2600000, 2700000, 3000000};
