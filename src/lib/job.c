@@ -1,0 +1,138 @@
+/*
+ * job.c - the launcher's view of this process. Every MPI launcher tells its tasks their rank
+ * in environment variables before the program runs: Open MPI's mpirun OMPI_COMM_WORLD_RANK,
+ * _SIZE, _LOCAL_RANK, _LOCAL_SIZE and the job in OMPI_MCA_ess_base_jobid (= PMIX_NAMESPACE);
+ * MPICH's hydra PMI_RANK, PMI_SIZE, MPI_LOCALRANKID, MPI_LOCALNRANKS and no job id at all (the
+ * job is then named by the host and the hydra proxy that started the task, the parent);
+ * Slurm's srun SLURM_PROCID, SLURM_STEP_NUM_TASKS, SLURM_LOCALID, SLURM_STEP_TASKS_PER_NODE
+ * with SLURM_NODEID, and SLURM_JOB_ID.SLURM_STEP_ID; PMIx launchers PMIX_RANK and
+ * PMIX_NAMESPACE; PMI-2 launchers PMI_RANK, PMI_SIZE, PMI_JOBID. They are tried in that order:
+ * a launcher started inside another's task (mpirun in a Slurm batch step) sets its own
+ * variables, which win over the inherited ones.
+ */
+#include "job.h"
+#include "../format/format.h"
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+/* A non-negative decimal below 2^32 - 1, else -1. */
+static long num(const char *s)
+{
+	if (!s || !*s)
+		return -1;
+	char *end;
+	errno = 0;
+	long long v = strtoll(s, &end, 10);
+	if (*end || errno || v < 0 || v >= (long long)WEFT_RANK_NONE)
+		return -1;
+	return (long)v;
+}
+
+static void set_u32(uint32_t *dst, const char *s)
+{
+	long v = num(s);
+	if (v >= 0)
+		*dst = (uint32_t)v;
+}
+
+/* SLURM_STEP_TASKS_PER_NODE "3,2(x2),1": the count of the node'th node (0-based), or -1. */
+static long tasks_on_node(const char *list, long node)
+{
+	if (!list || node < 0)
+		return -1;
+	for (const char *p = list; *p;) {
+		char *end;
+		long n = strtol(p, &end, 10), times = 1;
+		if (end == p || n < 0)
+			return -1;
+		if (!strncmp(end, "(x", 2)) {
+			times = strtol(end + 2, &end, 10);
+			if (times < 1 || *end != ')')
+				return -1;
+			end++;
+		}
+		if (node < times)
+			return n;
+		node -= times;
+		if (*end != ',')
+			return -1;
+		p = end + 1;
+	}
+	return -1;
+}
+
+int weft_job_detect(struct weft_job *j, const char *(*get)(const char *name))
+{
+	memset(j, 0, sizeof(*j));
+	j->rank = j->local_rank = WEFT_RANK_NONE;
+	const char *id = NULL;
+	char idbuf[128];
+	if (num(get("OMPI_COMM_WORLD_RANK")) >= 0) {
+		snprintf(j->launcher, sizeof(j->launcher), "openmpi");
+		set_u32(&j->rank, get("OMPI_COMM_WORLD_RANK"));
+		set_u32(&j->size, get("OMPI_COMM_WORLD_SIZE"));
+		set_u32(&j->local_rank, get("OMPI_COMM_WORLD_LOCAL_RANK"));
+		set_u32(&j->local_size, get("OMPI_COMM_WORLD_LOCAL_SIZE"));
+		id = get("OMPI_MCA_ess_base_jobid");
+		if (!id || !*id)
+			id = get("PMIX_NAMESPACE");
+	} else if (num(get("PMI_RANK")) >= 0 && num(get("MPI_LOCALRANKID")) >= 0) {
+		snprintf(j->launcher, sizeof(j->launcher), "hydra");
+		set_u32(&j->rank, get("PMI_RANK"));
+		set_u32(&j->size, get("PMI_SIZE"));
+		set_u32(&j->local_rank, get("MPI_LOCALRANKID"));
+		set_u32(&j->local_size, get("MPI_LOCALNRANKS"));
+		char host[64] = "";
+		gethostname(host, sizeof(host) - 1);
+		snprintf(idbuf, sizeof(idbuf), "hydra.%s.%d", host, (int)getppid());
+		id = idbuf;
+	} else if (num(get("SLURM_PROCID")) >= 0 && num(get("SLURM_STEP_ID")) >= 0) {
+		snprintf(j->launcher, sizeof(j->launcher), "slurm");
+		set_u32(&j->rank, get("SLURM_PROCID"));
+		set_u32(&j->size, get("SLURM_STEP_NUM_TASKS"));
+		if (!j->size)
+			set_u32(&j->size, get("SLURM_NTASKS"));
+		set_u32(&j->local_rank, get("SLURM_LOCALID"));
+		long n = tasks_on_node(get("SLURM_STEP_TASKS_PER_NODE"), num(get("SLURM_NODEID")));
+		if (n > 0)
+			j->local_size = (uint32_t)n;
+		const char *job = get("SLURM_JOB_ID"), *step = get("SLURM_STEP_ID");
+		snprintf(idbuf, sizeof(idbuf), "%s.%s", job ? job : "", step);
+		id = idbuf;
+	} else if (num(get("PMIX_RANK")) >= 0) {
+		snprintf(j->launcher, sizeof(j->launcher), "pmix");
+		set_u32(&j->rank, get("PMIX_RANK"));
+		id = get("PMIX_NAMESPACE");
+	} else if (num(get("PMI_RANK")) >= 0) {
+		snprintf(j->launcher, sizeof(j->launcher), "pmi");
+		set_u32(&j->rank, get("PMI_RANK"));
+		set_u32(&j->size, get("PMI_SIZE"));
+		id = get("PMI_JOBID");
+	} else {
+		return 0;
+	}
+	const char *given = get("WEFT_JOB_ID");
+	if (given && *given)
+		id = given;
+	snprintf(j->id, sizeof(j->id), "%s", id ? id : "");
+	j->known = j->rank != WEFT_RANK_NONE;
+	return j->known;
+}
+
+void weft_job_host_part(const char *host, char *out, size_t n)
+{
+	size_t o = 0;
+	for (const char *p = host; *p && o + 1 < n; p++) {
+		char c = *p;
+		int ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' || c == '_' ||
+			 c == '-';
+		out[o++] = ok ? c : '_';
+	}
+	if (!o && n > 1)
+		out[o++] = '_';
+	if (n)
+		out[o] = 0;
+}
