@@ -148,6 +148,7 @@ WEFT_HIDDEN void weft_registry_atfork_child(void);
 
 /* ---- meta.c ---- */
 WEFT_HIDDEN int weft_meta_open(const char *dir, int pid, char *stem, size_t stemlen);
+WEFT_HIDDEN int weft_in_job(void); /* a launcher gave this process a rank (job.c); under weft_g.lock */
 WEFT_HIDDEN void weft_meta_close(void);
 WEFT_HIDDEN void weft_meta_write(unsigned type, const void *a, size_t alen, const void *b, size_t blen);
 WEFT_HIDDEN void weft_meta_clock(void);

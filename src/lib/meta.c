@@ -56,6 +56,11 @@ static const struct weft_job *this_job(void)
 	return &job;
 }
 
+int weft_in_job(void)
+{
+	return this_job()->known;
+}
+
 /* Files are named by a stem: the pid, or pid.N for the N-th image of a process that exec'd
  * (the same pid records again, and must not overwrite what its earlier image wrote). A task
  * of a job names its files HOST-rRANK-PID[.N]: the ranks of a job on several hosts can share

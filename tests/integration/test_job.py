@@ -207,6 +207,39 @@ class Slurm(JobCase):
         self.check_job(d, p.stderr, launcher="slurm", funcs=("main",))
 
 
+class Race(JobCase):
+    def test_recorders_started_together_share_d(self):
+        """Recorders of one job started at once (a launcher's environment set by hand, so no
+        MPI is needed), job after job, under load: each job's D holds exactly its ranks, the
+        one before is in D.old whole, and exactly one recorder converted."""
+        d, app, n = self.fresh("D"), build("plain"), 6
+        load = [subprocess.Popen(["sh", "-c", "while :; do :; done"]) for _ in range(2)]
+        try:
+            prev = None
+            for it in range(25):
+                env = dict(os.environ, OMPI_COMM_WORLD_SIZE=str(n), OMPI_COMM_WORLD_LOCAL_SIZE=str(n),
+                           OMPI_MCA_ess_base_jobid=f"race{it}")
+                procs = [subprocess.Popen([WEFT, "record", "-o", d, "--", app], cwd=TMP, text=True,
+                                          stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                                          env=dict(env, OMPI_COMM_WORLD_RANK=str(r), OMPI_COMM_WORLD_LOCAL_RANK=str(r)))
+                         for r in range(n)]
+                errs = "".join(p.communicate(timeout=60)[1] for p in procs)
+                self.assertEqual([p.returncode for p in procs], [0] * n, errs)
+                self.assertEqual(errs.count(CONVERTED), 1, f"iteration {it}:\n{errs}")
+                now = self.ranks_of(d)
+                self.assertEqual(sorted(now), list(range(n)), f"iteration {it}: {sorted(os.listdir(d))}\n{errs}")
+                with open(os.path.join(d, ".weft-job")) as f:
+                    self.assertEqual(f.read().strip(), f"race{it}")
+                self.assertTrue(os.path.exists(os.path.join(d, "trace.pftrace")))
+                if prev is not None:
+                    self.assertEqual(self.ranks_of(d + ".old"), prev, f"iteration {it}")
+                prev = now
+        finally:
+            for p in load:
+                p.kill()
+                p.wait()
+
+
 class Merge(JobCase):
     def test_two_directories_one_trace(self):
         app = build("plain")
