@@ -145,6 +145,21 @@ class OpenMPI(JobCase):
         self.assertNotIn(CONVERTED, p.stderr)  # one recorder: the ordinary conversion
         self.assertTrue(os.path.exists(os.path.join(d, "trace.pftrace")), p.stderr)
 
+    def test_runtime_alone_ranks_share_directory(self):
+        """without weft record (the preload library and WEFT_OPTIONS set by hand) no rank moves
+        the directory the others write into"""
+        d = self.fresh("D")
+        os.makedirs(d)
+        open(os.path.join(d, "1.wmeta"), "w").close()  # an earlier run's file, left in place
+        run(OMPI + ["-np", "4", "-x", "LD_PRELOAD=" + os.path.join(weftlib.BUILD, "libweft-preload.so"),
+                    "-x", f"WEFT_OPTIONS=output={d}", build("plain")], cwd=TMP, timeout=120)
+        self.assertEqual(sorted(self.ranks_of_named(d)), [0, 1, 2, 3], os.listdir(d))
+        self.assertFalse(os.path.exists(d + ".old"))
+
+    def ranks_of_named(self, d):
+        return [int(re.fullmatch(r".+-r(\d+)-\d+\.wmeta", m).group(1))
+                for m in map(os.path.basename, glob.glob(os.path.join(d, "*-r*.wmeta")))]
+
     def test_convert_ranks_subset(self):
         d = self.fresh("D")
         p = self.record(OMPI, d, build("plain"))
