@@ -368,7 +368,6 @@ static const struct {
 	{"enable", set_enable, "0 or 1"},
 	{"output", set_output, "a directory path ({name} {host} {pid} expand)"},
 	{"name", set_name, "a component name"},
-	{"host", set_host, "the host name to record (default: the hostname)"},
 	{"categories", set_categories, "comma-separated globs or /regex/, '-' prefix disables"},
 	{"filter", set_filter, "comma-separated globs or /regex/ of event names, '-' excludes"},
 	{"buffer_size", set_buffer_size, "a size from 8K to 64G (k/M/G suffix)"},
@@ -403,6 +402,7 @@ static const struct {
 	{"gpu", set_gpu, "0 or 1 (CUDA kernels, copies, API calls and device memory through CUPTI; GPU power, clocks and utilization through NVML every power_period)"},
 	{"cupti_lib", set_cupti_lib, "the CUPTI library dlopen loads (default: searched in CUDA_HOME, /usr/local/cuda and the loader path)"},
 	{"gpu_buffer_size", set_gpu_buffer_size, "a size from 64K to 256M: each CUPTI activity buffer (default 8M)"},
+	{"host", set_host, "the host name to record (default: the hostname)"},
 };
 
 const char *weft_config_valid(const char *key)
