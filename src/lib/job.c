@@ -3,7 +3,7 @@
  * in environment variables before the program runs: Open MPI's mpirun OMPI_COMM_WORLD_RANK,
  * _SIZE, _LOCAL_RANK, _LOCAL_SIZE and the job in OMPI_MCA_ess_base_jobid (= PMIX_NAMESPACE);
  * MPICH's hydra PMI_RANK, PMI_SIZE, MPI_LOCALRANKID, MPI_LOCALNRANKS and no job id at all (the
- * job is then named by the host and the hydra proxy that started the task, the parent);
+ * job is then named by the host and the hydra proxy that started the task, its ancestor);
  * Slurm's srun SLURM_PROCID, SLURM_STEP_NUM_TASKS, SLURM_LOCALID, SLURM_STEP_TASKS_PER_NODE
  * with SLURM_NODEID, and SLURM_JOB_ID.SLURM_STEP_ID; PMIx launchers PMIX_RANK and
  * PMIX_NAMESPACE; PMI-2 launchers PMI_RANK, PMI_SIZE, PMI_JOBID. They are tried in that order:
@@ -64,6 +64,36 @@ static long tasks_on_node(const char *list, long node)
 	return -1;
 }
 
+/* The hydra proxy that started this task: the nearest ancestor named hydra_pmi_proxy (a
+ * shell or wrapper may stand between), else the parent. Every task of a job on one host
+ * descends from the same proxy. */
+static int hydra_proxy(void)
+{
+	int pid = (int)getppid();
+	for (int depth = 0; depth < 8 && pid > 1; depth++) {
+		char path[64], buf[512];
+		snprintf(path, sizeof(path), "/proc/%d/stat", pid);
+		FILE *f = fopen(path, "re");
+		if (!f)
+			break;
+		size_t n = fread(buf, 1, sizeof(buf) - 1, f);
+		fclose(f);
+		buf[n] = 0;
+		char *open = strchr(buf, '('), *close = strrchr(buf, ')');
+		if (!open || !close || close < open)
+			break;
+		*close = 0;
+		if (!strcmp(open + 1, "hydra_pmi_prox")) /* comm: 15 bytes at most */
+			return pid;
+		int ppid;
+		char state;
+		if (sscanf(close + 1, " %c %d", &state, &ppid) != 2)
+			break;
+		pid = ppid;
+	}
+	return (int)getppid();
+}
+
 int weft_job_detect(struct weft_job *j, const char *(*get)(const char *name))
 {
 	memset(j, 0, sizeof(*j));
@@ -87,7 +117,7 @@ int weft_job_detect(struct weft_job *j, const char *(*get)(const char *name))
 		set_u32(&j->local_size, get("MPI_LOCALNRANKS"));
 		char host[64] = "";
 		gethostname(host, sizeof(host) - 1);
-		snprintf(idbuf, sizeof(idbuf), "hydra.%s.%d", host, (int)getppid());
+		snprintf(idbuf, sizeof(idbuf), "hydra.%s.%d", host, hydra_proxy());
 		id = idbuf;
 	} else if (num(get("SLURM_PROCID")) >= 0 && num(get("SLURM_STEP_ID")) >= 0) {
 		snprintf(j->launcher, sizeof(j->launcher), "slurm");

@@ -182,6 +182,13 @@ class MPICH(JobCase):
         p = self.record(MPICH_RUN, d, build("mpich"))
         self.check_job(d, p.stderr, launcher="hydra", funcs=("main",))
 
+    def test_through_a_shell(self):
+        """hydra names no job: the proxy every rank descends from does, also through a shell"""
+        d = self.fresh("D")
+        p = run(MPICH_RUN + ["-np", "2", "sh", "-c", f'"$0" record -o {d} -- {build("plain")}; exit $?', WEFT],
+                cwd=TMP, timeout=120)
+        self.check_job(d, p.stderr, n=2, launcher="hydra")
+
 
 @unittest.skipIf(NO_SAN, NO_SAN)
 @unittest.skipUnless(have("srun", "sinfo", "slurmctld", "slurmd") or
