@@ -83,7 +83,7 @@ static int hydra_proxy(void)
 		if (!open || !close || close < open)
 			break;
 		*close = 0;
-		if (!strcmp(open + 1, "hydra_pmi_prox")) /* comm: 15 bytes at most */
+		if (!strcmp(open + 1, "hydra_pmi_proxy")) /* comm (15 bytes at most) */
 			return pid;
 		int ppid;
 		char state;
