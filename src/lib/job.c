@@ -3,7 +3,7 @@
  * in environment variables before the program runs: Open MPI's mpirun OMPI_COMM_WORLD_RANK,
  * _SIZE, _LOCAL_RANK, _LOCAL_SIZE and the job in OMPI_MCA_ess_base_jobid (= PMIX_NAMESPACE);
  * MPICH's hydra PMI_RANK, PMI_SIZE, MPI_LOCALRANKID, MPI_LOCALNRANKS and no job id at all (the
- * job is then named by the host and the hydra proxy that started the task, its ancestor);
+ * job is then named by the mpiexec its hydra proxy answers to: hydra_id());
  * Slurm's srun SLURM_PROCID, SLURM_STEP_NUM_TASKS, SLURM_LOCALID, SLURM_STEP_TASKS_PER_NODE
  * with SLURM_NODEID, and SLURM_JOB_ID.SLURM_STEP_ID; PMIx launchers PMIX_RANK and
  * PMIX_NAMESPACE; PMI-2 launchers PMI_RANK, PMI_SIZE, PMI_JOBID. They are tried in that order:
@@ -64,34 +64,56 @@ static long tasks_on_node(const char *list, long node)
 	return -1;
 }
 
-/* The hydra proxy that started this task: the nearest ancestor named hydra_pmi_proxy (a
- * shell or wrapper may stand between), else the parent. Every task of a job on one host
- * descends from the same proxy. */
-static int hydra_proxy(void)
+/* The job id of a hydra task: hydra names none, but every proxy of one mpiexec (one per
+ * host) was given the same --control-port HOST:PORT of that mpiexec, and --pgid numbers the
+ * process group of a spawn; the proxy is the nearest ancestor named hydra_pmi_proxy (a shell
+ * or wrapper may stand between). Without a proxy: the host and the parent. */
+static void hydra_id(char *id, size_t n)
 {
 	int pid = (int)getppid();
+	char host[64] = "";
+	gethostname(host, sizeof(host) - 1);
+	snprintf(id, n, "hydra.%s.%d", host, pid);
 	for (int depth = 0; depth < 8 && pid > 1; depth++) {
-		char path[64], buf[512];
+		char path[64], buf[4096];
 		snprintf(path, sizeof(path), "/proc/%d/stat", pid);
 		FILE *f = fopen(path, "re");
 		if (!f)
-			break;
-		size_t n = fread(buf, 1, sizeof(buf) - 1, f);
+			return;
+		size_t len = fread(buf, 1, sizeof(buf) - 1, f);
 		fclose(f);
-		buf[n] = 0;
+		buf[len] = 0;
 		char *open = strchr(buf, '('), *close = strrchr(buf, ')');
 		if (!open || !close || close < open)
-			break;
+			return;
 		*close = 0;
-		if (!strcmp(open + 1, "hydra_pmi_proxy")) /* comm (15 bytes at most) */
-			return pid;
+		if (!strcmp(open + 1, "hydra_pmi_proxy")) { /* comm (15 bytes at most) */
+			snprintf(path, sizeof(path), "/proc/%d/cmdline", pid);
+			if (!(f = fopen(path, "re")))
+				return;
+			len = fread(buf, 1, sizeof(buf) - 1, f);
+			fclose(f);
+			buf[len] = 0;
+			const char *port = NULL, *pgid = "0";
+			for (size_t i = 0; i < len; i += strlen(buf + i) + 1) {
+				size_t next = i + strlen(buf + i) + 1;
+				if (next < len && !strcmp(buf + i, "--control-port"))
+					port = buf + next;
+				else if (next < len && !strcmp(buf + i, "--pgid"))
+					pgid = buf + next;
+			}
+			if (port)
+				snprintf(id, n, "hydra.%s.%s", port, pgid);
+			else
+				snprintf(id, n, "hydra.%s.%d", host, pid);
+			return;
+		}
 		int ppid;
 		char state;
 		if (sscanf(close + 1, " %c %d", &state, &ppid) != 2)
-			break;
+			return;
 		pid = ppid;
 	}
-	return (int)getppid();
 }
 
 int weft_job_detect(struct weft_job *j, const char *(*get)(const char *name))
@@ -115,9 +137,7 @@ int weft_job_detect(struct weft_job *j, const char *(*get)(const char *name))
 		set_u32(&j->size, get("PMI_SIZE"));
 		set_u32(&j->local_rank, get("MPI_LOCALRANKID"));
 		set_u32(&j->local_size, get("MPI_LOCALNRANKS"));
-		char host[64] = "";
-		gethostname(host, sizeof(host) - 1);
-		snprintf(idbuf, sizeof(idbuf), "hydra.%s.%d", host, hydra_proxy());
+		hydra_id(idbuf, sizeof(idbuf));
 		id = idbuf;
 	} else if (num(get("SLURM_PROCID")) >= 0 && num(get("SLURM_STEP_ID")) >= 0) {
 		snprintf(j->launcher, sizeof(j->launcher), "slurm");

@@ -188,6 +188,10 @@ class MPICH(JobCase):
         p = run(MPICH_RUN + ["-np", "2", "sh", "-c", f'"$0" record -o {d} -- {build("plain")}; exit $?', WEFT],
                 cwd=TMP, timeout=120)
         self.check_job(d, p.stderr, n=2, launcher="hydra")
+        # the id every proxy of the mpiexec shares (one per host): its control port
+        ids = set(re.findall(r"hydra job (\S+)", run([WEFT, "info", d]).stdout))
+        self.assertEqual(len(ids), 1, ids)
+        self.assertRegex(ids.pop(), r"^hydra\.[^:]+:\d+\.\d+$")
 
 
 @unittest.skipIf(NO_SAN, NO_SAN)
