@@ -8,8 +8,8 @@
  * someone moved meanwhile sees the inode differ from the path's and locks the new one. Each
  * recorder registers (DIR/.weft-run-PID@HOST) and, when its program ended, turns that into
  * DIR/.weft-done-PID@HOST; the one that finds no recorder running and as many done on its
- * host as the launcher started there is the last, and converts, still holding the lock, so
- * nothing moves DIR under the conversion.
+ * host as the launcher started there (or as many as the job has) is the last, and converts,
+ * still holding the lock, so nothing moves DIR under the conversion.
  */
 #include "tool/tracedir.h"
 #include "format/format.h"
@@ -163,6 +163,7 @@ int weft_jobdir_join(struct weft_jobdir *jd, const char *dir, const struct weft_
 	snprintf(jd->dir, sizeof(jd->dir), "%s", dir);
 	weft_job_host_part(host, jd->host, sizeof(jd->host));
 	jd->expect = job->local_size ? job->local_size : job->size;
+	jd->size = job->size;
 	char mark[sizeof(job->id) + 2];
 	snprintf(mark, sizeof(mark), "%s\n", job->id);
 	for (int tries = 0; tries < 1000; tries++) {
@@ -232,18 +233,20 @@ int weft_jobdir_leave(struct weft_jobdir *jd)
 	if (rename(jd->run, jd->done))
 		write_file(jd->done, "");
 	DIR *d = opendir(jd->dir);
-	unsigned running = 0, done_here = 0;
+	unsigned running = 0, done_here = 0, done_all = 0;
 	struct dirent *e;
 	while (d && (e = readdir(d))) {
 		const char *at = strchr(e->d_name, '@');
 		if (!strncmp(e->d_name, ".weft-run-", 10))
 			running++;
-		else if (!strncmp(e->d_name, ".weft-done-", 11) && at && !strcmp(at + 1, jd->host))
-			done_here++;
+		else if (!strncmp(e->d_name, ".weft-done-", 11))
+			done_all++, done_here += at && !strcmp(at + 1, jd->host);
 	}
 	if (d)
 		closedir(d);
-	int last = !running && (!jd->expect || done_here >= jd->expect);
+	/* per host: hosts sharing DIR each convert once their own ranks ended (harmless: the
+	 * output is replaced whole); the whole job: ranks given other host names on one machine */
+	int last = !running && (!jd->expect || done_here >= jd->expect || (jd->size && done_all >= jd->size));
 	if (!last) {
 		flock(jd->fd, LOCK_UN);
 		weft_jobdir_close(jd);

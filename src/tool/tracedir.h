@@ -18,6 +18,7 @@ struct weft_jobdir {
 	char done[512];  /* ... and once it ended: DIR/.weft-done-PID@HOST */
 	char host[256];  /* the host part of those names */
 	unsigned expect; /* recorders of the job on this host (the launcher's local size; 0 unknown) */
+	unsigned size;   /* recorders of the whole job (0 unknown) */
 };
 
 /* Joins the job's directory DIR: the first recorder of a new job moves an earlier run's DIR to
@@ -26,9 +27,9 @@ struct weft_jobdir {
 int weft_jobdir_join(struct weft_jobdir *jd, const char *dir, const struct weft_job *job, const char *host,
 		     char *why, size_t whylen);
 
-/* This recorder's program ended: 1 if it is the last of the job's recorders on this host to
- * end (then DIR stays locked until weft_jobdir_close: convert it), 0 if others still run or
- * have not registered yet. */
+/* This recorder's program ended: 1 if none of the job's recorders in DIR still runs and it is
+ * the last of those on this host, or of the whole job, to end (then DIR stays locked until
+ * weft_jobdir_close: convert it), 0 if others still run or have not registered yet. */
 int weft_jobdir_leave(struct weft_jobdir *jd);
 void weft_jobdir_close(struct weft_jobdir *jd);
 

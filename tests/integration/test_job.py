@@ -135,6 +135,20 @@ class OpenMPI(JobCase):
                         os.listdir(d))
         self.assertEqual(re.findall(r"host:\s+(\S+)", run([WEFT, "info", d]).stdout), ["node-b.x"] * 2)
 
+    def test_two_host_names_share_d(self):
+        """ranks 2-3 recorded as host nodeB (an MPMD part): one D, converted once, when the
+        job's last rank ended, though no host has all four"""
+        d, app = self.fresh("D"), build("plain")
+        rec = [WEFT, "record", "-o", d]
+        p = run(OMPI + ["-np", "2"] + rec + ["--", app, ":", "-np", "2"] + rec[:2] + ["--host", "nodeB"] +
+                rec[2:] + ["--", app], cwd=TMP, timeout=120)
+        self.check_job(d, p.stderr)
+        names = sorted(f.split("-r")[0] + "-r" + f.split("-r")[1].split("-")[0]
+                       for f in os.listdir(d) if f.endswith(".wmeta"))
+        self.assertEqual(names, ["nodeB-r2", "nodeB-r3", f"{os.uname().nodename}-r0", f"{os.uname().nodename}-r1"]
+                         if "nodeB" < os.uname().nodename else
+                         [f"{os.uname().nodename}-r0", f"{os.uname().nodename}-r1", "nodeB-r2", "nodeB-r3"])
+
     def test_record_around_mpirun(self):
         d = self.fresh("D")
         p = run([WEFT, "record", "-o", d, "--"] + OMPI + ["-np", "4", build("ompi")], cwd=TMP, timeout=120)
