@@ -20,6 +20,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
 #include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -237,8 +238,16 @@ int weft_jobdir_leave(struct weft_jobdir *jd)
 	struct dirent *e;
 	while (d && (e = readdir(d))) {
 		const char *at = strchr(e->d_name, '@');
-		if (!strncmp(e->d_name, ".weft-run-", 10))
+		if (!strncmp(e->d_name, ".weft-run-", 10)) {
+			/* one of this host whose recorder is gone (killed): ended, not waited for */
+			int pid = atoi(e->d_name + 10);
+			if (at && !strcmp(at + 1, jd->host) && pid > 0 && kill(pid, 0) && errno == ESRCH) {
+				done_all++;
+				done_here++;
+				continue;
+			}
 			running++;
+		}
 		else if (!strncmp(e->d_name, ".weft-done-", 11))
 			done_all++, done_here += at && !strcmp(at + 1, jd->host);
 	}

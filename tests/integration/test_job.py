@@ -9,9 +9,11 @@ import glob
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
+import time
 import unittest
 
 sys.path.insert(0, os.path.dirname(__file__))
@@ -278,6 +280,27 @@ class Race(JobCase):
             for p in load:
                 p.kill()
                 p.wait()
+
+
+    def test_killed_recorder_not_waited_for(self):
+        """a recorder killed with SIGKILL (its registration stays) does not keep the job's last
+        recorder from converting"""
+        d, app = self.fresh("D"), build("plain")
+        env = dict(os.environ, OMPI_COMM_WORLD_SIZE="2", OMPI_COMM_WORLD_LOCAL_SIZE="2",
+                   OMPI_MCA_ess_base_jobid="killed")
+        victim = subprocess.Popen([WEFT, "record", "-o", d, "--", "sleep", "30"], cwd=TMP,
+                                  env=dict(env, OMPI_COMM_WORLD_RANK="0", OMPI_COMM_WORLD_LOCAL_RANK="0"),
+                                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+        for _ in range(100):
+            if glob.glob(os.path.join(d, ".weft-run-*")):
+                break
+            time.sleep(0.05)
+        os.killpg(victim.pid, signal.SIGKILL)  # the recorder and its program
+        victim.wait()
+        p = run([WEFT, "record", "-o", d, "--", app], cwd=TMP,
+                env=dict(env, OMPI_COMM_WORLD_RANK="1", OMPI_COMM_WORLD_LOCAL_RANK="1"))
+        self.assertIn(CONVERTED, p.stderr)
+        self.assertTrue(os.path.exists(os.path.join(d, "trace.pftrace")))
 
 
 class Merge(JobCase):
