@@ -31,6 +31,15 @@ if [ "$what" = test ] || [ "$what" = bench ]; then
   need npm command -v npm
   need clang command -v clang++
   need python3-pytest /usr/bin/python3 -c 'import pytest'
+  # parallel jobs (tests/integration/test_job.py): both MPIs, Fortran, a local Slurm
+  need openmpi-bin command -v mpirun.openmpi
+  need libopenmpi-dev command -v mpicc.openmpi
+  need mpich command -v mpirun.mpich
+  need libmpich-dev command -v mpicc.mpich
+  need gfortran command -v gfortran
+  need slurmctld test -x /usr/sbin/slurmctld
+  need slurmd test -x /usr/sbin/slurmd
+  need slurm-client command -v srun
 fi
 if [ "$what" = bench ]; then
   need uftrace command -v uftrace

@@ -16,6 +16,7 @@ pointcuts, exception marks); b/e for async slices, with PerfFlowAspect's integer
 "scope"; C for counters (cpu-mem-usage)."""
 import json
 import os
+import re
 import shutil
 import subprocess
 import tempfile
@@ -35,13 +36,17 @@ def find_cli():
     return shutil.which("weft")
 
 
+# PID[.G].wmeta, PID[.G]-N.wevents; in a parallel job HOST-rRANK-PID[.G]...
+_TRACE_FILE = re.compile(r"(?:.+-r\d+-)?(\d+)(?:\.\d+)?(?:\.wmeta|-\d+\.wevents)")
+
+
 def _own_files(trace_dir, pid):
     """This process's files of the trace directory: PID.wmeta, PID-N.wevents, and those of its
-    later images after exec (PID.G.*)."""
-    p = str(pid)
+    later images after exec (PID.G.*); in a job named HOST-rRANK-PID..."""
     out = []
     for n in os.listdir(trace_dir):
-        if (n.startswith(p + ".") or n.startswith(p + "-")) and (n.endswith(".wmeta") or n.endswith(".wevents")):
+        m = _TRACE_FILE.fullmatch(n)
+        if m and int(m.group(1)) == pid:
             out.append(n)
     return out
 

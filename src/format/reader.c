@@ -122,7 +122,9 @@ static struct weft_proc *proc_get(struct weft_trace *t, const char *stem, int pi
 	memset(p, 0, sizeof(*p));
 	p->pid = pid;
 	snprintf(p->stem, sizeof(p->stem), "%s", stem);
-	const char *dot = strchr(stem, '.');
+	/* the image number follows the pid, the stem's last part (a host may hold '.' and '-') */
+	const char *last = strrchr(stem, '-') ? strrchr(stem, '-') + 1 : strrchr(stem, '/') ? strrchr(stem, '/') + 1 : stem;
+	const char *dot = strchr(last, '.');
 	p->gen = dot ? atoi(dot + 1) : 0;
 	return p;
 }
@@ -1189,9 +1191,22 @@ static void finish(struct weft_trace *t)
 	free(buf);
 }
 
+/* The pid in a file name whose header lost it: "PID[.N]..." or "HOST-rRANK-PID[.N]..." */
 static int pid_of(const char *name)
 {
-	return atoi(name);
+	const char *base = strrchr(name, '/') ? strrchr(name, '/') + 1 : name;
+	char stem[320];
+	snprintf(stem, sizeof(stem), "%s", base);
+	char *dot = strrchr(stem, '.'); /* .wmeta, .wevents */
+	if (dot)
+		*dot = 0;
+	if (dot && !strcmp(dot + 1, "wevents") && strrchr(stem, '-'))
+		*strrchr(stem, '-') = 0; /* -K */
+	const char *r = strstr(stem, "-r");
+	for (const char *q = r; q; q = strstr(q + 1, "-r"))
+		r = q; /* the last "-r", then the pid after its '-' */
+	const char *pid = r && strchr(r + 2, '-') ? strchr(r + 2, '-') + 1 : stem;
+	return atoi(pid);
 }
 
 static int load(struct weft_trace *t, const char *const *names, const unsigned char *const *data,
@@ -1215,12 +1230,13 @@ static int load(struct weft_trace *t, const char *const *names, const unsigned c
 			struct weft_file_header h;
 			memcpy(&h, data[i], sizeof(h));
 			int pid = h.pid ? (int)h.pid : pid_of(names[i]);
-			/* the stem: "P" or "P.N" of "P[.N].wmeta" and "P[.N]-K.wevents" */
-			char stem[32];
+			/* the stem: "P[.N]" (HOST-rR-P[.N] in a job) of "P[.N].wmeta" and "P[.N]-K.wevents",
+			 * with the "DIR#/" a load of several directories puts before each name */
+			char stem[320];
 			const char *base = strrchr(names[i], '/') ? strrchr(names[i], '/') + 1 : names[i];
 			const char *end = is_meta ? dot : strrchr(base, '-');
-			size_t sl = end && end > base ? (size_t)(end - base) : strlen(base);
-			snprintf(stem, sizeof(stem), "%.*s", (int)(sl < sizeof(stem) ? sl : sizeof(stem) - 1), base);
+			size_t sl = end && end > base ? (size_t)(end - names[i]) : strlen(names[i]);
+			snprintf(stem, sizeof(stem), "%.*s", (int)(sl < sizeof(stem) ? sl : sizeof(stem) - 1), names[i]);
 			if (is_meta)
 				parse_meta(t, names[i], data[i], sizes[i], stem, pid);
 			else
@@ -1255,7 +1271,9 @@ static int cmp_str(const void *a, const void *b)
 	return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
-int weft_trace_open(const char *dir, struct weft_trace **out, char *err, size_t errlen)
+/* The trace files of dir, sorted, appended to *names; with a prefix ("2/") when several
+ * directories are read, so their stems (a pid on two hosts) stay apart. 0 or -errno. */
+static int list_dir(const char *dir, const char *prefix, char ***names, size_t *n, char *err, size_t errlen)
 {
 	DIR *d = opendir(dir);
 	if (!d) {
@@ -1263,25 +1281,61 @@ int weft_trace_open(const char *dir, struct weft_trace **out, char *err, size_t 
 		snprintf(err, errlen, "%s: %s", dir, strerror(e));
 		return -e;
 	}
-	char **names = NULL;
-	size_t n = 0;
+	size_t first = *n;
 	struct dirent *e;
 	while ((e = readdir(d))) {
 		if (weft_is_trace_file(e->d_name)) {
-			names = xrealloc(names, (n + 1) * sizeof(*names));
-			names[n++] = strdup(e->d_name);
+			*names = xrealloc(*names, (*n + 1) * sizeof(**names));
+			size_t l = strlen(prefix) + strlen(e->d_name) + 1;
+			char *nm = xcalloc(1, l);
+			snprintf(nm, l, "%s%s", prefix, e->d_name);
+			(*names)[(*n)++] = nm;
 		}
 	}
 	closedir(d);
-	if (n)
-		qsort(names, n, sizeof(*names), cmp_str);
+	if (*n > first)
+		qsort(*names + first, *n - first, sizeof(**names), cmp_str);
+	return 0;
+}
+
+int weft_trace_open_dirs(const char *const *dirs, size_t ndirs, struct weft_trace **out, char *err,
+			 size_t errlen)
+{
+	if (!ndirs) {
+		snprintf(err, errlen, "no trace directory given");
+		return -EINVAL;
+	}
+	char **names = NULL;
+	size_t n = 0, *from = NULL; /* from[i]: the directory of names[i] */
+	for (size_t k = 0; k < ndirs; k++) {
+		char prefix[32] = "";
+		if (ndirs > 1)
+			snprintf(prefix, sizeof(prefix), "%zu/", k);
+		size_t before = n;
+		int rc = list_dir(dirs[k], prefix, &names, &n, err, errlen);
+		if (!rc && n == before && ndirs > 1) {
+			snprintf(err, errlen, "%s: no weft trace files (*.wmeta, *.wevents) found", dirs[k]);
+			rc = -ENOENT;
+		}
+		if (rc) {
+			for (size_t i = 0; i < n; i++)
+				free(names[i]);
+			free(names);
+			free(from);
+			return rc;
+		}
+		from = xrealloc(from, (n + 1) * sizeof(*from));
+		for (size_t i = before; i < n; i++)
+			from[i] = k;
+	}
 	struct weft_trace *t = xcalloc(1, sizeof(*t));
-	t->dir = strdup(dir);
+	t->dir = strdup(dirs[0]);
 	unsigned char **data = xcalloc(n, sizeof(*data));
 	size_t *sizes = xcalloc(n, sizeof(*sizes));
 	for (size_t i = 0; i < n; i++) {
 		char path[4096];
-		snprintf(path, sizeof(path), "%s/%s", dir, names[i]);
+		const char *base = ndirs > 1 ? strchr(names[i], '/') + 1 : names[i];
+		snprintf(path, sizeof(path), "%s/%s", dirs[from[i]], base);
 		/* O_NONBLOCK: a FIFO or device named like a trace file must not hang the reader */
 		int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
 		struct stat st;
@@ -1307,6 +1361,7 @@ int weft_trace_open(const char *dir, struct weft_trace **out, char *err, size_t 
 		sizes[i] = got;
 		close(fd);
 	}
+	free(from);
 	t->blobs = (void **)data;
 	t->nblobs = n;
 	int rc = load(t, (const char *const *)names, (const unsigned char *const *)data, sizes, n, err, errlen);
@@ -1323,56 +1378,80 @@ int weft_trace_open(const char *dir, struct weft_trace **out, char *err, size_t 
 	return 0;
 }
 
+int weft_trace_open(const char *dir, struct weft_trace **out, char *err, size_t errlen)
+{
+	return weft_trace_open_dirs(&dir, 1, out, err, errlen);
+}
+
+static void proc_free(struct weft_proc *p)
+{
+	for (size_t k = 0; k < p->nthreads; k++) {
+		free(p->threads[k].chunks);
+		free(p->threads[k].name);
+	}
+	free(p->threads);
+	free(p->thkey);
+	free(p->thidx);
+	for (size_t s = 0; s < p->nsites; s++) {
+		free(p->sites[s].name);
+		free(p->sites[s].cat);
+		free(p->sites[s].unit);
+		free(p->sites[s].file);
+	}
+	free(p->sites);
+	for (size_t s = 0; s < p->ntracks; s++)
+		free(p->tracks[s]);
+	free(p->tracks);
+	for (int a = 0; a < p->argc; a++)
+		free(p->argv[a]);
+	free(p->argv);
+	free(p->clock);
+	free(p->maps);
+	for (size_t c = 0; c < p->nsys_chans; c++)
+		free(p->sys_chans[c].name);
+	free(p->sys_chans);
+	free(p->gpu_clock);
+	free(p->gpu_devices);
+	for (size_t c = 0; c < WEFT_SYS_NSOURCES; c++)
+		free(p->sys_sources[c].text);
+	free(p->func_addr);
+	free(p->func_id);
+	free(p->name);
+	for (size_t k = 0; k < p->nnotes; k++)
+		free(p->notes[k]);
+	free(p->notes);
+	free(p->host);
+	free(p->options);
+	free(p->mem_allocator);
+	free(p->job_id);
+	free(p->job_launcher);
+	free(p->mpi_library);
+	free(p->clock_sync);
+}
+
+size_t weft_trace_keep(struct weft_trace *t, int (*keep)(const struct weft_proc *p, void *arg), void *arg)
+{
+	size_t o = 0;
+	for (size_t i = 0; i < t->nprocs; i++) {
+		if (keep(&t->procs[i], arg)) {
+			if (o != i)
+				t->procs[o] = t->procs[i];
+			o++;
+		} else {
+			proc_free(&t->procs[i]);
+		}
+	}
+	t->nprocs = o;
+	return o;
+}
+
 void weft_trace_free(struct weft_trace *t)
 {
 	if (!t)
 		return;
 	weft_hosts_free(&t->hosts);
-	for (size_t i = 0; i < t->nprocs; i++) {
-		struct weft_proc *p = &t->procs[i];
-		for (size_t k = 0; k < p->nthreads; k++) {
-			free(p->threads[k].chunks);
-			free(p->threads[k].name);
-		}
-		free(p->threads);
-		free(p->thkey);
-		free(p->thidx);
-		for (size_t s = 0; s < p->nsites; s++) {
-			free(p->sites[s].name);
-			free(p->sites[s].cat);
-			free(p->sites[s].unit);
-			free(p->sites[s].file);
-		}
-		free(p->sites);
-		for (size_t s = 0; s < p->ntracks; s++)
-			free(p->tracks[s]);
-		free(p->tracks);
-		for (int a = 0; a < p->argc; a++)
-			free(p->argv[a]);
-		free(p->argv);
-		free(p->clock);
-		free(p->maps);
-		for (size_t c = 0; c < p->nsys_chans; c++)
-			free(p->sys_chans[c].name);
-		free(p->sys_chans);
-		free(p->gpu_clock);
-		free(p->gpu_devices);
-		for (size_t c = 0; c < WEFT_SYS_NSOURCES; c++)
-			free(p->sys_sources[c].text);
-		free(p->func_addr);
-		free(p->func_id);
-		free(p->name);
-		for (size_t k = 0; k < p->nnotes; k++)
-			free(p->notes[k]);
-		free(p->notes);
-		free(p->host);
-		free(p->options);
-		free(p->mem_allocator);
-		free(p->job_id);
-		free(p->job_launcher);
-		free(p->mpi_library);
-		free(p->clock_sync);
-	}
+	for (size_t i = 0; i < t->nprocs; i++)
+		proc_free(&t->procs[i]);
 	free(t->procs);
 	for (size_t i = 0; i < t->nwarnings; i++)
 		free(t->warnings[i]);

@@ -75,7 +75,8 @@ struct weft_gpu_device_def {
 struct weft_proc {
 	int pid, ppid;
 	int gen;       /* 0, or N for the N-th image after exec (files PID.N.*) */
-	char stem[32]; /* file name stem */
+	char stem[320]; /* file name stem: PID[.N], HOST-rRANK-PID[.N] in a job; DIR#/ before it when
+			 * several directories are loaded */
 	char *name, *host, *options;
 	char **notes; /* NOTE records' texts, in order */
 	size_t nnotes;
@@ -228,6 +229,13 @@ int weft_chunk_headers(const struct weft_chunk_view *c, uint64_t **buf, size_t *
 
 /* Open DIR. Returns 0, or -errno with a one-line reason in err. */
 int weft_trace_open(const char *dir, struct weft_trace **out, char *err, size_t errlen);
+/* Keeps the processes keep() says yes to (in their order), frees the others: the number kept. */
+size_t weft_trace_keep(struct weft_trace *t, int (*keep)(const struct weft_proc *p, void *arg), void *arg);
+/* Several trace directories as one trace (the hosts of a job that share no filesystem, the
+ * runs of one workflow): every directory's processes, in the order given. t->dir is the first
+ * directory. Errors as weft_trace_open; a directory without trace files is an error. */
+int weft_trace_open_dirs(const char *const *dirs, size_t ndirs, struct weft_trace **out, char *err,
+			 size_t errlen);
 /* Load from in-memory file images (used by the fuzzers): names[i] is the file name. */
 int weft_trace_from_buffers(const char *const *names, const unsigned char *const *data,
 			    const size_t *sizes, size_t n, struct weft_trace **out, char *err,

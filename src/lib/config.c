@@ -136,6 +136,7 @@ typedef int (*setter_fn)(struct weft_config *c, const char *v);
 SETTER(set_enable) { return parse_int(v, 0, 1, &c->enable); }
 SETTER(set_output) { return *v ? set_str(c->output, sizeof(c->output), v) : -EINVAL; }
 SETTER(set_name) { return set_str(c->name, sizeof(c->name), v); }
+SETTER(set_host) { return set_str(c->host, sizeof(c->host), v); }
 /* a list of name patterns (glob.c); a bad regex or an over-long pattern is refused */
 static int set_patterns(char *dst, size_t n, const char *v)
 {
@@ -401,6 +402,7 @@ static const struct {
 	{"gpu", set_gpu, "0 or 1 (CUDA kernels, copies, API calls and device memory through CUPTI; GPU power, clocks and utilization through NVML every power_period)"},
 	{"cupti_lib", set_cupti_lib, "the CUPTI library dlopen loads (default: searched in CUDA_HOME, /usr/local/cuda and the loader path)"},
 	{"gpu_buffer_size", set_gpu_buffer_size, "a size from 64K to 256M: each CUPTI activity buffer (default 8M)"},
+	{"host", set_host, "the host name to record (default: the hostname)"},
 };
 
 const char *weft_config_valid(const char *key)
@@ -463,11 +465,22 @@ int weft_config_apply(struct weft_config *c, const char *opts, int log_errors)
 	return bad;
 }
 
+void weft_host(char *out, size_t n)
+{
+	if (weft_cfg.host[0]) {
+		snprintf(out, n, "%s", weft_cfg.host);
+		return;
+	}
+	snprintf(out, n, "localhost");
+	if (n > 1 && gethostname(out, n - 1) == 0)
+		out[n - 1] = 0;
+}
+
 /* Expand {name} {host} {pid} in the output pattern. */
 int weft_expand_output(const char *pat, const char *name, char *out, size_t n)
 {
-	char host[256] = "localhost";
-	gethostname(host, sizeof(host) - 1);
+	char host[256];
+	weft_host(host, sizeof(host));
 	size_t o = 0;
 	for (const char *p = pat; *p; p++) {
 		char tmp[300];

@@ -39,6 +39,7 @@ struct weft_config {
 	int enable;
 	char output[1024];
 	char name[256];
+	char host[256]; /* host=: the host named in the PROCESS record and file names ("": hostname) */
 	char categories[1024];
 	char filter[1024];
 	uint64_t buffer_size;
@@ -97,6 +98,8 @@ WEFT_HIDDEN int weft_elf_symbols(const char *path, int *is_exec,
 WEFT_HIDDEN int weft_exe_symbol(const char *name, uint64_t *addr, uint64_t *size);
 WEFT_HIDDEN int weft_parse_cpulist(const char *s, uint64_t *mask);
 WEFT_HIDDEN int weft_expand_output(const char *pattern, const char *name, char *out, size_t n);
+/* The host this process records as: the host= option, else gethostname(). */
+WEFT_HIDDEN void weft_host(char *out, size_t n);
 
 /* ---- fdfile.c: weft's own files, never written through a descriptor it lost ---- */
 #include <sys/types.h>
@@ -145,6 +148,7 @@ WEFT_HIDDEN void weft_registry_atfork_child(void);
 
 /* ---- meta.c ---- */
 WEFT_HIDDEN int weft_meta_open(const char *dir, int pid, char *stem, size_t stemlen);
+WEFT_HIDDEN int weft_in_job(void); /* a launcher gave this process a rank (job.c); under weft_g.lock */
 WEFT_HIDDEN void weft_meta_close(void);
 WEFT_HIDDEN void weft_meta_write(unsigned type, const void *a, size_t alen, const void *b, size_t blen);
 WEFT_HIDDEN void weft_meta_clock(void);
@@ -199,7 +203,7 @@ struct weft_global {
 	_Atomic int run;           /* enum weft_run_state */
 	int pid;
 	char dir[1024];
-	char stem[32]; /* file name stem: pid, or pid.N after exec */
+	char stem[320]; /* file name stem: pid or HOST-rRANK-pid (in a job), .N after exec */
 	_Atomic uint64_t events, dropped, after_stop, bytes_raw, bytes_written, chunks;
 	_Atomic uint64_t func_filtered; /* function events left out by func_depth/func_min */
 	int in_signal; /* weft_stop runs from a fatal-signal handler: free nothing */

@@ -6,6 +6,7 @@
  * SIGKILL still has the definitions of every id its chunks use.
  */
 #include "internal.h"
+#include "job.h"
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -41,17 +42,45 @@ static void meta_reserve(void)
 		meta_tight = 1;
 }
 
+/* The launcher's view of this process (job.c), read from the environment once, at the
+ * trace's start (under weft_g.lock); a forked child keeps its parent's. */
+static struct weft_job job;
+static int job_read;
+static const char *env(const char *name) { return getenv(name); }
+static const struct weft_job *this_job(void)
+{
+	if (!job_read) {
+		weft_job_detect(&job, env);
+		job_read = 1;
+	}
+	return &job;
+}
+
+int weft_in_job(void)
+{
+	return this_job()->known;
+}
+
 /* Files are named by a stem: the pid, or pid.N for the N-th image of a process that exec'd
- * (the same pid records again, and must not overwrite what its earlier image wrote). */
+ * (the same pid records again, and must not overwrite what its earlier image wrote). A task
+ * of a job names its files HOST-rRANK-PID[.N]: the ranks of a job on several hosts can share
+ * one directory, and a directory listing reads in rank order per host. */
 int weft_meta_open(const char *dir, int pid, char *stem, size_t stemlen)
 {
-	char path[PATH_MAX];
+	char path[PATH_MAX], prefix[300] = "";
+	const struct weft_job *j = this_job();
+	if (j->known) {
+		char host[256], hp[256];
+		weft_host(host, sizeof(host));
+		weft_job_host_part(host, hp, sizeof(hp));
+		snprintf(prefix, sizeof(prefix), "%s-r%u-", hp, (unsigned)j->rank);
+	}
 	int fd = -1;
 	for (int gen = 0; gen < 1000 && fd < 0; gen++) {
 		if (gen)
-			snprintf(stem, stemlen, "%d.%d", pid, gen);
+			snprintf(stem, stemlen, "%s%d.%d", prefix, pid, gen);
 		else
-			snprintf(stem, stemlen, "%d", pid);
+			snprintf(stem, stemlen, "%s%d", prefix, pid);
 		snprintf(path, sizeof(path), "%s/%s.wmeta", dir, stem);
 		fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_APPEND | O_CLOEXEC, 0644);
 		if (fd < 0 && errno != EEXIST)
@@ -168,7 +197,7 @@ void weft_meta_process(void)
 	memcpy(buf + 8, &start, 8);
 	n = 16;
 	char host[256] = "";
-	gethostname(host, sizeof(host) - 1);
+	weft_host(host, sizeof(host));
 	size_t hl = strlen(host) + 1;
 	memcpy(buf + n, host, hl);
 	n += hl;
@@ -188,6 +217,15 @@ void weft_meta_process(void)
 	memcpy(cs, ck, 8);
 	memcpy(cs + 8, &hz, 8);
 	weft_meta_write(WEFT_M_CLOCK_SOURCE, cs, 16, NULL, 0);
+	const struct weft_job *j = this_job();
+	if (j->known) { /* u32 rank, size, local rank, local size; id\0 launcher\0 */
+		uint32_t jw[4] = {j->rank, j->size, j->local_rank, j->local_size};
+		char js[sizeof(j->id) + sizeof(j->launcher)];
+		size_t il = strlen(j->id) + 1, ll = strlen(j->launcher) + 1;
+		memcpy(js, j->id, il);
+		memcpy(js + il, j->launcher, ll);
+		weft_meta_write(WEFT_M_JOB, jw, sizeof(jw), js, il + ll);
+	}
 	if (weft_cfg.given[0])
 		weft_meta_write(WEFT_M_OPTIONS, weft_cfg.given, strlen(weft_cfg.given) + 1, NULL, 0);
 	if (weft_cfg.name[0])

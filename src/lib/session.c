@@ -111,11 +111,16 @@ static int mkdir_p(const char *dir)
 
 /* A directory left by an earlier run is moved aside to DIR.old (like perf.data.old), after
  * removing the weft files of an older DIR.old. Processes of one session (weft record sets
- * WEFT_SESSION=DIR for everything it runs) share the directory instead. */
+ * WEFT_SESSION=DIR for everything it runs) and the tasks of a parallel job share the
+ * directory instead. */
 static void move_old(const char *dir)
 {
 	const char *sess = secure_getenv("WEFT_SESSION");
 	if (sess && !strcmp(sess, dir))
+		return;
+	/* the ranks of a job start together and share the directory: one moving it would take
+	 * the files the others just opened (weft record makes a job's directory fresh, once) */
+	if (weft_in_job())
 		return;
 	struct stat st;
 	if (stat(dir, &st) || !S_ISDIR(st.st_mode))

@@ -1,6 +1,7 @@
 /*
- * cmd-convert.c - `weft convert DIR -o FILE`: the trace directory to a Perfetto .pftrace or
- * a Chrome .json (chosen by the extension or --format). Damage in the input is reported as
+ * cmd-convert.c - `weft convert DIR... -o FILE`: the trace directory (or several, loaded as one
+ * trace: a job's hosts without a shared filesystem) to a Perfetto .pftrace or a Chrome .json
+ * (chosen by the extension or --format); --ranks keeps some ranks of a job. Damage in the input is reported as
  * warnings and everything readable is converted; the summary line says what was written.
  */
 #include "tool/cmd.h"
@@ -20,8 +21,9 @@
 static void help(FILE *f)
 {
 	fprintf(f,
-		"usage: weft convert [OPTIONS] DIR -o FILE\n"
-		"Convert the trace directory DIR (as written by libweft) to FILE.\n\n"
+		"usage: weft convert [OPTIONS] DIR... -o FILE\n"
+		"Convert the trace directory DIR (as written by libweft) to FILE; several\n"
+		"directories (a job's hosts, a workflow's runs) become one trace.\n\n"
 		"  -o, --output FILE        output file (required); .json selects Chrome JSON,\n"
 		"                           anything else Perfetto protobuf (.pftrace); - is stdout.\n"
 		"                           Replaced only once complete; a device or FIFO is written\n"
@@ -29,6 +31,7 @@ static void help(FILE *f)
 		"  -f, --format FMT         pftrace or json, overriding the extension\n"
 		"      --json-style STYLE   be (B/E event pairs, default) or x (complete X events)\n"
 		"  -j, --jobs N             threads to use (default 2)\n"
+		"      --ranks LIST         only these ranks of a job, e.g. 0-63 or 0,2,8-11\n"
 		"  -q, --quiet              no summary line\n"
 		"      --compress=deflate|none  .pftrace packets zlib-compressed in batches (default\n"
 		"                         deflate; Perfetto inflates them), or plain\n"
@@ -42,15 +45,60 @@ static void help(FILE *f)
 		"Exit status: 0 converted (warnings may say what was damaged), 1 failed, 2 usage.\n");
 }
 
+/* --ranks LIST: "A", "A-B", comma-separated. Fills a sorted-free list of ranges. */
+struct rank_set {
+	size_t n;
+	uint32_t lo[64], hi[64];
+};
+static int parse_ranks(const char *s, struct rank_set *rs)
+{
+	rs->n = 0;
+	while (*s) {
+		char *end;
+		if (*s < '0' || *s > '9' || rs->n == 64)
+			return -1;
+		unsigned long a = strtoul(s, &end, 10), b = a;
+		if (*end == '-') {
+			s = end + 1;
+			if (*s < '0' || *s > '9')
+				return -1;
+			b = strtoul(s, &end, 10);
+		}
+		if (b < a || b >= WEFT_RANK_NONE)
+			return -1;
+		rs->lo[rs->n] = (uint32_t)a;
+		rs->hi[rs->n++] = (uint32_t)b;
+		s = end;
+		if (*s == ',' && s[1])
+			s++;
+		else if (*s)
+			return -1;
+	}
+	return rs->n ? 0 : -1;
+}
+
+static int rank_wanted(const struct weft_proc *p, void *arg)
+{
+	const struct rank_set *rs = arg;
+	uint32_t r = weft_proc_rank(p);
+	for (size_t i = 0; r != WEFT_RANK_NONE && i < rs->n; i++)
+		if (r >= rs->lo[i] && r <= rs->hi[i])
+			return 1;
+	return 0;
+}
+
 int cmd_convert(int argc, char **argv)
 {
 	static const struct option opts[] = {
 		{"output", required_argument, 0, 'o'}, {"format", required_argument, 0, 'f'},
 		{"json-style", required_argument, 0, 's'}, {"jobs", required_argument, 0, 'j'},
 		{"compress", required_argument, 0, 'c'}, {"large-alloc", required_argument, 0, 'L'},
+		{"ranks", required_argument, 0, 'r'},
 		{"quiet", no_argument, 0, 'q'}, {"help", no_argument, 0, 'h'}, {"machines", no_argument, 0, 'M'},
 		{0, 0, 0, 0}};
 	const char *outp = NULL, *fmt = NULL;
+	struct rank_set ranks = {0};
+	int by_rank = 0;
 	int style = WEFT_JSON_BE, jobs = 2, quiet = 0, deflate = WEFT_PFTRACE_DEFLATE, machines = 0, c, rc;
 	optind = 1;
 	opterr = 0;
@@ -100,6 +148,14 @@ int cmd_convert(int argc, char **argv)
 				return WEFT_EXIT_USAGE;
 			}
 			break;
+		case 'r':
+			if (parse_ranks(optarg, &ranks)) {
+				weft_cli_error("convert", "--ranks takes ranks and ranges such as 0-63 or 0,2,8-11, not '%s'",
+					       optarg);
+				return WEFT_EXIT_USAGE;
+			}
+			by_rank = 1;
+			break;
 		case 'q': quiet = 1; break;
 		case 'M': machines = 1; break;
 		case 'h': help(stdout); return WEFT_EXIT_OK;
@@ -108,15 +164,36 @@ int cmd_convert(int argc, char **argv)
 			return WEFT_EXIT_USAGE;
 		}
 	}
-	if (optind < argc - 1) {
-		weft_cli_error("convert", "one trace directory expected (usage: weft convert [DIR] -o FILE)");
-		return WEFT_EXIT_USAGE;
+	/* getopt stops at the first directory; -o may follow them */
+	const char *dirs[256];
+	size_t ndirs = 0;
+	while (optind < argc) {
+		if (!strcmp(argv[optind], "-o") || !strcmp(argv[optind], "--output")) {
+			if (optind + 1 >= argc) {
+				weft_cli_error("convert", "-o needs a file");
+				return WEFT_EXIT_USAGE;
+			}
+			outp = argv[optind + 1];
+			optind += 2;
+			continue;
+		}
+		if (!strncmp(argv[optind], "--output=", 9)) {
+			outp = argv[optind++] + 9;
+			continue;
+		}
+		if (ndirs == sizeof(dirs) / sizeof(dirs[0])) {
+			weft_cli_error("convert", "at most %zu trace directories", ndirs);
+			return WEFT_EXIT_USAGE;
+		}
+		dirs[ndirs++] = argv[optind++];
 	}
 	if (!outp) {
 		weft_cli_error("convert", "missing -o FILE (.pftrace or .json; - for stdout)");
 		return WEFT_EXIT_USAGE;
 	}
-	const char *dir = optind < argc ? argv[optind] : "weft.data"; /* like perf and perf.data */
+	if (!ndirs)
+		dirs[ndirs++] = "weft.data"; /* like perf and perf.data */
+	const char *dir = dirs[0];
 	int to_stdout = !strcmp(outp, "-");
 	/* never a file of the trace (its trace.pftrace may be converted again), never replacing a
 	 * device, FIFO or symlink; a regular file is replaced only once complete (outfile.c) */
@@ -125,14 +202,27 @@ int cmd_convert(int argc, char **argv)
 		fmt = dot && !strcmp(dot, ".json") ? "json" : "pftrace";
 	}
 	struct weft_outfile out = {.fd = -1};
+	for (size_t i = 1; i < ndirs && !to_stdout; i++) { /* never a file of any of the traces */
+		struct weft_outfile probe = {.fd = -1};
+		if ((rc = weft_outfile_open(&probe, "convert", outp, dirs[i],
+					    !strcmp(fmt, "pftrace") ? WEFT_OUT_PFTRACE_OK : 0)))
+			return rc;
+		weft_outfile_abort(&probe);
+	}
 	if (!to_stdout && (rc = weft_outfile_open(&out, "convert", outp, dir,
 						  !strcmp(fmt, "pftrace") ? WEFT_OUT_PFTRACE_OK : 0)))
 		return rc;
 	struct weft_trace *t;
 	char err[512];
-	rc = weft_trace_open(dir, &t, err, sizeof(err));
+	rc = weft_trace_open_dirs(dirs, ndirs, &t, err, sizeof(err));
 	if (rc) {
 		weft_cli_error("convert", "%s", err);
+		weft_outfile_abort(&out);
+		return WEFT_EXIT_FAIL;
+	}
+	if (by_rank && !weft_trace_keep(t, rank_wanted, &ranks)) {
+		weft_cli_error("convert", "no process of the trace has one of the ranks asked for");
+		weft_trace_free(t);
 		weft_outfile_abort(&out);
 		return WEFT_EXIT_FAIL;
 	}

@@ -15,10 +15,11 @@
 
 static void help(FILE *f)
 {
-	fprintf(f, "usage: weft info [OPTIONS] DIR\n"
-		   "Describe the trace directory DIR. A trace of several hosts or of a job's ranks\n"
-		   "also gets each host's clock offset and drift to the reference host, and how\n"
-		   "many messages between processes go back in time once aligned (docs/hosts.md).\n\n"
+	fprintf(f, "usage: weft info [OPTIONS] DIR...\n"
+		   "Describe the trace directory DIR (several: as one trace). A trace of several\n"
+		   "hosts or of a job's ranks also gets each host's clock offset and drift to the\n"
+		   "reference host, and how many messages between processes go back in time once\n"
+		   "aligned (docs/hosts.md).\n\n"
 		   "  -h, --help   this text\n\n"
 		   "Exit status: 0 described, 1 unreadable, 2 usage.\n");
 }
@@ -74,14 +75,12 @@ int cmd_info(int argc, char **argv)
 		weft_cli_error("info", "unknown option '%s' (see 'weft info --help')", argv[optind - 1]);
 		return WEFT_EXIT_USAGE;
 	}
-	if (optind < argc - 1) {
-		weft_cli_error("info", "expected one trace directory (usage: weft info [DIR], default weft.data)");
-		return WEFT_EXIT_USAGE;
-	}
-	const char *dir = optind < argc ? argv[optind] : "weft.data";
+	/* several directories: one trace (a job's hosts) */
+	const char *def = "weft.data", *const *dirs = optind < argc ? (const char *const *)argv + optind : &def;
+	size_t ndirs = optind < argc ? (size_t)(argc - optind) : 1;
 	struct weft_trace *t;
 	char err[512];
-	if (weft_trace_open(dir, &t, err, sizeof(err))) {
+	if (weft_trace_open_dirs(dirs, ndirs, &t, err, sizeof(err))) {
 		weft_cli_error("info", "%s", err);
 		return WEFT_EXIT_FAIL;
 	}
@@ -129,6 +128,11 @@ int cmd_info(int argc, char **argv)
 		}
 		if (p->host)
 			printf("  host:     %s\n", p->host);
+		if (p->has_job)
+			printf("  job:      rank %d of %u (local %d of %u), %s job %s\n",
+			       p->job_rank == WEFT_RANK_NONE ? -1 : (int)p->job_rank, p->job_size,
+			       p->job_local_rank == WEFT_RANK_NONE ? -1 : (int)p->job_local_rank, p->job_local_size,
+			       p->job_launcher, p->job_id);
 		if (p->options && *p->options)
 			printf("  options:  %s\n", p->options);
 		for (size_t k = 0; k < p->nnotes; k++)

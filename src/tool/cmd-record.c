@@ -5,9 +5,15 @@
  * (128+N if a signal N killed it). Ctrl-C reaches the program (same process group) while
  * weft waits it out; SIGTERM and SIGHUP sent to weft are passed on. Afterwards the trace is
  * converted to DIR/trace.pftrace and one line says what was recorded.
+ *
+ * Started by a job launcher (`mpirun -np 4 weft record -o D -- ./app`, srun, mpiexec), each
+ * rank's recorder joins the job's shared D instead (tracedir.c) and the last of them to end
+ * converts it. A recorder that cannot join still runs its program, untraced: a rank that never
+ * starts would leave the others waiting in MPI_Init for it.
  */
 #include "tool/cmd.h"
 #include "tool/outfile.h"
+#include "tool/tracedir.h"
 #include "export/export.h"
 #include "lib/internal.h" /* weft_glob_check */
 #include "collect/counters.h"
@@ -33,6 +39,7 @@ static void help(FILE *f)
 		"Code built with -finstrument-functions has every function entry and exit recorded.\n\n"
 		"  -o, --output DIR        trace directory (default weft.data; an old one is moved to DIR.old)\n"
 		"      --no-convert        do not write DIR/trace.pftrace at the end\n"
+		"      --host NAME         record as host NAME (default: the hostname)\n"
 		"  -b, --buffer-size SIZE  most buffer memory per process (default 256M, used as needed)\n"
 		"      --writers N         writer threads per process (default 1)\n"
 		"  -z, --compression L     zstd level, 0 = none (default 1)\n"
@@ -112,6 +119,9 @@ static void help(FILE *f)
 		"      --options OPTS      further WEFT_OPTIONS, key=value:key=value\n"
 		"  -q, --quiet             no summary line, no hints\n"
 		"  -h, --help              this text\n\n"
+		"Under a job launcher (mpirun -np N weft record -o DIR -- ./app, mpiexec, srun) the\n"
+		"ranks share DIR: each writes files named HOST-rRANK-PID, and the last to end writes\n"
+		"DIR/trace.pftrace. Hosts without a shared DIR: weft convert D1 D2 ... -o FILE.\n\n"
 		"Exit status: the program's (128+N if signal N ended it); 1 if weft failed, 2 usage,\n"
 		"127 if the program could not be run.\n");
 }
@@ -189,77 +199,6 @@ static int python_calls_recorded(const struct weft_trace *t)
 			if (t->procs[i].sites[k].defined && t->procs[i].sites[k].cat &&
 			    !strcmp(t->procs[i].sites[k].cat, "python"))
 				return 1;
-	return 0;
-}
-
-/* Is `dir` a directory weft may move aside: a trace directory (weft files only, or empty)? */
-static int is_trace_dir(const char *dir)
-{
-	DIR *d = opendir(dir);
-	if (!d)
-		return 0;
-	int ok = 1;
-	struct dirent *e;
-	while (ok && (e = readdir(d))) {
-		ok = !strcmp(e->d_name, ".") || !strcmp(e->d_name, "..") || !strcmp(e->d_name, "trace.pftrace") ||
-		     !strncmp(e->d_name, ".trace.pftrace.weft-", 20) || weft_is_trace_file(e->d_name);
-	}
-	closedir(d);
-	return ok;
-}
-
-/* Removes the weft files of an old trace directory, then the directory (no shell: a name is
- * only ever a path). */
-static int remove_trace_dir(const char *dir)
-{
-	DIR *d = opendir(dir);
-	if (!d)
-		return -errno;
-	struct dirent *e;
-	while ((e = readdir(d))) {
-		if (!strcmp(e->d_name, "trace.pftrace") || weft_is_trace_file(e->d_name) ||
-		    !strncmp(e->d_name, ".trace.pftrace.weft-", 20)) { /* (a conversion cut short: outfile.c) */
-			char p[PATH_MAX + 300];
-			snprintf(p, sizeof(p), "%s/%s", dir, e->d_name);
-			unlink(p);
-		}
-	}
-	closedir(d);
-	return rmdir(dir) ? -errno : 0;
-}
-
-/* DIR exists: move it to DIR.old (removing an older DIR.old's weft files), like perf. Only a
- * trace directory is moved: anything else named DIR is the user's, and left alone. */
-static int prepare_dir(const char *dir, char *why, size_t whylen)
-{
-	struct stat st;
-	if (stat(dir, &st) == 0) {
-		if (!S_ISDIR(st.st_mode) || !is_trace_dir(dir)) {
-			snprintf(why, whylen, "%s exists and is not a weft trace directory; not touching it", dir);
-			return -EEXIST;
-		}
-		char old[PATH_MAX + 8];
-		snprintf(old, sizeof(old), "%s.old", dir);
-		if (lstat(old, &st) == 0) {
-			if (!S_ISDIR(st.st_mode) || !is_trace_dir(old)) {
-				snprintf(why, whylen, "%s exists and is not a weft trace directory; not moving %s there", old, dir);
-				return -EEXIST;
-			}
-			int rc = remove_trace_dir(old);
-			if (rc) {
-				snprintf(why, whylen, "cannot remove %s: %s", old, strerror(-rc));
-				return rc;
-			}
-		}
-		if (rename(dir, old)) {
-			snprintf(why, whylen, "cannot move %s to %s: %s", dir, old, strerror(errno));
-			return -errno;
-		}
-	}
-	if (mkdir(dir, 0755)) {
-		snprintf(why, whylen, "cannot create %s: %s", dir, strerror(errno));
-		return -errno;
-	}
 	return 0;
 }
 
@@ -396,6 +335,8 @@ void weft_log(int level, const char *fmt, ...)
 	va_end(ap);
 }
 
+static const char *env_get(const char *name) { return getenv(name); }
+
 int cmd_record(int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -412,8 +353,10 @@ int cmd_record(int argc, char **argv)
 		{"cpu-mem", optional_argument, 0, 'C'}, {"power", no_argument, 0, 'E'},
 		{"sample-period", required_argument, 0, 'Q'}, {"power-period", required_argument, 0, 'U'},
 		{"counters", required_argument, 0, 'K'}, {"gpu", no_argument, 0, 'G'},
+		{"host", required_argument, 0, 'H'},
 		{"quiet", no_argument, 0, 'q'}, {"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
 	char names[1024] = "", why[256];
+	const char *host = NULL;
 	const char *outdir = "weft.data";
 	char extra[2048] = "", watch[1024] = "";
 	int convert = 1, quiet = 0, python = 0, gpu = 0, c;
@@ -528,6 +471,12 @@ int cmd_record(int argc, char **argv)
 			ADD(":counters=%s", optarg);
 			break;
 		}
+		case 'H':
+			if (!*optarg || strchr(optarg, ':') || check_option("--host", "host", optarg))
+				return WEFT_EXIT_USAGE;
+			host = optarg;
+			ADD(":host=%s", optarg);
+			break;
 		case 'q': quiet = 1; break;
 		case 'h': help(stdout); return WEFT_EXIT_OK;
 		default:
@@ -570,11 +519,29 @@ int cmd_record(int argc, char **argv)
 			       "`make demo`, `make install`)", slash ? exe : ".");
 		return WEFT_EXIT_FAIL;
 	}
+	/* a task of a parallel job: its recorder shares DIR with the job's others */
+	struct weft_job job;
+	struct weft_jobdir jd = {.fd = -1};
+	char hostname[256];
+	if (host)
+		snprintf(hostname, sizeof(hostname), "%s", host);
+	else if (gethostname(hostname, sizeof(hostname) - 1))
+		snprintf(hostname, sizeof(hostname), "localhost");
+	hostname[sizeof(hostname) - 1] = 0;
+	weft_job_detect(&job, env_get);
 	char dirwhy[PATH_MAX * 2 + 100];
-	int rc = prepare_dir(outdir, dirwhy, sizeof(dirwhy));
+	int rc = job.known ? weft_jobdir_join(&jd, outdir, &job, hostname, dirwhy, sizeof(dirwhy))
+			   : weft_tracedir_prepare(outdir, dirwhy, sizeof(dirwhy));
 	char dir[PATH_MAX];
 	if (rc || !realpath(outdir, dir)) {
 		weft_cli_error("record", "%s", rc ? dirwhy : strerror(errno));
+		if (job.known) {
+			weft_cli_error("record", "rank %u: running %s untraced, so that the job's other ranks do not "
+				       "wait for it", (unsigned)job.rank, argv[optind]);
+			execvp(argv[optind], argv + optind);
+			weft_cli_error("record", "cannot run '%s': %s", argv[optind], strerror(errno));
+			return 127;
+		}
 		return WEFT_EXIT_FAIL;
 	}
 	int setid = is_setid(argv[optind]);
@@ -623,6 +590,8 @@ int cmd_record(int argc, char **argv)
 		setenv("LD_PRELOAD", ld, 1);
 		setenv("WEFT_OPTIONS", options, 1);
 		setenv("WEFT_SESSION", dir, 1);
+		if (job.known) /* the runtime names the job as this recorder did (hydra gives no id) */
+			setenv("WEFT_JOB_ID", job.id, 1);
 		if (pypath[0])
 			setenv("PYTHONPATH", pypath, 1);
 		/* CUDA's driver calls InitializeInjection of this library at cuInit (the runtime,
@@ -665,6 +634,16 @@ int cmd_record(int argc, char **argv)
 			       "was traced", argv[optind]);
 		rmdir(dir); /* empty, unless a child it ran was traced */
 		return code;
+	}
+	if (job.known) { /* only the job's last recorder here converts, once every rank ended */
+		int last = weft_jobdir_leave(&jd);
+		if (!last || !convert) {
+			weft_jobdir_close(&jd);
+			return code;
+		}
+		if (!quiet)
+			fprintf(stderr, "weft: record: job %s: rank %u ended last of %u here; converting the job's trace\n",
+				job.id, (unsigned)job.rank, jd.expect);
 	}
 	if (!convert && quiet)
 		return code;
@@ -764,5 +743,6 @@ int cmd_record(int argc, char **argv)
 		fprintf(stderr, "\n");
 	}
 	weft_trace_free(t);
+	weft_jobdir_close(&jd);
 	return code;
 }

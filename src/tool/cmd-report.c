@@ -21,7 +21,7 @@
 
 static void help(FILE *f)
 {
-	fprintf(f, "usage: weft report [OPTIONS] [DIR]   (default weft.data)\n"
+	fprintf(f, "usage: weft report [OPTIONS] [DIR...]   (default weft.data; several: one trace)\n"
 		   "Where the time went in the trace DIR.\n\n"
 		   "  -s, --sort KEY      total (default), self, calls, avg, max or name\n"
 		   "      --threads       one table per thread\n"
@@ -254,17 +254,13 @@ int cmd_report(int argc, char **argv)
 			       "--tree, --threads, --processes and --sort do not apply");
 		return WEFT_EXIT_USAGE;
 	}
-	if (optind < argc - 1) {
-		weft_cli_error("report", "expected one trace directory (usage: weft report [OPTIONS] [DIR], default weft.data)");
-		return WEFT_EXIT_USAGE;
-	}
 	if (optind == argc) { /* like perf report and perf.data */
 		static char def[] = "weft.data";
 		argv[argc++] = def;
 	}
 	struct weft_trace *t;
-	char err[512];
-	if (weft_trace_open(argv[optind], &t, err, sizeof(err))) {
+	char err[512]; /* several directories: one trace (a job's hosts) */
+	if (weft_trace_open_dirs((const char *const *)argv + optind, (size_t)(argc - optind), &t, err, sizeof(err))) {
 		weft_cli_error("report", "%s", err);
 		return WEFT_EXIT_FAIL;
 	}

@@ -262,7 +262,7 @@ class Record(TraceTest):
              "weft: record: cannot run '/nonexistent/prog': No such file or directory\n"),
             (["record", "-o", "/proc/nope/t", "--", "true"], 1,
              "weft: record: cannot create /proc/nope/t: No such file or directory\n"),
-            (["report", "a", "b"], 2, "weft: report: expected one trace directory (usage: weft report [OPTIONS] [DIR], default weft.data)\n"),
+            (["report", "a", "b"], 1, "weft: report: a: No such file or directory\n"),
             (["report", "-s", "size", "d"], 2,
              "weft: report: unknown sort key 'size' (valid: total, self, calls, avg, max, name)\n"),
         ]

@@ -1,0 +1,271 @@
+/*
+ * tracedir.c - where `weft record` puts a trace. A plain run makes DIR fresh: an earlier
+ * trace in DIR goes to DIR.old (like perf.data.old). The recorders of one parallel job
+ * (`mpirun -np 4 weft record -o D -- ./app`, srun, mpiexec) all name the same DIR and start at
+ * the same moment, so they take turns under an flock(2) on DIR itself: the first to find DIR
+ * without its job's mark (DIR/.weft-job, holding the launcher's job id) moves DIR aside, makes
+ * a fresh one and marks it; the others find the mark and join. A recorder that locked a DIR
+ * someone moved meanwhile sees the inode differ from the path's and locks the new one. Each
+ * recorder registers (DIR/.weft-run-PID@HOST) and, when its program ended, turns that into
+ * DIR/.weft-done-PID@HOST; the one that finds no recorder running and as many done on its
+ * host as the launcher started there (or as many as the job has) is the last, and converts,
+ * still holding the lock, so nothing moves DIR under the conversion.
+ */
+#include "tool/tracedir.h"
+#include "format/format.h"
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <signal.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define JOB_MARK ".weft-job"
+
+/* weft's own names in a trace directory: its data, the conversion (and one cut short,
+ * outfile.c's temporary), the job's mark and registrations */
+static int is_weft_name(const char *n)
+{
+	return !strcmp(n, "trace.pftrace") || !strncmp(n, ".trace.pftrace.weft-", 20) || weft_is_trace_file(n) ||
+	       !strcmp(n, JOB_MARK) || !strncmp(n, ".weft-run-", 10) || !strncmp(n, ".weft-done-", 11);
+}
+
+/* Is `dir` a directory weft may move aside: a trace directory (weft files only, or empty)? */
+static int is_trace_dir(const char *dir)
+{
+	DIR *d = opendir(dir);
+	if (!d)
+		return 0;
+	int ok = 1;
+	struct dirent *e;
+	while (ok && (e = readdir(d)))
+		ok = !strcmp(e->d_name, ".") || !strcmp(e->d_name, "..") || is_weft_name(e->d_name);
+	closedir(d);
+	return ok;
+}
+
+/* Removes the weft files of an old trace directory, then the directory (no shell: a name is
+ * only ever a path). */
+static int remove_trace_dir(const char *dir)
+{
+	DIR *d = opendir(dir);
+	if (!d)
+		return -errno;
+	struct dirent *e;
+	while ((e = readdir(d))) {
+		if (is_weft_name(e->d_name)) {
+			char p[PATH_MAX + 300];
+			snprintf(p, sizeof(p), "%s/%s", dir, e->d_name);
+			unlink(p);
+		}
+	}
+	closedir(d);
+	return rmdir(dir) ? -errno : 0;
+}
+
+/* DIR (a trace directory) to DIR.old, an older DIR.old removed first. */
+static int move_aside(const char *dir, char *why, size_t whylen)
+{
+	struct stat st;
+	if (!is_trace_dir(dir)) {
+		snprintf(why, whylen, "%s exists and is not a weft trace directory; not touching it", dir);
+		return -EEXIST;
+	}
+	char old[PATH_MAX + 8];
+	snprintf(old, sizeof(old), "%s.old", dir);
+	if (lstat(old, &st) == 0) {
+		if (!S_ISDIR(st.st_mode) || !is_trace_dir(old)) {
+			snprintf(why, whylen, "%s exists and is not a weft trace directory; not moving %s there", old, dir);
+			return -EEXIST;
+		}
+		int rc = remove_trace_dir(old);
+		if (rc) {
+			snprintf(why, whylen, "cannot remove %s: %s", old, strerror(-rc));
+			return rc;
+		}
+	}
+	if (rename(dir, old)) {
+		int e = errno;
+		snprintf(why, whylen, "cannot move %s to %s: %s", dir, old, strerror(e));
+		return -e;
+	}
+	return 0;
+}
+
+int weft_tracedir_prepare(const char *dir, char *why, size_t whylen)
+{
+	struct stat st;
+	if (stat(dir, &st) == 0) {
+		if (!S_ISDIR(st.st_mode)) {
+			snprintf(why, whylen, "%s exists and is not a weft trace directory; not touching it", dir);
+			return -EEXIST;
+		}
+		int rc = move_aside(dir, why, whylen);
+		if (rc)
+			return rc;
+	}
+	if (mkdir(dir, 0755)) {
+		int e = errno;
+		snprintf(why, whylen, "cannot create %s: %s", dir, strerror(e));
+		return -e;
+	}
+	return 0;
+}
+
+/* The job id DIR is marked with, or "" (no mark). */
+static void read_mark(const char *dir, char *id, size_t n)
+{
+	char p[PATH_MAX];
+	snprintf(p, sizeof(p), "%s/" JOB_MARK, dir);
+	id[0] = 0;
+	int fd = open(p, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	if (fd < 0)
+		return;
+	ssize_t r = read(fd, id, n - 1);
+	close(fd);
+	id[r > 0 ? r : 0] = 0;
+	id[strcspn(id, "\n")] = 0;
+}
+
+static int write_file(const char *path, const char *text)
+{
+	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644);
+	if (fd < 0)
+		return -errno;
+	size_t l = strlen(text);
+	int rc = write(fd, text, l) == (ssize_t)l ? 0 : -EIO;
+	close(fd);
+	return rc;
+}
+
+static int is_empty_dir(const char *dir)
+{
+	DIR *d = opendir(dir);
+	if (!d)
+		return 0;
+	struct dirent *e;
+	int empty = 1;
+	while (empty && (e = readdir(d)))
+		empty = !strcmp(e->d_name, ".") || !strcmp(e->d_name, "..");
+	closedir(d);
+	return empty;
+}
+
+int weft_jobdir_join(struct weft_jobdir *jd, const char *dir, const struct weft_job *job, const char *host,
+		     char *why, size_t whylen)
+{
+	memset(jd, 0, sizeof(*jd));
+	jd->fd = -1;
+	snprintf(jd->dir, sizeof(jd->dir), "%s", dir);
+	weft_job_host_part(host, jd->host, sizeof(jd->host));
+	jd->expect = job->local_size ? job->local_size : job->size;
+	jd->size = job->size;
+	char mark[sizeof(job->id) + 2];
+	snprintf(mark, sizeof(mark), "%s\n", job->id);
+	for (int tries = 0; tries < 1000; tries++) {
+		if (mkdir(dir, 0755) && errno != EEXIST) {
+			int e = errno;
+			snprintf(why, whylen, "cannot create %s: %s", dir, strerror(e));
+			return -e;
+		}
+		int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		if (fd < 0) {
+			if (errno == ENOENT) /* moved between our mkdir and open */
+				continue;
+			int e = errno;
+			snprintf(why, whylen, "%s: %s", dir, strerror(e));
+			return -e;
+		}
+		struct stat held, now;
+		while (flock(fd, LOCK_EX) && errno == EINTR)
+			;
+		if (fstat(fd, &held) || stat(dir, &now) || held.st_ino != now.st_ino || held.st_dev != now.st_dev) {
+			close(fd); /* DIR was moved aside while we waited: lock the new one */
+			continue;
+		}
+		char id[sizeof(job->id)];
+		read_mark(dir, id, sizeof(id));
+		int rc = 0;
+		if (strcmp(id, job->id) && !is_empty_dir(dir)) {
+			/* an earlier run's: aside, and a fresh DIR (still locked through fd, the old
+			 * inode: the job's other recorders waiting on it then see it moved) */
+			rc = move_aside(dir, why, whylen);
+			if (!rc && mkdir(dir, 0755) && errno != EEXIST) {
+				rc = -errno;
+				snprintf(why, whylen, "cannot create %s: %s", dir, strerror(errno));
+			}
+			close(fd);
+			if (rc)
+				return rc;
+			continue;
+		}
+		char p[PATH_MAX];
+		snprintf(p, sizeof(p), "%s/" JOB_MARK, dir);
+		if (!id[0])
+			rc = write_file(p, mark);
+		snprintf(jd->run, sizeof(jd->run), "%s/.weft-run-%d@%s", dir, (int)getpid(), jd->host);
+		snprintf(jd->done, sizeof(jd->done), "%s/.weft-done-%d@%s", dir, (int)getpid(), jd->host);
+		if (!rc)
+			rc = write_file(jd->run, "");
+		if (rc) {
+			snprintf(why, whylen, "cannot write in %s: %s", dir, strerror(-rc));
+			close(fd);
+			return rc;
+		}
+		flock(fd, LOCK_UN);
+		jd->fd = fd;
+		return 0;
+	}
+	snprintf(why, whylen, "%s keeps being moved by others; giving up", dir);
+	return -EBUSY;
+}
+
+int weft_jobdir_leave(struct weft_jobdir *jd)
+{
+	if (jd->fd < 0)
+		return 0;
+	while (flock(jd->fd, LOCK_EX) && errno == EINTR)
+		;
+	if (rename(jd->run, jd->done))
+		write_file(jd->done, "");
+	DIR *d = opendir(jd->dir);
+	unsigned running = 0, done_here = 0, done_all = 0;
+	struct dirent *e;
+	while (d && (e = readdir(d))) {
+		const char *at = strchr(e->d_name, '@');
+		if (!strncmp(e->d_name, ".weft-run-", 10)) {
+			/* one of this host whose recorder is gone (killed): ended, not waited for */
+			int pid = atoi(e->d_name + 10);
+			if (at && !strcmp(at + 1, jd->host) && pid > 0 && kill(pid, 0) && errno == ESRCH) {
+				done_all++;
+				done_here++;
+				continue;
+			}
+			running++;
+		}
+		else if (!strncmp(e->d_name, ".weft-done-", 11))
+			done_all++, done_here += at && !strcmp(at + 1, jd->host);
+	}
+	if (d)
+		closedir(d);
+	/* per host: hosts sharing DIR each convert once their own ranks ended (harmless: the
+	 * output is replaced whole); the whole job: ranks given other host names on one machine */
+	int last = !running && (!jd->expect || done_here >= jd->expect || (jd->size && done_all >= jd->size));
+	if (!last) {
+		flock(jd->fd, LOCK_UN);
+		weft_jobdir_close(jd);
+	}
+	return last;
+}
+
+void weft_jobdir_close(struct weft_jobdir *jd)
+{
+	if (jd->fd >= 0)
+		close(jd->fd); /* drops the lock */
+	jd->fd = -1;
+}

@@ -1,0 +1,36 @@
+/* tracedir.h - the trace directory `weft record` writes into (tracedir.c): made fresh for one
+ * run (an earlier one moved to DIR.old), or shared by the recorders of one parallel job. */
+#ifndef WEFT_TRACEDIR_H
+#define WEFT_TRACEDIR_H
+#include "lib/job.h"
+#include <stddef.h>
+
+/* DIR exists: move it to DIR.old (removing an older DIR.old's weft files), like perf; then
+ * create DIR. Only a trace directory is moved: anything else named DIR is the user's. 0 or
+ * -errno with the reason in why. */
+int weft_tracedir_prepare(const char *dir, char *why, size_t whylen);
+
+/* One recorder's place in a job's shared directory. */
+struct weft_jobdir {
+	int fd;          /* DIR itself, open: flock(2) on it serializes the job's recorders */
+	char dir[4096];  /* DIR as given */
+	char run[512];   /* this recorder's registration while its program runs: DIR/.weft-run-PID@HOST */
+	char done[512];  /* ... and once it ended: DIR/.weft-done-PID@HOST */
+	char host[256];  /* the host part of those names */
+	unsigned expect; /* recorders of the job on this host (the launcher's local size; 0 unknown) */
+	unsigned size;   /* recorders of the whole job (0 unknown) */
+};
+
+/* Joins the job's directory DIR: the first recorder of a new job moves an earlier run's DIR to
+ * DIR.old and marks the fresh DIR with the job id (DIR/.weft-job); the job's later recorders
+ * find the mark and join. Registers this recorder. 0, or -errno with the reason in why. */
+int weft_jobdir_join(struct weft_jobdir *jd, const char *dir, const struct weft_job *job, const char *host,
+		     char *why, size_t whylen);
+
+/* This recorder's program ended: 1 if none of the job's recorders in DIR still runs and it is
+ * the last of those on this host, or of the whole job, to end (then DIR stays locked until
+ * weft_jobdir_close: convert it), 0 if others still run or have not registered yet. */
+int weft_jobdir_leave(struct weft_jobdir *jd);
+void weft_jobdir_close(struct weft_jobdir *jd);
+
+#endif
