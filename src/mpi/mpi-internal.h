@@ -215,8 +215,11 @@ static inline void mpi_leave(void)
 	static fn##_t real_##fn;                                                    \
 	if (__builtin_expect(!real_##fn, 0)) {                                      \
 		real_##fn = (fn##_t)mpi_sym("P" #fn);                                \
-		if (!real_##fn)                                                     \
-			return mpi_abi.err_other ? mpi_abi.err_other : 16;           \
+		if (!real_##fn) {                                                   \
+			if (!mpi_st.ready)                                          \
+				mpi_setup_slow();                                   \
+			return mpi_abi.err_other;                                   \
+		}                                                                   \
 	}
 
 #endif
