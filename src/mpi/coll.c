@@ -9,7 +9,7 @@
  */
 #include "mpi-internal.h"
 
-static void coll_begin(struct weft_site *s, struct mpi_comm *c, int root, uint64_t bytes)
+void mpi_coll_begin(struct weft_site *s, struct mpi_comm *c, int root, uint64_t bytes)
 {
 	struct marg a[5];
 	unsigned n = 0;
@@ -40,7 +40,7 @@ static int64_t sum(const int *counts, int n)
 		if (!mpi_enter(&site_##fn))                                                    \
 			return real_##fn args;                                                 \
 		struct mpi_comm *c = mpi_comm(comm);                                           \
-		coll_begin(&site_##fn, c, rootx, bytesx);                                      \
+		mpi_coll_begin(&site_##fn, c, rootx, bytesx);                                      \
 		int rc = real_##fn args;                                                       \
 		mpi_emit(&site_##fn, WEFT_R_END, NULL, 0, 0, 0);                               \
 		mpi_leave();                                                                   \

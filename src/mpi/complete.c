@@ -37,16 +37,9 @@ static int scratch_for(size_t n)
 	return 0;
 }
 
-struct done {
-	unsigned msgs;
-	int peer, tag;
-	uint64_t bytes;
-	unsigned nflows;
-	uint64_t flows[LOCAL_N];
-};
 
 /* request handle h (copied before the call) completed with status st */
-static void completed(struct done *d, mh h, const void *st)
+void mpi_completed(struct done *d, mh h, const void *st)
 {
 	struct mpi_req *r = mpi_req_find(h);
 	if (!r || !r->active)
@@ -59,7 +52,7 @@ static void completed(struct done *d, mh h, const void *st)
 		d->peer = peer, d->tag = tag;
 		d->bytes += bytes;
 		if (flow) {
-			if (d->nflows < LOCAL_N)
+			if (d->nflows < MPI_DONE_FLOWS)
 				d->flows[d->nflows++] = flow;
 			else
 				mpi_st.received--, mpi_st.undrawn++;
@@ -70,7 +63,7 @@ static void completed(struct done *d, mh h, const void *st)
 		mpi_req_del(r);
 }
 
-static void done_end(struct weft_site *s, const struct done *d)
+void mpi_done_end(struct weft_site *s, const struct done *d)
 {
 	struct marg a[4];
 	unsigned n = 0;
@@ -100,8 +93,8 @@ EXPORT int MPI_Wait(void *req, void *status)
 	int rc = real_MPI_Wait(req, st);
 	struct done d = {0};
 	if (!rc)
-		completed(&d, h, st);
-	done_end(&site_MPI_Wait, &d);
+		mpi_completed(&d, h, st);
+	mpi_done_end(&site_MPI_Wait, &d);
 	mpi_leave();
 	return rc;
 }
@@ -119,8 +112,8 @@ EXPORT int MPI_Test(void *req, int *flag, void *status)
 	int rc = real_MPI_Test(req, flag, st);
 	struct done d = {0};
 	if (!rc && *flag)
-		completed(&d, h, st);
-	done_end(&site_MPI_Test, &d);
+		mpi_completed(&d, h, st);
+	mpi_done_end(&site_MPI_Test, &d);
 	mpi_leave();
 	return rc;
 }
@@ -167,8 +160,8 @@ EXPORT int MPI_Waitall(int n, void *reqs, void *statuses)
 	struct done d = {0};
 	if (!rc)
 		for (int i = 0; i < n; i++)
-			completed(&d, m.h[i], ST(&m, i));
-	done_end(&site_MPI_Waitall, &d);
+			mpi_completed(&d, m.h[i], ST(&m, i));
+	mpi_done_end(&site_MPI_Waitall, &d);
 	mpi_leave();
 	return rc;
 }
@@ -189,8 +182,8 @@ EXPORT int MPI_Testall(int n, void *reqs, int *flag, void *statuses)
 	struct done d = {0};
 	if (!rc && *flag)
 		for (int i = 0; i < n; i++)
-			completed(&d, m.h[i], ST(&m, i));
-	done_end(&site_MPI_Testall, &d);
+			mpi_completed(&d, m.h[i], ST(&m, i));
+	mpi_done_end(&site_MPI_Testall, &d);
 	mpi_leave();
 	return rc;
 }
@@ -213,8 +206,8 @@ EXPORT int MPI_Testall(int n, void *reqs, int *flag, void *statuses)
 		int rc = real_##fn(n, reqs, idx FLAGARG, st);                                  \
 		struct done d = {0};                                                           \
 		if (!rc && FLAGTEST && *idx >= 0 && *idx < n)                                  \
-			completed(&d, m.h[*idx], st);                                          \
-		done_end(&site_##fn, &d);                                                      \
+			mpi_completed(&d, m.h[*idx], st);                                          \
+		mpi_done_end(&site_##fn, &d);                                                      \
 		mpi_leave();                                                                   \
 		return rc;                                                                     \
 	}
@@ -241,8 +234,8 @@ ANY_LIKE(MPI_Testany, COMMA int *flag, COMMA flag, *flag)
 		if (!rc && *outcount > 0)                                                      \
 			for (int k = 0; k < *outcount && k < n; k++)                           \
 				if (indices[k] >= 0 && indices[k] < n)                         \
-					completed(&d, m.h[indices[k]], ST(&m, k));             \
-		done_end(&site_##fn, &d);                                                      \
+					mpi_completed(&d, m.h[indices[k]], ST(&m, k));             \
+		mpi_done_end(&site_##fn, &d);                                                      \
 		mpi_leave();                                                                   \
 		return rc;                                                                     \
 	}

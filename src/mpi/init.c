@@ -21,7 +21,7 @@ struct weft_site mpi_keys[K_N] = {
 
 typedef void (*meta_put_t)(unsigned, const void *, size_t, const void *, size_t);
 static meta_put_t meta_put; /* the runtime's weft__meta_put; NULL without it */
-HIDDEN void mpi_clock_sync(int phase); /* clocksync.c */
+
 
 void mpi_setup_slow(void)
 {
@@ -66,7 +66,7 @@ void mpi_meta_put(unsigned type, const void *a, size_t alen, const void *b, size
 }
 
 /* after a successful Init: WORLD, the offsets, the record */
-static void after_init(void)
+void mpi_after_init(void)
 {
 	int (*csize)(mh, int *) = (int (*)(mh, int *))mpi_sym("PMPI_Comm_size");
 	int (*crank)(mh, int *) = (int (*)(mh, int *))mpi_sym("PMPI_Comm_rank");
@@ -88,13 +88,13 @@ EXPORT int MPI_Init(int *argc, char ***argv)
 	if (!mpi_enter(&site_MPI_Init)) {
 		int rc = real_MPI_Init(argc, argv);
 		if (!rc && !mpi_depth && meta_put) /* mpi=0: say so */
-			after_init();
+			mpi_after_init();
 		return rc;
 	}
 	mpi_emit(&site_MPI_Init, WEFT_R_BEGIN, NULL, 0, 0, 0);
 	int rc = real_MPI_Init(argc, argv);
 	if (!rc)
-		after_init();
+		mpi_after_init();
 	struct marg a[] = {{K_COMM, 0}, {K_COMM_SIZE, mpi_st.world_size}};
 	mpi_emit(&site_MPI_Init, WEFT_R_END, a, rc ? 0 : 2, 0, 0);
 	mpi_leave();
@@ -107,13 +107,13 @@ EXPORT int MPI_Init_thread(int *argc, char ***argv, int required, int *provided)
 	if (!mpi_enter(&site_MPI_Init_thread)) {
 		int rc = real_MPI_Init_thread(argc, argv, required, provided);
 		if (!rc && !mpi_depth && meta_put)
-			after_init();
+			mpi_after_init();
 		return rc;
 	}
 	mpi_emit(&site_MPI_Init_thread, WEFT_R_BEGIN, NULL, 0, 0, 0);
 	int rc = real_MPI_Init_thread(argc, argv, required, provided);
 	if (!rc)
-		after_init();
+		mpi_after_init();
 	struct marg a[] = {{K_COMM, 0}, {K_COMM_SIZE, mpi_st.world_size}};
 	mpi_emit(&site_MPI_Init_thread, WEFT_R_END, a, rc ? 0 : 2, 0, 0);
 	mpi_leave();

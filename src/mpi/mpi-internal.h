@@ -147,6 +147,26 @@ HIDDEN void mpi_recv_post(struct mpi_req *r, struct mpi_comm *c, int src_rank, i
 HIDDEN uint64_t mpi_recv_done(struct mpi_req *r, const void *st, int *peer, int *tag, uint64_t *bytes);
 HIDDEN uint64_t mpi_send_flow(struct mpi_comm *c, int dst_world, int tag);
 
+/* ---- shared parts of the C and Fortran wrappers (p2p.c, complete.c, coll.c, init.c) ---- */
+struct weft_site;
+HIDDEN void mpi_send_begin(struct weft_site *s, const struct mpi_comm *c, int dst, int tag, uint64_t bytes,
+			   uint64_t flow);
+HIDDEN void mpi_comm_begin(struct weft_site *s, const struct mpi_comm *c);
+HIDDEN void mpi_recv_end(struct weft_site *s, struct mpi_req *r, const void *st, int rc);
+HIDDEN void mpi_coll_begin(struct weft_site *s, struct mpi_comm *c, int root, uint64_t bytes);
+#define MPI_DONE_FLOWS 256 /* arrows a completion call draws; more are counted not drawn */
+struct done {
+	unsigned msgs;
+	int peer, tag;
+	uint64_t bytes;
+	unsigned nflows;
+	uint64_t flows[MPI_DONE_FLOWS];
+};
+HIDDEN void mpi_completed(struct done *d, mh h, const void *st);
+HIDDEN void mpi_done_end(struct weft_site *s, const struct done *d);
+HIDDEN void mpi_after_init(void);
+HIDDEN void mpi_clock_sync(int phase);
+
 /* ---- recording (inline) ---- */
 enum mpi_key { K_PEER, K_TAG, K_BYTES, K_COMM, K_COMM_SIZE, K_ROOT, K_SEQ, K_MESSAGES, K_N };
 HIDDEN extern struct weft_site mpi_keys[K_N];

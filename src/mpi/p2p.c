@@ -34,7 +34,7 @@ typedef struct {
 	char b[32];
 } any_status;
 
-static void send_begin(struct weft_site *s, const struct mpi_comm *c, int dst, int tag, uint64_t bytes,
+void mpi_send_begin(struct weft_site *s, const struct mpi_comm *c, int dst, int tag, uint64_t bytes,
 		       uint64_t flow)
 {
 	struct marg a[] = {{K_PEER, dst}, {K_TAG, tag}, {K_BYTES, (int64_t)bytes},
@@ -42,14 +42,14 @@ static void send_begin(struct weft_site *s, const struct mpi_comm *c, int dst, i
 	mpi_emit(s, WEFT_R_BEGIN, a, 5, flow ? WEFT_R_FLOW_OUT : 0, flow);
 }
 
-static void comm_begin(struct weft_site *s, const struct mpi_comm *c)
+void mpi_comm_begin(struct weft_site *s, const struct mpi_comm *c)
 {
 	struct marg a[] = {{K_COMM, c ? (int64_t)c->id : -1}, {K_COMM_SIZE, c ? c->size : 0}};
 	mpi_emit(s, WEFT_R_BEGIN, a, 2, 0, 0);
 }
 
 /* the END of a call that completed receive r with status st */
-static void recv_end(struct weft_site *s, struct mpi_req *r, const void *st, int rc)
+void mpi_recv_end(struct weft_site *s, struct mpi_req *r, const void *st, int rc)
 {
 	int peer = -1, tag = -1;
 	uint64_t bytes = 0, flow = 0;
@@ -70,7 +70,7 @@ static void recv_end(struct weft_site *s, struct mpi_req *r, const void *st, int
 			return real_##fn(buf, count, dt, dest, tag, comm);                     \
 		struct mpi_comm *c = mpi_comm(comm);                                           \
 		int w = comm_world_rank(c, dest);                                              \
-		send_begin(&site_##fn, c, w, tag, mpi_type_bytes(dt, count), mpi_send_flow(c, w, tag)); \
+		mpi_send_begin(&site_##fn, c, w, tag, mpi_type_bytes(dt, count), mpi_send_flow(c, w, tag)); \
 		int rc = real_##fn(buf, count, dt, dest, tag, comm);                           \
 		mpi_emit(&site_##fn, WEFT_R_END, NULL, 0, 0, 0);                               \
 		mpi_leave();                                                                   \
@@ -90,7 +90,7 @@ SEND_LIKE(MPI_Rsend)
 			return real_##fn(buf, count, dt, dest, tag, comm, req);                \
 		struct mpi_comm *c = mpi_comm(comm);                                           \
 		int w = comm_world_rank(c, dest);                                              \
-		send_begin(&site_##fn, c, w, tag, mpi_type_bytes(dt, count), mpi_send_flow(c, w, tag)); \
+		mpi_send_begin(&site_##fn, c, w, tag, mpi_type_bytes(dt, count), mpi_send_flow(c, w, tag)); \
 		int rc = real_##fn(buf, count, dt, dest, tag, comm, req);                      \
 		struct mpi_req *r = rc ? NULL : mpi_req_add(mh_load(req, 0));                  \
 		if (r)                                                                         \
@@ -111,13 +111,13 @@ EXPORT int MPI_Recv(void *buf, int count, mh dt, int source, int tag, mh comm, v
 	if (!mpi_enter(&site_MPI_Recv))
 		return real_MPI_Recv(buf, count, dt, source, tag, comm, status);
 	struct mpi_comm *c = mpi_comm(comm);
-	comm_begin(&site_MPI_Recv, c);
+	mpi_comm_begin(&site_MPI_Recv, c);
 	struct mpi_req r;
 	mpi_recv_post(&r, c, source, tag);
 	any_status mine;
 	void *st = status_ignored(status) ? &mine : status;
 	int rc = real_MPI_Recv(buf, count, dt, source, tag, comm, st);
-	recv_end(&site_MPI_Recv, &r, st, rc);
+	mpi_recv_end(&site_MPI_Recv, &r, st, rc);
 	mpi_leave();
 	return rc;
 }
@@ -129,7 +129,7 @@ EXPORT int MPI_Irecv(void *buf, int count, mh dt, int source, int tag, mh comm, 
 	if (!mpi_enter(&site_MPI_Irecv))
 		return real_MPI_Irecv(buf, count, dt, source, tag, comm, req);
 	struct mpi_comm *c = mpi_comm(comm);
-	comm_begin(&site_MPI_Irecv, c);
+	mpi_comm_begin(&site_MPI_Irecv, c);
 	int rc = real_MPI_Irecv(buf, count, dt, source, tag, comm, req);
 	struct mpi_req *r = rc ? NULL : mpi_req_add(mh_load(req, 0));
 	if (r)
@@ -159,7 +159,7 @@ EXPORT int MPI_Sendrecv(const void *sbuf, int scount, mh sdt, int dest, int stag
 	any_status mine;
 	void *st = status_ignored(status) ? &mine : status;
 	int rc = real_MPI_Sendrecv(sbuf, scount, sdt, dest, stag, rbuf, rcount, rdt, source, rtag, comm, st);
-	recv_end(&site_MPI_Sendrecv, &r, st, rc);
+	mpi_recv_end(&site_MPI_Sendrecv, &r, st, rc);
 	mpi_leave();
 	return rc;
 }
@@ -181,7 +181,7 @@ EXPORT int MPI_Sendrecv_replace(void *buf, int count, mh dt, int dest, int stag,
 	any_status mine;
 	void *st = status_ignored(status) ? &mine : status;
 	int rc = real_MPI_Sendrecv_replace(buf, count, dt, dest, stag, source, rtag, comm, st);
-	recv_end(&site_MPI_Sendrecv_replace, &r, st, rc);
+	mpi_recv_end(&site_MPI_Sendrecv_replace, &r, st, rc);
 	mpi_leave();
 	return rc;
 }
@@ -202,7 +202,7 @@ EXPORT int MPI_Probe(int source, int tag, mh comm, void *status)
 	if (!mpi_enter(&site_MPI_Probe))
 		return real_MPI_Probe(source, tag, comm, status);
 	struct mpi_comm *c = mpi_comm(comm);
-	comm_begin(&site_MPI_Probe, c);
+	mpi_comm_begin(&site_MPI_Probe, c);
 	any_status mine;
 	void *st = status_ignored(status) ? &mine : status;
 	int rc = real_MPI_Probe(source, tag, comm, st);
@@ -218,7 +218,7 @@ EXPORT int MPI_Iprobe(int source, int tag, mh comm, int *flag, void *status)
 	if (!mpi_enter(&site_MPI_Iprobe))
 		return real_MPI_Iprobe(source, tag, comm, flag, status);
 	struct mpi_comm *c = mpi_comm(comm);
-	comm_begin(&site_MPI_Iprobe, c);
+	mpi_comm_begin(&site_MPI_Iprobe, c);
 	any_status mine;
 	void *st = status_ignored(status) ? &mine : status;
 	int rc = real_MPI_Iprobe(source, tag, comm, flag, st);
@@ -259,7 +259,7 @@ EXPORT int MPI_Mprobe(int source, int tag, mh comm, void *message, void *status)
 	if (!mpi_enter(&site_MPI_Mprobe))
 		return real_MPI_Mprobe(source, tag, comm, message, status);
 	struct mpi_comm *c = mpi_comm(comm);
-	comm_begin(&site_MPI_Mprobe, c);
+	mpi_comm_begin(&site_MPI_Mprobe, c);
 	any_status mine;
 	void *st = status_ignored(status) ? &mine : status;
 	int rc = real_MPI_Mprobe(source, tag, comm, message, st);
@@ -277,7 +277,7 @@ EXPORT int MPI_Improbe(int source, int tag, mh comm, int *flag, void *message, v
 	if (!mpi_enter(&site_MPI_Improbe))
 		return real_MPI_Improbe(source, tag, comm, flag, message, status);
 	struct mpi_comm *c = mpi_comm(comm);
-	comm_begin(&site_MPI_Improbe, c);
+	mpi_comm_begin(&site_MPI_Improbe, c);
 	any_status mine;
 	void *st = status_ignored(status) ? &mine : status;
 	int rc = real_MPI_Improbe(source, tag, comm, flag, message, st);
