@@ -269,6 +269,61 @@ class MpiTest(TraceTest):
     def test_fortran_mpich(self):
         self.check_fortran("mpich")
 
+    def check_more(self, flavor):
+        """mpi_more.c: Init_thread, one-sided calls, an ambiguous match (no arrow, counted not
+        drawn), Comm_dup."""
+        self.app(flavor)
+        exe = os.path.join(self.tmp, "more")
+        run([FLAVORS[flavor][0], "-O1", "-Wno-stringop-overflow", "-o", exe,
+             os.path.join(SRC, "tests", "mpi", "mpi_more.c")])
+        data = os.path.join(self.tmp, "run.data")
+        run([WEFT, "record", "-q", "-o", data, "--", *FLAVORS[flavor][1], exe], timeout=120)
+        slices, flows = self.tp(os.path.join(data, "trace.pftrace"), SLICES, FLOWS)
+        self.assertEqual(flows, [])  # the two messages of tag 6 cannot be matched for sure
+        rank = {}
+        for pid in sorted({s["pid"] for s in slices}):
+            put = next(s for s in slices if s["pid"] == pid and s["name"] == "MPI_Put")
+            rank[pid] = (put["peer"] - 1) % 4
+        self.assertEqual(sorted(rank.values()), [0, 1, 2, 3])
+        dup = comm_id(0, 1, 0)
+        for pid, r in rank.items():
+            mine = [s for s in slices if s["pid"] == pid]
+            got = {}
+            for s in mine:
+                got[s["name"]] = got.get(s["name"], 0) + 1
+            want = {"MPI_Init_thread": 1, "MPI_Win_create": 1, "MPI_Win_fence": 4, "MPI_Put": 1, "MPI_Win_lock": 1,
+                    "MPI_Get": 1, "MPI_Win_unlock": 1, "MPI_Accumulate": 1, "MPI_Win_free": 1, "MPI_Barrier": 2,
+                    "MPI_Comm_dup": 1, "MPI_Comm_free": 1, "MPI_Finalize": 1}
+            if r == 0:
+                want["MPI_Send"] = 2
+            if r == 1:
+                want.update({"MPI_Irecv": 2, "MPI_Waitall": 1})
+            self.assertEqual(got, want, f"rank {r}")
+            one = {s["name"]: s for s in mine}
+            self.assertEqual((one["MPI_Put"]["bytes"], one["MPI_Put"]["comm"], one["MPI_Put"]["comm_size"]), (8, 0, 4))
+            self.assertEqual((one["MPI_Get"]["peer"], one["MPI_Get"]["bytes"]), ((r + 3) % 4, 4))
+            self.assertEqual((one["MPI_Win_lock"]["peer"], one["MPI_Win_unlock"]["peer"]), ((r + 3) % 4,) * 2)
+            self.assertEqual((one["MPI_Accumulate"]["peer"], one["MPI_Accumulate"]["bytes"]), (0, 4))
+            barriers = [(s["comm"], s["seq"]) for s in mine if s["name"] == "MPI_Barrier"]
+            self.assertEqual(barriers, [(0, 1), (dup, 1)])
+            if r == 1:
+                self.assertEqual((one["MPI_Waitall"]["messages"], one["MPI_Waitall"]["bytes"]), (2, 8))
+        undrawn = {}
+        for name in os.listdir(data):
+            if name.endswith(".wmeta"):
+                for t, p in meta_records(os.path.join(data, name)):
+                    if t == 33:
+                        v = struct.unpack_from("<IIIIQQQQ", p)
+                        undrawn[v[0]] = (v[5], v[6], v[7])
+        # rank 0 sent 2, rank 1 received both, neither drawn: said once each, on rank 1
+        self.assertEqual(undrawn, {0: (2, 0, 0), 1: (0, 0, 2), 2: (0, 0, 0), 3: (0, 0, 0)})
+
+    def test_more_openmpi(self):
+        self.check_more("openmpi")
+
+    def test_more_mpich(self):
+        self.check_more("mpich")
+
     def test_openmpi(self):
         self.check_job("openmpi")
 
