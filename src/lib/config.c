@@ -402,8 +402,8 @@ static const struct {
 	{"nvml_lib", set_nvml_lib, "the NVML library dlopen loads (default libnvidia-ml.so.1)"},
 	{"gpu", set_gpu, "0 or 1 (CUDA kernels, copies, API calls and device memory through CUPTI; GPU power, clocks and utilization through NVML every power_period)"},
 	{"cupti_lib", set_cupti_lib, "the CUPTI library dlopen loads (default: searched in CUDA_HOME, /usr/local/cuda and the loader path)"},
-	{"mpi", set_mpi, "0 or 1 (MPI calls and messages, where libweft-mpi.so is loaded; default 1)"},
 	{"gpu_buffer_size", set_gpu_buffer_size, "a size from 64K to 256M: each CUPTI activity buffer (default 8M)"},
+	{"mpi", set_mpi, "0 or 1 (MPI calls and messages, where libweft-mpi.so is loaded; default 1)"},
 };
 
 const char *weft_config_valid(const char *key)
