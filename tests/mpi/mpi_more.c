@@ -7,7 +7,13 @@
  *   an ambiguous match: rank 1 posts MPI_Irecv(ANY_SOURCE, tag 6) and then MPI_Irecv(0, tag 6),
  *   rank 0 sends it two messages with tag 6: which receive got which cannot be known from the
  *   calls alone, so neither gets an arrow and both are counted as not drawn;
- *   MPI_Comm_dup of WORLD and an MPI_Barrier on the copy, MPI_Comm_free.
+ *   MPI_Comm_dup of WORLD and an MPI_Barrier on the copy, MPI_Comm_free;
+ *   then one message to the right neighbour per rank for each of: MPI_Sendrecv_replace with
+ *   rank ^ 1 (tag 11, 2 ints); Irecv from both neighbours and Isend to both, completed by 4
+ *   MPI_Waitany (tag 12, 1 int); MPI_Iprobe until found, then MPI_Recv (tag 13, 1 int);
+ *   MPI_Improbe until found, MPI_Imrecv, MPI_Wait (tag 14, 2 ints); a persistent send
+ *   (MPI_Send_init, MPI_Start, MPI_Wait, MPI_Request_free) received by MPI_Recv (tag 15,
+ *   1 int); MPI_Irecv + MPI_Isend completed by MPI_Waitsome calls (tag 16, 1 int).
  */
 #include <mpi.h>
 
@@ -51,6 +57,44 @@ int main(int argc, char **argv)
 	MPI_Comm_dup(MPI_COMM_WORLD, &dup);
 	MPI_Barrier(dup);
 	MPI_Comm_free(&dup);
+
+	int rep[2] = {r, r};
+	MPI_Sendrecv_replace(rep, 2, MPI_INT, r ^ 1, 11, r ^ 1, 11, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+	MPI_Request q[4];
+	int in[2], out = r, idx, flag = 0;
+	MPI_Irecv(&in[0], 1, MPI_INT, left, 12, MPI_COMM_WORLD, &q[0]);
+	MPI_Irecv(&in[1], 1, MPI_INT, right, 12, MPI_COMM_WORLD, &q[1]);
+	MPI_Isend(&out, 1, MPI_INT, left, 12, MPI_COMM_WORLD, &q[2]);
+	MPI_Isend(&out, 1, MPI_INT, right, 12, MPI_COMM_WORLD, &q[3]);
+	for (int i = 0; i < 4; i++)
+		MPI_Waitany(4, q, &idx, MPI_STATUS_IGNORE);
+	MPI_Send(&out, 1, MPI_INT, right, 13, MPI_COMM_WORLD);
+	while (!flag)
+		MPI_Iprobe(left, 13, MPI_COMM_WORLD, &flag, MPI_STATUS_IGNORE);
+	MPI_Recv(&in[0], 1, MPI_INT, left, 13, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+	MPI_Request sq, rq2;
+	MPI_Isend(two, 2, MPI_INT, right, 14, MPI_COMM_WORLD, &sq);
+	MPI_Message msg;
+	flag = 0;
+	while (!flag)
+		MPI_Improbe(left, 14, MPI_COMM_WORLD, &flag, &msg, MPI_STATUS_IGNORE);
+	MPI_Imrecv(in, 2, MPI_INT, &msg, &rq2);
+	MPI_Wait(&rq2, MPI_STATUS_IGNORE);
+	MPI_Wait(&sq, MPI_STATUS_IGNORE);
+	MPI_Request ps;
+	MPI_Send_init(&out, 1, MPI_INT, right, 15, MPI_COMM_WORLD, &ps);
+	MPI_Start(&ps);
+	MPI_Recv(&in[0], 1, MPI_INT, left, 15, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+	MPI_Wait(&ps, MPI_STATUS_IGNORE);
+	MPI_Request_free(&ps);
+	MPI_Request ws[2];
+	int done = 0, outc, ind[2];
+	MPI_Irecv(&in[0], 1, MPI_INT, left, 16, MPI_COMM_WORLD, &ws[0]);
+	MPI_Isend(&out, 1, MPI_INT, right, 16, MPI_COMM_WORLD, &ws[1]);
+	while (done < 2) {
+		MPI_Waitsome(2, ws, &outc, ind, MPI_STATUSES_IGNORE);
+		done += outc;
+	}
 	MPI_Finalize();
 	return 0;
 }
