@@ -19,21 +19,22 @@
 struct counter {
 	uint64_t key; /* 0 free */
 	uint64_t comm;
-	int src, dst, tag;
+	int src, dst, tag, side; /* side: 0 sent, 1 received (a message to oneself is both) */
 	uint64_t n;
 };
 static struct counter counters[NCOUNT];
 
-uint64_t mpi_next_n(uint64_t comm, int src, int dst, int tag)
+uint64_t mpi_next_n(uint64_t comm, int src, int dst, int tag, int side)
 {
-	uint64_t key = weft_mpi_mix5(comm, (uint32_t)src, (uint32_t)dst, (uint32_t)tag, 1) | 1;
+	uint64_t key = weft_mpi_mix5(comm, (uint32_t)src, (uint32_t)dst, (uint32_t)tag, 1 + (unsigned)side) | 1;
 	for (size_t i = key & (NCOUNT - 1), k = 0; k < 64; i = (i + 1) & (NCOUNT - 1), k++) {
 		struct counter *c = &counters[i];
-		if (c->key == key && c->comm == comm && c->src == src && c->dst == dst && c->tag == tag)
+		if (c->key == key && c->comm == comm && c->src == src && c->dst == dst && c->tag == tag &&
+		    c->side == side)
 			return ++c->n;
 		if (!c->key) {
 			c->key = key;
-			c->comm = comm, c->src = src, c->dst = dst, c->tag = tag;
+			c->comm = comm, c->src = src, c->dst = dst, c->tag = tag, c->side = side;
 			return c->n = 1;
 		}
 	}
@@ -44,7 +45,7 @@ uint64_t mpi_send_flow(struct mpi_comm *c, int dst_world, int tag)
 {
 	if (!c || dst_world < 0)
 		return 0;
-	uint64_t n = mpi_next_n(c->id, mpi_st.world_rank, dst_world, tag);
+	uint64_t n = mpi_next_n(c->id, mpi_st.world_rank, dst_world, tag, 0);
 	if (!n) {
 		mpi_st.undrawn++;
 		return 0;
@@ -74,7 +75,7 @@ void mpi_recv_post(struct mpi_req *r, struct mpi_comm *c, int src_rank, int tag)
 	}
 	if (c->pending_wild)
 		c->conflict = 1, r->undrawn = 1;
-	uint64_t n = mpi_next_n(c->id, r->peer, mpi_st.world_rank, tag);
+	uint64_t n = mpi_next_n(c->id, r->peer, mpi_st.world_rank, tag, 1);
 	if (!n)
 		r->undrawn = 1;
 	else
@@ -99,7 +100,7 @@ uint64_t mpi_recv_done(struct mpi_req *r, const void *st, int *peer, int *tag, u
 			c->pending_wild = 0, c->conflict = 0;
 		flow = 0;
 		if (src >= 0 && *peer >= 0) {
-			uint64_t n = mpi_next_n(c->id, *peer, mpi_st.world_rank, t);
+			uint64_t n = mpi_next_n(c->id, *peer, mpi_st.world_rank, t, 1);
 			if (n)
 				flow = weft_mpi_flow_id(c->id, (uint32_t)*peer, (uint32_t)mpi_st.world_rank, t, n);
 		} else {
