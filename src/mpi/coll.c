@@ -103,6 +103,30 @@ COLL(MPI_Iallgather, (const void *sb, int sc, mh sdt, void *rb, int rc_, mh rdt,
 COLL(MPI_Ialltoall, (const void *sb, int sc, mh sdt, void *rb, int rc_, mh rdt, mh comm, void *req),
      (sb, sc, sdt, rb, rc_, rdt, comm, req), NOROOT, mpi_type_bytes(sdt, (int64_t)sc * CSIZE))
 
+COLL(MPI_Igatherv,
+     (const void *sb, int sc, mh sdt, void *rb, const int *rcs, const int *displs, mh rdt, int root, mh comm, void *req),
+     (sb, sc, sdt, rb, rcs, displs, rdt, root, comm, req), root, mpi_type_bytes(sdt, sc))
+COLL(MPI_Iscatterv,
+     (const void *sb, const int *scs, const int *displs, mh sdt, void *rb, int rc_, mh rdt, int root, mh comm,
+      void *req),
+     (sb, scs, displs, sdt, rb, rc_, rdt, root, comm, req), root,
+     c && c->rank == root ? mpi_type_bytes(sdt, sum(scs, CSIZE)) : 0)
+COLL(MPI_Iallgatherv,
+     (const void *sb, int sc, mh sdt, void *rb, const int *rcs, const int *displs, mh rdt, mh comm, void *req),
+     (sb, sc, sdt, rb, rcs, displs, rdt, comm, req), NOROOT, mpi_type_bytes(sdt, sc))
+COLL(MPI_Ialltoallv,
+     (const void *sb, const int *scs, const int *sd, mh sdt, void *rb, const int *rcs, const int *rd, mh rdt, mh comm,
+      void *req),
+     (sb, scs, sd, sdt, rb, rcs, rd, rdt, comm, req), NOROOT, mpi_type_bytes(sdt, sum(scs, CSIZE)))
+COLL(MPI_Iscan, (const void *sb, void *rb, int count, mh dt, mh op, mh comm, void *req),
+     (sb, rb, count, dt, op, comm, req), NOROOT, mpi_type_bytes(dt, count))
+COLL(MPI_Iexscan, (const void *sb, void *rb, int count, mh dt, mh op, mh comm, void *req),
+     (sb, rb, count, dt, op, comm, req), NOROOT, mpi_type_bytes(dt, count))
+COLL(MPI_Ireduce_scatter, (const void *sb, void *rb, const int *rcounts, mh dt, mh op, mh comm, void *req),
+     (sb, rb, rcounts, dt, op, comm, req), NOROOT, mpi_type_bytes(dt, sum(rcounts, CSIZE)))
+COLL(MPI_Ireduce_scatter_block, (const void *sb, void *rb, int rcount, mh dt, mh op, mh comm, void *req),
+     (sb, rb, rcount, dt, op, comm, req), NOROOT, mpi_type_bytes(dt, (int64_t)rcount * CSIZE))
+
 /* ---- communicators ---- */
 #define MAKER(fn, params, args)                                                                \
 	MPI_SITE(fn);                                                                          \
@@ -131,6 +155,26 @@ MAKER(MPI_Comm_dup_with_info, (mh comm, mh info, void *newcomm), (comm, info, ne
 MAKER(MPI_Comm_split, (mh comm, int color, int key, void *newcomm), (comm, color, key, newcomm))
 MAKER(MPI_Comm_split_type, (mh comm, int type, int key, mh info, void *newcomm), (comm, type, key, info, newcomm))
 MAKER(MPI_Comm_create, (mh comm, mh group, void *newcomm), (comm, group, newcomm))
+
+/* Collective over the group's members only: the parent's other members do not count it, so it
+ * leaves the parent's count alone and is named by its tag (two made with the same group and
+ * tag on one parent share an id). */
+MPI_SITE(MPI_Comm_create_group);
+EXPORT int MPI_Comm_create_group(mh comm, mh group, int tag, void *newcomm)
+{
+	REAL(int, MPI_Comm_create_group, (mh, mh, int, void *));
+	if (!mpi_enter(&site_MPI_Comm_create_group))
+		return real_MPI_Comm_create_group(comm, group, tag, newcomm);
+	struct mpi_comm *c = mpi_comm(comm);
+	struct marg a[] = {{K_COMM, c ? (int64_t)c->id : -1}, {K_COMM_SIZE, CSIZE}, {K_TAG, tag}};
+	mpi_emit(&site_MPI_Comm_create_group, WEFT_R_BEGIN, a, 3, 0, 0);
+	int rc = real_MPI_Comm_create_group(comm, group, tag, newcomm);
+	if (!rc && c)
+		mpi_comm_created_n(c, mh_load(newcomm, 0), (1ull << 40) | (uint32_t)tag);
+	mpi_emit(&site_MPI_Comm_create_group, WEFT_R_END, NULL, 0, 0, 0);
+	mpi_leave();
+	return rc;
+}
 MAKER(MPI_Cart_create, (mh comm, int ndims, const int *dims, const int *periods, int reorder, void *newcomm),
       (comm, ndims, dims, periods, reorder, newcomm))
 

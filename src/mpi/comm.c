@@ -141,7 +141,11 @@ void mpi_comm_created(struct mpi_comm *parent, mh newcomm)
 {
 	if (!parent)
 		return;
-	uint64_t n = ++parent->created;
+	mpi_comm_created_n(parent, newcomm, ++parent->created);
+}
+
+void mpi_comm_created_n(struct mpi_comm *parent, mh newcomm, uint64_t n)
+{
 	mh h = mh_norm(newcomm);
 	if (h == mh_norm(mpi_abi.comm_null))
 		return;

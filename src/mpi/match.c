@@ -26,7 +26,11 @@ static struct counter counters[NCOUNT];
 
 uint64_t mpi_next_n(uint64_t comm, int src, int dst, int tag, int side)
 {
-	uint64_t key = weft_mpi_mix5(comm, (uint32_t)src, (uint32_t)dst, (uint32_t)tag, 1 + (unsigned)side) | 1;
+	/* the slot: one mixing round over the fields (the flow id, computed once per message, is
+	 * the contract's slower mix5) */
+	uint64_t key = weft_mpi_fmix(comm * 0x9e3779b97f4a7c15ull +
+				     (((uint64_t)(uint32_t)src << 32) | (uint32_t)dst) * 0xc2b2ae3d27d4eb4full +
+				     (((uint64_t)(uint32_t)tag << 1) | (unsigned)side)) | 1;
 	for (size_t i = key & (NCOUNT - 1), k = 0; k < 64; i = (i + 1) & (NCOUNT - 1), k++) {
 		struct counter *c = &counters[i];
 		if (c->key == key && c->comm == comm && c->src == src && c->dst == dst && c->tag == tag &&

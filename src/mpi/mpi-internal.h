@@ -112,6 +112,8 @@ struct mpi_comm {
 HIDDEN struct mpi_comm *mpi_comm(mh c); /* the entry of c, made on first sight; NULL: none */
 HIDDEN void mpi_comm_init_world(void);
 HIDDEN void mpi_comm_created(struct mpi_comm *parent, mh newcomm);
+/* the same with n given (a creation that not every member of the parent takes part in) */
+HIDDEN void mpi_comm_created_n(struct mpi_comm *parent, mh newcomm, uint64_t n);
 HIDDEN void mpi_comm_forget(mh c);
 static inline int comm_world_rank(const struct mpi_comm *c, int r)
 {

@@ -119,6 +119,13 @@ WIN_CALL(MPI_Get, (void *oa, int oc, mh odt, int tr, intptr_t td, int tc, mh tdt
 	 (oa, oc, odt, tr, td, tc, tdt, win), tr, mpi_type_bytes(odt, oc), 1)
 WIN_CALL(MPI_Accumulate, (const void *oa, int oc, mh odt, int tr, intptr_t td, int tc, mh tdt, mh op, mh win),
 	 (oa, oc, odt, tr, td, tc, tdt, op, win), tr, mpi_type_bytes(odt, oc), 1)
+WIN_CALL(MPI_Get_accumulate,
+	 (const void *oa, int oc, mh odt, void *ra, int rc_, mh rdt, int tr, intptr_t td, int tc, mh tdt, mh op, mh win),
+	 (oa, oc, odt, ra, rc_, rdt, tr, td, tc, tdt, op, win), tr, mpi_type_bytes(odt, oc), 1)
+WIN_CALL(MPI_Fetch_and_op, (const void *oa, void *ra, mh dt, int tr, intptr_t td, mh op, mh win),
+	 (oa, ra, dt, tr, td, op, win), tr, mpi_type_bytes(dt, 1), 1)
+WIN_CALL(MPI_Compare_and_swap, (const void *oa, const void *ca, void *ra, mh dt, int tr, intptr_t td, mh win),
+	 (oa, ca, ra, dt, tr, td, win), tr, mpi_type_bytes(dt, 1), 1)
 WIN_CALL(MPI_Win_fence, (int assert_, mh win), (assert_, win), -1, 0, 0)
 WIN_CALL(MPI_Win_lock, (int type, int rank, int assert_, mh win), (type, rank, assert_, win), rank, 0, 1)
 WIN_CALL(MPI_Win_unlock, (int rank, mh win), (rank, win), rank, 0, 1)

@@ -298,7 +298,12 @@ class MpiTest(TraceTest):
                     "MPI_Get": 1, "MPI_Win_unlock": 1, "MPI_Accumulate": 1, "MPI_Win_free": 1, "MPI_Barrier": 2,
                     "MPI_Comm_dup": 1, "MPI_Comm_free": 1, "MPI_Finalize": 1, "MPI_Sendrecv_replace": 1,
                     "MPI_Irecv": 3, "MPI_Isend": 4, "MPI_Waitany": 4, "MPI_Send": 1, "MPI_Recv": 2, "MPI_Imrecv": 1,
-                    "MPI_Wait": 3, "MPI_Send_init": 1, "MPI_Start": 1, "MPI_Request_free": 1}
+                    "MPI_Wait": 4, "MPI_Send_init": 1, "MPI_Start": 1, "MPI_Request_free": 1, "MPI_Iallreduce": 1}
+            want["MPI_Comm_dup"] += 1
+            want["MPI_Comm_free"] += 1 + (r < 2)
+            want["MPI_Barrier"] += 1 + (r < 2)
+            if r < 2:
+                want["MPI_Comm_create_group"] = 1
             if r == 0:
                 want["MPI_Send"] += 2
             if r == 1:
@@ -316,7 +321,12 @@ class MpiTest(TraceTest):
             self.assertEqual((one["MPI_Win_lock"]["peer"], one["MPI_Win_unlock"]["peer"]), ((r + 3) % 4,) * 2)
             self.assertEqual((one["MPI_Accumulate"]["peer"], one["MPI_Accumulate"]["bytes"]), (0, 4))
             barriers = [(s["comm"], s["seq"]) for s in mine if s["name"] == "MPI_Barrier"]
-            self.assertEqual(barriers, [(0, 1), (dup, 1)])
+            # the group's communicator leaves WORLD's creation count alone: the second Comm_dup
+            # is WORLD's second creation call on every rank
+            self.assertEqual(barriers, [(0, 1), (dup, 1)] + [(comm_id(0, (1 << 40) | 5, 0), 1)] * (r < 2) +
+                             [(comm_id(0, 2, 0), 1)])
+            self.assertEqual((one["MPI_Iallreduce"]["comm"], one["MPI_Iallreduce"]["seq"],
+                              one["MPI_Iallreduce"]["bytes"]), (0, 2, 8))
             if r == 1:
                 self.assertEqual((one["MPI_Waitall"]["messages"], one["MPI_Waitall"]["bytes"]), (2, 8))
         # the two messages of tag 6 cannot be matched for sure: no arrow; the rest one each

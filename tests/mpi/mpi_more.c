@@ -13,7 +13,10 @@
  *   MPI_Waitany (tag 12, 1 int); MPI_Iprobe until found, then MPI_Recv (tag 13, 1 int);
  *   MPI_Improbe until found, MPI_Imrecv, MPI_Wait (tag 14, 2 ints); a persistent send
  *   (MPI_Send_init, MPI_Start, MPI_Wait, MPI_Request_free) received by MPI_Recv (tag 15,
- *   1 int); MPI_Irecv + MPI_Isend completed by MPI_Waitsome calls (tag 16, 1 int).
+ *   1 int); MPI_Irecv + MPI_Isend completed by MPI_Waitsome calls (tag 16, 1 int);
+ *   ranks 0 and 1 make a communicator with MPI_Comm_create_group (tag 5) and meet in an
+ *   MPI_Barrier on it; then every rank duplicates WORLD again (its second creation call on
+ *   WORLD everywhere), MPI_Barrier on the copy, frees both; MPI_Iallreduce + MPI_Wait on WORLD.
  */
 #include <mpi.h>
 
@@ -95,6 +98,26 @@ int main(int argc, char **argv)
 		MPI_Waitsome(2, ws, &outc, ind, MPI_STATUSES_IGNORE);
 		done += outc;
 	}
+	if (r < 2) {
+		MPI_Group wg, g2;
+		int first[2] = {0, 1};
+		MPI_Comm_group(MPI_COMM_WORLD, &wg);
+		MPI_Group_incl(wg, 2, first, &g2);
+		MPI_Comm c2;
+		MPI_Comm_create_group(MPI_COMM_WORLD, g2, 5, &c2);
+		MPI_Barrier(c2);
+		MPI_Comm_free(&c2);
+		MPI_Group_free(&g2);
+		MPI_Group_free(&wg);
+	}
+	MPI_Comm dup2;
+	MPI_Comm_dup(MPI_COMM_WORLD, &dup2);
+	MPI_Barrier(dup2);
+	MPI_Comm_free(&dup2);
+	double dx = r, dy;
+	MPI_Request ir;
+	MPI_Iallreduce(&dx, &dy, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD, &ir);
+	MPI_Wait(&ir, MPI_STATUS_IGNORE);
 	MPI_Finalize();
 	return 0;
 }
