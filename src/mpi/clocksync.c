@@ -14,7 +14,7 @@
 #include <unistd.h>
 
 #define ROUNDS 10
-#define TAG 0x5746 /* "WF" */
+#define TAG 0x5746 /* "WF"; + phase: a late message never matches the other phase */
 
 static mh priv; /* the private communicator; written at phase 0, freed after phase 1 */
 static int have_priv;
@@ -44,7 +44,10 @@ void mpi_clock_sync(int phase)
 	recv_t rcv = (recv_t)mpi_sym("PMPI_Recv");
 	dup_t dup = (dup_t)mpi_sym("PMPI_Comm_dup");
 	free_t cfree = (free_t)mpi_sym("PMPI_Comm_free");
-	if (!mpi_st.on || !snd || !rcv || !dup || !cfree || mpi_st.world_size < 1 || mpi_st.world_rank < 0)
+	/* Every rank of the job must take part, or the collective dup below waits for the missing
+	 * ones: so the measurement runs wherever the weft runtime is (mpi=0 too), and a job whose
+	 * ranks do not all run under weft is not supported (docs/mpi.md). */
+	if (!mpi_runtime() || !snd || !rcv || !dup || !cfree || mpi_st.world_size < 1 || mpi_st.world_rank < 0)
 		return;
 	if (phase == 0) {
 		uintptr_t h = 0;
@@ -56,7 +59,7 @@ void mpi_clock_sync(int phase)
 	if (!have_priv)
 		return;
 	void *ign = (void *)mpi_abi.status_ignore;
-	int me = mpi_st.world_rank, n = mpi_st.world_size;
+	int me = mpi_st.world_rank, n = mpi_st.world_size, tag = TAG + phase;
 	struct result res = {0};
 	gethostname(res.host, sizeof(res.host) - 1);
 	if (me == 0) {
@@ -66,8 +69,8 @@ void mpi_clock_sync(int phase)
 			struct result best = {.rtt = UINT64_MAX};
 			for (int i = 0; i < ROUNDS; i++) {
 				uint64_t t0 = boot_ns(), tr = 0;
-				snd(&t0, 8, mpi_abi.byte, r, TAG, priv);
-				rcv(&tr, 8, mpi_abi.byte, r, TAG, priv, ign);
+				snd(&t0, 8, mpi_abi.byte, r, tag, priv);
+				rcv(&tr, 8, mpi_abi.byte, r, tag, priv, ign);
 				uint64_t t1 = boot_ns();
 				if (t1 - t0 < best.rtt) {
 					best.rtt = t1 - t0;
@@ -77,17 +80,17 @@ void mpi_clock_sync(int phase)
 			}
 			best.rounds = ROUNDS;
 			memcpy(best.host, host, sizeof(best.host));
-			snd(&best, (int)sizeof(best), mpi_abi.byte, r, TAG, priv);
+			snd(&best, (int)sizeof(best), mpi_abi.byte, r, tag, priv);
 		}
 		res.offset = 0, res.at = boot_ns(), res.rtt = 0, res.rounds = 0;
 	} else {
 		for (int i = 0; i < ROUNDS; i++) {
 			uint64_t t0 = 0;
-			rcv(&t0, 8, mpi_abi.byte, 0, TAG, priv, ign);
+			rcv(&t0, 8, mpi_abi.byte, 0, tag, priv, ign);
 			uint64_t tr = boot_ns();
-			snd(&tr, 8, mpi_abi.byte, 0, TAG, priv);
+			snd(&tr, 8, mpi_abi.byte, 0, tag, priv);
 		}
-		rcv(&res, (int)sizeof(res), mpi_abi.byte, 0, TAG, priv, ign);
+		rcv(&res, (int)sizeof(res), mpi_abi.byte, 0, tag, priv, ign);
 	}
 	res.host[sizeof(res.host) - 1] = 0;
 	struct {

@@ -59,6 +59,11 @@ void mpi_write_record(void)
 	meta_put(WEFT_M_MPI, &r, sizeof(r), version, strlen(version) + 1);
 }
 
+int mpi_runtime(void)
+{
+	return meta_put != NULL;
+}
+
 void mpi_meta_put(unsigned type, const void *a, size_t alen, const void *b, size_t blen)
 {
 	if (meta_put)

@@ -94,6 +94,7 @@ HIDDEN extern struct mpi_state mpi_st;
 HIDDEN extern __thread int mpi_depth MPI_TLS; /* >0 inside a recorded MPI call of this thread */
 HIDDEN void mpi_setup_slow(void);
 HIDDEN void mpi_write_record(void);   /* WEFT_M_MPI */
+HIDDEN int mpi_runtime(void); /* the weft runtime is in the process */
 HIDDEN void mpi_meta_put(unsigned type, const void *a, size_t alen, const void *b, size_t blen);
 HIDDEN uint64_t mpi_type_bytes(mh dt, int64_t count); /* count * size of dt (0 if unknown) */
 

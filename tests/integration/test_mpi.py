@@ -362,9 +362,12 @@ class MpiTest(TraceTest):
         data = self.record_job("mpich", "--mpi=off")
         n, = self.tp(os.path.join(data, "trace.pftrace"), "select count(*) as n from slice where category = 'mpi'")
         self.assertEqual(n, [{"n": 0}])
-        flags = [struct.unpack_from("<IIII", p)[3] for name in os.listdir(data) if name.endswith(".wmeta")
-                 for t, p in meta_records(os.path.join(data, name)) if t == 33]
+        recs = [(t, p) for name in os.listdir(data) if name.endswith(".wmeta")
+                for t, p in meta_records(os.path.join(data, name)) if t in (33, 34)]
+        flags = [struct.unpack_from("<IIII", p)[3] for t, p in recs if t == 33]
         self.assertEqual(flags, [2] * 8)  # WEFT_MPI_F_OFF, after Init and at Finalize, 4 ranks
+        # the clocks are still measured (every rank must take part): phases 0 and 1 everywhere
+        self.assertEqual(sorted(struct.unpack_from("<I", p)[0] for t, p in recs if t == 34), [0] * 4 + [1] * 4)
 
     def test_without_mpi(self):
         """A program without MPI that calls MPI_Send (found at run time) gets an error back."""
