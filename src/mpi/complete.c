@@ -340,7 +340,7 @@ EXPORT int MPI_Startall(int n, void *reqs)
 		unsigned na = 0;
 		uint64_t flow = started(mh_load(reqs, (size_t)i), a, &na);
 		if (flow)
-			weft_flow_out(flow);
+			mpi_emit(NULL, 0, NULL, 0, WEFT_R_FLOW_OUT, flow);
 	}
 	int rc = real_MPI_Startall(n, reqs);
 	mpi_emit(&site_MPI_Startall, WEFT_R_END, NULL, 0, 0, 0);

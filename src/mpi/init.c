@@ -12,6 +12,7 @@
  * and by Init and Finalize; the counters by every recorded call. */
 struct mpi_state mpi_st = {.world_rank = -1};
 __thread int mpi_depth MPI_TLS;
+__thread int mpi_rec MPI_TLS;
 struct weft_site mpi_keys[K_N] = {
 	WEFT__SITE_INIT(WEFT_KIND_ARG, "", "mpi.peer"),      WEFT__SITE_INIT(WEFT_KIND_ARG, "", "mpi.tag"),
 	WEFT__SITE_INIT(WEFT_KIND_ARG, "", "mpi.bytes"),     WEFT__SITE_INIT(WEFT_KIND_ARG, "", "mpi.comm"),

@@ -91,7 +91,11 @@ struct mpi_state {
 	uint64_t calls, sent, received, undrawn;
 };
 HIDDEN extern struct mpi_state mpi_st;
-HIDDEN extern __thread int mpi_depth MPI_TLS; /* >0 inside a recorded MPI call of this thread */
+HIDDEN extern __thread int mpi_depth MPI_TLS; /* >0 inside a wrapped MPI call of this thread */
+/* the current call of this thread is recorded (its site is on); when it is not (filtered out by
+ * name or category, or after weft_stop), its messages are still counted, so that the numbers
+ * of the recorded ones stay right, and mpi_emit writes nothing */
+HIDDEN extern __thread int mpi_rec MPI_TLS;
 HIDDEN void mpi_setup_slow(void);
 HIDDEN void mpi_write_record(void);   /* WEFT_M_MPI */
 HIDDEN int mpi_runtime(void); /* the weft runtime is in the process */
@@ -185,6 +189,8 @@ struct marg {
 static inline void mpi_emit(struct weft_site *s, unsigned type, const struct marg *a, unsigned n,
 			    unsigned flow_type, uint64_t flow)
 {
+	if (!mpi_rec)
+		return;
 	unsigned slice = s != NULL; /* NULL: only the flow */
 	if (slice && __builtin_expect(weft__tls.nctr != 0, 0)) {
 		weft__slice(weft__hdr(s->id, type, 0, 0));
@@ -214,17 +220,17 @@ static inline void mpi_emit(struct weft_site *s, unsigned type, const struct mar
 	weft__commit(w);
 }
 
-/* Is this call recorded? Counts it, raises the depth guard; mpi_leave() lowers it. */
+/* Does this call go through the wrappers (mpi on, not inside another wrapped call)? Then it
+ * raises the depth guard (mpi_leave() lowers it) and notes whether it is recorded (mpi_rec). */
 static inline int mpi_enter(struct weft_site *s)
 {
 	if (__builtin_expect(!mpi_st.ready, 0))
 		mpi_setup_slow();
 	if (!mpi_st.on || mpi_depth)
 		return 0;
-	if (!weft__on_n(s, 2))
-		return 0;
+	mpi_rec = weft__on_n(s, 2) != 0;
+	mpi_st.calls += (uint64_t)mpi_rec;
 	mpi_depth++;
-	mpi_st.calls++;
 	return 1;
 }
 static inline void mpi_leave(void)

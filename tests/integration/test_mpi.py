@@ -297,8 +297,8 @@ class MpiTest(TraceTest):
             want = {"MPI_Init_thread": 1, "MPI_Win_create": 1, "MPI_Win_fence": 4, "MPI_Put": 1, "MPI_Win_lock": 1,
                     "MPI_Get": 1, "MPI_Win_unlock": 1, "MPI_Accumulate": 1, "MPI_Win_free": 1, "MPI_Barrier": 2,
                     "MPI_Comm_dup": 1, "MPI_Comm_free": 1, "MPI_Finalize": 1, "MPI_Sendrecv_replace": 1,
-                    "MPI_Irecv": 3, "MPI_Isend": 4, "MPI_Waitany": 4, "MPI_Send": 1, "MPI_Recv": 2, "MPI_Imrecv": 1,
-                    "MPI_Wait": 4, "MPI_Send_init": 1, "MPI_Start": 1, "MPI_Request_free": 1, "MPI_Iallreduce": 1}
+                    "MPI_Irecv": 3, "MPI_Isend": 5, "MPI_Waitany": 4, "MPI_Send": 2, "MPI_Recv": 4, "MPI_Imrecv": 1,
+                    "MPI_Wait": 5, "MPI_Send_init": 1, "MPI_Start": 1, "MPI_Request_free": 1, "MPI_Iallreduce": 1}
             want["MPI_Comm_dup"] += 1
             want["MPI_Comm_free"] += 1 + (r < 2)
             want["MPI_Barrier"] += 1 + (r < 2)
@@ -332,8 +332,8 @@ class MpiTest(TraceTest):
         # the two messages of tag 6 cannot be matched for sure: no arrow; the rest one each
         self.check_flows(flows, {s["id"]: s for s in slices}, rank, {
             ("MPI_Sendrecv_replace", "MPI_Sendrecv_replace"): 4, ("MPI_Isend", "MPI_Waitany"): 8,
-            ("MPI_Recv", "MPI_Send"): 4, ("MPI_Isend", "MPI_Wait"): 4, ("MPI_Recv", "MPI_Start"): 4,
-            ("MPI_Isend", "MPI_Waitsome"): 4})
+            ("MPI_Recv", "MPI_Send"): 8, ("MPI_Isend", "MPI_Wait"): 4, ("MPI_Recv", "MPI_Start"): 4,
+            ("MPI_Isend", "MPI_Waitsome"): 4, ("MPI_Isend", "MPI_Recv"): 4})
         undrawn = {}
         for name in os.listdir(data):
             if name.endswith(".wmeta"):
@@ -343,7 +343,35 @@ class MpiTest(TraceTest):
                         undrawn[v[0]] = (v[5], v[6], v[7])
         # of tag 6, rank 0 sent 2, rank 1 received both, neither drawn: said once each, on rank 1;
         # then 7 messages from each rank, 7 received by each
-        self.assertEqual(undrawn, {0: (9, 7, 0), 1: (7, 7, 2), 2: (7, 7, 0), 3: (7, 7, 0)})
+        self.assertEqual(undrawn, {0: (11, 9, 0), 1: (9, 9, 2), 2: (9, 9, 0), 3: (9, 9, 0)})
+
+    def test_filtered(self):
+        """-N MPI_Isend: no Isend slices and no arrows from them, but the Isends are still
+        counted, so the MPI_Send that follows one on the same quadruple (tag 20) is the second
+        message: its arrow ends at the second MPI_Recv, not the first."""
+        self.app("mpich")
+        exe = os.path.join(self.tmp, "more")
+        run([FLAVORS["mpich"][0], "-O1", "-Wno-stringop-overflow", "-o", exe,
+             os.path.join(SRC, "tests", "mpi", "mpi_more.c")])
+        data = os.path.join(self.tmp, "run.data")
+        run([WEFT, "record", "-q", "-o", data, "-N", "MPI_Isend", "--", *FLAVORS["mpich"][1], exe], timeout=120)
+        slices, flows = self.tp(os.path.join(data, "trace.pftrace"), SLICES, FLOWS)
+        self.assertEqual([s for s in slices if s["name"] == "MPI_Isend"], [])
+        by_id = {s["id"]: s for s in slices}
+        recv20 = {}
+        for s in slices:
+            if s["name"] == "MPI_Recv" and s["tag"] == 20:
+                recv20.setdefault(s["pid"], []).append(s["id"])
+        self.assertEqual(sorted(len(v) for v in recv20.values()), [2] * 4)
+        ends = []
+        for f in flows:
+            ids = {f["slice_out"], f["slice_in"]}
+            for pid, (first, second) in recv20.items():
+                if first in ids or second in ids:
+                    other = by_id[(ids - {first, second}).pop()]
+                    self.assertEqual(other["name"], "MPI_Send")
+                    ends.append(second in ids)
+        self.assertEqual(ends, [True] * 4)
 
     def test_more_openmpi(self):
         self.check_more("openmpi")

@@ -16,7 +16,10 @@
  *   1 int); MPI_Irecv + MPI_Isend completed by MPI_Waitsome calls (tag 16, 1 int);
  *   ranks 0 and 1 make a communicator with MPI_Comm_create_group (tag 5) and meet in an
  *   MPI_Barrier on it; then every rank duplicates WORLD again (its second creation call on
- *   WORLD everywhere), MPI_Barrier on the copy, frees both; MPI_Iallreduce + MPI_Wait on WORLD.
+ *   WORLD everywhere), MPI_Barrier on the copy, frees both; MPI_Iallreduce + MPI_Wait on WORLD;
+ *   last, an MPI_Isend and then an MPI_Send to the right with tag 20 (1 int), received by two
+ *   MPI_Recv from the left and an MPI_Wait on the Isend: one quadruple, two kinds of sends
+ *   (test_mpi leaves MPI_Isend out with -N: the Send's arrow must still end at the second Recv).
  */
 #include <mpi.h>
 
@@ -118,6 +121,12 @@ int main(int argc, char **argv)
 	MPI_Request ir;
 	MPI_Iallreduce(&dx, &dy, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD, &ir);
 	MPI_Wait(&ir, MPI_STATUS_IGNORE);
+	MPI_Request iq;
+	MPI_Isend(&out, 1, MPI_INT, right, 20, MPI_COMM_WORLD, &iq);
+	MPI_Send(&out, 1, MPI_INT, right, 20, MPI_COMM_WORLD);
+	MPI_Recv(&in[0], 1, MPI_INT, left, 20, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+	MPI_Recv(&in[1], 1, MPI_INT, left, 20, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+	MPI_Wait(&iq, MPI_STATUS_IGNORE);
 	MPI_Finalize();
 	return 0;
 }

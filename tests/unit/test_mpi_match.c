@@ -16,6 +16,7 @@
 /* what init.c would provide (it needs the weft runtime) */
 struct mpi_state mpi_st;
 __thread int mpi_depth;
+__thread int mpi_rec;
 struct weft_site mpi_keys[K_N];
 void mpi_setup_slow(void) {}
 
