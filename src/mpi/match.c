@@ -21,10 +21,11 @@ struct counter {
 	uint64_t comm;
 	int src, dst, tag, side; /* side: 0 sent, 1 received (a message to oneself is both) */
 	uint64_t n;
+	uint64_t pre; /* mix(comm, src, dst): the flow id's first round, computed once */
 };
 static struct counter counters[NCOUNT];
 
-uint64_t mpi_next_n(uint64_t comm, int src, int dst, int tag, int side)
+uint64_t mpi_next_n(uint64_t comm, int src, int dst, int tag, int side, uint64_t *pre)
 {
 	/* the slot: one mixing round over the fields (the flow id, computed once per message, is
 	 * the contract's slower mix5) */
@@ -34,28 +35,38 @@ uint64_t mpi_next_n(uint64_t comm, int src, int dst, int tag, int side)
 	for (size_t i = key & (NCOUNT - 1), k = 0; k < 64; i = (i + 1) & (NCOUNT - 1), k++) {
 		struct counter *c = &counters[i];
 		if (c->key == key && c->comm == comm && c->src == src && c->dst == dst && c->tag == tag &&
-		    c->side == side)
+		    c->side == side) {
+			*pre = c->pre;
 			return ++c->n;
+		}
 		if (!c->key) {
 			c->key = key;
 			c->comm = comm, c->src = src, c->dst = dst, c->tag = tag, c->side = side;
+			c->pre = *pre = weft_mpi_mix(comm, (uint32_t)src, (uint32_t)dst);
 			return c->n = 1;
 		}
 	}
 	return 0;
 }
 
+/* weft_mpi_flow_id(comm, src, dst, tag, n) from its first round: mix5(a, b, c, d, e) is
+ * mix(mix(a, b, c), d, e) */
+static uint64_t flow_id(uint64_t pre, int tag, uint64_t n)
+{
+	return WEFT_MPI_FLOW_TAG | (weft_mpi_mix(pre, (uint64_t)(uint32_t)tag, n) & WEFT_MPI_FLOW_MASK);
+}
+
 uint64_t mpi_send_flow(struct mpi_comm *c, int dst_world, int tag)
 {
 	if (!c || dst_world < 0)
 		return 0;
-	uint64_t n = mpi_next_n(c->id, mpi_st.world_rank, dst_world, tag, 0);
+	uint64_t pre, n = mpi_next_n(c->id, mpi_st.world_rank, dst_world, tag, 0, &pre);
 	if (!n) {
 		mpi_st.undrawn++;
 		return 0;
 	}
 	mpi_st.sent++;
-	return weft_mpi_flow_id(c->id, (uint32_t)mpi_st.world_rank, (uint32_t)dst_world, tag, n);
+	return flow_id(pre, tag, n);
 }
 
 void mpi_recv_post(struct mpi_req *r, struct mpi_comm *c, int src_rank, int tag)
@@ -79,11 +90,11 @@ void mpi_recv_post(struct mpi_req *r, struct mpi_comm *c, int src_rank, int tag)
 	}
 	if (c->pending_wild)
 		c->conflict = 1, r->undrawn = 1;
-	uint64_t n = mpi_next_n(c->id, r->peer, mpi_st.world_rank, tag, 1);
+	uint64_t pre, n = mpi_next_n(c->id, r->peer, mpi_st.world_rank, tag, 1, &pre);
 	if (!n)
 		r->undrawn = 1;
 	else
-		r->flow = weft_mpi_flow_id(c->id, (uint32_t)r->peer, (uint32_t)mpi_st.world_rank, tag, n);
+		r->flow = flow_id(pre, tag, n);
 }
 
 uint64_t mpi_recv_done(struct mpi_req *r, const void *st, int *peer, int *tag, uint64_t *bytes)
@@ -104,9 +115,9 @@ uint64_t mpi_recv_done(struct mpi_req *r, const void *st, int *peer, int *tag, u
 			c->pending_wild = 0, c->conflict = 0;
 		flow = 0;
 		if (src >= 0 && *peer >= 0) {
-			uint64_t n = mpi_next_n(c->id, *peer, mpi_st.world_rank, t, 1);
+			uint64_t pre, n = mpi_next_n(c->id, *peer, mpi_st.world_rank, t, 1, &pre);
 			if (n)
-				flow = weft_mpi_flow_id(c->id, (uint32_t)*peer, (uint32_t)mpi_st.world_rank, t, n);
+				flow = flow_id(pre, t, n);
 		} else {
 			return 0; /* MPI_PROC_NULL's empty status, or a cancelled receive */
 		}

@@ -67,6 +67,8 @@ static void request_table(void **s)
 static void numbers(void **s)
 {
 	(void)s;
+	uint64_t pre;
+#define mpi_next_n(c, a, b, t, side) mpi_next_n(c, a, b, t, side, &pre)
 	assert_int_equal(mpi_next_n(0, 1, 2, 5, 0), 1);
 	assert_int_equal(mpi_next_n(0, 1, 2, 5, 0), 2);
 	assert_int_equal(mpi_next_n(0, 2, 1, 5, 0), 1); /* the other direction */
@@ -74,6 +76,8 @@ static void numbers(void **s)
 	assert_int_equal(mpi_next_n(0, 1, 2, 6, 0), 1); /* another tag */
 	assert_int_equal(mpi_next_n(0, 1, 2, 5, 1), 1); /* the receiving side counts apart */
 	assert_int_equal(mpi_next_n(0, 1, 2, 5, 0), 3);
+	assert_int_equal(pre, weft_mpi_mix(0, 1, 2));
+#undef mpi_next_n
 }
 
 /* a status as the flavor lays it out */
