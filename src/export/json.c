@@ -59,6 +59,12 @@ struct jthread {
 	size_t nstacks;
 	uint64_t *durs; /* pass 1: per begin, in order: duration | JD_UNTERM */
 	size_t ndurs, dcap, dnext;
+	/* X style, pass 1: the arguments that followed a slice's END (an MPI receive's actual
+	 * source, say), formatted into etext, by the slice's begin index; pass 2 adds them to the
+	 * X event (sorted by begin: enext walks them as dnext walks durs) */
+	struct jendargs { size_t begin, off, len; } *eargs;
+	size_t neargs, ecap, enext;
+	struct pb etext;
 	unsigned *lanes; /* named tracks used by this thread */
 	size_t nlanes;
 	struct weft_walker walker;
@@ -406,7 +412,8 @@ static int mem_pairs(struct jthread *j, struct pb *b, const struct weft_ev *ev, 
 	return wrote;
 }
 
-static void x_event(struct jthread *j, struct jlist *L, const struct weft_ev *ev, uint64_t dur, int bind)
+static void x_event(struct jthread *j, struct jlist *L, const struct weft_ev *ev, uint64_t dur, int bind,
+		    const struct jendargs *more)
 {
 	struct pb *b = &L->text;
 	struct jent *e = add(L, ev->ts, JF_X);
@@ -421,6 +428,12 @@ static void x_event(struct jthread *j, struct jlist *L, const struct weft_ev *ev
 		if (any)
 			PUTS(b, ",");
 		PUTS(b, "\"exception\":true");
+		any = 1;
+	}
+	if (more) {
+		if (any)
+			PUTS(b, ",");
+		put(b, (const char *)j->etext.p + more->off, more->len);
 		any = 1;
 	}
 	if (any)
@@ -453,7 +466,7 @@ static void pass1_event(void *ud, const struct weft_ev *ev)
 		note_lane(j, ev->track);
 	if (ev->kind == WEFT_EV_COMPLETE) {
 		if (j->style == WEFT_JSON_X) {
-			x_event(j, &j->side, ev, ev->end_ts - ev->ts, -1);
+			x_event(j, &j->side, ev, ev->end_ts - ev->ts, -1, NULL);
 		} else {
 			simple(j, &j->side, ev, "B", ev->ts);
 			struct jent *e = add(&j->side, ev->end_ts, 0);
@@ -484,6 +497,19 @@ static void pass1_event(void *ud, const struct weft_ev *ev)
 		s->idx[s->n++] = j->ndurs++;
 	} else if (s->n) { /* the walker balances: an end always has its begin */
 		size_t i = s->idx[--s->n];
+		if (ev->nargs) {
+			if (j->neargs == j->ecap) {
+				j->ecap = j->ecap ? j->ecap * 2 : 64;
+				j->eargs = realloc(j->eargs, j->ecap * sizeof(*j->eargs));
+				if (!j->eargs)
+					weft_oom("writing JSON");
+			}
+			struct jendargs *a = &j->eargs[j->neargs++];
+			a->begin = i;
+			a->off = j->etext.n;
+			arg_pairs(j, &j->etext, ev);
+			a->len = j->etext.n - a->off;
+		}
 		j->durs[i] = (ev->ts - j->durs[i]) | ((ev->flags & WEFT_EVF_UNTERMINATED) ? JD_UNTERM : 0) |
 			     ((ev->flags & WEFT_EVF_EXCEPTION) ? JD_EXC : 0);
 	}
@@ -498,14 +524,22 @@ static void pass2_event(void *ud, const struct weft_ev *ev)
 	switch (ev->kind) {
 	case WEFT_EV_BEGIN: {
 		int bind = inline_flow(j, ev, 0);
-		if (j->style == WEFT_JSON_X)
-			x_event(j, L, ev, j->dnext < j->ndurs ? j->durs[j->dnext++] : 0, bind);
+		if (j->style == WEFT_JSON_X) {
+			const struct jendargs *more = NULL;
+			if (j->enext < j->neargs && j->eargs[j->enext].begin == j->dnext)
+				more = &j->eargs[j->enext++];
+			x_event(j, L, ev, j->dnext < j->ndurs ? j->durs[j->dnext++] : 0, bind, more);
+		}
 		else
 			simple_bind(j, L, ev, "B", ev->ts, bind);
 		flows_but(j, L, ev, bind);
 		break;
 	}
 	case WEFT_EV_END:
+		/* the arrows that followed the END leave or reach the slice it ends: v1 flow events
+		 * bind to the slice enclosing them, so they come before the E (same time, earlier
+		 * in the file; an X event encloses its end time) */
+		flows(j, L, ev);
 		if (j->style == WEFT_JSON_X)
 			break;
 		{
@@ -513,15 +547,17 @@ static void pass2_event(void *ud, const struct weft_ev *ev)
 			head(j, b, "E", ev->ts, ev->track, 1);
 			size_t at = b->n;
 			PUTS(b, ",\"args\":{");
-			int any = 1;
+			int any = arg_pairs(j, b, ev) != 0;
+			if (any && (ev->flags & (WEFT_EVF_UNTERMINATED | WEFT_EVF_UNWOUND | WEFT_EVF_EXCEPTION)))
+				PUTS(b, ",");
 			if (ev->flags & WEFT_EVF_UNTERMINATED)
 				PUTS(b, "\"weft_unterminated\":true");
 			else if (ev->flags & WEFT_EVF_UNWOUND)
 				PUTS(b, "\"weft_unwound\":true");
 			else if (ev->flags & WEFT_EVF_EXCEPTION)
 				PUTS(b, "\"exception\":true");
-			else
-				any = 0;
+			if (ev->flags & (WEFT_EVF_UNTERMINATED | WEFT_EVF_UNWOUND | WEFT_EVF_EXCEPTION))
+				any = 1;
 			if (mem_pairs(j, b, ev, any) || any)
 				PUTS(b, "}");
 			else
@@ -639,10 +675,18 @@ static int cmp_ent(const void *a, const void *b)
 	return x->off < y->off ? -1 : x->off > y->off;
 }
 
+static int cmp_endargs(const void *a, const void *b)
+{
+	const struct jendargs *x = a, *y = b;
+	return x->begin < y->begin ? -1 : x->begin > y->begin;
+}
+
 static void pass1(size_t i, void *ud)
 {
 	struct jthread *j = &((struct jthread *)ud)[i];
 	weft_walk_thread(j->p, j->th, j->end_ns, pass1_event, j, &j->st, &j->buf, &j->bufcap);
+	if (j->neargs)
+		qsort(j->eargs, j->neargs, sizeof(*j->eargs), cmp_endargs);
 	if (j->side.unsorted)
 		qsort(j->side.ents, j->side.nents, sizeof(struct jent), cmp_ent);
 	for (size_t s = 0; s < j->nstacks; s++)
@@ -819,6 +863,13 @@ int weft_export_json(const struct weft_trace *t, FILE *out, int style, int jobs,
 	for (size_t i = 0; i < t->nprocs; i++) {
 		const struct weft_proc *p = &t->procs[i];
 		meta_event(&c, p->pid, UINT64_MAX, "process_name", p->name);
+		if (weft_proc_rank(p) != WEFT_RANK_NONE) { /* a job's ranks in rank order */
+			PUTS(&c.buf, ",\n{\"ph\":\"M\",\"pid\":");
+			put_u64(&c.buf, (uint64_t)(uint32_t)p->pid);
+			PUTS(&c.buf, ",\"ts\":0,\"name\":\"process_sort_index\",\"args\":{\"sort_index\":");
+			put_u64(&c.buf, weft_proc_rank(p));
+			PUTS(&c.buf, "}}");
+		}
 		for (size_t h = 0; h < p->nthreads; h++, k++) {
 			struct jthread *j = &js[k];
 			meta_event(&c, p->pid, j->th->tid, "thread_name", j->th->name);
@@ -900,6 +951,8 @@ int weft_export_json(const struct weft_trace *t, FILE *out, int style, int jobs,
 		free(j->side.text.p);
 		free(j->side.ents);
 		free(j->durs);
+		free(j->eargs);
+		free(j->etext.p);
 		free(j->lanes);
 		free(j->buf);
 	}

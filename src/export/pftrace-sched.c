@@ -253,7 +253,8 @@ struct weft_pf_sched_ends {
 
 static int is_tp_stream(const struct weft_proc *p, const struct weft_thread_data *th)
 {
-	return p->has_sched && p->sched_mode == 1 && th->name && !strncmp(th->name, "weft-sched", 10);
+	/* only the reference host's: another host's CPUs would land on this one's (format/hosts.h) */
+	return p->has_sched && p->sched_mode == 1 && !p->host_index && th->name && !strncmp(th->name, "weft-sched", 10);
 }
 
 static void scan_event(void *ud, const struct weft_ev *ev)
@@ -609,7 +610,7 @@ void weft_pf_sched_system_info(struct pb *b, const struct weft_trace *t)
 {
 	const struct weft_proc *p = NULL;
 	for (size_t i = 0; i < t->nprocs && !p; i++)
-		if (t->procs[i].has_sched && t->procs[i].sched_mode == 1)
+		if (t->procs[i].has_sched && t->procs[i].sched_mode == 1 && !t->procs[i].host_index)
 			p = &t->procs[i];
 	if (!p)
 		return;

@@ -34,10 +34,10 @@ enum {
 	TRACE_PACKET = 1,
 	TP_CLOCK_SNAPSHOT = 6, TP_TIMESTAMP = 8, TP_SEQ_ID = 10, TP_TRACK_EVENT = 11,
 	TP_INTERNED = 12, TP_SEQ_FLAGS = 13, TP_TRACK_DESCRIPTOR = 60, TP_FIRST_ON_SEQ = 87,
-	TP_COMPRESSED_PACKETS = 50,
+	TP_COMPRESSED_PACKETS = 50, TP_MACHINE_ID = 98,
 	TD_UUID = 1, TD_NAME = 2, TD_PROCESS = 3, TD_THREAD = 4, TD_PARENT = 5, TD_COUNTER = 8,
-	TD_SIBLING_MERGE = 15, TP_DEFAULTS = 59, TPD_TRACK_EVENT = 11, TED_TRACK_UUID = 11,
-	PD_PID = 1, PD_CMDLINE = 2, PD_NAME = 6,
+	TD_SIBLING_MERGE = 15, TD_SIBLING_ORDER_RANK = 12, TD_PROCESS_ORDERING = 19, TP_DEFAULTS = 59, TPD_TRACK_EVENT = 11, TED_TRACK_UUID = 11,
+	PD_PID = 1, PD_CMDLINE = 2, PD_NAME = 6, PD_LABELS = 8,
 	THD_PID = 1, THD_TID = 2, THD_NAME = 5,
 	CD_TYPE = 1, CD_UNIT = 3, CD_UNIT_NAME = 6, TED_EXTRA_CTR_UUIDS = 31, TE_EXTRA_CTR_VALUES = 12,
 	TE_CATEGORY_IIDS = 3, TE_DEBUG = 4, TE_TYPE = 9, TE_NAME_IID = 10, TE_TRACK_UUID = 11,
@@ -109,6 +109,7 @@ struct seq_enc {
 	struct weft_walk_stats st;
 	const struct weft_mem_proc *mem;  /* the process's memory analysis, or NULL */
 	uint64_t big_alloc;               /* allocations at least this big are instants too */
+	uint32_t machine;                 /* --machines: its host's index (0: the reference, none) */
 	struct libdeflate_compressor *zc; /* this sequence's compressor, made at its first batch */
 	uint8_t *zbuf;                    /* and its output buffer, reused */
 	size_t zcap;
@@ -500,12 +501,51 @@ static FILE *spill_file(void)
 	return f;
 }
 
+/* --machines: every packet in b from `from` on gets TracePacket.machine_id (appended: a
+ * field's place in a message is free), so trace_processor keeps each host's processes,
+ * threads and tracks in a machine of its own (their times stay aligned: it assumes offset 0
+ * for a machine without RemoteClockSync, and that is what weft made true). */
+static void add_machine(struct pb *b, size_t from, uint32_t machine)
+{
+	if (!machine || b->n <= from)
+		return;
+	size_t n = b->n - from;
+	uint8_t *old = malloc(n);
+	if (!old)
+		weft_oom("writing the .pftrace");
+	memcpy(old, b->p + from, n);
+	b->n = from;
+	for (size_t i = 0; i < n;) {
+		uint64_t tag = 0, len = 0;
+		unsigned sh = 0;
+		while (i < n && (old[i] & 0x80))
+			tag |= (uint64_t)(old[i++] & 0x7f) << sh, sh += 7;
+		if (i < n)
+			tag |= (uint64_t)old[i++] << sh;
+		for (sh = 0; i < n && (old[i] & 0x80); sh += 7)
+			len |= (uint64_t)(old[i++] & 0x7f) << sh;
+		if (i < n)
+			len |= (uint64_t)old[i++] << sh;
+		if (tag != ((TRACE_PACKET << 3) | 2) || len > n - i)
+			break; /* only packets are written here */
+		size_t pk = pb_begin(b, TRACE_PACKET);
+		pb_reserve(b, len);
+		memcpy(b->p + b->n, old + i, len);
+		b->n += len;
+		pb_varint(b, TP_MACHINE_ID, machine);
+		pb_end(b, pk);
+		i += len;
+	}
+	free(old);
+}
+
 /* Whole packets go to the file in batches of about 1 MiB, so memory stays bounded whatever
  * the trace size; in the order of the sequences, whatever the threads' timing (out_file). */
 static void drain(struct seq_enc *e, size_t threshold)
 {
 	if (e->out.n < threshold || !e->out.n)
 		return;
+	add_machine(&e->out, 0, e->machine);
 	struct out_file *o = e->file;
 	struct pb zp = {0};
 	const struct pb *w = o->level ? compressed(e, &zp, o->level) : NULL;
@@ -623,6 +663,8 @@ static void on_event(void *ud, const struct weft_ev *ev)
 {
 	struct seq_enc *e = ud;
 	if (ev->kind == WEFT_EV_SCHED) { /* on a sequence of its own: no interning there */
+		if (e->p->host_index) /* another host's CPUs and tasks: left out (format/hosts.h) */
+			return;
 		if (e->out.n >= (1u << 20)) {
 			weft_pf_sched_close(e->sched, &e->out);
 			drain(e, 1u << 20);
@@ -819,18 +861,39 @@ static void header(const struct weft_trace *t, const struct weft_mem *mem, const
 	pb_end(b, pk);
 	weft_pf_sched_system_info(b, t);
 
+	/* the ranks of a job in rank order: the root track (uuid 0) asks the UI to order the
+	 * processes by their tracks' sibling_order_rank, which is the rank (others after them) */
+	int ranked = 0;
+	for (size_t i = 0; i < t->nprocs; i++)
+		ranked |= weft_proc_rank(&t->procs[i]) != WEFT_RANK_NONE;
+	if (ranked) {
+		pk = pb_begin(b, TRACE_PACKET);
+		pb_varint(b, TP_SEQ_ID, 1);
+		size_t td = pb_begin(b, TP_TRACK_DESCRIPTOR);
+		pb_varint(b, TD_UUID, 0);
+		pb_varint(b, TD_PROCESS_ORDERING, 1);
+		pb_end(b, td);
+		pb_end(b, pk);
+	}
 	for (size_t i = 0; i < t->nprocs; i++) {
 		const struct weft_proc *p = &t->procs[i];
+		size_t from = b->n; /* this process's packets (--machines) */
 		if (last_image(t, p) == p) { /* one descriptor per pid: its last image's name */
 			pk = pb_begin(b, TRACE_PACKET);
 			pb_varint(b, TP_SEQ_ID, 1);
 			size_t td = pb_begin(b, TP_TRACK_DESCRIPTOR);
 			pb_varint(b, TD_UUID, proc_uuid(p->pid));
+			if (ranked) {
+				uint32_t r = weft_proc_rank(p);
+				pb_varint(b, TD_SIBLING_ORDER_RANK, r == WEFT_RANK_NONE ? 0x7fffffffu : r);
+			}
 			size_t pd = pb_begin(b, TD_PROCESS);
 			pb_varint(b, PD_PID, (uint64_t)(uint32_t)p->pid);
 			for (int a = 0; a < p->argc; a++)
 				pb_string(b, PD_CMDLINE, p->argv[a]);
 			pb_string(b, PD_NAME, p->name);
+			if (ranked || t->hosts.n > 1) /* a job's or several hosts' processes: the host, as a label */
+				pb_string(b, PD_LABELS, p->host && *p->host ? p->host : "(unknown host)");
 			pb_end(b, pd);
 			pb_end(b, td);
 			pb_end(b, pk);
@@ -865,6 +928,7 @@ static void header(const struct weft_trace *t, const struct weft_mem *mem, const
 		const struct weft_mem_proc *mp = weft_mem_for(mem, p);
 		if (mp)
 			weft_pf_mem_tracks(b, mp, proc_uuid(p->pid), mix);
+		add_machine(b, from, t->machines ? p->host_index : 0);
 	}
 	weft_pf_sys_tracks(b, sys, mix, proc_uuid);
 	weft_pf_gpu_tracks(b, gpu, sys, mix);
@@ -930,6 +994,7 @@ int weft_export_pftrace(const struct weft_trace *t, FILE *out, int jobs, int def
 			encs[k].mem = weft_mem_for(mem, p);
 			encs[k].big_alloc = mem->big_alloc;
 			encs[k].sys = sp && sp->slice_min_ns ? sp : NULL;
+			encs[k].machine = t->machines ? p->host_index : 0;
 
 		}
 	}
@@ -948,9 +1013,12 @@ int weft_export_pftrace(const struct weft_trace *t, FILE *out, int jobs, int def
 		const struct weft_mem_proc *mp = weft_mem_for(mem, &t->procs[i]);
 		if (!mp)
 			continue;
+		head.machine = t->machines ? t->procs[i].host_index : 0;
 		weft_pf_mem_counters(&head.out, mp, seq++, mix, drain_cb, &head);
 		seq += weft_pf_mem_profiles(&head.out, mp, seq, drain_cb, &head);
+		drain(&head, 1);
 	}
+	head.machine = 0;
 	for (size_t i = 0; sys && i < sys->nprocs; i++) /* the sampler's readings, a sequence per process */
 		weft_pf_sys_counters(&head.out, &sys->procs[i], seq++, mix, drain_cb, &head);
 	for (size_t i = 0; gpu && i < gpu->nprocs; i++) /* kernels, copies, memsets: a sequence per process */

@@ -836,6 +836,39 @@ void weft_records_prepare(const struct weft_proc *p, uint64_t *r, size_t n)
 		prepare_rec(r + i, &x);
 }
 
+/* A chunk of a host aligned onto another's clock (hosts.h): the records that hold BOOTTIME ns
+ * themselves get the correction, those that name a tid or this process's pid the unique one. */
+static void fix_records(const struct weft_ns_fix *f, uint64_t *r, size_t n)
+{
+	for (size_t i = 0; i + 2 <= n; i += 2 + weft_rec_extra(r[i + 1])) {
+		uint64_t h = r[i + 1];
+		switch (weft_rec_type(h)) {
+		case WEFT_R_COMPLETE:
+			r[i] = weft_ns_fix_apply(f, r[i]);
+			if (weft_rec_extra(h) && i + 3 <= n)
+				r[i + 2] = weft_ns_fix_apply(f, r[i + 2]);
+			break;
+		case WEFT_R_ACCESS: {
+			uint32_t tid = weft_rec_id(h);
+			if (tid && tid < (1u << 22))
+				r[i + 1] = (h & ~0xffffffffull) | (tid | f->id_or);
+		}
+			/* fall through */
+		case WEFT_R_SCHED:
+		case WEFT_R_SAMPLE:
+			r[i] = weft_ns_fix_apply(f, r[i]);
+			break;
+		case WEFT_R_FLOW_OUT:
+		case WEFT_R_FLOW_IN: /* a CUDA call's arrow: weft_gpu_flow_id(pid, correlation) */
+			if ((r[i] >> 63) && (uint32_t)((r[i] >> 32) & 0x7fffffff) == f->pid_from)
+				r[i] = weft_gpu_flow_id(f->pid_to, (uint32_t)r[i]);
+			break;
+		default:
+			break;
+		}
+	}
+}
+
 static int decode(const struct weft_chunk_view *c, const struct weft_proc *prep, uint64_t **buf, size_t *cap,
 		  size_t *nwords, const char **why)
 {
@@ -884,6 +917,8 @@ static int decode(const struct weft_chunk_view *c, const struct weft_proc *prep,
 			return -EBADMSG;
 		}
 		*nwords = n; /* weft_unpack wrote whole records only */
+		if (c->fix)
+			fix_records(c->fix, w, n);
 		return 0;
 	}
 	uint64_t prev = 0;
@@ -899,6 +934,8 @@ static int decode(const struct weft_chunk_view *c, const struct weft_proc *prep,
 		i += 2 + extra;
 	}
 	*nwords = i;
+	if (c->fix)
+		fix_records(c->fix, w, i);
 	if (prep)
 		weft_records_prepare(prep, w, i);
 	return 0;
@@ -1128,7 +1165,6 @@ static void finish(struct weft_trace *t)
 			}
 		}
 	}
-	free(buf);
 	if (t->first_ns == UINT64_MAX)
 		t->first_ns = t->last_ns = 0;
 	for (size_t i = 0; i < t->nprocs; i++)
@@ -1136,6 +1172,21 @@ static void finish(struct weft_trace *t)
 	for (size_t i = 0; i < t->nprocs; i++)
 		if (t->procs[i].maps)
 			weft_symbolize(t, &t->procs[i]);
+	if (weft_hosts_align(t)) { /* other hosts' times moved: the span again */
+		t->first_ns = UINT64_MAX;
+		t->last_ns = 0;
+		for (size_t i = 0; i < t->nprocs; i++)
+			for (size_t k = 0; k < t->procs[i].nthreads; k++) {
+				struct weft_thread_data *th = &t->procs[i].threads[k];
+				if (th->nchunks)
+					span_of(t, &t->procs[i], &th->chunks[0], &buf, &cap);
+				if (th->nchunks > 1)
+					span_of(t, &t->procs[i], &th->chunks[th->nchunks - 1], &buf, &cap);
+			}
+		if (t->first_ns == UINT64_MAX)
+			t->first_ns = t->last_ns = 0;
+	}
+	free(buf);
 }
 
 static int pid_of(const char *name)
@@ -1276,6 +1327,7 @@ void weft_trace_free(struct weft_trace *t)
 {
 	if (!t)
 		return;
+	weft_hosts_free(&t->hosts);
 	for (size_t i = 0; i < t->nprocs; i++) {
 		struct weft_proc *p = &t->procs[i];
 		for (size_t k = 0; k < p->nthreads; k++) {

@@ -11,6 +11,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include "hosts.h"
 
 struct weft_site_def {
 	uint32_t id;
@@ -26,6 +27,7 @@ struct weft_chunk_view {
 	uint32_t events, dropped; /* from the frame header */
 	const unsigned char *stored;
 	uint32_t stored_size, raw_size, flags;
+	const struct weft_ns_fix *fix; /* its process's host correction (hosts.h), or NULL */
 };
 
 struct weft_thread_data {
@@ -180,6 +182,11 @@ struct weft_proc {
 	} *clock_sync;
 	size_t nclock_sync;
 	uint64_t bytes_stored, bytes_raw, nchunks_read, bad_chunks;
+	/* hosts.h: the host's index in the trace's hosts (0 the reference), the pid as recorded
+	 * (pid may have been made unique), the correction applied when `fixed` */
+	unsigned host_index;
+	int orig_pid, fixed;
+	struct weft_ns_fix fix;
 };
 
 /* The process's rank in its job: MPI's world rank, else the launcher's, else WEFT_RANK_NONE. */
@@ -196,6 +203,8 @@ struct weft_trace {
 	void **blobs; /* file contents owned by the trace */
 	size_t nblobs;
 	uint64_t first_ns, last_ns; /* span of all events */
+	struct weft_hosts hosts;    /* the hosts, aligned onto hosts.h[0]'s clock (hosts.h) */
+	int machines; /* set by the caller: the .pftrace gives each host's packets its machine_id */
 };
 
 /* Decompress a chunk into *buf (grown as needed; reuse it across calls) and undo the delta

@@ -34,6 +34,9 @@ static void help(FILE *f)
 		"                         deflate; Perfetto inflates them), or plain\n"
 		"      --large-alloc SIZE   allocations of at least SIZE (default 1M) are also\n"
 		"                           \"large allocation\" instants in a .pftrace\n"
+		"      --machines           a .pftrace with a Perfetto machine per host (machine_id;\n"
+		"                           times still aligned; trace_processor draws no arrows\n"
+		"                           between machines), instead of one timeline\n"
 		"  -h, --help               this text\n\n"
 		"Open a .pftrace by dragging it onto https://ui.perfetto.dev.\n"
 		"Exit status: 0 converted (warnings may say what was damaged), 1 failed, 2 usage.\n");
@@ -45,9 +48,10 @@ int cmd_convert(int argc, char **argv)
 		{"output", required_argument, 0, 'o'}, {"format", required_argument, 0, 'f'},
 		{"json-style", required_argument, 0, 's'}, {"jobs", required_argument, 0, 'j'},
 		{"compress", required_argument, 0, 'c'}, {"large-alloc", required_argument, 0, 'L'},
-		{"quiet", no_argument, 0, 'q'}, {"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
+		{"quiet", no_argument, 0, 'q'}, {"help", no_argument, 0, 'h'}, {"machines", no_argument, 0, 'M'},
+		{0, 0, 0, 0}};
 	const char *outp = NULL, *fmt = NULL;
-	int style = WEFT_JSON_BE, jobs = 2, quiet = 0, deflate = WEFT_PFTRACE_DEFLATE, c, rc;
+	int style = WEFT_JSON_BE, jobs = 2, quiet = 0, deflate = WEFT_PFTRACE_DEFLATE, machines = 0, c, rc;
 	optind = 1;
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, "o:f:j:qh", opts, NULL)) != -1) {
@@ -97,6 +101,7 @@ int cmd_convert(int argc, char **argv)
 			}
 			break;
 		case 'q': quiet = 1; break;
+		case 'M': machines = 1; break;
 		case 'h': help(stdout); return WEFT_EXIT_OK;
 		default:
 			weft_cli_error("convert", "unknown option '%s' (see 'weft convert --help')", argv[optind - 1]);
@@ -133,6 +138,7 @@ int cmd_convert(int argc, char **argv)
 	}
 	for (size_t i = 0; i < t->nwarnings; i++)
 		weft_cli_error("convert", "warning: %s", t->warnings[i]);
+	t->machines = machines;
 	FILE *f = to_stdout ? stdout : fdopen(out.fd, "wb");
 	if (!f) {
 		weft_cli_error("convert", "cannot write %s: %s", outp, strerror(errno));

@@ -2,11 +2,13 @@
  * cmd-info.c - `weft info DIR`: what a trace holds, without converting it: processes and
  * their threads, events and drops per thread, the time span, bytes raw and on disk, the
  * options the run used, what each collector did (the GPU's: its library or why it was
- * unavailable, its records and drops, and the GPUs), and every warning about damage.
+ * unavailable, its records and drops, and the GPUs), the hosts and their clocks
+ * (info-hosts.c), and every warning about damage.
  */
 #include "tool/cmd.h"
 #include "format/reader.h"
 #include "format/format.h"
+#include "tool/info-hosts.h"
 #include <getopt.h>
 #include <stdio.h>
 #include <string.h>
@@ -14,7 +16,9 @@
 static void help(FILE *f)
 {
 	fprintf(f, "usage: weft info [OPTIONS] DIR\n"
-		   "Describe the trace directory DIR.\n\n"
+		   "Describe the trace directory DIR. A trace of several hosts or of a job's ranks\n"
+		   "also gets each host's clock offset and drift to the reference host, and how\n"
+		   "many messages between processes go back in time once aligned (docs/hosts.md).\n\n"
 		   "  -h, --help   this text\n\n"
 		   "Exit status: 0 described, 1 unreadable, 2 usage.\n");
 }
@@ -108,6 +112,7 @@ int cmd_info(int argc, char **argv)
 	printf("\nbytes disk: %llu", (unsigned long long)stored);
 	per_event(stored, events);
 	printf("\n");
+	weft_info_hosts(t);
 	printf("\nprocess tree:\n");
 	print_tree(t, -1, 1, 0);
 	for (size_t i = 0; i < t->nprocs; i++) {
