@@ -5,6 +5,7 @@ between the right slices of the right ranks, none backwards in time, the collect
 numbers, the communicator ids (recomputed here from mpi-ids.h's formula) and the MPI records
 (0 messages not drawn). Skipped where an MPI's compiler wrapper is absent."""
 import os
+import re
 import shutil
 import struct
 import subprocess
@@ -216,6 +217,13 @@ class MpiTest(TraceTest):
         self.assertEqual(sum(v[5] for v in recs.values()), messages)
         self.assertEqual(sum(v[6] for v in recs.values()), messages)
         self.assertEqual([v[7] for v in recs.values()], [0] * 4)
+        # weft info says so: each rank, 0 not drawn; every message between processes forward in time
+        info = run([WEFT, "info", data]).stdout
+        lines = re.findall(r"^  mpi: +rank (\d) of 4, (Open MPI|MPICH).*, (\d+) not drawn", info, re.M)
+        self.assertEqual(sorted(lines), [(str(r), "Open MPI" if flavor == "openmpi" else "MPICH", "0")
+                                         for r in range(4)], info)
+        self.assertIn(f"messages:   {messages} between processes", info)
+        self.assertIn(" 0 backwards in time, 0 flows without their other end", info)
         # CLOCK_SYNC: phases 0 and 1 on every rank; one host, one clock: the true offset is 0, so
         # each measured one is within half its round trip (oversubscribed ranks can make that long)
         self.assertEqual(sorted(s[0] for s in syncs), [0] * 4 + [1] * 4)
@@ -341,6 +349,9 @@ class MpiTest(TraceTest):
                     if t == 33:
                         v = struct.unpack_from("<IIIIQQQQ", p)
                         undrawn[v[0]] = (v[5], v[6], v[7])
+        info = run([WEFT, "info", data]).stdout
+        self.assertEqual(sorted(re.findall(r"^  mpi: +rank (\d) of 4.* (\d+) not drawn", info, re.M)),
+                         [("0", "0"), ("1", "2"), ("2", "0"), ("3", "0")], info)
         # of tag 6, rank 0 sent 2, rank 1 received both, neither drawn: said once each, on rank 1;
         # then 7 messages from each rank, 7 received by each
         self.assertEqual(undrawn, {0: (11, 9, 0), 1: (9, 9, 2), 2: (9, 9, 0), 3: (9, 9, 0)})
