@@ -15,21 +15,35 @@
 
 typedef int fint;
 
-static mh f2c(const char *fn, fint h)
+/* Open MPI's handle conversions and the ignore sentinels, looked up once (the first Fortran
+ * call, before any other thread can call MPI); MPICH's Fortran handles are its C ones. */
+static mh (*conv[3])(fint);
+static void **ignore[2];
+enum { F_COMM, F_TYPE, F_REQ };
+
+static mh f2c(int which, fint h)
 {
 	if (mpi_abi.handle_size == 4)
 		return (mh)(uint32_t)h; /* MPICH: the same integer */
-	mh (*conv)(fint) = (mh (*)(fint))mpi_sym(fn);
-	return conv ? conv(h) : 0;
+	if (!conv[which]) {
+		static const char *const names[] = {"PMPI_Comm_f2c", "PMPI_Type_f2c", "PMPI_Request_f2c"};
+		conv[which] = (mh (*)(fint))mpi_sym(names[which]);
+		if (!conv[which])
+			return 0;
+	}
+	return conv[which](h);
 }
-#define COMM(h) f2c("PMPI_Comm_f2c", h)
-#define TYPE(h) f2c("PMPI_Type_f2c", h)
-#define REQ(h) f2c("PMPI_Request_f2c", h)
+#define COMM(h) f2c(F_COMM, h)
+#define TYPE(h) f2c(F_TYPE, h)
+#define REQ(h) f2c(F_REQ, h)
 
-static int f_ignored(const void *st, const char *var)
+/* MPI_F_STATUS_IGNORE (which 0) or MPI_F_STATUSES_IGNORE (1): variables that hold the
+ * sentinel's address (set by the library, possibly at MPI_Init) */
+static int f_ignored(const void *st, int which)
 {
-	void **p = (void **)mpi_sym(var); /* MPI_F_STATUS(ES)_IGNORE: a variable holding the address */
-	return p && *p == st;
+	if (!ignore[which])
+		ignore[which] = (void **)mpi_sym(which ? "MPI_F_STATUSES_IGNORE" : "MPI_F_STATUS_IGNORE");
+	return ignore[which] && *ignore[which] == st;
 }
 
 /* the library's Fortran binding; a program without it gets an error in ierr */
@@ -162,7 +176,7 @@ static void f_recv(void *buf, fint *count, fint *dt, fint *source, fint *tag, fi
 	struct mpi_req r;
 	mpi_recv_post(&r, c, *source, *tag);
 	fint mine[8];
-	fint *st = f_ignored(status, "MPI_F_STATUS_IGNORE") ? mine : status;
+	fint *st = f_ignored(status, 0) ? mine : status;
 	real(buf, count, dt, source, tag, comm, st, ierr);
 	mpi_recv_end(&site_MPI_Recv, &r, st, *ierr);
 	mpi_leave();
@@ -206,7 +220,7 @@ static void f_sendrecv(void *sbuf, fint *scount, fint *sdt, fint *dest, fint *st
 	struct mpi_req r;
 	mpi_recv_post(&r, c, *source, *rtag);
 	fint mine[8];
-	fint *st = f_ignored(status, "MPI_F_STATUS_IGNORE") ? mine : status;
+	fint *st = f_ignored(status, 0) ? mine : status;
 	real(sbuf, scount, sdt, dest, stag, rbuf, rcount, rdt, source, rtag, comm, st, ierr);
 	mpi_recv_end(&site_MPI_Sendrecv, &r, st, *ierr);
 	mpi_leave();
@@ -224,7 +238,7 @@ static void f_wait(fint *req, fint *status, fint *ierr)
 	mh h = REQ(*req);
 	mpi_emit(&site_MPI_Wait, WEFT_R_BEGIN, NULL, 0, 0, 0);
 	fint mine[8];
-	fint *st = f_ignored(status, "MPI_F_STATUS_IGNORE") ? mine : status;
+	fint *st = f_ignored(status, 0) ? mine : status;
 	real(req, st, ierr);
 	struct done d = {0};
 	if (!*ierr)
@@ -247,7 +261,7 @@ static void f_waitall(fint *count, fint *reqs, fint *statuses, fint *ierr)
 	fint mine[64 * 8];
 	for (int i = 0; i < n; i++)
 		h[i] = REQ(reqs[i]);
-	fint *st = f_ignored(statuses, "MPI_F_STATUSES_IGNORE") ? mine : statuses;
+	fint *st = f_ignored(statuses, 1) ? mine : statuses;
 	mpi_emit(&site_MPI_Waitall, WEFT_R_BEGIN, NULL, 0, 0, 0);
 	real(count, reqs, st, ierr);
 	struct done d = {0};
