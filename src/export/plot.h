@@ -1,4 +1,4 @@
-/* plot.h - PNG pictures of a trace's memory (plot.c, plot-heap.c; cairo). Each returns 0 or
+/* plot.h - PNG pictures of a trace's memory (plot.c, plot-heap.c) and MPI calls (plot-mpi.c; cairo). Each returns 0 or
  * -errno with a one-line reason in err. */
 #ifndef WEFT_PLOT_H
 #define WEFT_PLOT_H
@@ -23,6 +23,9 @@ int weft_plot_memory(const struct weft_trace *t, const struct weft_plot_opts *o,
  * o->top by their own peak, the rest as "other"); the stack's top edge is the heap's live bytes
  * (plot-heap.c). -ENOENT: no such process or heap; -ENODATA: nothing to draw. */
 int weft_plot_heap(const struct weft_trace *t, const struct weft_plot_opts *o, char *err, size_t errlen);
+/* An MPI job's communication matrix as a heat map and each rank's time in and outside MPI as
+ * bars (plot-mpi.c). -ENODATA: the trace has no MPI calls. */
+int weft_plot_mpi(const struct weft_trace *t, const struct weft_plot_opts *o, char *err, size_t errlen);
 /* Live bytes over time, a line per heap. */
 int weft_plot_heap_lines(const struct weft_trace *t, const struct weft_plot_opts *o, char *err, size_t errlen);
 

@@ -1,8 +1,8 @@
 /*
- * cmd-plot.c - `weft plot memory|heap [OPTIONS] [DIR] -o FILE.png`: pictures of a trace's
+ * cmd-plot.c - `weft plot memory|heap|mpi [OPTIONS] [DIR] -o FILE.png`: pictures of a trace's
  * memory (src/export/plot.c, plot-heap.c): the address x time picture of allocations and
  * sampled accesses, or one heap's live bytes over time stacked by allocating slice (--lines: a
- * line per heap).
+ * line per heap); or of an MPI job (plot-mpi.c): its communication matrix and time per rank.
  */
 #include "tool/cmd.h"
 #include "export/plot.h"
@@ -17,7 +17,7 @@
 
 static void help(FILE *f)
 {
-	fprintf(f, "usage: weft plot memory|heap [OPTIONS] [DIR] -o FILE.png   (default DIR weft.data)\n"
+	fprintf(f, "usage: weft plot memory|heap|mpi [OPTIONS] [DIR] -o FILE.png   (default DIR weft.data)\n"
 		   "memory: address x time: allocations as rectangles coloured and labelled by the slice\n"
 		   "        that made them, sampled accesses (weft record --mem-access) as dots; empty\n"
 		   "        address ranges squeezed out (each gap marked with its size)\n"
@@ -27,7 +27,10 @@ static void help(FILE *f)
 		   "        its free; the top edge is the heap's live bytes (sampled traces: estimated, as\n"
 		   "        in the trace's heap counter). The slices with the highest own peaks get a band\n"
 		   "        each, the rest are summed as 'other'. Each pixel column shows the moment\n"
-		   "        within it with the most live bytes, so no peak is lost\n\n"
+		   "        within it with the most live bytes, so no peak is lost\n"
+		   "mpi:    an MPI job: the bytes each rank sent each other as a heat map (row: from,\n"
+		   "        column: to; log scale), and each rank's time as a bar: in MPI waiting (red),\n"
+		   "        in MPI otherwise (orange), outside MPI (green), as 'weft report --mpi' counts\n\n"
 		   "  -o, --output FILE     the PNG (required; written whole or not at all; a device or\n"
 		   "                        FIFO is written through, a symlink followed; never a file\n"
 		   "                        of the trace)\n"
@@ -40,7 +43,8 @@ static void help(FILE *f)
 		   "      --top N           heap: slices drawn apart, 1 to 20 (default 8)\n"
 		   "      --lines           heap: instead, live bytes of every heap, a line each\n"
 		   "      --describe        print what was drawn where (JSON lines): memory: each\n"
-		   "                        allocation's rectangle; heap: the plot frame and each band\n"
+		   "                        allocation's rectangle; heap: the plot frame and each band;\n"
+		   "                        mpi: the frames, each matrix cell and each rank's bar\n"
 		   "  -h, --help            this text\n\n"
 		   "Exit status: 0, 1 unreadable/nothing to draw/unwritable, 2 usage.\n");
 }
@@ -70,12 +74,12 @@ int cmd_plot(int argc, char **argv)
 		{"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
 	struct weft_plot_opts o = {.width = 1600, .height = 900};
 	int c, lines = 0;
-	if (argc < 2 || (strcmp(argv[1], "memory") && strcmp(argv[1], "heap"))) {
+	if (argc < 2 || (strcmp(argv[1], "memory") && strcmp(argv[1], "heap") && strcmp(argv[1], "mpi"))) {
 		if (argc >= 2 && (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help"))) {
 			help(stdout);
 			return WEFT_EXIT_OK;
 		}
-		weft_cli_error("plot", "which picture? 'weft plot memory' or 'weft plot heap' (see 'weft plot --help')");
+		weft_cli_error("plot", "which picture? 'weft plot memory', 'weft plot heap' or 'weft plot mpi' (see 'weft plot --help')");
 		return WEFT_EXIT_USAGE;
 	}
 	const char *what = argv[1];
@@ -156,6 +160,10 @@ int cmd_plot(int argc, char **argv)
 		weft_cli_error("plot", "--lines draws every heap: no --heap or --top with it");
 		return WEFT_EXIT_USAGE;
 	}
+	if (!strcmp(what, "mpi") && (o.pid || o.has_time || o.a_hi)) {
+		weft_cli_error("plot", "--pid, --time and --addr are not for 'weft plot mpi' (it draws every rank)");
+		return WEFT_EXIT_USAGE;
+	}
 	const char *dir = optind < argc ? argv[optind] : "weft.data";
 	struct weft_outfile out; /* never a file of the trace, never replacing a device (outfile.c) */
 	int orc = weft_outfile_open(&out, "plot", o.out, dir, WEFT_OUT_NAMED);
@@ -169,7 +177,8 @@ int cmd_plot(int argc, char **argv)
 		weft_outfile_abort(&out);
 		return WEFT_EXIT_FAIL;
 	}
-	int rc = !strcmp(what, "memory") ? weft_plot_memory(t, &o, err, sizeof(err))
+	int rc = !strcmp(what, "mpi") ? weft_plot_mpi(t, &o, err, sizeof(err))
+		 : !strcmp(what, "memory") ? weft_plot_memory(t, &o, err, sizeof(err))
 		 : lines ? weft_plot_heap_lines(t, &o, err, sizeof(err)) : weft_plot_heap(t, &o, err, sizeof(err));
 	weft_trace_free(t);
 	if (rc) {

@@ -3,7 +3,8 @@
  * average and maximum (like `uftrace report` / `perf report`), per thread with --threads or
  * per process with --processes,
  * as a call tree with --tree (like `uftrace graph`), as CSV or JSON for scripts; allocations
- * (report-memory.c), counters (report-counters.c) or GPU work (report-gpu.c) instead of time.
+ * (report-memory.c), counters (report-counters.c), GPU work (report-gpu.c) or MPI calls
+ * (report-mpi.c) instead of time.
  */
 #include "tool/cmd.h"
 #include "tool/shortname.h"
@@ -11,6 +12,7 @@
 #include "tool/report-memory.h"
 #include "tool/report-counters.h"
 #include "tool/report-gpu.h"
+#include "tool/report-mpi.h"
 #include "export/profile.h"
 #include <getopt.h>
 #include <stdio.h>
@@ -39,6 +41,11 @@ static void help(FILE *f)
 		   "                      kernel launches, device time, occupancy, registers and shared\n"
 		   "                      memory; per copy kind count, bytes, time and GB/s; the launch\n"
 		   "                      latency (CUDA call to device start) distribution\n"
+		   "      --mpi           MPI calls instead of time (an MPI job): per rank the time in\n"
+		   "                      MPI and outside; per MPI function calls, time, bytes and\n"
+		   "                      wait (a receive's time before its send began, a collective's\n"
+		   "                      before its last member arrived); the compute imbalance\n"
+		   "                      (max/mean); the bytes each rank sent each other\n"
 		   "      --leaks         with --memory: every leaked block and its slice stack\n"
 		   "      --full-names    C++ names with return type and parameters (the text table\n"
 		   "                      shows them without; csv and json always give them whole)\n"
@@ -155,10 +162,10 @@ int cmd_report(int argc, char **argv)
 		{"limit", required_argument, 0, 'n'}, {"jobs", required_argument, 0, 'j'},
 		{"full-names", no_argument, 0, 'F'}, {"memory", no_argument, 0, 'm'},
 		{"leaks", no_argument, 0, 'K'}, {"counters", no_argument, 0, 'C'},
-		{"gpu", no_argument, 0, 'U'},
+		{"gpu", no_argument, 0, 'U'}, {"mpi", no_argument, 0, 'M'},
 		{"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
 	static const char *keys[] = {"total", "self", "calls", "avg", "max", "name"};
-	int per_thread = 0, tree = 0, fmt = 0, jobs = 2, c, memory = 0, leaks = 0, counters = 0, gpu = 0;
+	int per_thread = 0, tree = 0, fmt = 0, jobs = 2, c, memory = 0, leaks = 0, counters = 0, gpu = 0, mpi = 0;
 	const char *sort_name = NULL;
 	long limit = -1;
 	sort_key = 0;
@@ -171,6 +178,7 @@ int cmd_report(int argc, char **argv)
 		case 'K': leaks = 1; break;
 		case 'C': counters = 1; break;
 		case 'U': gpu = 1; break;
+		case 'M': mpi = 1; break;
 		case 's':
 			sort_name = optarg;
 			for (sort_key = 0; sort_key < 6 && strcmp(keys[sort_key], optarg); sort_key++)
@@ -241,6 +249,11 @@ int cmd_report(int argc, char **argv)
 			       "--tree, --threads, --processes and --sort do not apply");
 		return WEFT_EXIT_USAGE;
 	}
+	if (mpi && (gpu || counters || memory || tree || per_thread || sort_name)) {
+		weft_cli_error("report", "--mpi reports per rank and MPI function; --gpu, --counters, --memory, "
+			       "--tree, --threads, --processes and --sort do not apply");
+		return WEFT_EXIT_USAGE;
+	}
 	if (optind < argc - 1) {
 		weft_cli_error("report", "expected one trace directory (usage: weft report [OPTIONS] [DIR], default weft.data)");
 		return WEFT_EXIT_USAGE;
@@ -257,6 +270,11 @@ int cmd_report(int argc, char **argv)
 	}
 	for (size_t i = 0; i < t->nwarnings; i++)
 		weft_cli_error("report", "warning: %s", t->warnings[i]);
+	if (mpi) {
+		int rc = weft_report_mpi(t, fmt, limit);
+		weft_trace_free(t);
+		return rc;
+	}
 	if (gpu) {
 		int rc = weft_report_gpu(t, fmt, limit, full_names);
 		weft_trace_free(t);
