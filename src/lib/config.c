@@ -34,6 +34,7 @@ void weft_config_defaults(struct weft_config *c)
 	snprintf(c->procfs_root, sizeof(c->procfs_root), "/proc");
 	snprintf(c->nvml_lib, sizeof(c->nvml_lib), "libnvidia-ml.so.1");
 	c->gpu_buffer_size = 8u << 20;
+	c->mpi = 1;
 }
 
 int weft_parse_size(const char *s, uint64_t *out)
@@ -351,6 +352,7 @@ SETTER(set_gpu_buffer_size)
 	c->gpu_buffer_size = n;
 	return 0;
 }
+SETTER(set_mpi) { return parse_int(v, 0, 1, &c->mpi); }
 SETTER(set_counters)
 {
 	const struct weft_ctr_def *d[WEFT_CTR_MAX];
@@ -403,6 +405,7 @@ static const struct {
 	{"cupti_lib", set_cupti_lib, "the CUPTI library dlopen loads (default: searched in CUDA_HOME, /usr/local/cuda and the loader path)"},
 	{"gpu_buffer_size", set_gpu_buffer_size, "a size from 64K to 256M: each CUPTI activity buffer (default 8M)"},
 	{"host", set_host, "the host name to record (default: the hostname)"},
+	{"mpi", set_mpi, "0 or 1 (MPI calls and messages, where libweft-mpi.so is loaded; default 1)"},
 };
 
 const char *weft_config_valid(const char *key)

@@ -74,6 +74,7 @@ struct weft_config {
 	int gpu;                   /* gpu=1: CUPTI (collect/cupti.c), and NVML as power=1 does */
 	char cupti_lib[512];       /* what dlopen loads for CUPTI ("": searched, collect/cupti.c) */
 	uint64_t gpu_buffer_size;  /* bytes of each CUPTI activity buffer */
+	int mpi;                   /* mpi=0: libweft-mpi.so passes MPI calls through unrecorded (default 1) */
 	char counters[256]; /* counters=: perf counter names read at every slice begin and end */
 	char given[2048]; /* the options as given, for the trace metadata */
 };

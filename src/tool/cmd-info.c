@@ -139,6 +139,15 @@ int cmd_info(int argc, char **argv)
 			printf("  note:     %s\n", p->notes[k]);
 		printf("  clock:    %s, %zu calibration points\n",
 		       p->clock_kind == 1 ? "tsc" : p->clock_kind == 2 ? "cntvct" : "boottime ns", p->nclock);
+		if (p->has_mpi) /* the MPI wrappers' record (libweft-mpi.so, docs/mpi.md) */
+			printf("  mpi:      rank %u of %u, %s%s%s: %llu calls recorded, %llu messages sent with an "
+			       "arrow, %llu received with one, %llu not drawn (unsure match)\n",
+			       p->mpi_rank, p->mpi_size,
+			       p->mpi_flavor == WEFT_MPI_OPENMPI ? "Open MPI" : p->mpi_flavor == WEFT_MPI_MPICH ? "MPICH" : "MPI",
+			       p->mpi_flags & WEFT_MPI_F_FORTRAN ? ", Fortran" : "",
+			       p->mpi_flags & WEFT_MPI_F_OFF ? ", not recorded (mpi=0)" : "",
+			       (unsigned long long)p->mpi_calls, (unsigned long long)p->mpi_sent,
+			       (unsigned long long)p->mpi_received, (unsigned long long)p->mpi_undrawn);
 		if (p->finished)
 			printf("  recorded: %llu events, %llu dropped, %llu after stop, %llu chunks\n",
 			       (unsigned long long)p->fin[0], (unsigned long long)p->fin[1],

@@ -99,6 +99,8 @@ static void help(FILE *f)
 		"                          a heap per GPU; GPU power, SM clock and utilization (NVML,\n"
 		"                          every --power-period). Through CUPTI, loaded at run time\n"
 		"                          (CUDA_HOME, /usr/local/cuda; --options cupti_lib=PATH)\n"
+		"      --mpi=on|off        MPI calls as slices and messages as arrows (Open MPI, MPICH;\n"
+		"                          C and Fortran): on by default where the program loads MPI\n"
 		"      --counters LIST     read these counters at every slice's begin and end (perf's\n"
 		"                          names, comma-separated: instructions, cycles, cache-misses,\n"
 		"                          branch-misses, task-clock, page-faults, context-switches,\n"
@@ -354,6 +356,7 @@ int cmd_record(int argc, char **argv)
 		{"sample-period", required_argument, 0, 'Q'}, {"power-period", required_argument, 0, 'U'},
 		{"counters", required_argument, 0, 'K'}, {"gpu", no_argument, 0, 'G'},
 		{"host", required_argument, 0, 'H'},
+		{"mpi", required_argument, 0, 'I'},
 		{"quiet", no_argument, 0, 'q'}, {"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
 	char names[1024] = "", why[256];
 	const char *host = NULL;
@@ -464,6 +467,13 @@ int cmd_record(int argc, char **argv)
 			break;
 		case 'E': ADD(":power=1"); break;
 		case 'G': ADD(":gpu=1"); gpu = 1; break;
+		case 'I': /* --mpi=on|off: libweft-mpi.so records or passes MPI calls through */
+			if (strcmp(optarg, "on") && strcmp(optarg, "off")) {
+				weft_cli_error("record", "bad --mpi value '%s': expected on or off", optarg);
+				return WEFT_EXIT_USAGE;
+			}
+			ADD(":mpi=%d", strcmp(optarg, "off") ? 1 : 0);
+			break;
 		case 'K': {
 			int rc = counters_check(optarg);
 			if (rc)
@@ -547,12 +557,19 @@ int cmd_record(int argc, char **argv)
 	int setid = is_setid(argv[optind]);
 	/* environment for the whole process tree: the user's WEFT_OPTIONS first, then record's
 	 * own settings, so the command line wins */
-	char options[8192], ld[PATH_MAX * 2];
+	char options[8192], ld[PATH_MAX * 3];
 	const char *user = getenv("WEFT_OPTIONS");
 	snprintf(options, sizeof(options), "%s%soutput=%s%s", user && *user ? user : "", user && *user ? ":" : "",
 		 dir, extra);
 	const char *old_ld = getenv("LD_PRELOAD");
-	snprintf(ld, sizeof(ld), "%s%s%s", preload, old_ld && *old_ld ? ":" : "", old_ld ? old_ld : "");
+	/* libweft-mpi.so after the runtime it records through: its MPI_X wrappers come before
+	 * the MPI library's; a program without MPI never calls them */
+	char mpilib[PATH_MAX];
+	if (weft_cli_find_file("libweft-mpi.so", mpilib, sizeof(mpilib)))
+		snprintf(ld, sizeof(ld), "%s:%s%s%s", preload, mpilib, old_ld && *old_ld ? ":" : "",
+			 old_ld ? old_ld : "");
+	else
+		snprintf(ld, sizeof(ld), "%s%s%s", preload, old_ld && *old_ld ? ":" : "", old_ld ? old_ld : "");
 
 	int pipefd[2];
 	if (pipe2(pipefd, O_CLOEXEC)) {

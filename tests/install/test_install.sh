@@ -62,4 +62,6 @@ mkdir -p "$tmp/rec" && cd "$tmp/rec"
 [ -e rec.data/trace.pftrace ] || fail "installed weft record wrote no trace.pftrace"
 grep -q "$libdir/weft/libweft-preload.so" < <(LD_PRELOAD= "$prefix/bin/weft" record -q --no-convert -o r2.data -- sh -c 'cat /proc/$$/maps') \
   || fail "the recorded program did not map the installed libweft-preload.so"
+grep -q "$libdir/weft/libweft-mpi.so" < <(LD_PRELOAD= "$prefix/bin/weft" record -q --no-convert -o r3.data -- sh -c 'cat /proc/$$/maps') \
+  || fail "the recorded program did not map the installed libweft-mpi.so (the MPI wrappers)"
 echo "install: all checks passed"

@@ -1,0 +1,113 @@
+/*
+ * clocksync.c - each process's clock offset to world rank 0's, measured over MPI at the end
+ * of MPI_Init (phase 0) and again before MPI_Finalize (phase 1), as Score-P does: rank 0 plays
+ * ROUNDS ping-pongs with each other rank in turn, the other rank reading its CLOCK_BOOTTIME
+ * (the trace's clock) when the ping arrives; the round trip with the smallest time bounds the
+ * error best, and the middle of it on rank 0's clock is taken to be the moment the other rank
+ * read its own. Rank 0 then sends each rank its offset (rank 0's BOOTTIME minus its own at that
+ * moment), the round trip and its host; every rank writes its own WEFT_M_CLOCK_SYNC record (rank 0
+ * with offset 0). The exchange runs on a private duplicate of MPI_COMM_WORLD made at MPI_Init,
+ * so it can never match the program's messages, through PMPI calls that are not recorded.
+ */
+#include "mpi-internal.h"
+#include <time.h>
+#include <unistd.h>
+
+#define ROUNDS 10
+#define TAG 0x5746 /* "WF"; + phase: a late message never matches the other phase */
+
+static mh priv; /* the private communicator; written at phase 0, freed after phase 1 */
+static int have_priv;
+
+static uint64_t boot_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_BOOTTIME, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+struct result {
+	int64_t offset;
+	uint64_t at; /* on the receiving rank's clock */
+	uint64_t rtt;
+	uint32_t rounds;
+	char host[64];
+};
+
+void mpi_clock_sync(int phase)
+{
+	typedef int (*send_t)(const void *, int, mh, int, int, mh);
+	typedef int (*recv_t)(void *, int, mh, int, int, mh, void *);
+	typedef int (*dup_t)(mh, void *);
+	typedef int (*free_t)(void *);
+	send_t snd = (send_t)mpi_sym("PMPI_Send");
+	recv_t rcv = (recv_t)mpi_sym("PMPI_Recv");
+	dup_t dup = (dup_t)mpi_sym("PMPI_Comm_dup");
+	free_t cfree = (free_t)mpi_sym("PMPI_Comm_free");
+	/* Every rank of the job must take part, or the collective dup below waits for the missing
+	 * ones: so the measurement runs wherever the weft runtime is (mpi=0 too), and a job whose
+	 * ranks do not all run under weft is not supported (docs/mpi.md). */
+	if (!mpi_runtime() || !snd || !rcv || !dup || !cfree || mpi_st.world_size < 1 || mpi_st.world_rank < 0)
+		return;
+	if (phase == 0) {
+		uintptr_t h = 0;
+		if (dup(mpi_abi.comm_world, &h))
+			return;
+		priv = mh_load(&h, 0);
+		have_priv = 1;
+	}
+	if (!have_priv)
+		return;
+	void *ign = (void *)mpi_abi.status_ignore;
+	int me = mpi_st.world_rank, n = mpi_st.world_size, tag = TAG + phase;
+	struct result res = {0};
+	gethostname(res.host, sizeof(res.host) - 1);
+	if (me == 0) {
+		char host[64] = {0};
+		memcpy(host, res.host, sizeof(host));
+		for (int r = 1; r < n; r++) {
+			struct result best = {.rtt = UINT64_MAX};
+			for (int i = 0; i < ROUNDS; i++) {
+				uint64_t t0 = boot_ns(), tr = 0;
+				snd(&t0, 8, mpi_abi.byte, r, tag, priv);
+				rcv(&tr, 8, mpi_abi.byte, r, tag, priv, ign);
+				uint64_t t1 = boot_ns();
+				if (t1 - t0 < best.rtt) {
+					best.rtt = t1 - t0;
+					best.at = tr;
+					best.offset = (int64_t)(t0 + (t1 - t0) / 2) - (int64_t)tr;
+				}
+			}
+			best.rounds = ROUNDS;
+			memcpy(best.host, host, sizeof(best.host));
+			snd(&best, (int)sizeof(best), mpi_abi.byte, r, tag, priv);
+		}
+		res.offset = 0, res.at = boot_ns(), res.rtt = 0, res.rounds = 0;
+	} else {
+		for (int i = 0; i < ROUNDS; i++) {
+			uint64_t t0 = 0;
+			rcv(&t0, 8, mpi_abi.byte, 0, tag, priv, ign);
+			uint64_t tr = boot_ns();
+			snd(&tr, 8, mpi_abi.byte, 0, tag, priv);
+		}
+		rcv(&res, (int)sizeof(res), mpi_abi.byte, 0, tag, priv, ign);
+	}
+	res.host[sizeof(res.host) - 1] = 0;
+	struct {
+		uint32_t phase, ref;
+		int64_t offset;
+		uint64_t at, rtt;
+		uint32_t rounds, zero;
+	} rec = {(uint32_t)phase, 0, res.offset, res.at, res.rtt, res.rounds, 0};
+	mpi_meta_put(WEFT_M_CLOCK_SYNC, &rec, sizeof(rec), res.host, strlen(res.host) + 1);
+	if (phase == 1) {
+		uintptr_t h = priv;
+		if (mpi_abi.handle_size == 4) {
+			uint32_t h32 = (uint32_t)priv;
+			cfree(&h32);
+		} else {
+			cfree(&h);
+		}
+		have_priv = 0;
+	}
+}
