@@ -365,6 +365,28 @@ static void describe_slice_counters(struct seq_enc *e)
 	}
 }
 
+/* Flows that end on an END (a receive's completion: its message arrived as the call returned)
+ * end on an instant `received` at that moment, inside the slice: trace_processor (v55) orients
+ * an arrow by the start of the slices it links, so an arrow ending on the slice itself would
+ * point backwards from a receive that began waiting before its message was sent. */
+static void received(struct seq_enc *e, const struct weft_ev *ev, uint64_t track)
+{
+	struct pb *b = &e->out;
+	size_t pk = pb_begin(b, TRACE_PACKET);
+	pb_varint(b, TP_TIMESTAMP, ev->ts);
+	pb_varint(b, TP_SEQ_ID, e->seq);
+	pb_varint(b, TP_SEQ_FLAGS, SEQ_NEEDS);
+	size_t te = pb_begin(b, TP_TRACK_EVENT);
+	pb_varint(b, TE_TYPE, TYPE_INSTANT);
+	if (track != e->tuuid)
+		pb_varint(b, TE_TRACK_UUID, track);
+	pb_string(b, TE_NAME, "received");
+	for (unsigned i = 0; i < ev->nin; i++)
+		pb_fixed64(b, TE_TERM_FLOW_IDS, ev->flows_in[i]);
+	pb_end(b, te);
+	pb_end(b, pk);
+}
+
 static void packet(struct seq_enc *e, const struct weft_ev *ev, uint64_t ts, unsigned type, uint64_t track)
 {
 	if (packet_fast(e, ev, ts, type, track))
@@ -687,6 +709,13 @@ static void on_event(void *ud, const struct weft_ev *ev)
 		packet(e, ev, ev->ts, TYPE_BEGIN, track);
 		break;
 	case WEFT_EV_END: case WEFT_EV_ASYNC_END:
+		if (ev->kind == WEFT_EV_END && ev->nin) { /* the arrows' ends: an instant inside the slice */
+			received(e, ev, track);
+			struct weft_ev rest = *ev;
+			rest.nin = 0;
+			packet(e, &rest, ev->ts, TYPE_END, track);
+			break;
+		}
 		packet(e, ev, ev->ts, TYPE_END, track);
 		break;
 	case WEFT_EV_INSTANT: case WEFT_EV_ASYNC_INSTANT: case WEFT_EV_DROPPED:

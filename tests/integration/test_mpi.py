@@ -69,7 +69,11 @@ select p.pid as pid, s.id as id, s.name as name, s.ts as ts, s.dur as dur,
   (select int_value from args a where a.arg_set_id = s.arg_set_id and a.key = 'debug.mpi_messages') as messages
 from slice s join thread_track tt on s.track_id = tt.id join thread using(utid) join process p using(upid)
 where s.category = 'mpi' order by s.ts"""
-FLOWS = "select slice_out, slice_in from flow"
+# an arrow ends on an instant `received` inside the completing call's slice (so that
+# trace_processor orients it from the send): its parent is the completing slice
+FLOWS = """select f.slice_out as slice_out, si.name as in_name,
+  case when si.name = 'received' then si.parent_id else f.slice_in end as slice_in
+from flow f join slice si on si.id = f.slice_in"""
 
 SENDERS = {"MPI_Send", "MPI_Isend", "MPI_Sendrecv", "MPI_Startall", "MPI_Sendrecv_replace", "MPI_Start"}
 COMPLETERS = {"MPI_Recv", "MPI_Waitall", "MPI_Sendrecv", "MPI_Mrecv", "MPI_Test", "MPI_Sendrecv_replace",
@@ -182,12 +186,9 @@ class MpiTest(TraceTest):
         for f in flows:
             a, b = by_id[f["slice_out"]], by_id[f["slice_in"]]
             self.assertNotEqual(a["pid"], b["pid"])
-            # trace_processor orients an arrow by its slices' starts: find the sending end
-            if a["name"] in SENDERS and b["name"] in COMPLETERS and not (
-                    b["name"] in SENDERS and a["name"] in COMPLETERS and a["ts"] > b["ts"]):
-                s, d = a, b
-            else:
-                s, d = b, a
+            # every arrow points from the sending call to the instant where the message arrived
+            self.assertEqual(f["in_name"], "received", (a, b))
+            s, d = a, b
             self.assertIn(s["name"], SENDERS, (a, b))
             self.assertIn(d["name"], COMPLETERS, (a, b))
             # causality: the receive completes after the send began
