@@ -111,7 +111,8 @@ void weft_messages_check(const struct weft_trace *t, struct weft_msg_stats *out)
 		}
 	}
 	free(buf);
-	qsort(w.s, w.ns, sizeof(*w.s), cmp_sl);
+	if (w.ns)
+		qsort(w.s, w.ns, sizeof(*w.s), cmp_sl);
 	for (size_t i = 0; i < w.nf; i++) {
 		struct fend *f = &w.f[i];
 		if (!f->serial)
@@ -121,7 +122,8 @@ void weft_messages_check(const struct weft_trace *t, struct weft_msg_stats *out)
 		if (!f->t1)
 			f->t1 = slice_time(&w, f->key, f->serial, 1);
 	}
-	qsort(w.f, w.nf, sizeof(*w.f), cmp_f);
+	if (w.nf)
+		qsort(w.f, w.nf, sizeof(*w.f), cmp_f);
 	for (size_t a = 0; a < w.nf;) {
 		size_t b = a, nout = 0;
 		while (b < w.nf && w.f[b].id == w.f[a].id)
