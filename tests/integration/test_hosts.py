@@ -27,6 +27,7 @@ def namespaces_usable():
 NS = f"unshare --time --boottime {AHEAD_NS // 10**9} --monotonic {AHEAD_NS // 10**9} --uts --fork"
 
 
+@unittest.skipIf(os.environ.get("WEFT_TEST_NO_PRELOAD"), "preloading is not testable in this build (TSan)")
 @unittest.skipUnless(namespaces_usable(), "needs root and time namespaces (unshare --time)")
 class TwoHosts(TraceTest):
     def fifo(self):
