@@ -189,5 +189,109 @@ class Launchers(JobTest):
         self.check(data, "mpich")
 
 
+@unittest.skipUnless(have("srun", "sinfo") and (have("slurmctld", "slurmd") or os.path.exists("/usr/sbin/slurmd")),
+                     "Slurm not installed (slurmctld, slurmd, slurm-client)")
+@unittest.skipUnless(os.geteuid() == 0, "the local Slurm runs as root")
+class Slurm(JobTest):
+    """srun under a one-node Slurm on 127.0.0.1, started once for the class, stopped by pid"""
+
+    @classmethod
+    def setUpClass(cls):
+        if sanitizer():
+            raise unittest.SkipTest("built with a sanitizer: the MPI launchers and libraries are not")
+        cls.sdir = os.path.join(TMP, "slurm")
+        p = subprocess.run(["bash", os.path.join(SRC, "tests", "mpi", "slurm-local.sh"), "start", cls.sdir],
+                           capture_output=True, text=True, timeout=60)
+        if p.returncode:
+            raise unittest.SkipTest(f"the local Slurm did not start: {p.stderr.strip()[-500:]}")
+        cls.saved_conf = os.environ.get("SLURM_CONF")
+        os.environ["SLURM_CONF"] = os.path.join(cls.sdir, "slurm.conf")
+
+    @classmethod
+    def tearDownClass(cls):
+        subprocess.run(["bash", os.path.join(SRC, "tests", "mpi", "slurm-local.sh"), "stop", cls.sdir],
+                       capture_output=True, timeout=60)
+        if cls.saved_conf is None:
+            os.environ.pop("SLURM_CONF", None)
+        else:
+            os.environ["SLURM_CONF"] = cls.saved_conf
+
+    def srun(self, mpi, flavor):
+        app = self.app(flavor)
+        plugins = run(["srun", "--mpi=list"], check=False)
+        if mpi not in plugins.stdout + plugins.stderr:
+            self.skipTest(f"this Slurm has no --mpi={mpi} plugin: {plugins.stdout + plugins.stderr}")
+        data, _ = self.launch(["srun", "-n", "4", "--overcommit", f"--mpi={mpi}"] +
+                              self.rec(os.path.join(self.tmp, "D"), app))
+        self.check(data, flavor)
+
+    def test_srun_pmix_openmpi(self):
+        self.srun("pmix", "openmpi")
+
+    def test_srun_pmi2_mpich(self):
+        self.srun("pmi2", "mpich")
+
+
+@unittest.skipUnless(namespaces_usable(), "needs root and time namespaces (unshare --time)")
+class TwoHosts(JobTest):
+    """ranks 2-3 on `nodeB` (UTS namespace) whose boot clock is 5000 s ahead (time namespace),
+    an MPMD part of the job: `mpirun -np 2 weft record -o D -- ./app : -np 2 hostB.sh weft
+    record -o D -- ./app`"""
+
+    @classmethod
+    def setUpClass(cls):
+        with open(HOST_B, "w") as f:
+            f.write(f"#!/bin/sh\nexec unshare --time --boottime {AHEAD_S} --monotonic {AHEAD_S} --uts --fork "
+                    "sh -c 'hostname nodeB && exec \"$@\"' sh \"$@\"\n")
+        os.chmod(HOST_B, 0o755)
+
+    def two_hosts(self, launcher, flavor):
+        app = self.app(flavor)
+        rec = self.rec(os.path.join(self.tmp, "D"), app)
+        data, _ = self.launch(launcher + ["-np", "2"] + rec + [":", "-np", "2", HOST_B] + rec)
+        here = os.uname().nodename
+        self.check(data, flavor, {0: here, 1: here, 2: "nodeB", 3: "nodeB"})
+
+    def test_openmpi(self):
+        self.two_hosts(OMPI, "openmpi")
+
+    def test_mpich(self):
+        self.two_hosts(MPICH, "mpich")
+
+
+class Fortran(JobTest):
+    def test_mpifort_openmpi(self):
+        """mpi_app.f90 under `mpirun.openmpi -np 4 weft record -o D -- ./app`: Open MPI's
+        Fortran library calls PMPI_X directly; each call recorded once all the same"""
+        self.app("openmpi")
+        app = self.build("mpifort.openmpi", os.path.join(SRC, "tests", "mpi", "mpi_app.f90"))
+        data, _ = self.launch(OMPI + ["-np", "4"] + self.rec(os.path.join(self.tmp, "D"), app))
+        self.hosts = None
+        trace = os.path.join(data, "trace.pftrace")
+        slices, flows = self.tp(trace, test_mpi.SLICES, FLOWS)
+        self.tp_no_errors(trace)
+        rank = self.check_names(data, "mpi_app", None)
+        for pid, r in rank.items():
+            mine = [s for s in slices if s["pid"] == pid]
+            got = {}
+            for s in mine:
+                got[s["name"]] = got.get(s["name"], 0) + 1
+            self.assertEqual(got, FORTRAN_CALLS, f"rank {r}")
+            sr, = [s for s in mine if s["name"] == "MPI_Sendrecv"]
+            self.assertEqual((sr["peer"], sr["tag"], sr["bytes"]), (r ^ 1, 3, 32))
+            colls = [(s["name"], s["comm"], s["seq"], s["root"]) for s in mine
+                     if s["name"] in ("MPI_Allreduce", "MPI_Bcast", "MPI_Reduce", "MPI_Barrier")]
+            self.assertEqual(colls, [("MPI_Allreduce", test_mpi.comm_id(0, 1, r % 2), 1, None),
+                                     ("MPI_Bcast", 0, 1, 1), ("MPI_Reduce", 0, 2, 2), ("MPI_Barrier", 0, 3, None)])
+        self.check_flows(flows, {s["id"]: s for s in slices}, rank, {
+            ("MPI_Recv", "MPI_Send"): 4, ("MPI_Isend", "MPI_Waitall"): 8, ("MPI_Sendrecv", "MPI_Sendrecv"): 4})
+        recs = self.check_records(data, "openmpi", 16)
+        self.assertEqual({v[3] for v in recs.values()}, {1})  # WEFT_MPI_F_FORTRAN
+
+
+def tearDownModule():
+    shutil.rmtree(TMP, ignore_errors=True)
+
+
 if __name__ == "__main__":
     main()
