@@ -33,7 +33,9 @@ CONVERTED = "converting the job's trace"  # the last recorder of a job (cmd-reco
 AHEAD_S = 5000
 HOST_B = os.path.join(TMP, "hostB.sh")
 # the receiving end of an arrow: the call that completed the receive, or (since bf69b6a) an
-# instant `received` at that call's end, inside it (its parent)
+# instant `received` at that call's end, inside it (its parent). Either way the arrow must point
+# from the sending call: trace_processor orients an arrow by its ends' starts, so before bf69b6a
+# one whose receiving call began before the send was drawn backwards (and failed here).
 FLOWS = """select f.slice_out as slice_out, si.name as in_name, si.ts as in_ts, si.dur as in_dur,
   case when si.name = 'received' then si.parent_id else f.slice_in end as slice_in
 from flow f join slice si on si.id = f.slice_in"""
