@@ -6,7 +6,8 @@
  * found: from CLOCK_SYNC records (offset_ns is the reference's BOOTTIME minus this process's
  * at at_ns; phase 0 is measured after MPI_Init, phase 1 before MPI_Finalize; per phase the
  * measurement with the smallest round trip among the host's processes wins, and two phases
- * give the line through both: Score-P's drift correction), else from the CLOCK records (each
+ * give the line through both: Score-P's drift correction; two phases that agree within their
+ * round trips give the better one as a constant), else from the CLOCK records (each
  * holds one BOOTTIME and one REALTIME reading: real - boot is the host's boot time on the
  * wall clock; the median over the host's points, minus the reference host's median, is the
  * offset). Each process of the host then gets that correction composed into its tick -> ns
@@ -49,6 +50,19 @@ unsigned weft_hosts_sync_fix(const struct weft_clock_sync *const *recs, size_t n
 	*rtt = a->rtt_ns;
 	*drift = 0;
 	if (b && b->at_ns > a->at_ns) {
+		/* Each phase bounds the true offset within half its round trip. Where the two
+		 * bounds overlap, no drift is measured (a ping-pong preempted for ms on an
+		 * oversubscribed node would tilt the line by ms/s): the better phase's offset,
+		 * brought within the other's bounds, is a constant. */
+		__int128 d = (__int128)b->offset_ns - a->offset_ns;
+		if ((d < 0 ? -d : d) * 2 <= (__int128)a->rtt_ns + b->rtt_ns) {
+			const struct weft_clock_sync *g = b->rtt_ns < a->rtt_ns ? b : a, *o = g == a ? b : a;
+			int64_t lo = o->offset_ns - (int64_t)(o->rtt_ns / 2), hi = o->offset_ns + (int64_t)(o->rtt_ns / 2);
+			*off = g->offset_ns < lo ? lo : g->offset_ns > hi ? hi : g->offset_ns;
+			*x0 = g->at_ns;
+			*rtt = g->rtt_ns;
+			return 2;
+		}
 		*drift = ((double)b->offset_ns - (double)a->offset_ns) / (double)(b->at_ns - a->at_ns);
 		return 2;
 	}

@@ -1,7 +1,9 @@
 /*
  * clocksync.c - each process's clock offset to world rank 0's, measured over MPI at the end
  * of MPI_Init (phase 0) and again before MPI_Finalize (phase 1), as Score-P does: rank 0 plays
- * ROUNDS ping-pongs with each other rank in turn, the other rank reading its CLOCK_BOOTTIME
+ * ROUNDS ping-pongs with each other rank in turn (more, up to MAX_ROUNDS, while none was
+ * shorter than GOOD_RTT_NS: on an oversubscribed node every one of ten can be preempted for
+ * ms; a ping of 0 ends them), the other rank reading its CLOCK_BOOTTIME
  * (the trace's clock) when the ping arrives; the round trip with the smallest time bounds the
  * error best, and the middle of it on rank 0's clock is taken to be the moment the other rank
  * read its own. Rank 0 then sends each rank its offset (rank 0's BOOTTIME minus its own at that
@@ -14,6 +16,8 @@
 #include <unistd.h>
 
 #define ROUNDS 10
+#define MAX_ROUNDS 100
+#define GOOD_RTT_NS 200000 /* bounds the offset's error by 100 us */
 #define TAG 0x5746 /* "WF"; + phase: a late message never matches the other phase */
 
 static mh priv; /* the private communicator; written at phase 0, freed after phase 1 */
@@ -67,7 +71,8 @@ void mpi_clock_sync(int phase)
 		memcpy(host, res.host, sizeof(host));
 		for (int r = 1; r < n; r++) {
 			struct result best = {.rtt = UINT64_MAX};
-			for (int i = 0; i < ROUNDS; i++) {
+			int i;
+			for (i = 0; i < ROUNDS || (best.rtt > GOOD_RTT_NS && i < MAX_ROUNDS); i++) {
 				uint64_t t0 = boot_ns(), tr = 0;
 				snd(&t0, 8, mpi_abi.byte, r, tag, priv);
 				rcv(&tr, 8, mpi_abi.byte, r, tag, priv, ign);
@@ -78,16 +83,20 @@ void mpi_clock_sync(int phase)
 					best.offset = (int64_t)(t0 + (t1 - t0) / 2) - (int64_t)tr;
 				}
 			}
-			best.rounds = ROUNDS;
+			uint64_t stop = 0;
+			snd(&stop, 8, mpi_abi.byte, r, tag, priv);
+			best.rounds = (uint32_t)i;
 			memcpy(best.host, host, sizeof(best.host));
 			snd(&best, (int)sizeof(best), mpi_abi.byte, r, tag, priv);
 		}
 		res.offset = 0, res.at = boot_ns(), res.rtt = 0, res.rounds = 0;
 	} else {
-		for (int i = 0; i < ROUNDS; i++) {
+		for (;;) {
 			uint64_t t0 = 0;
 			rcv(&t0, 8, mpi_abi.byte, 0, tag, priv, ign);
 			uint64_t tr = boot_ns();
+			if (!t0)
+				break;
 			snd(&tr, 8, mpi_abi.byte, 0, tag, priv);
 		}
 		rcv(&res, (int)sizeof(res), mpi_abi.byte, 0, tag, priv, ign);

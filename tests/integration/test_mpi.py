@@ -229,7 +229,11 @@ class MpiTest(TraceTest):
         # each measured one is within half its round trip (oversubscribed ranks can make that long)
         self.assertEqual(sorted(s[0] for s in syncs), [0] * 4 + [1] * 4)
         self.assertTrue(all(abs(s[2]) <= s[4] // 2 + 1000 for s in syncs), syncs)
-        self.assertEqual(sorted(s[5] for s in syncs), [0, 0] + [10] * 6)
+        # 10 round trips each, more where none took under 200 us (an oversubscribed node)
+        self.assertEqual(sorted(min(s[5], 10) for s in syncs), [0, 0] + [10] * 6)
+        # (more than 10: until one took under 200 us, or 100)
+        self.assertTrue(all(s[5] == 10 or s[5] <= 100 and (s[5] < 100) == (s[4] <= 200_000)
+                            for s in syncs if s[5]), syncs)
         return recs
 
     def check_fortran(self, flavor):

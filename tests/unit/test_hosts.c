@@ -182,6 +182,44 @@ static void sync_fix(void **st)
 	assert_int_equal(off, 590);
 	assert_true(drift == 0);
 	assert_int_equal(weft_hosts_sync_fix(v, 0, &off, &x0, &drift, &rtt), 0);
+	/* two phases that agree within their round trips (here one ping-pong preempted for ms, as
+	 * on an oversubscribed node): no drift measured, the better phase's offset, brought inside
+	 * the other's bounds, as a constant - not a line tilted by ms/s */
+	struct weft_clock_sync q[3] = {
+		{.phase = 0, .offset_ns = 100, .at_ns = 1000, .rtt_ns = 20},
+		{.phase = 1, .offset_ns = 100 + 1900, .at_ns = 1000 + 300000000, .rtt_ns = 3800},
+		{.phase = 0, .offset_ns = 2000 + 1895, .at_ns = 1000, .rtt_ns = 3800},
+	};
+	const struct weft_clock_sync *w[2] = {&q[0], &q[1]};
+	assert_int_equal(weft_hosts_sync_fix(w, 2, &off, &x0, &drift, &rtt), 2);
+	assert_int_equal(off, 100);
+	assert_int_equal(x0, 1000);
+	assert_int_equal(rtt, 20);
+	assert_true(drift == 0);
+	w[0] = &q[2]; /* phase 0 the worse: phase 1's offset and time */
+	w[1] = &q[1];
+	q[1].rtt_ns = 10;
+	assert_int_equal(weft_hosts_sync_fix(w, 2, &off, &x0, &drift, &rtt), 2);
+	assert_int_equal(off, 2000);
+	assert_int_equal(x0, 1000 + 300000000);
+	assert_int_equal(rtt, 10);
+	assert_true(drift == 0);
+	q[1].offset_ns = 2000 + 1900; /* outside phase 0's bounds' reach: the line */
+	q[1].rtt_ns = 3800;
+	q[2].offset_ns = 0;
+	assert_int_equal(weft_hosts_sync_fix(w, 2, &off, &x0, &drift, &rtt), 2);
+	assert_int_equal(off, 0);
+	assert_true(drift > 0);
+	/* the better phase's offset outside the other's bounds (which still overlap its own): the
+	 * nearest point within them */
+	struct weft_clock_sync c[2] = {
+		{.phase = 0, .offset_ns = 0, .at_ns = 1000, .rtt_ns = 100},
+		{.phase = 1, .offset_ns = 1000, .at_ns = 2000, .rtt_ns = 1920},
+	};
+	const struct weft_clock_sync *u[2] = {&c[0], &c[1]};
+	assert_int_equal(weft_hosts_sync_fix(u, 2, &off, &x0, &drift, &rtt), 2);
+	assert_int_equal(off, 40);
+	assert_true(drift == 0);
 	/* the correction: the line through both phases */
 	struct weft_ns_fix f = {.x0 = 1000, .off = -5, .drift = 1e-6};
 	assert_int_equal(weft_ns_fix_apply(&f, 1000), 995);
