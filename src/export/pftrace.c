@@ -365,6 +365,23 @@ static void describe_slice_counters(struct seq_enc *e)
 	}
 }
 
+/* An instant named `name` at ts on `track` (the thread's own: written as the default), its
+ * TrackEvent left open (*te) for what it carries: returns the packet to close after it. */
+static size_t instant_begin(struct seq_enc *e, uint64_t ts, uint64_t track, const char *name, size_t *te)
+{
+	struct pb *b = &e->out;
+	size_t pk = pb_begin(b, TRACE_PACKET);
+	pb_varint(b, TP_TIMESTAMP, ts);
+	pb_varint(b, TP_SEQ_ID, e->seq);
+	pb_varint(b, TP_SEQ_FLAGS, SEQ_NEEDS);
+	*te = pb_begin(b, TP_TRACK_EVENT);
+	pb_varint(b, TE_TYPE, TYPE_INSTANT);
+	if (track != e->tuuid)
+		pb_varint(b, TE_TRACK_UUID, track);
+	pb_string(b, TE_NAME, name);
+	return pk;
+}
+
 /* Flows that end on an END (a receive's completion: its message arrived as the call returned)
  * end on an instant `received` at that moment, inside the slice: trace_processor (v55) orients
  * an arrow by the start of the slices it links, so an arrow ending on the slice itself would
@@ -372,15 +389,7 @@ static void describe_slice_counters(struct seq_enc *e)
 static void received(struct seq_enc *e, const struct weft_ev *ev, uint64_t track)
 {
 	struct pb *b = &e->out;
-	size_t pk = pb_begin(b, TRACE_PACKET);
-	pb_varint(b, TP_TIMESTAMP, ev->ts);
-	pb_varint(b, TP_SEQ_ID, e->seq);
-	pb_varint(b, TP_SEQ_FLAGS, SEQ_NEEDS);
-	size_t te = pb_begin(b, TP_TRACK_EVENT);
-	pb_varint(b, TE_TYPE, TYPE_INSTANT);
-	if (track != e->tuuid)
-		pb_varint(b, TE_TRACK_UUID, track);
-	pb_string(b, TE_NAME, "received");
+	size_t te, pk = instant_begin(e, ev->ts, track, "received", &te);
 	for (unsigned i = 0; i < ev->nin; i++)
 		pb_fixed64(b, TE_TERM_FLOW_IDS, ev->flows_in[i]);
 	pb_end(b, te);
@@ -620,13 +629,7 @@ static void finish_seq(struct out_file *o, size_t i)
 static void big_alloc(struct seq_enc *e, const struct weft_ev *ev)
 {
 	struct pb *b = &e->out;
-	size_t pk = pb_begin(b, TRACE_PACKET);
-	pb_varint(b, TP_TIMESTAMP, ev->ts);
-	pb_varint(b, TP_SEQ_ID, e->seq);
-	pb_varint(b, TP_SEQ_FLAGS, SEQ_NEEDS);
-	size_t te = pb_begin(b, TP_TRACK_EVENT);
-	pb_varint(b, TE_TYPE, TYPE_INSTANT);
-	pb_string(b, TE_NAME, "large allocation");
+	size_t te, pk = instant_begin(e, ev->ts, e->tuuid, "large allocation", &te);
 	size_t m = pb_begin(b, TE_DEBUG);
 	pb_string(b, DA_NAME, "size");
 	pb_varint(b, DA_UINT, ev->size);
