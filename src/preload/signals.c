@@ -336,18 +336,35 @@ EXPORT int siginterrupt(int sig, int flag)
 
 /* ---- weft's handler ---- */
 
-/* The marker a fatal signal leaves in the trace: an instant on the thread that got it. */
+/* The marker a fatal signal leaves in the trace: an instant on the thread that got it. The
+ * sites are registered at start (weft_signals_start): registering allocates, and the handler
+ * may have interrupted malloc holding its lock. */
+#define SITE(s) {0, WEFT_KIND_EVENT, 0, 0, 0, "weft: killed by " #s, "", 0, 0}
+static struct weft_site fatal_sites[] = {SITE(SIGINT), SITE(SIGTERM), SITE(SIGHUP), SITE(SIGQUIT),
+					 SITE(SIGSEGV), SITE(SIGBUS), SITE(SIGABRT), SITE(SIGFPE),
+					 SITE(SIGILL)};
+#undef SITE
+
 static struct weft_site *fatal_site(int sig)
 {
-#define SITE(s) {0, WEFT_KIND_EVENT, 0, 0, 0, "weft: killed by " #s, "", 0, 0}
-	static struct weft_site sites[] = {SITE(SIGINT), SITE(SIGTERM), SITE(SIGHUP), SITE(SIGQUIT),
-					   SITE(SIGSEGV), SITE(SIGBUS), SITE(SIGABRT), SITE(SIGFPE),
-					   SITE(SIGILL)};
-#undef SITE
 	for (size_t i = 0; i < NFATAL; i++)
 		if (fatal[i] == sig)
-			return &sites[i];
+			return &fatal_sites[i];
 	return NULL;
+}
+
+/* The marker, where nothing has to be allocated: its site registered, room left in this
+ * thread's chunk (a new chunk, or a first event of the thread, would allocate), and not inside
+ * another event of this thread (it would be dropped and counted as a loss). Otherwise only
+ * the SIGNAL metadata record says it. */
+static void fatal_marker(int sig)
+{
+	struct weft_site *m = fatal_site(sig);
+	if (!m || weft__tls.busy || __atomic_load_n(&m->state, __ATOMIC_ACQUIRE) != WEFT__SITE_ON)
+		return;
+	if (!weft__tls.pos || weft__tls.end - weft__tls.pos < 64)
+		return;
+	weft__rec2(weft__hdr(m->id, WEFT_R_INSTANT, 0, 0));
 }
 
 static void fatal_handler(int sig, siginfo_t *si, void *uc)
@@ -359,11 +376,7 @@ static void fatal_handler(int sig, siginfo_t *si, void *uc)
 	if (!weft_in_runtime && getpid() == weft_g.pid) {
 		weft_g.in_signal = 1;
 		if (atomic_load(&weft_g.run) == WEFT_RUN_ON) {
-			/* not when the signal came inside an event of this thread: the marker would be
-			 * dropped (and counted as a loss); the metadata record below still says it */
-			struct weft_site *m = weft__tls.busy ? NULL : fatal_site(sig);
-			if (m && weft__on(m))
-				weft__rec2(weft__hdr(m->id, WEFT_R_INSTANT, 0, 0));
+			fatal_marker(sig);
 			/* where and when the process ended, for `weft info` and a marker in the trace */
 			uint32_t w[4] = {(uint32_t)sig, (uint32_t)syscall(SYS_gettid), 0, 0};
 			uint64_t ticks = weft__ticks();
@@ -428,4 +441,6 @@ void weft_signals_start(void)
 	}
 	__atomic_store_n(&managed, m, __ATOMIC_RELEASE);
 	pthread_sigmask(SIG_SETMASK, &was, NULL);
+	for (size_t i = 0; i < NFATAL; i++) /* the markers' sites, while allocating is safe */
+		weft__site_check(&fatal_sites[i]);
 }
