@@ -180,6 +180,14 @@ WEFT_API void weft_flush(void);
  * dropped + after_stop is every event emitted. */
 WEFT_API int weft_stop(void);
 
+/* Snapshot (issue 20's flight recorder and triggers): ask for the recent past to be kept.
+ * Under `weft record --flight-recorder` the in-memory ring is written as DIR/snapshot-N; in a
+ * normal recording (everything is on disk already) a `weft: snapshot` marker is recorded.
+ * `reason` (may be NULL) is shown with the marker. Returns 0, or -errno: -ENOTSUP where this
+ * build or run cannot take one, -EBUSY when a throttle (--max-snapshots, --min-interval)
+ * refused it (refusals are counted in the trace). Thread-safe; not async-signal-safe. */
+WEFT_API int weft_snapshot(const char *reason);
+
 struct weft_stats {
 	size_t sz;              /* set to sizeof(struct weft_stats) by the caller */
 	uint64_t events;        /* events written to the trace (an event still in a buffer counts
@@ -494,6 +502,7 @@ WEFT__INLINE int weft__off_stats(struct weft_stats *st)
 #define weft_start() (-125)
 #define weft_flush() ((void)0)
 #define weft_stop() weft__off_int()
+#define weft_snapshot(r) ((void)sizeof(r), weft__off_int())
 #define weft_stats_get(st) weft__off_stats(st)
 #define weft_output_dir() ((const char *)0)
 #define weft_set_log(fn, ud) ((void)0)

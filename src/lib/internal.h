@@ -262,4 +262,17 @@ WEFT_HIDDEN void weft_counters_thread(void);
 WEFT_HIDDEN int weft_counters_on(void);
 WEFT_HIDDEN int weft_counters_read(uint64_t *v);
 
+/* ---- snapshot.c: snapshot requests (issue 20) ---- */
+enum weft_snap_origin {
+	WEFT_SNAP_API = 0,     /* weft_snapshot() / weft.snapshot() */
+	WEFT_SNAP_COMMAND = 1, /* the control channel: --control, weft snapshot DIR */
+	WEFT_SNAP_SIGNAL = 2,  /* --snapshot-signal=SIG */
+	WEFT_SNAP_TRIGGER = 3, /* --trigger 'PATTERN>DURATION' */
+	WEFT_SNAP_FATAL = 4,   /* a fatal signal */
+	WEFT_SNAP_EXIT = 5,    /* the program's exit */
+};
+/* Take a snapshot now (throttles, marker, and the flight recorder's dump where one runs).
+ * 0, or -errno (-ENOTSUP, -EBUSY when throttled). */
+int weft_snapshot_take(const char *reason, enum weft_snap_origin origin);
+
 #endif
