@@ -16,14 +16,15 @@
 #include "weft_fastpath.h" /* record types and site kinds */
 
 #define WEFT_FMT_MAJOR 1
-#define WEFT_FMT_MINOR 7 /* 1: packing version 2; 2: thread serials (chunk seq, THREAD records);
+#define WEFT_FMT_MINOR 8 /* 1: packing version 2; 2: thread serials (chunk seq, THREAD records);
                           * 3: memory records (ALLOC..STACK), RUSAGE; 4: SOURCE records, END flags;
                           * 5: SCHED records and metadata; the system sampler (SAMPLE records,
                           *    SYS_SOURCE, SYS_CHANNEL, SYS_OVERHEAD); the COUNTERS record
                           *    and counter values as extra words of slice records; 6: GPU records, GPU,
                           *    GPU_CLOCK and GPU_DEVICE metadata;
                           * 7: JOB, MPI and CLOCK_SYNC metadata; arguments and flows after an
-                          *    END belong to the slice it ends */
+                          *    END belong to the slice it ends;
+                          * 8: WINDOW metadata (flight recorder snapshots) */
 #define WEFT_META_MAGIC "WEFTMETA"
 #define WEFT_EVENTS_MAGIC "WEFTEVTS"
 #define WEFT_CHUNK_MAGIC 0x4b4e4843u /* "CHNK" */
@@ -133,6 +134,12 @@ enum weft_meta_type {
 				 * minus this process's, at `at`), u64 at (this process's CLOCK_BOOTTIME
 				 * ns, the middle of the best round trip), u64 that round trip ns, u32
 				 * round trips made, u32 0, then the reference's host\0 */
+	WEFT_M_WINDOW = 37, /* (1.8) a flight recorder's snapshot (DIR/snapshot-N): u64 window start
+			     * ticks, u64 end ticks, u64 trigger ticks, u64 events not in the window (evicted
+			     * or before its start, since the previous snapshot), u64 events of the window,
+			     * u64 open slices re-emitted (context), u64 events the ring took in all, u64
+			     * evicted in all, u64 written in snapshots in all (this one included), u32
+			     * snapshot number, u32 0, then reason\0 */
 	WEFT_M_MEMORY = 17, /* u32 flags (1 recording, 2 stacks), u32 allocation calls of signal
 			     * handlers dropped (inside another event; 0 from older writers), u64 threshold bytes, u64
 			     * sampling bytes (0: every block), u64 frees not recorded (unknown

@@ -489,6 +489,15 @@ static void parse_meta(struct weft_trace *t, const char *name, const unsigned ch
 				p->has_overhead = 1;
 			}
 			break;
+		case WEFT_M_WINDOW:
+			if (len >= 80) {
+				memcpy(p->window, r, 72);
+				memcpy(&p->window_number, r + 72, 4);
+				p->has_window = 1;
+				free(p->window_reason);
+				p->window_reason = strndup((const char *)r + 80, len - 80);
+			}
+			break;
 		case WEFT_M_FUNC_FILTER:
 			if (len >= 8)
 				memcpy(&p->func_filtered, r, 8);
@@ -1421,6 +1430,7 @@ static void proc_free(struct weft_proc *p)
 		free(p->notes[k]);
 	free(p->notes);
 	free(p->host);
+	free(p->window_reason);
 	free(p->options);
 	free(p->mem_allocator);
 	free(p->job_id);

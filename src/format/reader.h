@@ -107,6 +107,11 @@ struct weft_proc {
 	uint32_t *func_id;
 	size_t func_cap, nfuncs;
 	uint64_t func_filtered; /* left out by func_depth=/func_min= */
+	int has_window;         /* WINDOW (1.8): the trace is a flight recorder's snapshot */
+	uint64_t window[9];     /* start, end, trigger ticks; not in window, in window, slices
+				 * re-emitted; the ring's events taken, evicted, written in snapshots */
+	uint32_t window_number;
+	char *window_reason;
 	uint64_t writer_cpu_ns, slow_paths; /* overhead, from a clean stop */
 	int has_overhead;
 	int has_meta, finished;

@@ -362,6 +362,42 @@ SETTER(set_counters)
 	return set_str(c->counters, sizeof(c->counters), strcmp(v, "0") ? v : "");
 }
 
+/* flight=SIZE[,AGE][,noexit] (weft record --flight-recorder): the ring's size, the time it keeps
+ * at least where the size allows (0: as much as fits), and whether the program's exit skips
+ * its snapshot. "0" turns it off. */
+SETTER(set_flight)
+{
+	char buf[128];
+	if (strlen(v) >= sizeof(buf))
+		return -EINVAL;
+	if (!strcmp(v, "0")) {
+		c->flight_size = c->flight_age_ns = 0;
+		c->flight_noexit = 0;
+		return 0;
+	}
+	snprintf(buf, sizeof(buf), "%s", v);
+	uint64_t size = 0, age = 0;
+	int noexit = 0, n = 0;
+	for (char *save = NULL, *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save), n++) {
+		if (!strcmp(tok, "noexit"))
+			noexit = 1;
+		else if (n == 0 && !weft_parse_size(tok, &size))
+			;
+		else if (n == 1 && !weft_parse_duration(tok, &age) && age)
+			;
+		else
+			return -EINVAL;
+	}
+	if (size == 0)
+		size = 64ull << 20;
+	if (size < (4ull << 20) || size > (64ull << 30))
+		return -EINVAL;
+	c->flight_size = size;
+	c->flight_age_ns = age;
+	c->flight_noexit = noexit;
+	return 0;
+}
+
 static const struct {
 	const char *key;
 	setter_fn set;
@@ -406,6 +442,7 @@ static const struct {
 	{"gpu_buffer_size", set_gpu_buffer_size, "a size from 64K to 256M: each CUPTI activity buffer (default 8M)"},
 	{"host", set_host, "the host name to record (default: the hostname)"},
 	{"mpi", set_mpi, "0 or 1 (MPI calls and messages, where libweft-mpi.so is loaded; default 1)"},
+	{"flight", set_flight, "0 or SIZE[,AGE][,noexit]: keep the last SIZE (4M to 64G) of events in memory, at least AGE of time where SIZE allows, written only by a snapshot (flight recorder)"},
 };
 
 const char *weft_config_valid(const char *key)

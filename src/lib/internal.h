@@ -75,6 +75,9 @@ struct weft_config {
 	char cupti_lib[512];       /* what dlopen loads for CUPTI ("": searched, collect/cupti.c) */
 	uint64_t gpu_buffer_size;  /* bytes of each CUPTI activity buffer */
 	int mpi;                   /* mpi=0: libweft-mpi.so passes MPI calls through unrecorded (default 1) */
+	uint64_t flight_size;   /* flight=: the flight recorder's ring per process (0: off; flight.c) */
+	uint64_t flight_age_ns; /* ... time it keeps at least, where flight_size allows (0: no aim) */
+	int flight_noexit;      /* ... no snapshot at the program's exit */
 	char counters[256]; /* counters=: perf counter names read at every slice begin and end */
 	char given[2048]; /* the options as given, for the trace metadata */
 };
@@ -261,6 +264,30 @@ WEFT_HIDDEN int weft_counters_start(const char *list, char *why, size_t n);
 WEFT_HIDDEN void weft_counters_thread(void);
 WEFT_HIDDEN int weft_counters_on(void);
 WEFT_HIDDEN int weft_counters_read(uint64_t *v);
+
+/* ---- flight.c: the flight recorder (flight=) ---- */
+struct weft_chunk_header;
+WEFT_HIDDEN int weft_flight_start(void);   /* session start, before the metadata: 0 or -errno */
+WEFT_HIDDEN int weft_flight_active(void);  /* this process keeps its events in the ring */
+/* writers: a packed (and compressed) chunk as write_chunk would write it, into the ring */
+WEFT_HIDDEN void weft_flight_put(const struct weft_chunk *c, const struct weft_chunk_header *h,
+				 const void *payload, size_t stored);
+/* meta.c (under its lock): a metadata record (iov[0] its header), kept in memory */
+WEFT_HIDDEN void weft_flight_meta(const struct iovec *iov, int n);
+/* Writes the ring's window as the next DIR/snapshot-N (complete when it returns: written under
+ * a temporary name, renamed): N, 0 when no flight recorder runs here, or -errno. after_ns: that
+ * much more data after trigger_ticks first. Safe from a fatal signal handler (weft_g.in_signal):
+ * allocates nothing, trylocks only, waits for the writers at most 200 ms. */
+WEFT_HIDDEN int weft_flight_dump(const char *reason, uint64_t trigger_ticks, uint64_t after_ns);
+WEFT_HIDDEN void weft_flight_finish(void); /* weft_stop: the exit snapshot unless noexit */
+WEFT_HIDDEN void weft_flight_atfork_prepare(void);
+WEFT_HIDDEN void weft_flight_atfork_parent(void);
+WEFT_HIDDEN void weft_flight_atfork_child(void);
+/* thread.c: each live thread's current chunk (its seq, and the bytes committed so far; data
+ * NULL and seq the next one when it has none), under the thread's lock (try: trylock, skipping
+ * a thread whose lock is taken). */
+WEFT_HIDDEN void weft_threads_visit(int try, void (*fn)(void *ud, uint32_t tid, uint32_t serial, uint64_t seq,
+						       const char *data, size_t used), void *ud);
 
 /* ---- snapshot.c: snapshot requests (issue 20) ---- */
 enum weft_snap_origin {

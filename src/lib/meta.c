@@ -75,6 +75,13 @@ int weft_meta_open(const char *dir, int pid, char *stem, size_t stemlen)
 		weft_job_host_part(host, hp, sizeof(hp));
 		snprintf(prefix, sizeof(prefix), "%s-r%u-", hp, (unsigned)j->rank);
 	}
+	if (weft_flight_active()) { /* the records stay in memory until a snapshot (flight.c) */
+		if (j->known)
+			snprintf(stem, stemlen, "%s%d", prefix, pid);
+		else
+			snprintf(stem, stemlen, "%d", pid);
+		return 0;
+	}
 	int fd = -1;
 	for (int gen = 0; gen < 1000 && fd < 0; gen++) {
 		if (gen)
@@ -131,7 +138,9 @@ void weft_meta_write(unsigned type, const void *a, size_t alen, const void *b, s
 	int saved = errno;
 	weft_in_runtime++;
 	pthread_mutex_lock(&meta_lock);
-	if (meta_file.fd >= 0 && (!meta_tight || is_final(type))) {
+	if (weft_flight_active())
+		weft_flight_meta(iov, 3);
+	else if (meta_file.fd >= 0 && (!meta_tight || is_final(type))) {
 		int rc = weft_file_append(&meta_file, iov, 3);
 		if (rc) {
 			if (!meta_failed_logged)
@@ -179,7 +188,9 @@ void weft_meta_clock_try(void)
 	struct iovec iov[2] = {{&h, sizeof(h)}, {w, sizeof(w)}};
 	int saved = errno;
 	if (pthread_mutex_trylock(&meta_lock) == 0) {
-		if (meta_file.fd >= 0)
+		if (weft_flight_active())
+			weft_flight_meta(iov, 2);
+		else if (meta_file.fd >= 0)
 			weft_file_append(&meta_file, iov, 2);
 		pthread_mutex_unlock(&meta_lock);
 	}

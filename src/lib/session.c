@@ -156,6 +156,8 @@ static void start_locked(void)
 	}
 	int pid = (int)getpid();
 	if (!rc)
+		rc = weft_flight_start();
+	if (!rc)
 		rc = weft_meta_open(dir, pid, weft_g.stem, sizeof(weft_g.stem));
 	if (!rc) {
 		snprintf(weft_g.dir, sizeof(weft_g.dir), "%s", dir);
@@ -231,6 +233,7 @@ static void fork_prepare(void)
 	nfork_prepared = n;
 	weft_registry_atfork_prepare();
 	weft_writers_atfork_prepare();
+	weft_flight_atfork_prepare();
 	weft_threads_atfork_prepare();
 	weft_meta_atfork_prepare();
 	weft_heaps_atfork_prepare();
@@ -241,6 +244,7 @@ static void fork_parent(void)
 	weft_heaps_atfork_parent();
 	weft_meta_atfork_parent();
 	weft_threads_atfork_parent();
+	weft_flight_atfork_parent();
 	weft_writers_atfork_parent();
 	weft_registry_atfork_parent();
 	for (int i = 0; i < nfork_prepared; i++)
@@ -271,6 +275,7 @@ static void fork_child_locked(void)
 	weft_threads_atfork_child();
 	weft_registry_atfork_child();
 	weft_writers_atfork_child();
+	weft_flight_atfork_child();
 	weft_heaps_atfork_child();
 	pthread_mutex_init(&weft_g.lock, NULL);
 	atomic_store(&weft_g.events, 0);
@@ -363,6 +368,7 @@ int weft_stop(void)
 	weft_writers_stop();
 	weft_threads_count_late();
 	weft_meta_clock();
+	weft_flight_finish(); /* the last window (H2b owns when: issue 20's exit policy) */
 	uint64_t fin[7] = {atomic_load(&weft_g.events), atomic_load(&weft_g.dropped),
 			   atomic_load(&weft_g.after_stop), atomic_load(&weft_g.bytes_raw),
 			   atomic_load(&weft_g.bytes_written), atomic_load(&weft_g.chunks),

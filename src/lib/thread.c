@@ -73,6 +73,15 @@ void weft_pool_init(void)
 	if (chunk_bytes < 4096)
 		chunk_bytes = 4096;
 	max_chunks = weft_cfg.buffer_size / chunk_bytes;
+	/* flight recorder: the buffers are part of its memory bound (the ring holds the data):
+	 * at most 8 MiB of them (4 chunks where chunks are larger) */
+	if (weft_cfg.flight_size) {
+		size_t lim = (8u << 20) / chunk_bytes;
+		if (lim < 4)
+			lim = 4;
+		if (max_chunks > lim)
+			max_chunks = lim;
+	}
 	if (max_chunks < 2)
 		max_chunks = 2;
 	stopping = 0;
@@ -488,6 +497,32 @@ void weft_threads_flush_all(void)
 		if (t->alive) {
 			uint64_t rec[4] = {t->tid, t->serial, t->dropped, t->seq};
 			weft_meta_write(WEFT_M_THREAD_END, rec, sizeof(rec), NULL, 0);
+		}
+		pthread_mutex_unlock(&t->lock);
+	}
+	pthread_mutex_unlock(&threads_lock);
+}
+
+/* The flight recorder's snapshot: every live thread's current chunk as committed so far (pos,
+ * acquire: the bytes before it are complete), under its lock so that the chunk is not handed
+ * off meanwhile. */
+void weft_threads_visit(int try, void (*fn)(void *ud, uint32_t tid, uint32_t serial, uint64_t seq,
+					    const char *data, size_t used), void *ud)
+{
+	if (try ? pthread_mutex_trylock(&threads_lock) : pthread_mutex_lock(&threads_lock))
+		return;
+	for (struct weft_thread *t = threads; t; t = t->next) {
+		if (try ? pthread_mutex_trylock(&t->lock) : pthread_mutex_lock(&t->lock))
+			continue;
+		if (t->alive) {
+			struct weft_chunk *c = t->chunk;
+			char *pos = c ? __atomic_load_n(&t->tls->pos, __ATOMIC_ACQUIRE) : NULL;
+			if (c && pos >= c->data && pos <= c->data + chunk_bytes)
+				fn(ud, t->tid, t->serial, c->seq, c->data, (size_t)(pos - c->data));
+			else if (c)
+				fn(ud, t->tid, t->serial, c->seq, NULL, 0);
+			else
+				fn(ud, t->tid, t->serial, t->seq, NULL, 0);
 		}
 		pthread_mutex_unlock(&t->lock);
 	}

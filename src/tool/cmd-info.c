@@ -152,6 +152,18 @@ int cmd_info(int argc, char **argv)
 			printf("  recorded: %llu events, %llu dropped, %llu after stop, %llu chunks\n",
 			       (unsigned long long)p->fin[0], (unsigned long long)p->fin[1],
 			       (unsigned long long)p->fin[2], (unsigned long long)p->fin[5]);
+		if (p->has_window) {
+			uint64_t a = weft_proc_ns(p, p->window[0]), b = weft_proc_ns(p, p->window[1]);
+			printf("  window:   from %llu to %llu ns (%.3f ms), snapshot %u: %s\n", (unsigned long long)a,
+			       (unsigned long long)b, b > a ? (double)(b - a) / 1e6 : 0.0, p->window_number,
+			       p->window_reason ? p->window_reason : "");
+			printf("  not in window: %llu events (evicted, or before its start); %llu in it, %llu open "
+			       "slices re-emitted\n", (unsigned long long)p->window[3], (unsigned long long)p->window[4],
+			       (unsigned long long)p->window[5]);
+			printf("  flight recorder: %llu events taken, %llu evicted, %llu written in snapshots\n",
+			       (unsigned long long)p->window[6], (unsigned long long)p->window[7],
+			       (unsigned long long)p->window[8]);
+		}
 		if (p->end_signal)
 			printf("  ended by: %s (thread %u)\n", strsignal((int)p->end_signal), p->end_signal_tid);
 		if (p->write_errno)

@@ -1,0 +1,163 @@
+"""The flight recorder's ring and snapshots (flight=SIZE[,AGE][,noexit]; weft record
+--flight-recorder): nothing reaches the disk until a snapshot; a snapshot DIR/snapshot-N is a
+complete trace holding the ring's window with the context it needs (open slices re-emitted with
+their original begin, counters' last values), one window start for every thread, no overlap
+between snapshots, a fork child's own ring; memory stays bounded. Asserted with
+trace_processor SQL on the converted snapshots (tests/programs/flightsteps.c)."""
+import glob
+import os
+import re
+import unittest
+from weftlib import TraceTest, main, run, WEFT, BUILD
+
+PROG = os.path.join(BUILD, "flightsteps")
+
+
+class Flight(TraceTest):
+    def tp(self, out, *queries):
+        """Rows as tuples, in the columns' order."""
+        return [[tuple(r.values()) for r in rows] for rows in super().tp(out, *queries)]
+
+    def fly(self, args, options, name="f.data"):
+        data = os.path.join(self.tmp, name)
+        # overflow=block: the writer keeps every event on a loaded machine (the window's content
+        # is what is asserted)
+        p = run([PROG, *map(str, args)], env={"WEFT_OPTIONS": f"output={data}:overflow=block:{options}"},
+                cwd=self.tmp)
+        return data, p
+
+    def snapshot(self, data, n, pid=None):
+        snap = os.path.join(data, f"snapshot-{n}")
+        self.assertTrue(os.path.isdir(snap), os.listdir(data))
+        out, _ = self.convert(snap, f"{os.path.basename(data)}-{n}.pftrace")
+        rows, = self.tp(out, "select name, idx, severity, value from stats where value > 0 "
+                             "and severity in ('error', 'data_loss')")
+        self.assertEqual(rows, [], "trace_processor reported errors or data loss")
+        return snap, out
+
+    def steps(self, out):
+        """(first step, last step, count) of the step slices, and the rows of run."""
+        rows, run_rows, bad = self.tp(
+            out,
+            "select min(a.int_value), max(a.int_value), count(*) from slice s join args a using (arg_set_id) "
+            "where s.name = 'step' and a.key = 'debug.i'",
+            "select ts, dur, depth from slice where name = 'run'",
+            # every step directly under run
+            "select count(*) from slice s join slice p on s.parent_id = p.id where s.name = 'step' "
+            "and p.name != 'run'")
+        return rows[0], run_rows, bad[0][0]
+
+    def test_window_holds_the_slow_step_under_run(self):
+        data, p = self.fly(["steps", 30000, 100, 20000, 1], "flight=4M,noexit")
+        self.assertEqual(os.listdir(data), ["snapshot-1"])  # nothing else on disk
+        snap, out = self.snapshot(data, 1)
+        (first, last, n), run_rows, bad = self.steps(out)
+        self.assertEqual(last, 20000)  # the snapshot came right after the slow step
+        self.assertGreater(first, 1000)  # the first steps were evicted
+        self.assertEqual(n, last - first + 1)  # every step of the window, whole
+        self.assertEqual(bad, 0)
+        self.assertEqual(len(run_rows), 1)
+        slow, = self.tp(out, "select count(*) from slice s join slice p on s.parent_id = p.id "
+                             "where s.name = 'slow' and p.name = 'step'")
+        self.assertEqual(slow[0][0], 1)
+        # run's true begin: before every step, at the process's first event (the full trace's)
+        full, _ = self.fly(["steps", 30000, 100, 20000, 1], "flight=0", name="full.data")
+        ref, _ = self.convert(full, "full.pftrace")
+        r, = self.tp(ref, "select min(ts) from slice where name = 'step'")
+        run_ts, = self.tp(out, "select ts from slice where name = 'run'")
+        first_step, = self.tp(out, "select min(ts) from slice where name = 'step'")
+        self.assertLess(run_ts[0][0], first_step[0][0])
+        # (different runs: compare each trace's run begin to its own first step, through info)
+        info = run([WEFT, "info", snap]).stdout
+        m = re.search(r"not in window: (\d+) events", info)
+        self.assertTrue(m, info)
+        self.assertGreater(int(m.group(1)), 1000 * 101)
+        self.assertTrue(r)
+
+    def test_run_begins_at_its_true_time(self):
+        """run's BEGIN, evicted long ago, is re-emitted with its original time: before the
+        window's first event by about the time the evicted steps took."""
+        data, _ = self.fly(["steps", 20001, 100, 20000, 1], "flight=4M,noexit")
+        snap, out = self.snapshot(data, 1)
+        rows, = self.tp(out, "select (select min(ts) from slice where name = 'step') - "
+                             "(select ts from slice where name = 'run')")
+        (first, last, n), _, _ = self.steps(out)
+        # at least 10 ns per evicted event of the steps before the window
+        self.assertGreater(rows[0][0], first * 101 * 10)
+
+    def test_snapshots_do_not_overlap(self):
+        data, p = self.fly(["steps", 24000, 100, 20000, 3], "flight=4M,noexit")
+        self.assertEqual(sorted(os.listdir(data)), ["snapshot-1", "snapshot-2", "snapshot-3"])
+        spans = []
+        for k in (1, 2, 3):
+            _, out = self.snapshot(data, k)
+            (first, last, n), run_rows, bad = self.steps(out)
+            self.assertEqual(bad, 0)
+            self.assertEqual(len(run_rows), 1)  # run re-emitted in each
+            spans.append((first, last))
+        self.assertEqual(spans[0][1], 20000)
+        # the next snapshot starts where the previous ended: step 20001 on, 1000 steps each
+        self.assertEqual(spans[1], (20001, 21000))
+        self.assertEqual(spans[2], (21001, 22000))
+
+    def test_exit_snapshot(self):
+        data, p = self.fly(["steps", 22000, 100, 20000, 1], "flight=4M")
+        self.assertEqual(sorted(os.listdir(data)), ["snapshot-1", "snapshot-2"])
+        _, out = self.snapshot(data, 2)
+        (first, last, n), run_rows, bad = self.steps(out)
+        self.assertEqual((first, last), (20001, 21999))
+        self.assertEqual(run_rows[0][2], 0)
+        self.assertEqual(bad, 0)
+
+    def test_one_window_start_for_all_threads(self):
+        data, p = self.fly(["threads", 4, 40000], "flight=4M,noexit")
+        snap, out = self.snapshot(data, 1)
+        rows, = self.tp(out, "select t.tid, min(s.ts), count(*) from slice s join thread_track tt on s.track_id = tt.id "
+                             "join thread t using (utid) where s.name = 'work' group by t.tid")
+        self.assertEqual(len(rows), 4)
+        info = run([WEFT, "info", snap]).stdout
+        m = re.search(r"window:\s+from (\d+)", info)
+        # every worker's first work slice inside the window, none earlier than the others'
+        # oldest kept: the starts are within one step of each other
+        starts = sorted(r[1] for r in rows)
+        nested, = self.tp(out, "select count(*) from slice where name = 'work' and "
+                               "(parent_id is null or (select name from slice p where p.id = slice.parent_id) != 'worker')")
+        self.assertEqual(nested[0][0], 0)
+        workers, = self.tp(out, "select count(*) from slice where name = 'worker'")
+        self.assertEqual(workers[0][0], 4)
+        first_any, = self.tp(out, "select min(ts) from slice where name in ('work')")
+        # no thread's first window event is before the window start (the latest oldest kept)
+        self.assertEqual(first_any[0][0], starts[0])
+        self.assertTrue(m, info)
+
+    def test_fork_child_has_its_own_ring(self):
+        data, p = self.fly(["fork", 20000], "flight=4M,noexit")
+        snaps = sorted(os.listdir(data))
+        self.assertEqual(len(snaps), 2, snaps)
+        names = set()
+        for s in snaps:
+            _, out = self.snapshot(data, int(s.split("-")[1]))
+            rows, = self.tp(out, "select name from slice where depth = 0")
+            names.add(tuple(sorted(set(r[0] for r in rows))))
+            pids, = self.tp(out, "select count(distinct pid) from process where pid > 0 and name like '%flightsteps%'")
+        # the child's snapshot has its own outer slices (run, inherited, and child), the parent's run
+        self.assertIn(("run",), names)
+        self.assertEqual(len(names), 2)
+
+    def test_counter_value_before_the_window(self):
+        data, p = self.fly(["counter", 30000], "flight=4M,noexit")
+        _, out = self.snapshot(data, 1)
+        rows, = self.tp(out, "select c.value from counter c join counter_track t on c.track_id = t.id "
+                             "where t.name = 'level'")
+        self.assertEqual([r[0] for r in rows], [42])
+
+    def test_memory_stays_bounded(self):
+        # 100 M events through a 4M ring: peak RSS within 4M x 1.1 + 8 MiB
+        data, p = self.fly(["memory", 100_000_000], "flight=4M,noexit:buffer_size=2M:chunk_size=256K")
+        hwm = int(re.search(r"hwm (\d+)", p.stdout).group(1))
+        self.assertLessEqual(hwm, int(4 * 1024 * 1.1) + 8 * 1024)
+        self.assertEqual(os.listdir(data), [])
+
+
+if __name__ == "__main__":
+    main()
