@@ -390,7 +390,7 @@ SETTER(set_flight)
 	}
 	if (size == 0)
 		size = 64ull << 20;
-	if (size < (4ull << 20) || size > (64ull << 30))
+	if (size < (1ull << 20) || size > (64ull << 30))
 		return -EINVAL;
 	c->flight_size = size;
 	c->flight_age_ns = age;
@@ -442,7 +442,7 @@ static const struct {
 	{"gpu_buffer_size", set_gpu_buffer_size, "a size from 64K to 256M: each CUPTI activity buffer (default 8M)"},
 	{"host", set_host, "the host name to record (default: the hostname)"},
 	{"mpi", set_mpi, "0 or 1 (MPI calls and messages, where libweft-mpi.so is loaded; default 1)"},
-	{"flight", set_flight, "0 or SIZE[,AGE][,noexit]: keep the last SIZE (4M to 64G) of events in memory, at least AGE of time where SIZE allows, written only by a snapshot (flight recorder)"},
+	{"flight", set_flight, "0 or SIZE[,AGE][,noexit]: keep the last SIZE (1M to 64G) of events in memory, at least AGE of time where SIZE allows, written only by a snapshot (flight recorder)"},
 };
 
 const char *weft_config_valid(const char *key)

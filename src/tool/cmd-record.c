@@ -118,6 +118,11 @@ static void help(FILE *f)
 		"                                           started later through threading\n"
 		"                          tasks            each asyncio Task as an async slice from its\n"
 		"                                           creation to its end, named after its coroutine\n"
+		"      --flight-recorder[=SIZE[,AGE][,noexit]]\n"
+		"                          keep only the last SIZE (default 64M) of events per process in\n"
+		"                          memory, at least AGE of time where SIZE allows; nothing is\n"
+		"                          written until a snapshot (weft_snapshot(), the program's exit\n"
+		"                          unless noexit) writes DIR/snapshot-N\n"
 		"      --options OPTS      further WEFT_OPTIONS, key=value:key=value\n"
 		"  -q, --quiet             no summary line, no hints\n"
 		"  -h, --help              this text\n\n"
@@ -356,7 +361,7 @@ int cmd_record(int argc, char **argv)
 		{"sample-period", required_argument, 0, 'Q'}, {"power-period", required_argument, 0, 'U'},
 		{"counters", required_argument, 0, 'K'}, {"gpu", no_argument, 0, 'G'},
 		{"host", required_argument, 0, 'H'},
-		{"mpi", required_argument, 0, 'I'},
+		{"mpi", required_argument, 0, 'I'}, {"flight-recorder", optional_argument, 0, 'Y'},
 		{"quiet", no_argument, 0, 'q'}, {"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
 	char names[1024] = "", why[256];
 	const char *host = NULL;
@@ -487,6 +492,7 @@ int cmd_record(int argc, char **argv)
 			host = optarg;
 			ADD(":host=%s", optarg);
 			break;
+		case 'Y': if (weft_record_flight_option(optarg, extra, sizeof(extra))) return WEFT_EXIT_USAGE; break;
 		case 'q': quiet = 1; break;
 		case 'h': help(stdout); return WEFT_EXIT_OK;
 		default:
@@ -664,6 +670,8 @@ int cmd_record(int argc, char **argv)
 	}
 	if (!convert && quiet)
 		return code;
+	if (strstr(extra, ":flight=")) /* DIR holds the snapshots only */
+		return weft_record_flight_end(dir, quiet, code);
 
 	struct weft_trace *t;
 	char err[512];
