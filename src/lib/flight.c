@@ -304,79 +304,120 @@ static void counter_keep(uint64_t **ctr, size_t *n, size_t *cap, const uint64_t 
 
 /* ---- the summary of a chunk ---- */
 /* Words: npops, nopen (words), nctr (records), then npops tracks, the open records (as a stack
- * applies them), and nctr counter records of 3 words. NULL when the chunk changes nothing. */
+ * applies them), and nctr counter records of 3 words. NULL when the chunk changes nothing.
+ * One pass over the records with a writer's own scratch stack: a push per BEGIN, a pop of the
+ * top per END (the common case), so it costs about what packing the chunk does. */
+#define SUM_LEVELS 4096
+#define SUM_POPS 256
+struct sum_scratch {
+	uint64_t *w;   /* open records */
+	size_t cap;
+	uint32_t lvl[SUM_LEVELS];
+	uint16_t trk[SUM_LEVELS];
+	uint64_t pops[SUM_POPS];
+	uint64_t ctr[3 * 64];
+};
+static __thread struct sum_scratch *scratch WEFT_TLS; /* a writer's, made at its first chunk */
+
 static uint64_t *summarize(const uint64_t *w, size_t n, size_t *nsum, uint64_t *first, uint64_t *last)
 {
-	uint64_t pops[256];
-	size_t npops = 0;
-	struct stack s = {0};
-	uint64_t ctrs[3 * 64];
-	size_t nctr = 0, ctrcap = 64;
-	uint64_t *ctrp = ctrs;
-	int attach = 0, overflow = 0;
+	*nsum = 0;
 	*first = UINT64_MAX;
 	*last = 0;
-	size_t i = 0;
+	struct sum_scratch *x = scratch;
+	if (!x || x->cap < n) {
+		if (x)
+			free(x->w);
+		free(x);
+		x = scratch = calloc(1, sizeof(*x));
+		if (!x)
+			return NULL;
+		x->w = malloc((n + 1) * 8);
+		x->cap = x->w ? n : 0;
+	}
+	size_t nw = 0, nl = 0, npops = 0, nctr = 0, i = 0;
+	int attach = 0;
 	while (i + 2 <= n) {
-		unsigned type = weft_rec_type(w[i + 1]), extra = weft_rec_extra(w[i + 1]);
+		uint64_t h = w[i + 1];
+		unsigned type = weft_rec_type(h), extra = weft_rec_extra(h);
 		size_t len = 2 + extra;
 		if (i + len > n)
 			break;
-		uint64_t t = rec_ticks(type, w[i]);
-		if (t && type != WEFT_R_DROPPED) {
+		if (weft_rec_has_ticks(type)) {
+			if (type != WEFT_R_DROPPED) {
+				if (*first == UINT64_MAX)
+					*first = w[i];
+				*last = w[i];
+			}
+		} else if (type == WEFT_R_SCHED || type == WEFT_R_SAMPLE || type == WEFT_R_ACCESS) {
+			uint64_t t = ns_to_ticks(w[i]);
 			if (*first == UINT64_MAX)
 				*first = t;
 			*last = t;
 		}
-		if (is_close(type)) {
-			unsigned tr = type == WEFT_R_FUNC_EXIT ? 0xffff : weft_rec_track(w[i + 1]);
-			int mine = 0;
-			for (size_t k = s.nlvl; k-- > 0;)
-				if (s.track[k] == tr) {
-					mine = 1;
-					break;
-				}
-			if (mine) {
-				stack_apply(&s, w + i, len, &attach);
-			} else if (npops < 256) {
-				pops[npops++] = tr;
-			} else {
-				overflow = 1;
-			}
+		if (type == WEFT_R_BEGIN || type == WEFT_R_FUNC_ENTER) {
 			attach = 0;
-		} else if (is_open(type) || is_attached(type)) {
-			stack_apply(&s, w + i, len, &attach);
+			if (nl < SUM_LEVELS && nw + len <= x->cap) {
+				x->lvl[nl] = (uint32_t)nw;
+				x->trk[nl++] = (uint16_t)(type == WEFT_R_FUNC_ENTER ? 0xffff : weft_rec_track(h));
+				for (size_t k = 0; k < len; k++) /* mostly 2 words: no call */
+					x->w[nw + k] = w[i + k];
+				nw += len;
+				attach = 1;
+			}
+		} else if (type == WEFT_R_END || type == WEFT_R_FUNC_EXIT) {
+			unsigned tr = type == WEFT_R_FUNC_EXIT ? 0xffff : weft_rec_track(h);
+			attach = 0;
+			if (nl && x->trk[nl - 1] == tr) {
+				nw = x->lvl[--nl];
+			} else {
+				size_t k = nl;
+				while (k > 0 && x->trk[k - 1] != tr)
+					k--;
+				if (k) { /* an inner slice on another track stays open */
+					k--;
+					size_t from = x->lvl[k], to = k + 1 < nl ? x->lvl[k + 1] : nw;
+					memmove(x->w + from, x->w + to, (nw - to) * 8);
+					nw -= to - from;
+					for (size_t q = k + 1; q < nl; q++) {
+						x->lvl[q - 1] = x->lvl[q] - (uint32_t)(to - from);
+						x->trk[q - 1] = x->trk[q];
+					}
+					nl--;
+				} else if (npops < SUM_POPS) {
+					x->pops[npops++] = tr;
+				}
+			}
+		} else if (is_attached(type)) {
+			if (attach && nw + len <= x->cap) {
+				for (size_t k = 0; k < len; k++)
+					x->w[nw + k] = w[i + k];
+				nw += len;
+			}
 		} else {
-			if (is_counter(type) && extra == 1)
-				counter_keep(&ctrp, &nctr, &ctrcap, w + i, 1);
+			if (is_counter(type) && extra == 1) {
+				uint64_t *c = x->ctr;
+				size_t cap = 64;
+				counter_keep(&c, &nctr, &cap, w + i, 1);
+			}
 			if (type != WEFT_R_DROPPED)
 				attach = 0;
 		}
 		i += len;
 	}
-	(void)overflow; /* deeper unwinding than 256 slices in one chunk: the rest stay open */
-	*nsum = 0;
-	if (!npops && !s.n && !nctr) {
-		free(s.w);
-		free(s.lvl);
-		free(s.track);
+	if (!npops && !nw && !nctr)
 		return NULL;
-	}
-	size_t total = 3 + npops + s.n + nctr * 3;
+	size_t total = 3 + npops + nw + nctr * 3;
 	uint64_t *out = malloc(total * 8);
 	if (out) {
 		out[0] = npops;
-		out[1] = s.n;
+		out[1] = nw;
 		out[2] = nctr;
-		memcpy(out + 3, pops, npops * 8);
-		if (s.n)
-			memcpy(out + 3 + npops, s.w, s.n * 8);
-		memcpy(out + 3 + npops + s.n, ctrs, nctr * 24);
+		memcpy(out + 3, x->pops, npops * 8);
+		memcpy(out + 3 + npops, x->w, nw * 8);
+		memcpy(out + 3 + npops + nw, x->ctr, nctr * 24);
 		*nsum = total;
 	}
-	free(s.w);
-	free(s.lvl);
-	free(s.track);
 	return out;
 }
 
