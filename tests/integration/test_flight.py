@@ -172,6 +172,22 @@ class Flight(TraceTest):
         self.assertEqual(p.returncode, 2)
         self.assertIn("bad --flight-recorder '100K'", p.stderr)
 
+    def test_fatal_signal_writes_the_window(self):
+        # weft record's fatal-signal path stops the trace from the handler (weft_g.in_signal):
+        # the dump allocates nothing there; the exit status stays the signal's
+        data = os.path.join(self.tmp, "c.data")
+        p = run([WEFT, "record", "-o", data, "--flight-recorder=1M", "--options", "overflow=block", "--", PROG,
+                 "crash", "20000"], check=False)
+        self.assertEqual(p.returncode, 139)
+        self.assertEqual(os.listdir(data), ["snapshot-1"])
+        snap, out = self.snapshot(data, 1)
+        (first, last, n), run_rows, bad = self.steps(out)
+        self.assertEqual(last, 19999)
+        self.assertGreater(first, 0)
+        self.assertEqual(n, last - first + 1)
+        self.assertEqual((len(run_rows), bad), (1, 0))
+        self.assertIn("snapshot 1: fatal signal", run([WEFT, "info", snap]).stdout)
+
     def test_memory_stays_bounded(self):
         # 100 M events through a 4M ring: peak RSS within 4M x 1.1 + 8 MiB
         data, p = self.fly(["memory", 100_000_000], "flight=4M,noexit:buffer_size=2M:chunk_size=256K")

@@ -10,6 +10,7 @@
  *   memory EVENTS                    EVENTS instants in a tight loop, then prints the peak RSS
  *                                    (VmHWM) in KiB
  *   counter STEPS                    a counter set at step 0 only, then STEPS steps; a snapshot
+ *   crash STEPS                      STEPS steps inside `run`, then a segmentation fault
  * Prints the return value of each weft_snapshot() as "snapshot N". */
 #include <weft.h>
 #include <pthread.h>
@@ -119,6 +120,12 @@ int main(int argc, char **argv)
 				printf("hwm %ld\n", atol(line + 6));
 		if (f)
 			fclose(f);
+	} else if (!strcmp(mode, "crash")) {
+		long n = atol(argv[2]);
+		WEFT_BEGIN("run");
+		steps(0, n, 50, -1);
+		volatile int *volatile bad = NULL;
+		*bad = 1;
 	} else if (!strcmp(mode, "counter")) {
 		long n = atol(argv[2]);
 		WEFT_COUNTER("level", 42);
