@@ -398,6 +398,42 @@ SETTER(set_flight)
 	return 0;
 }
 
+/* switch_output=SIZE|TIME (weft record --switch-output): perf's suffixes, B/K/M/G a size (case
+ * insensitive), s, m, h a time ("ms", "us" too); "0" off. */
+SETTER(set_switch_output)
+{
+	uint64_t x = 0;
+	size_t l = strlen(v);
+	if (!strcmp(v, "0")) {
+		c->switch_output[0] = 0;
+		c->switch_bytes = c->switch_ns = 0;
+		return 0;
+	}
+	if (!l || l >= sizeof(c->switch_output))
+		return -EINVAL;
+	char last = v[l - 1];
+	if (last == 's' || last == 'm' || last == 'h') {
+		char num[32];
+		snprintf(num, sizeof(num), "%s", v);
+		double mul = 1;
+		if (last == 'm' || last == 'h') {
+			num[l - 1] = 's';
+			mul = last == 'm' ? 60 : 3600;
+		}
+		if (weft_parse_duration(num, &x) || (double)x * mul < 1e6 || (double)x * mul > 1e15)
+			return -EINVAL;
+		c->switch_ns = (uint64_t)((double)x * mul);
+		c->switch_bytes = 0;
+	} else {
+		if (weft_parse_size(v, &x) || x < (256u << 10) || x > (16ull << 30))
+			return -EINVAL;
+		c->switch_bytes = x;
+		c->switch_ns = 0;
+	}
+	return set_str(c->switch_output, sizeof(c->switch_output), v);
+}
+SETTER(set_switch_max_files) { return parse_int(v, 0, 1000000, &c->switch_max_files); }
+
 static const struct {
 	const char *key;
 	setter_fn set;
@@ -443,6 +479,8 @@ static const struct {
 	{"host", set_host, "the host name to record (default: the hostname)"},
 	{"mpi", set_mpi, "0 or 1 (MPI calls and messages, where libweft-mpi.so is loaded; default 1)"},
 	{"flight", set_flight, "0 or SIZE[,AGE][,noexit]: keep the last SIZE (1M to 64G) of events in memory, at least AGE of time where SIZE allows, written only by a snapshot (flight recorder)"},
+	{"switch_output", set_switch_output, "0, a size from 256K to 16G (K/M/G) or a time from 1ms (s, m, h): the trace as consecutive parts DIR/part-N, each a trace directory"},
+	{"switch_max_files", set_switch_max_files, "0 (keep every part) or N: only the last N parts are kept"},
 };
 
 const char *weft_config_valid(const char *key)

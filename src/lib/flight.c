@@ -89,6 +89,7 @@ struct fl_thread {
 	size_t cut_off;
 	int has_cut;
 	uint64_t limit;  /* during a snapshot: its frames with seq < limit are in it */
+	int excluded;    /* during a snapshot: the thread began after it (not in it) */
 	/* during a snapshot: the thread's current chunk as copied (seq `limit`) */
 	const uint64_t *part;
 	size_t npart;    /* words */
@@ -112,6 +113,7 @@ static uint64_t ref_ticks, ref_ns; /* for records timed in ns (sched, samples, a
 static double tpn = 1.0;
 static uint64_t ev_received, ev_evicted, ev_written, ev_lost_since; /* events */
 static int snapshots;            /* written by this process */
+static uint64_t pending;         /* frame bytes put since the last snapshot (--switch-output) */
 static uint64_t last_end_ticks;  /* the previous snapshot's end */
 
 /* The snapshot's own buffers, made at start: a dump from a signal handler allocates nothing. */
@@ -449,7 +451,8 @@ static struct fl_thread *thread_find(uint32_t tid, uint32_t serial, int create)
 	memset(t, 0, sizeof(*t));
 	t->tid = tid;
 	t->serial = serial;
-	t->limit = dumping ? 0 : UINT64_MAX;
+	t->limit = UINT64_MAX;
+	t->excluded = dumping;
 	return t;
 }
 
@@ -558,7 +561,10 @@ void weft_flight_put(const struct weft_chunk *c, const struct weft_chunk_header 
 	*e = (struct fl_entry){off, (uint32_t)len, h->events, h->seq, first, last, t, sum, nsum, 0};
 	ring_tail = off + len;
 	ring_used += len + nsum * 8;
+	pending += len + nsum * 8;
+	uint64_t p = pending;
 	pthread_mutex_unlock(&ring_lock);
+	weft_switch_note(p, ring_size);
 }
 
 /* ---- metadata in memory (meta.c's writers hold its lock) ---- */
@@ -624,9 +630,9 @@ static void meta_reset(void)
 /* ---- start, fork ---- */
 int weft_flight_start(void)
 {
-	if (!weft_cfg.flight_size)
+	if (!weft_cfg.flight_size && !weft_cfg.switch_output[0])
 		return 0;
-	ring_size = weft_cfg.flight_size;
+	ring_size = weft_switch_ring_size();
 	chunk_cap = weft_cfg.chunk_size > weft_cfg.buffer_size / 2 ? weft_cfg.buffer_size / 2 : weft_cfg.chunk_size;
 	if (chunk_cap < 4096)
 		chunk_cap = 4096;
@@ -667,7 +673,7 @@ int weft_flight_start(void)
 	snapshots = 0;
 	last_end_ticks = 0;
 	active = 1;
-	return 0;
+	return weft_switch_start();
 }
 
 /* Fork child: only the forking thread runs; the parent's ring and metadata are the parent's.
@@ -692,6 +698,8 @@ void weft_flight_atfork_child(void)
 	snapshots = 0;
 	last_end_ticks = 0;
 	dumping = 0;
+	pending = 0;
+	weft_switch_atfork_child();
 }
 void weft_flight_atfork_prepare(void) { pthread_mutex_lock(&ring_lock); }
 void weft_flight_atfork_parent(void) { pthread_mutex_unlock(&ring_lock); }
@@ -747,6 +755,7 @@ static void snap_chunk_write(struct out *o, const struct weft_chunk_header *h, c
 struct snap {
 	struct out ev;
 	uint64_t W;             /* window start, ticks */
+	int raised;             /* W is later than the previous snapshot's end */
 	uint64_t events, chunks, bytes_raw, reemitted, not_in_window;
 	uint64_t window_events;
 };
@@ -881,8 +890,14 @@ static void sort_by_seq(size_t *a, size_t n)
 
 /* One thread's part of the snapshot: its context, then its window's frames (trimmed where the
  * window starts inside one), then the copy of its current chunk. */
-static void dump_thread(struct snap *s, struct fl_thread *t)
+static void dump_thread(struct snap *s0, struct fl_thread *t)
 {
+	/* after an earlier snapshot's cut the thread continues where that one ended: its events
+	 * are cut by time only where other threads' losses moved the window start later */
+	struct snap *s = s0;
+	uint64_t W_all = s0->W;
+	if (t->has_cut && !s0->raised)
+		s0->W = 0;
 	size_t n = 0;
 	for (size_t k = 0; k < ents_n; k++) {
 		size_t idx = (ents_first + k) % ents_cap;
@@ -984,6 +999,7 @@ static void dump_thread(struct snap *s, struct fl_thread *t)
 	}
 	if (!context_done && (st.nlvl || nctr) && t->written == 0 && (t->nstk || t->nctr))
 		write_context(s, t, &st, ctr, nctr); /* an idle thread inside open slices */
+	s0->W = W_all;
 }
 
 /* weft_threads_visit's callback: a live thread's current chunk, copied. */
@@ -994,6 +1010,7 @@ static void visit(void *ud, uint32_t tid, uint32_t serial, uint64_t seq, const c
 	struct fl_thread *t = thread_find(tid, serial, 1);
 	if (t) {
 		t->limit = seq;
+		t->excluded = 0;
 		used &= ~(size_t)7;
 		if (data && used) {
 			void *copy = NULL;
@@ -1125,11 +1142,24 @@ static int open_file(const char *dir, const char *name, struct out *o)
 }
 
 static pthread_mutex_t dump_lock = PTHREAD_MUTEX_INITIALIZER; /* one snapshot at a time */
+/* Set by weft_flight_finish: the writers are done. Between the run's stop and then, chunks are
+ * still on their way to the ring and the threads' current chunks are gone: a snapshot then
+ * would miss them (and the next start after them), so it is refused. */
+static int finishing;
 
 int weft_flight_dump(const char *reason, uint64_t trigger_ticks, uint64_t after_ns)
 {
+	if (weft_cfg.switch_output[0]) /* parts, not snapshots (flight-switch.c) */
+		return weft_flight_dump_as("part", reason, trigger_ticks, after_ns);
+	return weft_flight_dump_as("snapshot", reason, trigger_ticks, after_ns);
+}
+
+int weft_flight_dump_as(const char *kind, const char *reason, uint64_t trigger_ticks, uint64_t after_ns)
+{
 	if (!active || !weft_g.dir[0])
 		return 0;
+	if (atomic_load(&weft_g.run) != WEFT_RUN_ON && !finishing)
+		return -EAGAIN;
 	int sig = weft_g.in_signal, rc = 0;
 	weft_in_runtime++;
 	if (sig ? pthread_mutex_trylock(&dump_lock) : pthread_mutex_lock(&dump_lock)) {
@@ -1152,6 +1182,7 @@ int weft_flight_dump(const char *reason, uint64_t trigger_ticks, uint64_t after_
 	partused = 0;
 	for (size_t i = 0; i < nths; i++) {
 		ths[i].limit = UINT64_MAX;
+		ths[i].excluded = 0;
 		ths[i].part = NULL;
 		ths[i].npart = 0;
 		ths[i].written = 0;
@@ -1174,7 +1205,7 @@ int weft_flight_dump(const char *reason, uint64_t trigger_ticks, uint64_t after_
 	s.W = snapshots ? last_end_ticks : 0;
 	for (size_t i = 0; i < nths; i++) {
 		struct fl_thread *t = &ths[i];
-		if (!t->lost)
+		if (!t->lost || t->excluded)
 			continue;
 		uint64_t first = UINT64_MAX, best = UINT64_MAX;
 		for (size_t k = 0; k < ents_n; k++) {
@@ -1201,10 +1232,11 @@ int weft_flight_dump(const char *reason, uint64_t trigger_ticks, uint64_t after_
 		if (first != UINT64_MAX && first > s.W && !cut_kept)
 			s.W = first;
 	}
+	s.raised = s.W > last_end_ticks;
 	s.not_in_window = ev_lost_since;
 	/* 4. the files, in DIR/.snapshot-PID.tmp, renamed into place */
 	char tmp[PATH_MAX], final[PATH_MAX], name[400];
-	snprintf(tmp, sizeof(tmp), "%s/.snapshot-%d.tmp", weft_g.dir, (int)getpid());
+	snprintf(tmp, sizeof(tmp), "%s/.%s-%d.tmp", weft_g.dir, kind, (int)getpid());
 	remove_dir(tmp);
 	if (mkdir(tmp, 0755)) {
 		rc = -errno;
@@ -1217,7 +1249,7 @@ int weft_flight_dump(const char *reason, uint64_t trigger_ticks, uint64_t after_
 	weft_file_header_init(&fh, WEFT_EVENTS_MAGIC, weft_g.pid, 0, weft_clock_kind());
 	out_put(&s.ev, &fh, sizeof(fh));
 	for (size_t i = 0; i < nths; i++)
-		if (ths[i].limit)
+		if (!ths[i].excluded)
 			dump_thread(&s, &ths[i]);
 	out_flush(&s.ev);
 	rc = s.ev.err;
@@ -1240,7 +1272,7 @@ int weft_flight_dump(const char *reason, uint64_t trigger_ticks, uint64_t after_
 	if (rc)
 		goto out;
 	for (;; number++) {
-		snprintf(final, sizeof(final), "%s/snapshot-%d", weft_g.dir, number);
+		snprintf(final, sizeof(final), "%s/%s-%d", weft_g.dir, kind, number);
 		if (!rename(tmp, final))
 			break;
 		if ((errno != EEXIST && errno != ENOTEMPTY) || number > 100000) {
@@ -1250,6 +1282,11 @@ int weft_flight_dump(const char *reason, uint64_t trigger_ticks, uint64_t after_
 	}
 	snapshots = number;
 	rc = number;
+	pending = 0;
+	if (!strcmp(kind, "part") && weft_cfg.switch_max_files && number > weft_cfg.switch_max_files) {
+		snprintf(final, sizeof(final), "%s/part-%d", weft_g.dir, number - weft_cfg.switch_max_files);
+		remove_dir(final); /* --switch-max-files: the oldest part goes */
+	}
 	/* 5. what it wrote is consumed: the next one starts after it */
 	last_end_ticks = end_ticks;
 	ev_written += s.events;
@@ -1257,7 +1294,7 @@ int weft_flight_dump(const char *reason, uint64_t trigger_ticks, uint64_t after_
 	if (!sig) {
 		for (size_t k = 0; k < ents_n; k++) {
 			struct fl_entry *e = ent_at(k);
-			if (e->consumed || e->seq >= e->th->limit)
+			if (e->consumed || e->seq >= e->th->limit || e->th->excluded)
 				continue;
 			sum_apply(e->th, e->sum);
 			e->consumed = 1;
@@ -1265,7 +1302,7 @@ int weft_flight_dump(const char *reason, uint64_t trigger_ticks, uint64_t after_
 	}
 	for (size_t i = 0; i < nths; i++) {
 		struct fl_thread *t = &ths[i];
-		if (t->limit == UINT64_MAX || !t->limit)
+		if (t->limit == UINT64_MAX || t->excluded)
 			continue;
 		t->lost = 1;
 		t->has_cut = 1;
@@ -1282,6 +1319,7 @@ out:
 			free((void *)t->part);
 		t->part = NULL;
 		t->limit = UINT64_MAX;
+		t->excluded = 0;
 	}
 	dumping = 0;
 	pthread_mutex_unlock(&ring_lock);
@@ -1293,7 +1331,9 @@ out:
 /* The end of the run (weft_stop, after the writers drained): the last window, unless noexit. */
 void weft_flight_finish(void)
 {
-	if (!active || weft_cfg.flight_noexit)
+	weft_switch_stop(); /* --switch-output: its thread ends; the last part follows */
+	finishing = 1;
+	if (!active || (weft_cfg.flight_noexit && !weft_cfg.switch_output[0]))
 		return;
 	weft_flight_dump(weft_g.in_signal ? "fatal signal" : "exit", weft__ticks(), 0);
 }

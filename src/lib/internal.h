@@ -78,6 +78,9 @@ struct weft_config {
 	uint64_t flight_size;   /* flight=: the flight recorder's ring per process (0: off; flight.c) */
 	uint64_t flight_age_ns; /* ... time it keeps at least, where flight_size allows (0: no aim) */
 	int flight_noexit;      /* ... no snapshot at the program's exit */
+	char switch_output[32]; /* switch_output=SIZE|TIME: the trace as parts DIR/part-N ("": off) */
+	uint64_t switch_bytes, switch_ns; /* ... parsed: a part every this many bytes of frames, or ns */
+	int switch_max_files;   /* switch_max_files=N: only the last N parts are kept (0: all) */
 	char counters[256]; /* counters=: perf counter names read at every slice begin and end */
 	char given[2048]; /* the options as given, for the trace metadata */
 };
@@ -280,6 +283,14 @@ WEFT_HIDDEN void weft_flight_meta(const struct iovec *iov, int n);
  * allocates nothing, trylocks only, waits for the writers at most 200 ms. */
 WEFT_HIDDEN int weft_flight_dump(const char *reason, uint64_t trigger_ticks, uint64_t after_ns);
 WEFT_HIDDEN void weft_flight_finish(void); /* weft_stop: the exit snapshot unless noexit */
+/* weft_flight_dump writing DIR/KIND-N (kind "snapshot" or "part") */
+WEFT_HIDDEN int weft_flight_dump_as(const char *kind, const char *reason, uint64_t trigger_ticks, uint64_t after_ns);
+/* flight-switch.c: --switch-output=SIZE|TIME, consecutive parts DIR/part-N through the ring */
+WEFT_HIDDEN uint64_t weft_switch_ring_size(void); /* the ring a recording needs (flight_size too) */
+WEFT_HIDDEN int weft_switch_start(void);           /* its thread (flight start): 0 or -errno */
+WEFT_HIDDEN void weft_switch_note(uint64_t pending, uint64_t ring); /* writers: bytes not in a part yet */
+WEFT_HIDDEN void weft_switch_stop(void);
+WEFT_HIDDEN void weft_switch_atfork_child(void);
 WEFT_HIDDEN void weft_flight_atfork_prepare(void);
 WEFT_HIDDEN void weft_flight_atfork_parent(void);
 WEFT_HIDDEN void weft_flight_atfork_child(void);
