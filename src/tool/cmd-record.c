@@ -123,6 +123,11 @@ static void help(FILE *f)
 		"                          memory, at least AGE of time where SIZE allows; nothing is\n"
 		"                          written until a snapshot (weft_snapshot(), the program's exit\n"
 		"                          unless noexit) writes DIR/snapshot-N\n"
+		"      --switch-output=SIZE|TIME\n"
+		"                          write the trace as consecutive parts DIR/part-N, each a trace\n"
+		"                          directory (the slices open at its start re-emitted): a new\n"
+		"                          part every SIZE (K/M/G) of compressed events or TIME (s/m/h)\n"
+		"      --switch-max-files=N keep only the last N parts\n"
 		"      --options OPTS      further WEFT_OPTIONS, key=value:key=value\n"
 		"  -q, --quiet             no summary line, no hints\n"
 		"  -h, --help              this text\n\n"
@@ -362,6 +367,7 @@ int cmd_record(int argc, char **argv)
 		{"counters", required_argument, 0, 'K'}, {"gpu", no_argument, 0, 'G'},
 		{"host", required_argument, 0, 'H'},
 		{"mpi", required_argument, 0, 'I'}, {"flight-recorder", optional_argument, 0, 'Y'},
+		{"switch-output", required_argument, 0, 'X'}, {"switch-max-files", required_argument, 0, 'J'},
 		{"quiet", no_argument, 0, 'q'}, {"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
 	char names[1024] = "", why[256];
 	const char *host = NULL;
@@ -493,6 +499,11 @@ int cmd_record(int argc, char **argv)
 			ADD(":host=%s", optarg);
 			break;
 		case 'Y': if (weft_record_flight_option(optarg, extra, sizeof(extra))) return WEFT_EXIT_USAGE; break;
+		case 'X': case 'J':
+			if (weft_record_switch_option(c == 'X' ? "switch_output" : "switch_max_files", optarg, extra,
+						      sizeof(extra)))
+				return WEFT_EXIT_USAGE;
+			break;
 		case 'q': quiet = 1; break;
 		case 'h': help(stdout); return WEFT_EXIT_OK;
 		default:
@@ -670,7 +681,7 @@ int cmd_record(int argc, char **argv)
 	}
 	if (!convert && quiet)
 		return code;
-	if (strstr(extra, ":flight=")) /* DIR holds the snapshots only */
+	if (strstr(extra, ":flight=") || strstr(extra, ":switch_output=")) /* DIR: snapshots or parts only */
 		return weft_record_flight_end(dir, quiet, code);
 
 	struct weft_trace *t;

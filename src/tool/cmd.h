@@ -37,5 +37,7 @@ void weft_cli_warn_undecoded(const char *cmd, unsigned long long n, const char *
  * or a usage error printed and WEFT_EXIT_USAGE); at the end, the snapshots said (returns code). */
 int weft_record_flight_option(const char *arg, char *extra, size_t n);
 int weft_record_flight_end(const char *dir, int quiet, int code);
+/* --switch-output / --switch-max-files: key switch_output or switch_max_files, checked */
+int weft_record_switch_option(const char *key, const char *arg, char *extra, size_t n);
 
 #endif

@@ -2,7 +2,9 @@
  * record-flight.c - `weft record --flight-recorder[=SIZE[,AGE][,noexit]]`: the option, passed to
  * the runtime as flight= (src/lib/flight.c keeps the last SIZE of events of each process in
  * memory and writes DIR/snapshot-N when asked), and what record says at the end: DIR itself
- * holds no trace then, only the snapshots.
+ * holds no trace then, only the snapshots. --switch-output=SIZE|TIME and --switch-max-files=N
+ * (switch_output=, switch_max_files=: src/lib/flight-switch.c) use the same ring: the trace is
+ * written as consecutive parts DIR/part-N.
  */
 #include "cmd.h"
 #include "../lib/internal.h"
@@ -25,16 +27,35 @@ int weft_record_flight_option(const char *arg, char *extra, size_t n)
 	return 0;
 }
 
+int weft_record_switch_option(const char *key, const char *arg, char *extra, size_t n)
+{
+	static struct weft_config scratch;
+	weft_config_defaults(&scratch);
+	if (!arg || strchr(arg, ':') || weft_config_set(&scratch, key, arg, 0)) {
+		weft_cli_error("record", "bad --%s '%s': expected %s", !strcmp(key, "switch_output") ? "switch-output" :
+			       "switch-max-files", arg ? arg : "", weft_config_valid(key));
+		return WEFT_EXIT_USAGE;
+	}
+	size_t l = strlen(extra);
+	snprintf(extra + l, n - l, ":%s=%s", key, arg);
+	return 0;
+}
+
 int weft_record_flight_end(const char *dir, int quiet, int code)
 {
-	int snaps = 0;
+	int snaps = 0, parts = 0;
 	DIR *d = opendir(dir);
 	struct dirent *e;
-	while (d && (e = readdir(d)))
+	while (d && (e = readdir(d))) {
 		snaps += !strncmp(e->d_name, "snapshot-", 9);
+		parts += !strncmp(e->d_name, "part-", 5);
+	}
 	if (d)
 		closedir(d);
-	if (!quiet)
+	if (!quiet && parts)
+		fprintf(stderr, "weft: record: %d part%s in %s (part-N: each a trace directory)\n", parts,
+			parts == 1 ? "" : "s", dir);
+	else if (!quiet)
 		fprintf(stderr, "weft: record: flight recorder: %d snapshot%s in %s%s\n", snaps, snaps == 1 ? "" : "s",
 			dir, snaps ? " (snapshot-N: each a trace directory)" : "");
 	return code;

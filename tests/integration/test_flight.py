@@ -188,6 +188,54 @@ class Flight(TraceTest):
         self.assertEqual((len(run_rows), bad), (1, 0))
         self.assertIn("snapshot 1: fatal signal", run([WEFT, "info", snap]).stdout)
 
+    def test_switch_output_parts_make_the_whole(self):
+        data = os.path.join(self.tmp, "s.data")
+        p = run([WEFT, "record", "-o", data, "--switch-output=1M", "--options", "overflow=block", "--", PROG,
+                 "steps", "30000", "100", "-1", "1"])
+        parts = sorted(os.listdir(data), key=lambda x: int(x.split("-")[1]))
+        self.assertGreaterEqual(len(parts), 4, parts)
+        self.assertTrue(all(x.startswith("part-") for x in parts), parts)
+        self.assertIn(f"weft: record: {len(parts)} parts in", p.stderr)
+        total, steps, ticks = 0, set(), 0
+        for x in parts:
+            d = os.path.join(data, x)
+            info = run([WEFT, "info", d]).stdout
+            total += int(re.search(r"; (\d+) in it,", info).group(1))
+            self.assertIn("not in window: 0 events", info)
+            out, _ = self.convert(d, x + ".pftrace")  # each readable alone
+            errors, ids, n, runs, bad = self.tp(
+                out, "select name, value from stats where value > 0 and severity in ('error', 'data_loss')",
+                "select distinct a.int_value from slice s join args a using (arg_set_id) "
+                "where s.name = 'step' and a.key = 'debug.i'",
+                "select count(*) from slice where name = 'tick'",
+                "select count(*) from slice where name = 'run' and depth = 0",
+                "select count(*) from slice s join slice p on s.parent_id = p.id where s.name = 'step' "
+                "and p.name != 'run'")
+            self.assertEqual(errors, [])
+            steps |= {r[0] for r in ids}
+            ticks += n[0][0]
+            self.assertEqual((runs[0][0], bad[0][0]), (1, 0))  # run in every part, steps under it
+        # together the whole: every event once (2 per step, 100 ticks, run's begin and end)
+        self.assertEqual(total, 30000 * 102 + 2)
+        self.assertEqual(ticks, 30000 * 100)
+        self.assertEqual(steps, set(range(30000)))
+
+    def test_switch_max_files(self):
+        data, p = self.fly(["steps", "30000", "20", "-1", "1"], "switch_output=256K:switch_max_files=2")
+        parts = sorted(os.listdir(data), key=lambda x: int(x.split("-")[1]))
+        self.assertEqual(len(parts), 2, parts)
+        n = int(parts[-1].split("-")[1])
+        self.assertGreater(n, 2)
+        self.assertEqual(parts, [f"part-{n - 1}", f"part-{n}"])
+        steps, = self.tp(self.snapshot_of(os.path.join(data, parts[-1])),
+                         "select max(a.int_value) from slice s join args a using (arg_set_id) "
+                         "where s.name = 'step' and a.key = 'debug.i'")
+        self.assertEqual(steps[0][0], 29999)
+
+    def snapshot_of(self, d):
+        out, _ = self.convert(d, os.path.basename(d) + ".pftrace")
+        return out
+
     def test_memory_stays_bounded(self):
         # 100 M events through a 4M ring: peak RSS within 4M x 1.1 + 8 MiB
         data, p = self.fly(["memory", 100_000_000], "flight=4M,noexit:buffer_size=2M:chunk_size=256K")
