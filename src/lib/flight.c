@@ -505,7 +505,7 @@ void weft_flight_put(const struct weft_chunk *c, const struct weft_chunk_header 
 	uint64_t first, last;
 	size_t nsum;
 	uint64_t *sum = summarize((const uint64_t *)c->data, (c->used & ~(size_t)7) / 8, &nsum, &first, &last);
-	size_t len = sizeof(*h) + stored;
+	size_t len = sizeof(*h) + stored, len8 = (len + 7) & ~(size_t)7; /* frames 8-aligned */
 	pthread_mutex_lock(&ring_lock);
 	struct fl_thread *t = thread_find(h->tid, (uint32_t)(h->seq >> WEFT_SEQ_SERIAL_SHIFT), 1);
 	if (!t) {
@@ -522,7 +522,7 @@ void weft_flight_put(const struct weft_chunk *c, const struct weft_chunk_header 
 		while (ents_n && ent_at(0)->last < now - age && ent_at(0)->last >= ent_at(0)->first)
 			evict_oldest();
 	}
-	while (ents_n && ring_used + len + nsum * 8 > ring_size)
+	while (ents_n && ring_used + len8 + nsum * 8 > ring_size)
 		evict_oldest();
 	if (ents_n == ents_cap) {
 		size_t ncap = ents_cap * 2;
@@ -545,7 +545,7 @@ void weft_flight_put(const struct weft_chunk *c, const struct weft_chunk_header 
 			evict_oldest();
 		}
 	}
-	size_t off = ring_place(len);
+	size_t off = ring_place(len8);
 	if (off == SIZE_MAX) { /* larger than the ring: never kept */
 		t->lost = 1;
 		ev_evicted += h->events;
@@ -558,10 +558,10 @@ void weft_flight_put(const struct weft_chunk *c, const struct weft_chunk_header 
 	memcpy(ring + off + sizeof(*h), payload, stored);
 	struct fl_entry *e = &ents[(ents_first + ents_n) % ents_cap];
 	ents_n++;
-	*e = (struct fl_entry){off, (uint32_t)len, h->events, h->seq, first, last, t, sum, nsum, 0};
-	ring_tail = off + len;
-	ring_used += len + nsum * 8;
-	pending += len + nsum * 8;
+	*e = (struct fl_entry){off, (uint32_t)len8, h->events, h->seq, first, last, t, sum, nsum, 0, };
+	ring_tail = off + len8;
+	ring_used += len8 + nsum * 8;
+	pending += len8 + nsum * 8;
 	uint64_t p = pending;
 	pthread_mutex_unlock(&ring_lock);
 	weft_switch_note(p, ring_size);
@@ -611,7 +611,8 @@ void weft_flight_meta(const struct iovec *iov, int n)
 	}
 	size_t u = atomic_load(&meta_tail->used);
 	for (int i = 0; i < n; i++) {
-		memcpy(meta_tail->data + u, iov[i].iov_base, iov[i].iov_len);
+		if (iov[i].iov_len)
+			memcpy(meta_tail->data + u, iov[i].iov_base, iov[i].iov_len);
 		u += iov[i].iov_len;
 	}
 	atomic_store_explicit(&meta_tail->used, u, memory_order_release);
@@ -917,7 +918,8 @@ static void dump_thread(struct snap *s0, struct fl_thread *t)
 	}
 	static uint64_t ctr[3 * 256];
 	size_t nctr = t->nctr < 256 ? t->nctr : 256, ctrcap = 256;
-	memcpy(ctr, t->ctr, nctr * 24);
+	if (nctr)
+		memcpy(ctr, t->ctr, nctr * 24);
 	uint64_t *ctrp = ctr;
 	size_t k = 0;
 	int attach = 0, context_done = 0;
@@ -1333,7 +1335,56 @@ void weft_flight_finish(void)
 {
 	weft_switch_stop(); /* --switch-output: its thread ends; the last part follows */
 	finishing = 1;
-	if (!active || (weft_cfg.flight_noexit && !weft_cfg.switch_output[0]))
+	if (!active)
 		return;
-	weft_flight_dump(weft_g.in_signal ? "fatal signal" : "exit", weft__ticks(), 0);
+	if (!weft_cfg.flight_noexit || weft_cfg.switch_output[0])
+		weft_flight_dump(weft_g.in_signal ? "fatal signal" : "exit", weft__ticks(), 0);
+	if (weft_g.in_signal) /* the interrupted thread may hold malloc's lock: free nothing */
+		return;
+	/* the run is over: later metadata goes nowhere (meta.c checks active under its lock) */
+	pthread_mutex_lock(&dump_lock); /* a snapshot asked for by another thread waits, then finds none */
+	weft_meta_atfork_prepare(); /* takes meta.c's lock */
+	active = 0;
+	weft_meta_atfork_parent();
+	pthread_mutex_lock(&ring_lock);
+	for (size_t k = 0; k < ents_n; k++)
+		free(ent_at(k)->sum);
+	for (size_t i = 0; i < nths; i++) {
+		free(ths[i].stk);
+		free(ths[i].lvl);
+		free(ths[i].lvltrack);
+		free(ths[i].ctr);
+	}
+	meta_reset();
+	free(ring);
+	free(ents);
+	free(ord);
+	free(ths);
+	free(raw);
+	free(packbuf);
+	free(zbuf);
+	free(ctxw);
+	free(ctxlvl);
+	free(ctxtrack);
+	free(partarea);
+	free(outbuf);
+	ZSTD_freeDCtx(dctx);
+	ZSTD_freeCCtx(cctx);
+	ring = NULL;
+	ents = NULL;
+	ord = NULL;
+	ths = NULL;
+	ents_n = nths = 0;
+	pthread_mutex_unlock(&ring_lock);
+	pthread_mutex_unlock(&dump_lock);
+}
+
+/* A writer thread ends: its scratch for chunk summaries goes. */
+void weft_flight_writer_exit(void)
+{
+	if (scratch) {
+		free(scratch->w);
+		free(scratch);
+		scratch = NULL;
+	}
 }

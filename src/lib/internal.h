@@ -282,7 +282,8 @@ WEFT_HIDDEN void weft_flight_meta(const struct iovec *iov, int n);
  * much more data after trigger_ticks first. Safe from a fatal signal handler (weft_g.in_signal):
  * allocates nothing, trylocks only, waits for the writers at most 200 ms. */
 WEFT_HIDDEN int weft_flight_dump(const char *reason, uint64_t trigger_ticks, uint64_t after_ns);
-WEFT_HIDDEN void weft_flight_finish(void); /* weft_stop: the exit snapshot unless noexit */
+WEFT_HIDDEN void weft_flight_finish(void); /* weft_stop: the exit snapshot unless noexit; frees */
+WEFT_HIDDEN void weft_flight_writer_exit(void); /* a writer thread's end */
 /* weft_flight_dump writing DIR/KIND-N (kind "snapshot" or "part") */
 WEFT_HIDDEN int weft_flight_dump_as(const char *kind, const char *reason, uint64_t trigger_ticks, uint64_t after_ns);
 /* flight-switch.c: --switch-output=SIZE|TIME, consecutive parts DIR/part-N through the ring */

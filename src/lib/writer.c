@@ -175,6 +175,7 @@ static void *writer_main(void *arg)
 		if (done)
 			break;
 	}
+	weft_flight_writer_exit();
 	struct timespec cpu;
 	if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &cpu) == 0)
 		atomic_fetch_add(&weft_g.writer_cpu_ns, (uint64_t)cpu.tv_sec * 1000000000ull + (uint64_t)cpu.tv_nsec);
