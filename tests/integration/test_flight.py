@@ -105,10 +105,12 @@ class Flight(TraceTest):
         self.assertEqual(bad, 0)
 
     def test_one_window_start_for_all_threads(self):
-        data, p = self.fly(["threads", 4, 20000], "flight=1M,noexit")
+        # compression=0: the ring holds ~1M events at most, so every worker loses its start
+        data, p = self.fly(["threads", 4, 20000], "flight=1M,noexit:compression=0")
         snap, out = self.snapshot(data, 1)
         info = run([WEFT, "info", snap]).stdout
         start = int(re.search(r"window:\s+from (\d+)", info).group(1))
+        self.assertGreater(int(re.search(r"(\d+) evicted", info).group(1)), 0)
         # every worker's events from the one window start on (only the re-emitted BEGINs of
         # the slices open at the start are older: instants are never re-emitted)
         firsts, = self.tp(out, "select t.tid, min(s.ts) from slice s join thread_track tt on s.track_id = tt.id "
@@ -140,8 +142,9 @@ class Flight(TraceTest):
         self.assertEqual(len(names), 2)
 
     def test_counter_value_before_the_window(self):
-        data, p = self.fly(["counter", 30000], "flight=1M,noexit")
-        _, out = self.snapshot(data, 1)
+        data, p = self.fly(["counter", 30000], "flight=1M,noexit:compression=0")
+        snap, out = self.snapshot(data, 1)
+        self.assertGreater(int(re.search(r"(\d+) evicted", run([WEFT, "info", snap]).stdout).group(1)), 0)
         rows, = self.tp(out, "select c.value from counter c join counter_track t on c.track_id = t.id "
                              "where t.name = 'level'")
         self.assertEqual([r[0] for r in rows], [42])
