@@ -10,6 +10,7 @@
 #define WEFT_EXIT_USAGE 2 /* bad command line */
 
 int cmd_convert(int argc, char **argv);
+int cmd_estimate(int argc, char **argv);
 int cmd_export(int argc, char **argv);
 int cmd_plot(int argc, char **argv);
 int cmd_info(int argc, char **argv);

@@ -1,0 +1,469 @@
+/*
+ * cmd-estimate.c - `weft estimate DIR`: what the trace of a short run says a long one will cost
+ * (like Score-P's scorep-score). Per function, slice, instant, counter, memory, sched, sampler
+ * or GPU name: events, bytes on disk and their share, time per call; the rate of the run, the
+ * size projected for --for, the buffer memory per process, and a -N filter that leaves out the
+ * short functions that make most of the bytes, printed ready to paste into `weft record`.
+ * The numbers come from analysis/estimate.c; docs/estimate.md explains each of them.
+ */
+#include "tool/cmd.h"
+#include "tool/textout.h"
+#include "analysis/estimate.h"
+#include "lib/internal.h" /* weft_config_apply: the recording's chunk size and writers */
+#include <errno.h>
+#include <getopt.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Room for the -N patterns: weft record joins them into an option of 1024 bytes ("a,-b,..."). */
+#define FILTER_ROOM 1000
+
+static void help(FILE *f)
+{
+	fprintf(f, "usage: weft estimate [OPTIONS] [DIR]   (default weft.data)\n"
+		   "What recording costs, from the trace of a short run: per function or slice name\n"
+		   "(and per kind: instants, counters, memory, sched, sampler, GPU) the events, the bytes on\n"
+		   "disk and their share of the trace, the time per call; the size the run writes per\n"
+		   "second and for --for, the buffer memory it needs, and a filter to paste into\n"
+		   "`weft record`. docs/estimate.md explains the numbers.\n\n"
+		   "      --for T              project a run of T (e.g. 90s, 30m, 8h, 2d; default 1h)\n"
+		   "      --max-ns-per-call T  the filter suggests functions and slices whose calls take\n"
+		   "                           at most T on average (default 1us; 500, 500ns, 2us)\n"
+		   "      --min-share PCT      ... and that make at least PCT%% of the trace's bytes\n"
+		   "                           (default 1)\n"
+		   "  -f, --format FMT         text (default), csv (the rows) or json (everything)\n"
+		   "  -n, --limit N            at most N rows in the text table (default 30; 0: all)\n"
+		   "  -h, --help               this text\n\n"
+		   "Exit status: 0, 1 unreadable, 2 usage.\n");
+}
+
+/* A duration with a unit: ns, us, ms, s, m/min, h, d; a bare number in `bare` units (ns). */
+static int parse_time(const char *s, double bare, uint64_t *ns)
+{
+	static const struct { const char *u; double ns; } units[] = {
+		{"ns", 1}, {"us", 1e3}, {"ms", 1e6}, {"s", 1e9}, {"m", 60e9}, {"min", 60e9},
+		{"h", 3600e9}, {"d", 86400e9},
+	};
+	char *end;
+	double v = strtod(s, &end);
+	if (end == s || !isfinite(v) || v < 0 || *s == '-' || *s == '+')
+		return -1;
+	double mul = 0;
+	if (!*end)
+		mul = bare;
+	for (size_t i = 0; i < sizeof(units) / sizeof(units[0]) && !mul; i++)
+		if (!strcmp(end, units[i].u))
+			mul = units[i].ns;
+	if (!mul || v * mul >= 1.8e19)
+		return -1;
+	*ns = (uint64_t)(v * mul + 0.5);
+	return 0;
+}
+
+/* "1.5 MiB" */
+static const char *human(double bytes, char *buf, size_t n)
+{
+	static const char *const u[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB"};
+	int k = 0;
+	while (bytes >= 1024 && k < 5) {
+		bytes /= 1024;
+		k++;
+	}
+	if (k == 0)
+		snprintf(buf, n, "%.0f B", bytes);
+	else
+		snprintf(buf, n, "%.*f %s", bytes < 10 ? 2 : bytes < 100 ? 1 : 0, bytes, u[k]);
+	return buf;
+}
+
+/* A duration the way --for takes it: "2.5 ms", "40.1 s", "8 h", "90 min", "2 d". */
+static const char *human_time(uint64_t ns, char *buf, size_t n)
+{
+	if (ns >= 86400000000000ull && ns % 86400000000000ull == 0)
+		snprintf(buf, n, "%llu d", (unsigned long long)(ns / 86400000000000ull));
+	else if (ns >= 3600000000000ull && ns % 3600000000000ull == 0)
+		snprintf(buf, n, "%llu h", (unsigned long long)(ns / 3600000000000ull));
+	else if (ns >= 60000000000ull && ns % 60000000000ull == 0)
+		snprintf(buf, n, "%llu min", (unsigned long long)(ns / 60000000000ull));
+	else if (ns >= 1000000000ull)
+		snprintf(buf, n, "%.3f s", (double)ns / 1e9);
+	else if (ns >= 1000000)
+		snprintf(buf, n, "%.3f ms", (double)ns / 1e6);
+	else if (ns >= 1000)
+		snprintf(buf, n, "%.3f us", (double)ns / 1e3);
+	else
+		snprintf(buf, n, "%llu ns", (unsigned long long)ns);
+	return buf;
+}
+
+/* The -N pattern that matches exactly `name` (glob characters escaped; ',' and ':', which
+ * weft record's option string cannot hold, matched by '?'), or NULL where -N cannot name it:
+ * a demangled C++ name (-N matches the mangled symbol). */
+static const char *pattern_of(const char *name, char *buf, size_t n)
+{
+	if (strstr(name, "::") || strchr(name, '(') || !*name)
+		return NULL;
+	size_t o = 0;
+	for (const char *s = name; *s; s++) {
+		if (o + 3 >= n)
+			return NULL;
+		if (*s == ',' || *s == ':') {
+			buf[o++] = '?';
+			continue;
+		}
+		if (*s == '*' || *s == '?' || *s == '[' || *s == '\\' || (*s == '/' && s == name))
+			buf[o++] = '\\';
+		buf[o++] = *s;
+	}
+	buf[o] = 0;
+	return buf;
+}
+
+/* name quoted for a POSIX shell: 'it'\''s' */
+static void shell_quote(const char *s, char *out, size_t n)
+{
+	size_t o = 0;
+	if (n < 3)
+		return;
+	out[o++] = '\'';
+	for (; *s && o + 6 < n; s++) {
+		if (*s == '\'') {
+			memcpy(out + o, "'\\''", 4);
+			o += 4;
+		} else {
+			out[o++] = *s;
+		}
+	}
+	out[o++] = '\'';
+	out[o] = 0;
+}
+
+struct filter {
+	uint64_t max_ns;
+	double min_share;
+	uint64_t file_bytes;
+	const struct weft_est_row *pick_base; /* e.rows: keep_row's index */
+	uint8_t *pick;      /* per row: 1 suggested, 2 qualifies but -N cannot name it, 3 no room */
+	size_t npick, nunnamed, nroom;
+	uint64_t bytes, events;
+	char args[4096];    /* "-N 'f' -N 'g'" */
+};
+
+static int qualifies(const struct weft_est_row *r, const struct filter *f)
+{
+	if (!weft_est_kind_filterable(r->kind) || !r->slices || !f->file_bytes)
+		return 0;
+	return r->dur_ns / r->slices <= f->max_ns && 100.0 * (double)r->bytes / (double)f->file_bytes >= f->min_share;
+}
+
+static void choose(const struct weft_estimate *e, struct filter *f)
+{
+	size_t used = 0;
+	f->args[0] = 0;
+	for (size_t i = 0; i < e->nrows; i++) { /* rows come by bytes: the largest first */
+		const struct weft_est_row *r = &e->rows[i];
+		if (!qualifies(r, f))
+			continue;
+		char pat[1024], q[2100];
+		if (!pattern_of(r->name, pat, sizeof(pat))) {
+			f->pick[i] = 2;
+			f->nunnamed++;
+			continue;
+		}
+		if (used + strlen(pat) + 2 > FILTER_ROOM) {
+			f->pick[i] = 3;
+			f->nroom++;
+			continue;
+		}
+		used += strlen(pat) + 2;
+		shell_quote(pat, q, sizeof(q));
+		size_t l = strlen(f->args);
+		snprintf(f->args + l, sizeof(f->args) - l, "%s-N %s", l ? " " : "", q);
+		f->pick[i] = 1;
+		f->npick++;
+		f->bytes += r->bytes;
+		f->events += r->events;
+	}
+}
+
+static int keep_row(const struct weft_est_row *r, void *ud)
+{
+	const struct filter *f = ud;
+	return f->pick[r - f->pick_base] != 1;
+}
+
+int cmd_estimate(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{"for", required_argument, 0, 'D'}, {"max-ns-per-call", required_argument, 0, 'M'},
+		{"min-share", required_argument, 0, 'S'}, {"format", required_argument, 0, 'f'},
+		{"limit", required_argument, 0, 'n'}, {"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
+	int fmt = 0, c;
+	long limit = 30;
+	uint64_t for_ns = 3600000000000ull;
+	struct filter f = {.max_ns = 1000, .min_share = 1};
+	optind = 1;
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, "f:n:h", opts, NULL)) != -1) {
+		char *end;
+		switch (c) {
+		case 'D':
+			if (parse_time(optarg, 1e9, &for_ns) || !for_ns) {
+				weft_cli_error("estimate", "--for takes a duration such as 90s, 30m, 8h or 2d, not '%s'", optarg);
+				return WEFT_EXIT_USAGE;
+			}
+			break;
+		case 'M':
+			if (parse_time(optarg, 1, &f.max_ns)) {
+				weft_cli_error("estimate", "--max-ns-per-call takes nanoseconds or a duration such as 2us, not '%s'",
+					       optarg);
+				return WEFT_EXIT_USAGE;
+			}
+			break;
+		case 'S':
+			f.min_share = strtod(optarg, &end);
+			if (end == optarg || *end || !(f.min_share >= 0 && f.min_share <= 100)) {
+				weft_cli_error("estimate", "--min-share takes a percentage from 0 to 100, not '%s'", optarg);
+				return WEFT_EXIT_USAGE;
+			}
+			break;
+		case 'f':
+			if (!strcmp(optarg, "text"))
+				fmt = 0;
+			else if (!strcmp(optarg, "csv"))
+				fmt = 1;
+			else if (!strcmp(optarg, "json"))
+				fmt = 2;
+			else {
+				weft_cli_error("estimate", "unknown format '%s' (valid: text, csv, json)", optarg);
+				return WEFT_EXIT_USAGE;
+			}
+			break;
+		case 'n':
+			limit = strtol(optarg, &end, 10);
+			if (end == optarg || *end || limit < 0) {
+				weft_cli_error("estimate", "--limit takes a number of rows (0: all), not '%s'", optarg);
+				return WEFT_EXIT_USAGE;
+			}
+			break;
+		case 'h': help(stdout); return WEFT_EXIT_OK;
+		default:
+			weft_cli_error("estimate", "unknown option '%s' (see 'weft estimate --help')", argv[optind - 1]);
+			return WEFT_EXIT_USAGE;
+		}
+	}
+	if (argc - optind > 1) {
+		weft_cli_error("estimate", "one trace directory, not %d", argc - optind);
+		return WEFT_EXIT_USAGE;
+	}
+	const char *dir = optind < argc ? argv[optind] : "weft.data";
+	struct weft_trace *t;
+	char err[512];
+	if (weft_trace_open(dir, &t, err, sizeof(err))) {
+		weft_cli_error("estimate", "%s", err);
+		return WEFT_EXIT_FAIL;
+	}
+	for (size_t i = 0; i < t->nwarnings; i++)
+		weft_cli_error("estimate", "warning: %s", t->warnings[i]);
+	struct weft_estimate e;
+	int rc = weft_estimate_build(t, &e);
+	if (rc) {
+		weft_cli_error("estimate", "%s: %s", dir, rc == -ENOMEM ? "out of memory (no estimate: it would be incomplete)"
+									: strerror(-rc));
+		weft_trace_free(t);
+		return WEFT_EXIT_FAIL;
+	}
+	if (e.bad_chunks)
+		weft_cli_warn_undecoded("estimate", e.bad_chunks, e.bad_why, NULL);
+	f.file_bytes = e.file_bytes;
+	f.pick = calloc(e.nrows + 1, 1);
+	if (!f.pick)
+		weft_oom("estimating");
+	f.pick_base = e.rows;
+	choose(&e, &f);
+	uint64_t span = e.last_ns > e.first_ns ? e.last_ns - e.first_ns : 0;
+	double secs = (double)span / 1e9;
+	double rate = span ? (double)e.chunk_bytes / secs : 0;
+	uint64_t proj = weft_estimate_project(&e, for_ns, NULL, NULL);
+	uint64_t proj_f = weft_estimate_project(&e, for_ns, keep_row, &f);
+	double kept = e.raw_bytes ? 1.0 : 0;
+	uint64_t fraw = 0;
+	for (size_t i = 0; i < e.nrows; i++)
+		if (f.pick[i] == 1)
+			fraw += e.rows[i].raw_bytes;
+	if (e.raw_bytes)
+		kept = (double)(e.raw_bytes - fraw) / (double)e.raw_bytes;
+	/* the buffer: per process, from its own recording options */
+	struct weft_est_buffer *bufs = calloc(e.nprocs + 1, sizeof(*bufs)), *bufs_f = calloc(e.nprocs + 1, sizeof(*bufs));
+	uint64_t *chunk = calloc(e.nprocs + 1, sizeof(*chunk)), *limit_b = calloc(e.nprocs + 1, sizeof(*chunk));
+	unsigned *writers = calloc(e.nprocs + 1, sizeof(*writers));
+	if (!bufs || !bufs_f || !chunk || !limit_b || !writers)
+		weft_oom("estimating");
+	size_t worst = 0;
+	for (size_t i = 0; i < e.nprocs; i++) {
+		struct weft_config cfg;
+		weft_config_defaults(&cfg);
+		if (e.procs[i].options)
+			weft_config_apply(&cfg, e.procs[i].options, 0);
+		chunk[i] = cfg.chunk_size;
+		limit_b[i] = cfg.buffer_size;
+		writers[i] = (unsigned)cfg.writers;
+		weft_estimate_buffer(&e.procs[i], chunk[i], writers[i], for_ns, 1.0, &bufs[i]);
+		weft_estimate_buffer(&e.procs[i], chunk[i], writers[i], for_ns, kept, &bufs_f[i]);
+		if (bufs[i].need > bufs[worst].need)
+			worst = i;
+	}
+	char h1[64], h2[64], h3[64], h4[64], h5[64];
+	if (fmt == 1) {
+		printf("kind,name,events,records,bytes,share_pct,raw_bytes,calls,ns_per_call,suggested\n");
+		for (size_t i = 0; i < e.nrows; i++) {
+			const struct weft_est_row *r = &e.rows[i];
+			printf("%s,", weft_est_kind_name(r->kind));
+			weft_csv_str(r->name);
+			printf(",%llu,%llu,%llu,%.4f,%llu,%llu,", (unsigned long long)r->events,
+			       (unsigned long long)r->records, (unsigned long long)r->bytes,
+			       e.file_bytes ? 100.0 * (double)r->bytes / (double)e.file_bytes : 0.0,
+			       (unsigned long long)r->raw_bytes, (unsigned long long)r->slices);
+			if (r->slices)
+				printf("%llu", (unsigned long long)(r->dur_ns / r->slices));
+			printf(",%d\n", f.pick[i] == 1);
+		}
+	} else if (fmt == 2) {
+		printf("{\"trace\":");
+		weft_json_str(dir);
+		printf(",\"span_ns\":%llu,\"events\":%llu,\"records\":%llu,\"raw_bytes\":%llu,\"file_bytes\":%llu,"
+		       "\"chunk_bytes\":%llu,\"chunks\":%llu,\"meta_bytes\":%llu,\"header_bytes\":%llu,"
+		       "\"unread_bytes\":%llu,\"bad_chunks\":%llu,\"bad_chunk_bytes\":%llu,",
+		       (unsigned long long)span, (unsigned long long)e.events, (unsigned long long)e.records,
+		       (unsigned long long)e.raw_bytes, (unsigned long long)e.file_bytes,
+		       (unsigned long long)e.chunk_bytes, (unsigned long long)e.chunks, (unsigned long long)e.meta_bytes,
+		       (unsigned long long)e.header_bytes, (unsigned long long)e.unread_bytes,
+		       (unsigned long long)e.bad_chunks, (unsigned long long)e.bad_chunk_bytes);
+		printf("\"bytes_per_s\":%.3f,\"for_ns\":%llu,\"projected_bytes\":%llu,\"processes\":[", rate,
+		       (unsigned long long)for_ns, (unsigned long long)proj);
+		for (size_t i = 0; i < e.nprocs; i++) {
+			const struct weft_est_buffer *b = &bufs[i];
+			printf("%s{\"pid\":%d,\"threads\":%u,\"raw_bytes\":%llu,\"chunk_bytes\":%llu,\"raw_bytes_per_s\":%.3f,"
+			       "\"writer_bytes_per_s\":%.3f,\"chunk_size\":%llu,\"writers\":%u,\"buffer_size\":%llu,"
+			       "\"buffer_needed\":%llu,\"writers_behind\":%s,\"writers_needed\":%u,"
+			       "\"buffer_needed_filtered\":%llu}",
+			       i ? "," : "", e.procs[i].pid, e.procs[i].threads, (unsigned long long)e.procs[i].raw_bytes,
+			       (unsigned long long)e.procs[i].chunk_bytes, b->rate, b->pace, (unsigned long long)chunk[i],
+			       writers[i], (unsigned long long)limit_b[i], (unsigned long long)b->need,
+			       b->behind ? "true" : "false", b->writers_needed, (unsigned long long)bufs_f[i].need);
+		}
+		printf("],\"filter\":{\"max_ns_per_call\":%llu,\"min_share_pct\":%g,\"args\":",
+		       (unsigned long long)f.max_ns, f.min_share);
+		weft_json_str(f.args);
+		printf(",\"names\":[");
+		int first = 1;
+		for (size_t i = 0; i < e.nrows; i++)
+			if (f.pick[i] == 1) {
+				printf("%s", first ? "" : ",");
+				weft_json_str(e.rows[i].name);
+				first = 0;
+			}
+		printf("],\"not_nameable\":%zu,\"no_room\":%zu,\"bytes\":%llu,\"events\":%llu,\"projected_bytes\":%llu},"
+		       "\"rows\":[",
+		       f.nunnamed, f.nroom, (unsigned long long)f.bytes, (unsigned long long)f.events,
+		       (unsigned long long)proj_f);
+		for (size_t i = 0; i < e.nrows; i++) {
+			const struct weft_est_row *r = &e.rows[i];
+			printf("%s{\"kind\":\"%s\",\"name\":", i ? ",\n" : "\n", weft_est_kind_name(r->kind));
+			weft_json_str(r->name);
+			printf(",\"events\":%llu,\"records\":%llu,\"bytes\":%llu,\"share_pct\":%.4f,\"raw_bytes\":%llu,"
+			       "\"packed_bytes\":%llu,\"calls\":%llu,\"ns_per_call\":",
+			       (unsigned long long)r->events, (unsigned long long)r->records, (unsigned long long)r->bytes,
+			       e.file_bytes ? 100.0 * (double)r->bytes / (double)e.file_bytes : 0.0,
+			       (unsigned long long)r->raw_bytes, (unsigned long long)r->packed_bytes,
+			       (unsigned long long)r->slices);
+			if (r->slices)
+				printf("%llu", (unsigned long long)(r->dur_ns / r->slices));
+			else
+				printf("null");
+			printf(",\"suggested\":%s}", f.pick[i] == 1 ? "true" : "false");
+		}
+		printf("]}\n");
+	} else {
+		printf("%s: %llu events in %s, %zu process%s; %s on disk\n\n", dir, (unsigned long long)e.events,
+		       human_time(span, h1, sizeof(h1)), e.nprocs, e.nprocs == 1 ? "" : "es",
+		       human((double)e.file_bytes, h2, sizeof(h2)));
+		printf("%12s  %12s  %6s  %10s  %12s  %-8s  %s\n", "Events", "Bytes", "Share", "Calls", "Time/call",
+		       "Kind", "Name");
+		printf("%12s  %12s  %6s  %10s  %12s  %-8s  %s\n", "============", "============", "======", "==========",
+		       "============", "========", "====");
+		for (size_t i = 0; i < e.nrows && (!limit || (long)i < limit); i++) {
+			const struct weft_est_row *r = &e.rows[i];
+			char tc[32] = "-", calls[32] = "-";
+			if (r->slices) {
+				human_time(r->dur_ns / r->slices, tc, sizeof(tc));
+				snprintf(calls, sizeof(calls), "%llu", (unsigned long long)r->slices);
+			}
+			printf("%12llu  %12llu  %5.1f%%  %10s  %12s  %-8s  %s%s\n", (unsigned long long)r->events,
+			       (unsigned long long)r->bytes,
+			       e.file_bytes ? 100.0 * (double)r->bytes / (double)e.file_bytes : 0.0, calls, tc,
+			       weft_est_kind_name(r->kind), r->name, f.pick[i] == 1 ? "  [filter]" : "");
+		}
+		if (limit && e.nrows > (size_t)limit)
+			printf("  ... %zu more rows (-n 0: all)\n", e.nrows - (size_t)limit);
+		printf("\nOn disk: %llu bytes = %llu in %llu chunks (the rows) + %llu metadata + %llu file headers",
+		       (unsigned long long)e.file_bytes, (unsigned long long)e.chunk_bytes, (unsigned long long)e.chunks,
+		       (unsigned long long)e.meta_bytes, (unsigned long long)e.header_bytes);
+		if (e.unread_bytes)
+			printf(" + %llu unread (a cut or damaged file)", (unsigned long long)e.unread_bytes);
+		if (e.bad_chunk_bytes)
+			printf(" + %llu in chunks not decoded", (unsigned long long)e.bad_chunk_bytes);
+		printf("\n");
+		if (!span) {
+			printf("Rate: unknown (the trace spans no time): no projection\n");
+		} else {
+			printf("Rate: %s/s of events over %s\n", human(rate, h1, sizeof(h1)), human_time(span, h2, sizeof(h2)));
+			printf("Projected for %s: %s (%llu bytes)\n", human_time(for_ns, h3, sizeof(h3)),
+			       human((double)proj, h4, sizeof(h4)), (unsigned long long)proj);
+		}
+		if (e.nprocs && span) {
+			const struct weft_est_buffer *b = &bufs[worst];
+			printf("Buffer memory%s: %s (%u thread%s + %u writer%s, chunks of %s; events %s/s",
+			       e.nprocs > 1 ? " (the process that needs most)" : "", human((double)b->need, h1, sizeof(h1)),
+			       e.procs[worst].threads, e.procs[worst].threads == 1 ? "" : "s", writers[worst],
+			       writers[worst] == 1 ? "" : "s", human((double)chunk[worst], h2, sizeof(h2)),
+			       human(b->rate, h3, sizeof(h3)));
+			if (b->pace > 0)
+				printf(", a writer %s/s)\n", human(b->pace, h4, sizeof(h4)));
+			else
+				printf(", writer pace unknown: no clean stop)\n");
+			if (b->behind)
+				printf("  the writers cannot keep up: the backlog grows for the whole run; use --writers %u "
+				       "or the filter\n", b->writers_needed);
+			if (b->need > limit_b[worst])
+				printf("  more than -b %s: events would be dropped (record with -b %s)\n",
+				       human((double)limit_b[worst], h4, sizeof(h4)), human((double)b->need, h5, sizeof(h5)));
+		}
+		printf("\nSuggested filter (calls of at most %s on average, each at least %g%% of the bytes):\n",
+		       human_time(f.max_ns, h1, sizeof(h1)), f.min_share);
+		if (!f.npick) {
+			printf("  none: no function or slice is that short and that large\n");
+		} else {
+			printf("  weft record %s -- PROGRAM\n", f.args);
+			printf("  leaves out %llu events, %.1f%% of the bytes; projected for %s: %s\n",
+			       (unsigned long long)f.events,
+			       e.file_bytes ? 100.0 * (double)f.bytes / (double)e.file_bytes : 0.0,
+			       human_time(for_ns, h2, sizeof(h2)), human((double)proj_f, h3, sizeof(h3)));
+		}
+		if (f.nunnamed)
+			printf("  %zu more qualify but are C++ names, which -N matches mangled: not listed\n", f.nunnamed);
+		if (f.nroom)
+			printf("  %zu more qualify but do not fit weft record's option string\n", f.nroom);
+	}
+	free(bufs);
+	free(bufs_f);
+	free(chunk);
+	free(limit_b);
+	free(writers);
+	free(f.pick);
+	weft_estimate_free(&e);
+	weft_trace_free(t);
+	return WEFT_EXIT_OK;
+}
