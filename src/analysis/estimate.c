@@ -13,6 +13,7 @@
 #include "export/model.h"
 #include "format/format.h"
 #include "format/pack.h"
+#include "format/symbols.h"
 #include <dirent.h>
 #include <errno.h>
 #include <math.h>
@@ -145,6 +146,8 @@ static int32_t row_named(struct ctx *x, unsigned kind, const char *name)
 	return (int32_t)x->e->nrows - 1;
 }
 
+static const char *own(struct weft_estimate *e, const char *s);
+
 /* The row of a name made here (buf, copied when the row is new). */
 static int32_t row_owned(struct ctx *x, unsigned kind, const char *buf)
 {
@@ -153,13 +156,7 @@ static int32_t row_owned(struct ctx *x, unsigned kind, const char *buf)
 	for (size_t k = (size_t)hash_of(kind, buf) & (x->hcap - 1); x->hash[k]; k = (k + 1) & (x->hcap - 1))
 		if (x->e->rows[x->hash[k] - 1].kind == kind && !strcmp(x->e->rows[x->hash[k] - 1].name, buf))
 			return (int32_t)x->hash[k] - 1;
-	char **v = realloc(x->e->owned, (x->e->nowned + 1) * sizeof(*v));
-	char *copy = strdup(buf);
-	if (!v || !copy)
-		weft_oom("estimating");
-	x->e->owned = v;
-	v[x->e->nowned++] = copy;
-	return row_named(x, kind, copy);
+	return row_named(x, kind, own(x->e, buf));
 }
 
 static int32_t row_fixed(struct ctx *x, unsigned f)
@@ -502,6 +499,42 @@ static int file_sizes(const char *dir, struct weft_estimate *e, uint64_t *events
 	return 0;
 }
 
+/* A copy of s owned by the estimate. */
+static const char *own(struct weft_estimate *e, const char *s)
+{
+	char **v = realloc(e->owned, (e->nowned + 1) * sizeof(*v));
+	char *copy = strdup(s);
+	if (!v || !copy)
+		weft_oom("estimating");
+	e->owned = v;
+	v[e->nowned++] = copy;
+	return copy;
+}
+
+/* The mangled symbols of the process's C++ function rows: an address of each such function
+ * (the reader's function table) named again from the ELF tables, without demangling. */
+static void symbols_of(struct ctx *x)
+{
+	struct pcache *pc = x->pc;
+	const struct weft_proc *p = pc->p;
+	struct weft_symtab *st = NULL;
+	for (size_t i = 0; i < p->func_cap; i++) {
+		uint32_t id = p->func_id[i];
+		if (!p->func_addr[i] || id >= pc->nsites || !pc->is_func[id] || !pc->site[(size_t)id * NSUB + S_FUNC])
+			continue;
+		struct weft_est_row *r = &x->e->rows[pc->site[(size_t)id * NSUB + S_FUNC] - 1];
+		if (r->symbol || !strpbrk(r->name, ":(<> ,"))
+			continue;
+		if (!st && !(st = weft_symtab_open(p)))
+			return;
+		char sym[1024];
+		weft_symtab_symbol(st, p->func_addr[i], sym, sizeof(sym));
+		if (sym[0] == '_' && sym[1] == 'Z' && strcmp(sym, r->name))
+			r->symbol = own(x->e, sym);
+	}
+	weft_symtab_close(st);
+}
+
 static int cmp_row(const void *a, const void *b)
 {
 	const struct weft_est_row *x = a, *y = b;
@@ -551,6 +584,7 @@ int weft_estimate_build(const struct weft_trace *t, struct weft_estimate *out)
 				ep->threads++;
 			thread_pass(&x, ep, th, &buf, &cap, &st);
 		}
+		symbols_of(&x);
 		free(pc.site);
 		free(pc.is_func);
 		free(pc.chan);

@@ -41,6 +41,8 @@ int weft_est_kind_filterable(unsigned kind);
 
 struct weft_est_row {
 	const char *name; /* points into the trace, or a static string */
+	const char *symbol; /* a function whose name is demangled C++: its symbol as the ELF table
+			     * spells it (what weft record -N matches), else NULL */
 	unsigned kind;    /* enum weft_est_kind */
 	uint64_t events;  /* records that are events (weft_rec_is_event): their sum is the chunks' */
 	uint64_t records; /* every record, with the arguments, flows, stacks that belong to them */

@@ -98,12 +98,14 @@ static const char *human_time(uint64_t ns, char *buf, size_t n)
 	return buf;
 }
 
-/* The -N pattern that matches exactly `name` (glob characters escaped; ',' and ':', which
- * weft record's option string cannot hold, matched by '?'), or NULL where -N cannot name it:
- * a demangled C++ name (-N matches the mangled symbol). */
-static const char *pattern_of(const char *name, char *buf, size_t n)
+/* The -N pattern that matches exactly the row's function or slice: its name, or for a C++
+ * function its mangled symbol (-N matches that), glob characters escaped; ',' and ':', which
+ * weft record's option string cannot hold, matched by '?'. NULL where -N cannot name it (a
+ * demangled name without its symbol). */
+static const char *pattern_of(const struct weft_est_row *r, char *buf, size_t n)
 {
-	if (strstr(name, "::") || strchr(name, '(') || !*name)
+	const char *name = r->symbol ? r->symbol : r->name;
+	if ((!r->symbol && r->kind == WEFT_EST_FUNCTION && (strstr(name, "::") || strchr(name, '('))) || !*name)
 		return NULL;
 	size_t o = 0;
 	for (const char *s = name; *s; s++) {
@@ -167,7 +169,7 @@ static void choose(const struct weft_estimate *e, struct filter *f)
 		if (!qualifies(r, f))
 			continue;
 		char pat[1024], q[2100];
-		if (!pattern_of(r->name, pat, sizeof(pat))) {
+		if (!pattern_of(r, pat, sizeof(pat))) {
 			f->pick[i] = 2;
 			f->nunnamed++;
 			continue;
@@ -373,6 +375,10 @@ int cmd_estimate(int argc, char **argv)
 			const struct weft_est_row *r = &e.rows[i];
 			printf("%s{\"kind\":\"%s\",\"name\":", i ? ",\n" : "\n", weft_est_kind_name(r->kind));
 			weft_json_str(r->name);
+			if (r->symbol) {
+				printf(",\"symbol\":");
+				weft_json_str(r->symbol);
+			}
 			printf(",\"events\":%llu,\"records\":%llu,\"bytes\":%llu,\"share_pct\":%.4f,\"raw_bytes\":%llu,"
 			       "\"packed_bytes\":%llu,\"calls\":%llu,\"ns_per_call\":",
 			       (unsigned long long)r->events, (unsigned long long)r->records, (unsigned long long)r->bytes,
@@ -453,7 +459,8 @@ int cmd_estimate(int argc, char **argv)
 			       human_time(for_ns, h2, sizeof(h2)), human((double)proj_f, h3, sizeof(h3)));
 		}
 		if (f.nunnamed)
-			printf("  %zu more qualify but are C++ names, which -N matches mangled: not listed\n", f.nunnamed);
+			printf("  %zu more qualify but have no symbol to name them by (-N matches C++ names mangled)\n",
+			       f.nunnamed);
 		if (f.nroom)
 			printf("  %zu more qualify but do not fit weft record's option string\n", f.nroom);
 	}

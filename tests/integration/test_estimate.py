@@ -52,6 +52,22 @@ int main(void)
 }
 """
 
+CXX_PROG = r"""
+#include <ctime>
+namespace ns {
+static volatile long sink;
+__attribute__((noinline)) void tiny(int i) { sink += i; }
+template <class T> __attribute__((noinline)) T add(T a, T b) { return a + b; }
+__attribute__((noinline)) void slow() { timespec ts = {0, 2000000}; nanosleep(&ts, nullptr); }
+}
+int main()
+{
+	for (int i = 0; i < 2000; i++) { ns::tiny(i); ns::add<long>(i, 1); }
+	for (int i = 0; i < 5; i++) ns::slow();
+	return 0;
+}
+"""
+
 # name -> (kind, events, records, calls)
 EXPECTED = {
     "tiny": ("function", 2000, 2000, 1000),
@@ -195,6 +211,28 @@ class Estimate(unittest.TestCase):
                      "group by name order by name")
         self.assertEqual([(r["name"], r["n"]) for r in q[0]["rows"]],
                          [("main", 1), ("once", 1), ("phase", 3), ("slow", 10)])
+
+    @unittest.skipUnless(shutil.which("g++"), "g++ not installed")
+    def test_cxx_filter_by_symbol(self):
+        """C++ functions are named demangled; -N matches the mangled symbol: that is suggested"""
+        src = os.path.join(TMP, "cx.cpp")
+        exe = os.path.join(TMP, "cx")
+        with open(src, "w") as f:
+            f.write(CXX_PROG)
+        run(["g++", "-O0", "-g", "-finstrument-functions", src, "-o", exe] + san_flags())
+        d = os.path.join(TMP, "cx1")
+        run([WEFT, "record", "-q", "-o", d, "--no-convert", "--", exe], cwd=TMP)
+        est = self.estimate(d, "--max-ns-per-call", "50us", "--min-share", "0.5")
+        rows = self.rows(est)
+        self.assertEqual(rows["ns::tiny(int)"]["symbol"], "_ZN2ns4tinyEi")
+        self.assertEqual(rows["long ns::add<long>(long, long)"]["events"], 4000)
+        args = shlex.split(est["filter"]["args"])  # by bytes: the two are close, either may lead
+        self.assertEqual(args[0::2], ["-N", "-N"])
+        self.assertEqual(sorted(args[1::2]), ["_ZN2ns3addIlEET_S1_S1_", "_ZN2ns4tinyEi"])
+        d2 = os.path.join(TMP, "cx2")
+        run([WEFT, "record", "-q", "-o", d2, "--no-convert", *shlex.split(est["filter"]["args"]), "--", exe], cwd=TMP)
+        rows2 = self.rows(self.estimate(d2))
+        self.assertEqual({n: r["calls"] for n, r in rows2.items()}, {"ns::slow()": 5, "main": 1})
 
     def test_cut_trace(self):
         d = os.path.join(TMP, "cut")
