@@ -87,7 +87,6 @@ struct ctx {
 	uint32_t *hash; /* row + 1 */
 	size_t hcap;
 	struct pcache *pc;
-	struct weft_est_proc *ep; /* the process being read */
 	struct slice_open *open;
 	size_t nopen, ocap;
 	uint8_t *packed;
@@ -318,12 +317,6 @@ static size_t chunk_sizes(struct ctx *x, const struct weft_chunk_view *c, const 
 static void on_event(void *ud, const struct weft_ev *ev)
 {
 	struct ctx *x = ud;
-	if (!(ev->flags & WEFT_EVF_UNTERMINATED)) { /* the process's span: its own events */
-		if (!x->ep->first_ns || ev->ts < x->ep->first_ns)
-			x->ep->first_ns = ev->ts;
-		if (ev->ts > x->ep->last_ns)
-			x->ep->last_ns = ev->ts;
-	}
 	if (ev->kind == WEFT_EV_BEGIN) {
 		if (x->nopen == x->ocap) {
 			x->ocap = x->ocap ? x->ocap * 2 : 256;
@@ -571,7 +564,8 @@ int weft_estimate_build(const struct weft_trace *t, struct weft_estimate *out)
 		if (!pc.site || !pc.is_func || !pc.chan)
 			weft_oom("estimating");
 		x.pc = &pc;
-		x.ep = ep;
+		ep->first_ns = t->first_ns; /* the run's span: a process may live for part of it */
+		ep->last_ns = t->last_ns;
 		ep->pid = p->pid;
 		snprintf(ep->stem, sizeof(ep->stem), "%s", p->stem);
 		ep->options = p->options;
@@ -645,7 +639,9 @@ void weft_estimate_buffer(const struct weft_est_proc *p, uint64_t chunk_size, un
 	if (!writers)
 		writers = 1;
 	out->rate = span ? (double)p->raw_bytes * scale * 1e9 / (double)span : 0;
-	out->pace = p->has_pace ? (double)p->writer_raw_bytes * 1e9 / (double)p->writer_cpu_ns : 0;
+	/* the writers' start-up is in their CPU time: measured over a few chunks at least */
+	out->pace = p->has_pace && p->writer_raw_bytes >= 4 * chunk_size
+			    ? (double)p->writer_raw_bytes * 1e9 / (double)p->writer_cpu_ns : 0;
 	/* each thread fills a chunk, each writer holds one; while a writer packs and compresses a
 	 * chunk (chunk_size / pace seconds) the threads fill rate * chunk_size / pace bytes more,
 	 * which wait in the queue: ceil(rate / pace) chunks */

@@ -58,7 +58,7 @@ struct weft_est_proc {
 	unsigned threads;       /* the program's threads that wrote chunks */
 	uint64_t raw_bytes;     /* raw bytes of its decoded chunks */
 	uint64_t chunk_bytes;   /* its kept chunks' frames */
-	uint64_t first_ns, last_ns; /* its events' span (0, 0 when it has none) */
+	uint64_t first_ns, last_ns; /* the run's span (the trace's: a process may live for part of it) */
 	int has_pace;           /* a clean stop recorded the writers' CPU time */
 	uint64_t writer_cpu_ns, writer_raw_bytes; /* and the raw bytes they wrote in it */
 	const char *options;
@@ -100,7 +100,8 @@ uint64_t weft_estimate_project(const struct weft_estimate *e, uint64_t dur_ns,
  * chunk; when the writers cannot keep up, the backlog the run accumulates over dur_ns. */
 struct weft_est_buffer {
 	double rate;       /* raw bytes per second the process's threads produced */
-	double pace;       /* raw bytes per second one writer handles (0: unknown) */
+	double pace;       /* raw bytes per second one writer handles (0: unknown: no clean stop, or
+			    * the writers handled less than 4 chunks, too little to measure) */
 	uint64_t need;     /* bytes of buffer memory */
 	int behind;        /* the writers cannot keep up: need grows with the duration */
 	unsigned writers_needed; /* writers that would keep up (0: unknown) */

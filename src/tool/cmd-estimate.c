@@ -439,7 +439,8 @@ int cmd_estimate(int argc, char **argv)
 			if (b->pace > 0)
 				printf(", a writer %s/s)\n", human(b->pace, h4, sizeof(h4)));
 			else
-				printf(", writer pace unknown: no clean stop)\n");
+				printf(", writer pace unknown: %s)\n", e.procs[worst].has_pace ? "under 4 chunks written"
+												 : "no clean stop");
 			if (b->behind)
 				printf("  the writers cannot keep up: the backlog grows for the whole run; use --writers %u "
 				       "or the filter\n", b->writers_needed);

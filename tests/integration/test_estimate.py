@@ -8,6 +8,7 @@ hot short function and not the long ones, and weft record takes it as printed: r
 function is gone and the others are all there. A trace cut in its last chunk is estimated from what
 is left. Bad input: one line and the exit status of every command."""
 import json
+import math
 import os
 import shlex
 import shutil
@@ -95,17 +96,18 @@ def build():
     return exe
 
 
-def frames(path):
-    """(events, frame bytes) of each complete chunk frame of an events file, and the file's
-    bytes after the last complete frame, read with struct from the format (docs/format.md)."""
+def frames(path, raw=False):
+    """(events, frame bytes) of each complete chunk frame of an events file (raw: (events, raw
+    bytes)), and the file's bytes after the last complete frame, read with struct from the
+    format (docs/format.md)."""
     with open(path, "rb") as f:
         data = f.read()
     out, off = [], 32
     while off + 40 <= len(data):
-        magic, _flags, _tid, _raw, stored, _ck, _seq, events, _dropped = struct.unpack_from("<IIIIIIQII", data, off)
+        magic, _flags, _tid, raw_size, stored, _ck, _seq, events, _dropped = struct.unpack_from("<IIIIIIQII", data, off)
         if magic != 0x4B4E4843 or off + 40 + stored > len(data):
             break
-        out.append((events, 40 + stored))
+        out.append((events, raw_size if raw else 40 + stored))
         off += 40 + stored
     return out, len(data) - off
 
@@ -233,6 +235,27 @@ class Estimate(unittest.TestCase):
         run([WEFT, "record", "-q", "-o", d2, "--no-convert", *shlex.split(est["filter"]["args"]), "--", exe], cwd=TMP)
         rows2 = self.rows(self.estimate(d2))
         self.assertEqual({n: r["calls"] for n, r in rows2.items()}, {"ns::slow()": 5, "main": 1})
+
+    def test_buffer(self):
+        """docs/estimate.md's formula, from the JSON's own inputs; the raw bytes are the chunks'"""
+        est = self.est
+        files = [os.path.join(self.dir, n) for n in os.listdir(self.dir) if n.endswith(".wevents")]
+        raw = sum(b for f in files for _, b in frames(f, raw=True)[0])
+        self.assertEqual(sum(r["raw_bytes"] for r in est["rows"]), raw)
+        [p] = est["processes"]
+        self.assertEqual(p["raw_bytes"], raw)
+        self.assertEqual((p["chunk_size"], p["writers"], p["threads"]), (4096, 1, 1))
+        rate = raw * 1e9 / est["span_ns"]
+        self.assertAlmostEqual(p["raw_bytes_per_s"], rate, delta=rate * 1e-6)
+        pace = p["writer_bytes_per_s"]
+        self.assertGreater(pace, 0)  # 4K chunks: the writer handled more than 4 of them
+        queue = math.ceil(rate / pace)
+        need = 4096 * (1 + 1 + queue) + (max(0.0, rate - pace) * 8 * 3600 if rate > pace else 0)
+        self.assertAlmostEqual(p["buffer_needed"], need, delta=need * 1e-6 + 1)
+        self.assertEqual(p["writers_behind"], rate > pace)
+        self.assertEqual(p["writers_needed"], max(1, queue))
+        # -b of the recording: the default
+        self.assertEqual(p["buffer_size"], 256 << 20)
 
     def test_cut_trace(self):
         d = os.path.join(TMP, "cut")
