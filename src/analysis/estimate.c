@@ -35,8 +35,8 @@ const char *weft_est_kind_name(unsigned kind)
 
 int weft_est_kind_filterable(unsigned kind)
 {
-	return kind == WEFT_EST_FUNCTION || kind == WEFT_EST_SLICE || kind == WEFT_EST_PYTHON ||
-	       kind == WEFT_EST_MPI;
+	/* not MPI calls: a message's arrow needs both of its calls */
+	return kind == WEFT_EST_FUNCTION || kind == WEFT_EST_SLICE || kind == WEFT_EST_PYTHON;
 }
 
 /* Rows a site id can have, one per use of the site (the cache's second index). */

@@ -36,7 +36,8 @@ enum weft_est_kind {
 	WEFT_EST_NKINDS
 };
 const char *weft_est_kind_name(unsigned kind);
-/* A kind `weft record -N` can leave out (functions and slices of any category). */
+/* A kind the filter may suggest: functions, slices and Python calls (`weft record -N` leaves
+ * them out; MPI and CUDA calls are left alone, arrows and GPU work hang on them). */
 int weft_est_kind_filterable(unsigned kind);
 
 struct weft_est_row {

@@ -317,6 +317,13 @@ int cmd_estimate(int argc, char **argv)
 		if (bufs[i].need > bufs[worst].need)
 			worst = i;
 	}
+	struct { uint64_t rows, events, bytes; } kinds[WEFT_EST_NKINDS];
+	memset(kinds, 0, sizeof(kinds));
+	for (size_t i = 0; i < e.nrows; i++) {
+		kinds[e.rows[i].kind].rows++;
+		kinds[e.rows[i].kind].events += e.rows[i].events;
+		kinds[e.rows[i].kind].bytes += e.rows[i].bytes;
+	}
 	char h1[64], h2[64], h3[64], h4[64], h5[64];
 	if (fmt == 1) {
 		printf("kind,name,events,records,bytes,share_pct,raw_bytes,calls,ns_per_call,suggested\n");
@@ -355,6 +362,16 @@ int cmd_estimate(int argc, char **argv)
 			       (unsigned long long)e.procs[i].chunk_bytes, b->rate, b->pace, (unsigned long long)chunk[i],
 			       writers[i], (unsigned long long)limit_b[i], (unsigned long long)b->need,
 			       b->behind ? "true" : "false", b->writers_needed, (unsigned long long)bufs_f[i].need);
+		}
+		printf("],\"kinds\":[");
+		int firstk = 1;
+		for (unsigned k = 0; k < WEFT_EST_NKINDS; k++) {
+			if (!kinds[k].rows)
+				continue;
+			printf("%s{\"kind\":\"%s\",\"names\":%llu,\"events\":%llu,\"bytes\":%llu}", firstk ? "" : ",",
+			       weft_est_kind_name(k), (unsigned long long)kinds[k].rows, (unsigned long long)kinds[k].events,
+			       (unsigned long long)kinds[k].bytes);
+			firstk = 0;
 		}
 		printf("],\"filter\":{\"max_ns_per_call\":%llu,\"min_share_pct\":%g,\"args\":",
 		       (unsigned long long)f.max_ns, f.min_share);
@@ -414,6 +431,11 @@ int cmd_estimate(int argc, char **argv)
 		}
 		if (limit && e.nrows > (size_t)limit)
 			printf("  ... %zu more rows (-n 0: all)\n", e.nrows - (size_t)limit);
+		printf("\nBy kind:");
+		for (unsigned k = 0; k < WEFT_EST_NKINDS; k++)
+			if (kinds[k].rows)
+				printf("  %s %llu events %.1f%%", weft_est_kind_name(k), (unsigned long long)kinds[k].events,
+				       e.file_bytes ? 100.0 * (double)kinds[k].bytes / (double)e.file_bytes : 0.0);
 		printf("\nOn disk: %llu bytes = %llu in %llu chunks (the rows) + %llu metadata + %llu file headers",
 		       (unsigned long long)e.file_bytes, (unsigned long long)e.chunk_bytes, (unsigned long long)e.chunks,
 		       (unsigned long long)e.meta_bytes, (unsigned long long)e.header_bytes);

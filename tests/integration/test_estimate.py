@@ -69,6 +69,16 @@ int main()
 }
 """
 
+MEM_PROG = r"""
+#include <stdlib.h>
+int main(void)
+{
+	for (int i = 0; i < 300; i++)
+		free(malloc(100 + i));
+	return 0;
+}
+"""
+
 # name -> (kind, events, records, calls)
 EXPECTED = {
     "tiny": ("function", 2000, 2000, 1000),
@@ -256,6 +266,30 @@ class Estimate(unittest.TestCase):
         self.assertEqual(p["writers_needed"], max(1, queue))
         # -b of the recording: the default
         self.assertEqual(p["buffer_size"], 256 << 20)
+
+    def test_kinds(self):
+        kinds = {k["kind"]: (k["names"], k["events"]) for k in self.est["kinds"]}
+        self.assertEqual(kinds, {"function": (4, 2024), "slice": (1, 6), "instant": (1, 5), "counter": (1, 4)})
+        if sanitizer():
+            return  # the sanitizer's allocator comes first: -m records no allocation
+        # memory events by heap, counted exactly with their call stacks' records
+        src = os.path.join(TMP, "mem.c")
+        exe = os.path.join(TMP, "mem")
+        with open(src, "w") as f:
+            f.write(MEM_PROG)
+        run(["gcc", "-O0", "-g", src, "-o", exe] + san_flags())
+        d = os.path.join(TMP, "mem1")
+        run([WEFT, "record", "-q", "-o", d, "--no-convert", "-m", "--", exe], cwd=TMP)
+        est = self.estimate(d)
+        rows = self.rows(est)
+        self.assertEqual(rows["alloc: C heap"]["kind"], "memory")
+        self.assertGreaterEqual(rows["alloc: C heap"]["events"], 300)
+        self.assertGreaterEqual(rows["free: C heap"]["events"], 300)
+        self.assertEqual(sum(r["bytes"] for r in est["rows"]), est["chunk_bytes"])
+        files = [os.path.join(d, n) for n in os.listdir(d) if n.endswith(".wevents")]
+        self.assertEqual(est["events"], sum(e for f in files for e, _ in frames(f)[0]))
+        info = run([WEFT, "info", d]).stdout
+        self.assertIn(f"events:     {est['events']}\n", info)
 
     def test_cut_trace(self):
         d = os.path.join(TMP, "cut")
