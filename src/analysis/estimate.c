@@ -271,28 +271,27 @@ static size_t packed_sizes(const uint8_t *in, size_t len, int fmt, uint32_t *siz
 }
 
 /* The packed length of each record of chunk c, whose decoded records are r[0..n): into
- * x->sizes; returns the count, or (size_t)-1 when the two disagree (the chunk is then counted
- * as not decoded). */
-static size_t chunk_sizes(struct ctx *x, const struct weft_chunk_view *c, const uint64_t *r, size_t n)
+ * x->sizes[0..*nrec). Returns 0, -ENOMEM, or -EBADMSG when the two disagree (the chunk is then
+ * counted as not decoded). */
+static int chunk_sizes(struct ctx *x, const struct weft_chunk_view *c, const uint64_t *r, size_t n, size_t *nrec)
 {
-	size_t nrec = 0;
+	size_t k = 0;
 	for (size_t i = 0; i + 2 <= n; i += 2 + weft_rec_extra(r[i + 1]))
-		nrec++;
-	if (nrec + 1 > x->scap) {
-		x->scap = nrec + 1;
+		k++;
+	*nrec = k;
+	if (k + 1 > x->scap) {
 		free(x->sizes);
-		x->sizes = malloc(x->scap * sizeof(*x->sizes));
-		if (!x->sizes) {
-			x->scap = 0;
-			return (size_t)-1;
-		}
+		x->sizes = malloc((k + 1) * sizeof(*x->sizes));
+		x->scap = x->sizes ? k + 1 : 0;
+		if (!x->sizes)
+			return -ENOMEM;
 	}
 	int fmt = weft_chunk_packing(c->flags);
-	if (!fmt) {
-		size_t k = 0;
+	if (!fmt) { /* stored unpacked: 8 bytes a word */
+		k = 0;
 		for (size_t i = 0; i + 2 <= n; i += 2 + weft_rec_extra(r[i + 1]))
 			x->sizes[k++] = (uint32_t)(2 + weft_rec_extra(r[i + 1])) * 8;
-		return k;
+		return 0;
 	}
 	const uint8_t *packed = c->stored;
 	size_t len = c->stored_size;
@@ -303,15 +302,14 @@ static size_t chunk_sizes(struct ctx *x, const struct weft_chunk_view *c, const 
 			x->packed = malloc(room);
 			x->pcap = x->packed ? room : 0;
 			if (!x->packed)
-				return (size_t)-1;
+				return -ENOMEM;
 		}
 		len = ZSTD_decompress(x->packed, room, c->stored, c->stored_size);
 		if (ZSTD_isError(len))
-			return (size_t)-1;
+			return -EBADMSG;
 		packed = x->packed;
 	}
-	size_t k = packed_sizes(packed, len, fmt, x->sizes, x->scap);
-	return k == nrec ? k : (size_t)-1;
+	return packed_sizes(packed, len, fmt, x->sizes, x->scap) == *nrec ? 0 : -EBADMSG;
 }
 
 static void on_event(void *ud, const struct weft_ev *ev)
@@ -438,10 +436,8 @@ static void thread_pass(struct ctx *x, struct weft_est_proc *ep, const struct we
 		size_t n, nrec;
 		const char *why = NULL;
 		int rc = weft_chunk_decode_prepared(cv, p, buf, cap, &n, &why);
-		if (!rc && (nrec = chunk_sizes(x, cv, *buf, n)) == (size_t)-1) {
-			rc = x->scap && (x->pcap || !(cv->flags & WEFT_CHUNK_ZSTD)) ? -EBADMSG : -ENOMEM;
+		if (!rc && (rc = chunk_sizes(x, cv, *buf, n, &nrec)) != 0)
 			why = "packed records do not match the decoded ones";
-		}
 		if (rc) {
 			if (rc == -ENOMEM) {
 				x->e->oom++;

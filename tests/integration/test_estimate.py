@@ -317,6 +317,29 @@ class Estimate(unittest.TestCase):
         self.assertEqual(est["file_bytes"], total)
         self.assertLess(est["events"], self.est["events"])
 
+    def test_damaged_chunk(self):
+        """a chunk whose bytes were damaged (its checksum fails) is left out by the reader: its
+        frame is counted unread, the rest exactly as before"""
+        d = os.path.join(TMP, "damaged")
+        shutil.rmtree(d, ignore_errors=True)
+        shutil.copytree(self.dir, d)
+        path = max((os.path.join(d, n) for n in os.listdir(d) if n.endswith(".wevents")), key=os.path.getsize)
+        fr, _ = frames(path)
+        at = 32 + sum(b for _, b in fr[:1])  # the second frame
+        with open(path, "r+b") as f:
+            f.seek(at + 40 + fr[1][1] // 2 - 20)
+            b = f.read(1)
+            f.seek(-1, 1)
+            f.write(bytes([b[0] ^ 0xFF]))
+        p = run([WEFT, "estimate", "-f", "json", d])
+        self.assertIn("weft: estimate: warning:", p.stderr)
+        est = json.loads(p.stdout)
+        self.assertEqual(sum(r["bytes"] for r in est["rows"]), est["chunk_bytes"])
+        self.assertEqual(est["chunk_bytes"] + est["unread_bytes"] + est["bad_chunk_bytes"], self.est["chunk_bytes"])
+        self.assertEqual(est["unread_bytes"] + est["bad_chunk_bytes"], fr[1][1])
+        self.assertEqual(est["events"], self.est["events"] - fr[1][0])
+        self.assertEqual(est["file_bytes"], self.est["file_bytes"])
+
     def test_text_and_csv(self):
         text = run([WEFT, "estimate", self.dir]).stdout
         head = [l for l in text.splitlines() if l.lstrip().startswith("Events")]
