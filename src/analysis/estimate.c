@@ -459,15 +459,15 @@ static void thread_pass(struct ctx *x, struct weft_est_proc *ep, const struct we
 	weft_walker_finish(&w, x->e->last_ns);
 }
 
-/* Sizes of the trace files in dir: metadata, events headers, and all events bytes. */
-static int file_sizes(const char *dir, struct weft_estimate *e, uint64_t *events_bytes)
+int weft_estimate_files(struct weft_estimate *e, const char *dir)
 {
 	DIR *d = opendir(dir);
 	if (!d)
 		return -errno;
 	struct dirent *de;
 	char path[4096];
-	*events_bytes = 0;
+	uint64_t events_bytes = 0;
+	e->meta_bytes = e->header_bytes = 0;
 	while ((de = readdir(d))) {
 		if (!weft_is_trace_file(de->d_name))
 			continue;
@@ -481,10 +481,13 @@ static int file_sizes(const char *dir, struct weft_estimate *e, uint64_t *events
 		} else {
 			uint64_t hdr = sizeof(struct weft_file_header);
 			e->header_bytes += size < hdr ? size : hdr;
-			*events_bytes += size;
+			events_bytes += size;
 		}
 	}
 	closedir(d);
+	uint64_t kept = e->header_bytes + e->chunk_bytes + e->bad_chunk_bytes;
+	e->unread_bytes = events_bytes > kept ? events_bytes - kept : 0;
+	e->file_bytes = e->meta_bytes + kept + e->unread_bytes;
 	return 0;
 }
 
@@ -585,15 +588,7 @@ int weft_estimate_build(const struct weft_trace *t, struct weft_estimate *out)
 	free(x.sizes);
 	free(x.hash);
 	out->oom += st.oom;
-	uint64_t events_bytes = 0;
-	int rc = file_sizes(t->dir, out, &events_bytes);
-	if (rc) {
-		weft_estimate_free(out);
-		return rc;
-	}
-	uint64_t kept = out->header_bytes + out->chunk_bytes + out->bad_chunk_bytes;
-	out->unread_bytes = events_bytes > kept ? events_bytes - kept : 0;
-	out->file_bytes = out->meta_bytes + kept + out->unread_bytes;
+	out->file_bytes = out->chunk_bytes + out->bad_chunk_bytes; /* until weft_estimate_files */
 	if (out->nrows)
 		qsort(out->rows, out->nrows, sizeof(*out->rows), cmp_row);
 	if (out->oom) {

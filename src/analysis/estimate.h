@@ -78,16 +78,19 @@ struct weft_estimate {
 	uint64_t meta_bytes;   /* the .wmeta files */
 	uint64_t header_bytes; /* the .wevents files' headers (32 bytes each) */
 	uint64_t unread_bytes; /* .wevents bytes in no chunk the reader kept (a cut tail, damage) */
-	uint64_t file_bytes;   /* every trace file: the five above added */
+	uint64_t file_bytes;   /* every trace file: the five above added (weft_estimate_files) */
 	uint64_t first_ns, last_ns; /* the trace's span */
 	uint64_t oom;          /* chunks left out for want of memory (the result is incomplete) */
 	char **owned;          /* row names made here (a heap's "alloc: NAME") */
 	size_t nowned;
 };
 
-/* Reads every chunk of t once, and the sizes of the trace files in t->dir. Returns 0, -ENOMEM
- * (out is then empty), or -errno when t->dir cannot be listed. */
+/* Reads every chunk of t once. Returns 0, or -ENOMEM (out is then empty: it would be
+ * incomplete). The rows' names point into t: free the estimate first. */
 int weft_estimate_build(const struct weft_trace *t, struct weft_estimate *out);
+/* The sizes of the trace files in dir (the directory t was read from): sets meta_bytes,
+ * header_bytes, unread_bytes and file_bytes. Returns 0, or -errno when dir cannot be listed. */
+int weft_estimate_files(struct weft_estimate *e, const char *dir);
 void weft_estimate_free(struct weft_estimate *e);
 
 /* The bytes a run of dur_ns would write: the bytes that do not grow with time (metadata,

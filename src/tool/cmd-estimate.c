@@ -271,6 +271,8 @@ int cmd_estimate(int argc, char **argv)
 		weft_cli_error("estimate", "warning: %s", t->warnings[i]);
 	struct weft_estimate e;
 	int rc = weft_estimate_build(t, &e);
+	if (!rc && (rc = weft_estimate_files(&e, dir)) != 0)
+		weft_estimate_free(&e);
 	if (rc) {
 		weft_cli_error("estimate", "%s: %s", dir, rc == -ENOMEM ? "out of memory (no estimate: it would be incomplete)"
 									: strerror(-rc));
