@@ -368,6 +368,15 @@ class Estimate(unittest.TestCase):
             lines = p.stderr.splitlines()
             self.assertEqual(len(lines), 1, (args, p.stderr))
             self.assertTrue(lines[0].startswith("weft: estimate: "), lines)
+        for args, err in (([nodir], f"weft: estimate: {nodir}: No such file or directory\n"),
+                          (["--for", "soon", self.dir],
+                           "weft: estimate: --for takes a duration such as 90s, 30m, 8h or 2d, not 'soon'\n"),
+                          (["-f", "xml", self.dir], "weft: estimate: unknown format 'xml' (valid: text, csv, json)\n")):
+            self.assertEqual(run([WEFT, "estimate", *args], check=False).stderr, err)
+        p = run([WEFT, "estimate"], check=False, cwd=empty)  # weft.data by default, like report
+        self.assertEqual((p.returncode, p.stderr), (1, "weft: estimate: weft.data: No such file or directory\n"))
+        self.assertIn("usage: weft estimate", run([WEFT, "help", "estimate"]).stdout)
+        self.assertIn("estimate", run([WEFT, "--help"]).stdout)
 
 
 if __name__ == "__main__":
