@@ -122,6 +122,7 @@ def frames(path, raw=False):
     return out, len(data) - off
 
 
+@unittest.skipIf(os.environ.get("WEFT_TEST_NO_PRELOAD"), "preloading is not testable in this build (TSan)")
 class Estimate(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
