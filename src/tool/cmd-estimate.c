@@ -150,7 +150,7 @@ struct filter {
 	uint8_t *pick;      /* per row: 1 suggested, 2 qualifies but -N cannot name it, 3 no room */
 	size_t npick, nunnamed, nroom;
 	uint64_t bytes, events;
-	char args[4096];    /* "-N 'f' -N 'g'" */
+	char args[8192];    /* "-N 'f' -N 'g'": FILTER_ROOM bytes of patterns, quoted */
 };
 
 static int qualifies(const struct weft_est_row *r, const struct filter *f)
@@ -168,7 +168,7 @@ static void choose(const struct weft_estimate *e, struct filter *f)
 		const struct weft_est_row *r = &e->rows[i];
 		if (!qualifies(r, f))
 			continue;
-		char pat[1024], q[2100];
+		char pat[1024], q[4200];
 		if (!pattern_of(r, pat, sizeof(pat))) {
 			f->pick[i] = 2;
 			f->nunnamed++;
