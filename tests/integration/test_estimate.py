@@ -79,6 +79,25 @@ int main(void)
 }
 """
 
+ODD_PROG = r"""
+#include <weft.h>
+#include <time.h>
+int main(void)
+{
+	for (int i = 0; i < 1000; i++) {
+		{ WEFT_SCOPE("hot*[1]"); }
+		{ WEFT_SCOPE("x,y:z"); }
+		{ WEFT_SCOPE("it's"); }
+	}
+	for (int i = 0; i < 3; i++) {
+		WEFT_SCOPE("hot*[2]");
+		struct timespec ts = {0, 1000000};
+		nanosleep(&ts, NULL);
+	}
+	return 0;
+}
+"""
+
 # name -> (kind, events, records, calls)
 EXPECTED = {
     "tiny": ("function", 2000, 2000, 1000),
@@ -291,6 +310,26 @@ class Estimate(unittest.TestCase):
         self.assertEqual(est["events"], sum(e for f in files for e, _ in frames(f)[0]))
         info = run([WEFT, "info", d]).stdout
         self.assertIn(f"events:     {est['events']}\n", info)
+
+    def test_filter_names_escaped(self):
+        """slice names with glob characters, ',', ':' and a quote: the suggestion matches each
+        exactly (escaped, '?' for what weft record's option string cannot hold, shell-quoted)"""
+        src = os.path.join(TMP, "odd.c")
+        exe = os.path.join(TMP, "odd")
+        with open(src, "w") as f:
+            f.write(ODD_PROG)
+        run(["gcc", "-O0", "-g", "-I", os.path.join(SRC, "include"), src, "-o", exe,
+             "-L", BUILD, "-lweft", "-Wl,-rpath," + BUILD] + san_flags())
+        d = os.path.join(TMP, "odd1")
+        run([WEFT, "record", "-q", "-o", d, "--no-convert", "--", exe], cwd=TMP)
+        est = self.estimate(d, "--max-ns-per-call", "50us", "--min-share", "0.5")
+        self.assertEqual(sorted(est["filter"]["names"]), sorted(["hot*[1]", "x,y:z", "it's"]))
+        args = shlex.split(est["filter"]["args"])
+        self.assertEqual(sorted(args[1::2]), sorted(["hot\\*\\[1]", "x?y?z", "it's"]))
+        d2 = os.path.join(TMP, "odd2")
+        run([WEFT, "record", "-q", "-o", d2, "--no-convert", *args, "--", exe], cwd=TMP)
+        rows = self.rows(self.estimate(d2))
+        self.assertEqual({n: r["calls"] for n, r in rows.items() if r["kind"] == "slice"}, {"hot*[2]": 3})
 
     def test_cut_trace(self):
         d = os.path.join(TMP, "cut")
