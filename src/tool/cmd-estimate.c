@@ -196,6 +196,253 @@ static int keep_row(const struct weft_est_row *r, void *ud)
 	return f->pick[r - f->pick_base] != 1;
 }
 
+/* What the printers show: the estimate and what the command works out from it. */
+struct view {
+	const char *dir;
+	const struct weft_estimate *e;
+	struct filter f;
+	uint64_t span, for_ns, proj, proj_f; /* projections: all rows, without the filter's */
+	double rate;                         /* chunk bytes per second */
+	long limit;
+	struct weft_est_buffer *bufs, *bufs_f; /* per process: as recorded, and filtered */
+	uint64_t *chunk, *limit_b;             /* per process: chunk_size, buffer_size (-b) */
+	unsigned *writers;
+	size_t worst;                          /* the process that needs the most buffer */
+	struct { uint64_t rows, events, bytes; } kinds[WEFT_EST_NKINDS];
+};
+
+static void compute(struct view *v)
+{
+	const struct weft_estimate *e = v->e;
+	v->f.file_bytes = e->file_bytes;
+	v->f.pick = calloc(e->nrows + 1, 1);
+	if (!v->f.pick)
+		weft_oom("estimating");
+	v->f.pick_base = e->rows;
+	choose(e, &v->f);
+	v->span = e->last_ns > e->first_ns ? e->last_ns - e->first_ns : 0;
+	v->rate = v->span ? (double)e->chunk_bytes * 1e9 / (double)v->span : 0;
+	v->proj = weft_estimate_project(e, v->for_ns, NULL, NULL);
+	v->proj_f = weft_estimate_project(e, v->for_ns, keep_row, &v->f);
+	uint64_t fraw = 0;
+	for (size_t i = 0; i < e->nrows; i++)
+		if (v->f.pick[i] == 1)
+			fraw += e->rows[i].raw_bytes;
+	double kept = e->raw_bytes ? (double)(e->raw_bytes - fraw) / (double)e->raw_bytes : 1.0;
+	/* the buffer: per process, from its own recording options */
+	v->bufs = calloc(e->nprocs + 1, sizeof(*v->bufs));
+	v->bufs_f = calloc(e->nprocs + 1, sizeof(*v->bufs_f));
+	v->chunk = calloc(e->nprocs + 1, sizeof(*v->chunk));
+	v->limit_b = calloc(e->nprocs + 1, sizeof(*v->limit_b));
+	v->writers = calloc(e->nprocs + 1, sizeof(*v->writers));
+	if (!v->bufs || !v->bufs_f || !v->chunk || !v->limit_b || !v->writers)
+		weft_oom("estimating");
+	for (size_t i = 0; i < e->nprocs; i++) {
+		struct weft_config cfg;
+		weft_config_defaults(&cfg);
+		if (e->procs[i].options)
+			weft_config_apply(&cfg, e->procs[i].options, 0);
+		v->chunk[i] = cfg.chunk_size;
+		v->limit_b[i] = cfg.buffer_size;
+		v->writers[i] = (unsigned)cfg.writers;
+		weft_estimate_buffer(&e->procs[i], v->chunk[i], v->writers[i], v->for_ns, 1.0, &v->bufs[i]);
+		weft_estimate_buffer(&e->procs[i], v->chunk[i], v->writers[i], v->for_ns, kept, &v->bufs_f[i]);
+		if (v->bufs[i].need > v->bufs[v->worst].need)
+			v->worst = i;
+	}
+	for (size_t i = 0; i < e->nrows; i++) {
+		v->kinds[e->rows[i].kind].rows++;
+		v->kinds[e->rows[i].kind].events += e->rows[i].events;
+		v->kinds[e->rows[i].kind].bytes += e->rows[i].bytes;
+	}
+}
+
+static void view_free(struct view *v)
+{
+	free(v->bufs);
+	free(v->bufs_f);
+	free(v->chunk);
+	free(v->limit_b);
+	free(v->writers);
+	free(v->f.pick);
+}
+
+static double share(const struct view *v, uint64_t bytes)
+{
+	return v->e->file_bytes ? 100.0 * (double)bytes / (double)v->e->file_bytes : 0.0;
+}
+
+static void print_csv(const struct view *v)
+{
+	printf("kind,name,events,records,bytes,share_pct,raw_bytes,calls,ns_per_call,suggested\n");
+	for (size_t i = 0; i < v->e->nrows; i++) {
+		const struct weft_est_row *r = &v->e->rows[i];
+		printf("%s,", weft_est_kind_name(r->kind));
+		weft_csv_str(r->name);
+		printf(",%llu,%llu,%llu,%.4f,%llu,%llu,", (unsigned long long)r->events,
+		       (unsigned long long)r->records, (unsigned long long)r->bytes,
+		       share(v, r->bytes),
+		       (unsigned long long)r->raw_bytes, (unsigned long long)r->slices);
+		if (r->slices)
+			printf("%llu", (unsigned long long)(r->dur_ns / r->slices));
+		printf(",%d\n", v->f.pick[i] == 1);
+	}
+}
+
+static void print_json(const struct view *v)
+{
+	printf("{\"trace\":");
+	weft_json_str(v->dir);
+	printf(",\"span_ns\":%llu,\"events\":%llu,\"records\":%llu,\"raw_bytes\":%llu,\"file_bytes\":%llu,"
+	       "\"chunk_bytes\":%llu,\"chunks\":%llu,\"meta_bytes\":%llu,\"header_bytes\":%llu,"
+	       "\"unread_bytes\":%llu,\"bad_chunks\":%llu,\"bad_chunk_bytes\":%llu,",
+	       (unsigned long long)v->span, (unsigned long long)v->e->events, (unsigned long long)v->e->records,
+	       (unsigned long long)v->e->raw_bytes, (unsigned long long)v->e->file_bytes,
+	       (unsigned long long)v->e->chunk_bytes, (unsigned long long)v->e->chunks, (unsigned long long)v->e->meta_bytes,
+	       (unsigned long long)v->e->header_bytes, (unsigned long long)v->e->unread_bytes,
+	       (unsigned long long)v->e->bad_chunks, (unsigned long long)v->e->bad_chunk_bytes);
+	printf("\"bytes_per_s\":%.3f,\"for_ns\":%llu,\"projected_bytes\":%llu,\"processes\":[", v->rate,
+	       (unsigned long long)v->for_ns, (unsigned long long)v->proj);
+	for (size_t i = 0; i < v->e->nprocs; i++) {
+		const struct weft_est_buffer *b = &v->bufs[i];
+		printf("%s{\"pid\":%d,\"threads\":%u,\"raw_bytes\":%llu,\"chunk_bytes\":%llu,\"raw_bytes_per_s\":%.3f,"
+		       "\"writer_bytes_per_s\":%.3f,\"chunk_size\":%llu,\"writers\":%u,\"buffer_size\":%llu,"
+		       "\"buffer_needed\":%llu,\"writers_behind\":%s,\"writers_needed\":%u,"
+		       "\"buffer_needed_filtered\":%llu}",
+		       i ? "," : "", v->e->procs[i].pid, v->e->procs[i].threads, (unsigned long long)v->e->procs[i].raw_bytes,
+		       (unsigned long long)v->e->procs[i].chunk_bytes, b->rate, b->pace, (unsigned long long)v->chunk[i],
+		       v->writers[i], (unsigned long long)v->limit_b[i], (unsigned long long)b->need,
+		       b->behind ? "true" : "false", b->writers_needed, (unsigned long long)v->bufs_f[i].need);
+	}
+	printf("],\"kinds\":[");
+	int firstk = 1;
+	for (unsigned k = 0; k < WEFT_EST_NKINDS; k++) {
+		if (!v->kinds[k].rows)
+			continue;
+		printf("%s{\"kind\":\"%s\",\"names\":%llu,\"events\":%llu,\"bytes\":%llu}", firstk ? "" : ",",
+		       weft_est_kind_name(k), (unsigned long long)v->kinds[k].rows, (unsigned long long)v->kinds[k].events,
+		       (unsigned long long)v->kinds[k].bytes);
+		firstk = 0;
+	}
+	printf("],\"filter\":{\"max_ns_per_call\":%llu,\"min_share_pct\":%g,\"args\":",
+	       (unsigned long long)v->f.max_ns, v->f.min_share);
+	weft_json_str(v->f.args);
+	printf(",\"names\":[");
+	int first = 1;
+	for (size_t i = 0; i < v->e->nrows; i++)
+		if (v->f.pick[i] == 1) {
+			printf("%s", first ? "" : ",");
+			weft_json_str(v->e->rows[i].name);
+			first = 0;
+		}
+	printf("],\"not_nameable\":%zu,\"no_room\":%zu,\"bytes\":%llu,\"events\":%llu,\"projected_bytes\":%llu},"
+	       "\"rows\":[",
+	       v->f.nunnamed, v->f.nroom, (unsigned long long)v->f.bytes, (unsigned long long)v->f.events,
+	       (unsigned long long)v->proj_f);
+	for (size_t i = 0; i < v->e->nrows; i++) {
+		const struct weft_est_row *r = &v->e->rows[i];
+		printf("%s{\"kind\":\"%s\",\"name\":", i ? ",\n" : "\n", weft_est_kind_name(r->kind));
+		weft_json_str(r->name);
+		if (r->symbol) {
+			printf(",\"symbol\":");
+			weft_json_str(r->symbol);
+		}
+		printf(",\"events\":%llu,\"records\":%llu,\"bytes\":%llu,\"share_pct\":%.4f,\"raw_bytes\":%llu,"
+		       "\"packed_bytes\":%llu,\"calls\":%llu,\"ns_per_call\":",
+		       (unsigned long long)r->events, (unsigned long long)r->records, (unsigned long long)r->bytes,
+		       share(v, r->bytes),
+		       (unsigned long long)r->raw_bytes, (unsigned long long)r->packed_bytes,
+		       (unsigned long long)r->slices);
+		if (r->slices)
+			printf("%llu", (unsigned long long)(r->dur_ns / r->slices));
+		else
+			printf("null");
+		printf(",\"suggested\":%s}", v->f.pick[i] == 1 ? "true" : "false");
+	}
+	printf("]}\n");
+}
+
+static void print_text(const struct view *v)
+{
+	char h1[64], h2[64], h3[64], h4[64], h5[64];
+	printf("%s: %llu events in %s, %zu process%s; %s on disk\n\n", v->dir, (unsigned long long)v->e->events,
+	       human_time(v->span, h1, sizeof(h1)), v->e->nprocs, v->e->nprocs == 1 ? "" : "es",
+	       human((double)v->e->file_bytes, h2, sizeof(h2)));
+	printf("%12s  %12s  %6s  %10s  %12s  %-8s  %s\n", "Events", "Bytes", "Share", "Calls", "Time/call",
+	       "Kind", "Name");
+	printf("%12s  %12s  %6s  %10s  %12s  %-8s  %s\n", "============", "============", "======", "==========",
+	       "============", "========", "====");
+	for (size_t i = 0; i < v->e->nrows && (!v->limit || (long)i < v->limit); i++) {
+		const struct weft_est_row *r = &v->e->rows[i];
+		char tc[32] = "-", calls[32] = "-";
+		if (r->slices) {
+			human_time(r->dur_ns / r->slices, tc, sizeof(tc));
+			snprintf(calls, sizeof(calls), "%llu", (unsigned long long)r->slices);
+		}
+		printf("%12llu  %12llu  %5.1f%%  %10s  %12s  %-8s  %s%s\n", (unsigned long long)r->events,
+		       (unsigned long long)r->bytes,
+		       share(v, r->bytes), calls, tc,
+		       weft_est_kind_name(r->kind), r->name, v->f.pick[i] == 1 ? "  [filter]" : "");
+	}
+	if (v->limit && v->e->nrows > (size_t)v->limit)
+		printf("  ... %zu more rows (-n 0: all)\n", v->e->nrows - (size_t)v->limit);
+	printf("\nBy kind:");
+	for (unsigned k = 0; k < WEFT_EST_NKINDS; k++)
+		if (v->kinds[k].rows)
+			printf("  %s %llu events %.1f%%", weft_est_kind_name(k), (unsigned long long)v->kinds[k].events,
+			       share(v, v->kinds[k].bytes));
+	printf("\nOn disk: %llu bytes = %llu in %llu chunks (the rows) + %llu metadata + %llu file headers",
+	       (unsigned long long)v->e->file_bytes, (unsigned long long)v->e->chunk_bytes, (unsigned long long)v->e->chunks,
+	       (unsigned long long)v->e->meta_bytes, (unsigned long long)v->e->header_bytes);
+	if (v->e->unread_bytes)
+		printf(" + %llu unread (a cut or damaged file)", (unsigned long long)v->e->unread_bytes);
+	if (v->e->bad_chunk_bytes)
+		printf(" + %llu in chunks not decoded", (unsigned long long)v->e->bad_chunk_bytes);
+	printf("\n");
+	if (!v->span) {
+		printf("Rate: unknown (the trace spans no time): no projection\n");
+	} else {
+		printf("Rate: %s/s of events over %s\n", human(v->rate, h1, sizeof(h1)), human_time(v->span, h2, sizeof(h2)));
+		printf("Projected for %s: %s (%llu bytes)\n", human_time(v->for_ns, h3, sizeof(h3)),
+		       human((double)v->proj, h4, sizeof(h4)), (unsigned long long)v->proj);
+	}
+	if (v->e->nprocs && v->span) {
+		const struct weft_est_buffer *b = &v->bufs[v->worst];
+		printf("Buffer memory%s: %s (%u thread%s + %u writer%s, chunks of %s; events %s/s",
+		       v->e->nprocs > 1 ? " (the process that needs most)" : "", human((double)b->need, h1, sizeof(h1)),
+		       v->e->procs[v->worst].threads, v->e->procs[v->worst].threads == 1 ? "" : "s", v->writers[v->worst],
+		       v->writers[v->worst] == 1 ? "" : "s", human((double)v->chunk[v->worst], h2, sizeof(h2)),
+		       human(b->rate, h3, sizeof(h3)));
+		if (b->pace > 0)
+			printf(", a writer %s/s)\n", human(b->pace, h4, sizeof(h4)));
+		else
+			printf(", writer pace unknown: %s)\n", v->e->procs[v->worst].has_pace ? "under 4 chunks written"
+											 : "no clean stop");
+		if (b->behind)
+			printf("  the writers cannot keep up: the backlog grows for the whole run; use --writers %u "
+			       "or the filter\n", b->writers_needed);
+		if (b->need > v->limit_b[v->worst])
+			printf("  more than -b %s: events would be dropped (record with -b %s)\n",
+			       human((double)v->limit_b[v->worst], h4, sizeof(h4)), human((double)b->need, h5, sizeof(h5)));
+	}
+	printf("\nSuggested filter (calls of at most %s on average, each at least %g%% of the bytes):\n",
+	       human_time(v->f.max_ns, h1, sizeof(h1)), v->f.min_share);
+	if (!v->f.npick) {
+		printf("  none: no function or slice is that short and that large\n");
+	} else {
+		printf("  weft record %s -- PROGRAM\n", v->f.args);
+		printf("  leaves out %llu events, %.1f%% of the bytes; projected for %s: %s\n",
+		       (unsigned long long)v->f.events,
+		       share(v, v->f.bytes),
+		       human_time(v->for_ns, h2, sizeof(h2)), human((double)v->proj_f, h3, sizeof(h3)));
+	}
+	if (v->f.nunnamed)
+		printf("  %zu more qualify but have no symbol to name them by (-N matches C++ names mangled)\n",
+		       v->f.nunnamed);
+	if (v->f.nroom)
+		printf("  %zu more qualify but do not fit weft record's option string\n", v->f.nroom);
+}
+
 int cmd_estimate(int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -281,220 +528,15 @@ int cmd_estimate(int argc, char **argv)
 	}
 	if (e.bad_chunks)
 		weft_cli_warn_undecoded("estimate", e.bad_chunks, e.bad_why, NULL);
-	f.file_bytes = e.file_bytes;
-	f.pick = calloc(e.nrows + 1, 1);
-	if (!f.pick)
-		weft_oom("estimating");
-	f.pick_base = e.rows;
-	choose(&e, &f);
-	uint64_t span = e.last_ns > e.first_ns ? e.last_ns - e.first_ns : 0;
-	double secs = (double)span / 1e9;
-	double rate = span ? (double)e.chunk_bytes / secs : 0;
-	uint64_t proj = weft_estimate_project(&e, for_ns, NULL, NULL);
-	uint64_t proj_f = weft_estimate_project(&e, for_ns, keep_row, &f);
-	double kept = e.raw_bytes ? 1.0 : 0;
-	uint64_t fraw = 0;
-	for (size_t i = 0; i < e.nrows; i++)
-		if (f.pick[i] == 1)
-			fraw += e.rows[i].raw_bytes;
-	if (e.raw_bytes)
-		kept = (double)(e.raw_bytes - fraw) / (double)e.raw_bytes;
-	/* the buffer: per process, from its own recording options */
-	struct weft_est_buffer *bufs = calloc(e.nprocs + 1, sizeof(*bufs)), *bufs_f = calloc(e.nprocs + 1, sizeof(*bufs));
-	uint64_t *chunk = calloc(e.nprocs + 1, sizeof(*chunk)), *limit_b = calloc(e.nprocs + 1, sizeof(*chunk));
-	unsigned *writers = calloc(e.nprocs + 1, sizeof(*writers));
-	if (!bufs || !bufs_f || !chunk || !limit_b || !writers)
-		weft_oom("estimating");
-	size_t worst = 0;
-	for (size_t i = 0; i < e.nprocs; i++) {
-		struct weft_config cfg;
-		weft_config_defaults(&cfg);
-		if (e.procs[i].options)
-			weft_config_apply(&cfg, e.procs[i].options, 0);
-		chunk[i] = cfg.chunk_size;
-		limit_b[i] = cfg.buffer_size;
-		writers[i] = (unsigned)cfg.writers;
-		weft_estimate_buffer(&e.procs[i], chunk[i], writers[i], for_ns, 1.0, &bufs[i]);
-		weft_estimate_buffer(&e.procs[i], chunk[i], writers[i], for_ns, kept, &bufs_f[i]);
-		if (bufs[i].need > bufs[worst].need)
-			worst = i;
-	}
-	struct { uint64_t rows, events, bytes; } kinds[WEFT_EST_NKINDS];
-	memset(kinds, 0, sizeof(kinds));
-	for (size_t i = 0; i < e.nrows; i++) {
-		kinds[e.rows[i].kind].rows++;
-		kinds[e.rows[i].kind].events += e.rows[i].events;
-		kinds[e.rows[i].kind].bytes += e.rows[i].bytes;
-	}
-	char h1[64], h2[64], h3[64], h4[64], h5[64];
-	if (fmt == 1) {
-		printf("kind,name,events,records,bytes,share_pct,raw_bytes,calls,ns_per_call,suggested\n");
-		for (size_t i = 0; i < e.nrows; i++) {
-			const struct weft_est_row *r = &e.rows[i];
-			printf("%s,", weft_est_kind_name(r->kind));
-			weft_csv_str(r->name);
-			printf(",%llu,%llu,%llu,%.4f,%llu,%llu,", (unsigned long long)r->events,
-			       (unsigned long long)r->records, (unsigned long long)r->bytes,
-			       e.file_bytes ? 100.0 * (double)r->bytes / (double)e.file_bytes : 0.0,
-			       (unsigned long long)r->raw_bytes, (unsigned long long)r->slices);
-			if (r->slices)
-				printf("%llu", (unsigned long long)(r->dur_ns / r->slices));
-			printf(",%d\n", f.pick[i] == 1);
-		}
-	} else if (fmt == 2) {
-		printf("{\"trace\":");
-		weft_json_str(dir);
-		printf(",\"span_ns\":%llu,\"events\":%llu,\"records\":%llu,\"raw_bytes\":%llu,\"file_bytes\":%llu,"
-		       "\"chunk_bytes\":%llu,\"chunks\":%llu,\"meta_bytes\":%llu,\"header_bytes\":%llu,"
-		       "\"unread_bytes\":%llu,\"bad_chunks\":%llu,\"bad_chunk_bytes\":%llu,",
-		       (unsigned long long)span, (unsigned long long)e.events, (unsigned long long)e.records,
-		       (unsigned long long)e.raw_bytes, (unsigned long long)e.file_bytes,
-		       (unsigned long long)e.chunk_bytes, (unsigned long long)e.chunks, (unsigned long long)e.meta_bytes,
-		       (unsigned long long)e.header_bytes, (unsigned long long)e.unread_bytes,
-		       (unsigned long long)e.bad_chunks, (unsigned long long)e.bad_chunk_bytes);
-		printf("\"bytes_per_s\":%.3f,\"for_ns\":%llu,\"projected_bytes\":%llu,\"processes\":[", rate,
-		       (unsigned long long)for_ns, (unsigned long long)proj);
-		for (size_t i = 0; i < e.nprocs; i++) {
-			const struct weft_est_buffer *b = &bufs[i];
-			printf("%s{\"pid\":%d,\"threads\":%u,\"raw_bytes\":%llu,\"chunk_bytes\":%llu,\"raw_bytes_per_s\":%.3f,"
-			       "\"writer_bytes_per_s\":%.3f,\"chunk_size\":%llu,\"writers\":%u,\"buffer_size\":%llu,"
-			       "\"buffer_needed\":%llu,\"writers_behind\":%s,\"writers_needed\":%u,"
-			       "\"buffer_needed_filtered\":%llu}",
-			       i ? "," : "", e.procs[i].pid, e.procs[i].threads, (unsigned long long)e.procs[i].raw_bytes,
-			       (unsigned long long)e.procs[i].chunk_bytes, b->rate, b->pace, (unsigned long long)chunk[i],
-			       writers[i], (unsigned long long)limit_b[i], (unsigned long long)b->need,
-			       b->behind ? "true" : "false", b->writers_needed, (unsigned long long)bufs_f[i].need);
-		}
-		printf("],\"kinds\":[");
-		int firstk = 1;
-		for (unsigned k = 0; k < WEFT_EST_NKINDS; k++) {
-			if (!kinds[k].rows)
-				continue;
-			printf("%s{\"kind\":\"%s\",\"names\":%llu,\"events\":%llu,\"bytes\":%llu}", firstk ? "" : ",",
-			       weft_est_kind_name(k), (unsigned long long)kinds[k].rows, (unsigned long long)kinds[k].events,
-			       (unsigned long long)kinds[k].bytes);
-			firstk = 0;
-		}
-		printf("],\"filter\":{\"max_ns_per_call\":%llu,\"min_share_pct\":%g,\"args\":",
-		       (unsigned long long)f.max_ns, f.min_share);
-		weft_json_str(f.args);
-		printf(",\"names\":[");
-		int first = 1;
-		for (size_t i = 0; i < e.nrows; i++)
-			if (f.pick[i] == 1) {
-				printf("%s", first ? "" : ",");
-				weft_json_str(e.rows[i].name);
-				first = 0;
-			}
-		printf("],\"not_nameable\":%zu,\"no_room\":%zu,\"bytes\":%llu,\"events\":%llu,\"projected_bytes\":%llu},"
-		       "\"rows\":[",
-		       f.nunnamed, f.nroom, (unsigned long long)f.bytes, (unsigned long long)f.events,
-		       (unsigned long long)proj_f);
-		for (size_t i = 0; i < e.nrows; i++) {
-			const struct weft_est_row *r = &e.rows[i];
-			printf("%s{\"kind\":\"%s\",\"name\":", i ? ",\n" : "\n", weft_est_kind_name(r->kind));
-			weft_json_str(r->name);
-			if (r->symbol) {
-				printf(",\"symbol\":");
-				weft_json_str(r->symbol);
-			}
-			printf(",\"events\":%llu,\"records\":%llu,\"bytes\":%llu,\"share_pct\":%.4f,\"raw_bytes\":%llu,"
-			       "\"packed_bytes\":%llu,\"calls\":%llu,\"ns_per_call\":",
-			       (unsigned long long)r->events, (unsigned long long)r->records, (unsigned long long)r->bytes,
-			       e.file_bytes ? 100.0 * (double)r->bytes / (double)e.file_bytes : 0.0,
-			       (unsigned long long)r->raw_bytes, (unsigned long long)r->packed_bytes,
-			       (unsigned long long)r->slices);
-			if (r->slices)
-				printf("%llu", (unsigned long long)(r->dur_ns / r->slices));
-			else
-				printf("null");
-			printf(",\"suggested\":%s}", f.pick[i] == 1 ? "true" : "false");
-		}
-		printf("]}\n");
-	} else {
-		printf("%s: %llu events in %s, %zu process%s; %s on disk\n\n", dir, (unsigned long long)e.events,
-		       human_time(span, h1, sizeof(h1)), e.nprocs, e.nprocs == 1 ? "" : "es",
-		       human((double)e.file_bytes, h2, sizeof(h2)));
-		printf("%12s  %12s  %6s  %10s  %12s  %-8s  %s\n", "Events", "Bytes", "Share", "Calls", "Time/call",
-		       "Kind", "Name");
-		printf("%12s  %12s  %6s  %10s  %12s  %-8s  %s\n", "============", "============", "======", "==========",
-		       "============", "========", "====");
-		for (size_t i = 0; i < e.nrows && (!limit || (long)i < limit); i++) {
-			const struct weft_est_row *r = &e.rows[i];
-			char tc[32] = "-", calls[32] = "-";
-			if (r->slices) {
-				human_time(r->dur_ns / r->slices, tc, sizeof(tc));
-				snprintf(calls, sizeof(calls), "%llu", (unsigned long long)r->slices);
-			}
-			printf("%12llu  %12llu  %5.1f%%  %10s  %12s  %-8s  %s%s\n", (unsigned long long)r->events,
-			       (unsigned long long)r->bytes,
-			       e.file_bytes ? 100.0 * (double)r->bytes / (double)e.file_bytes : 0.0, calls, tc,
-			       weft_est_kind_name(r->kind), r->name, f.pick[i] == 1 ? "  [filter]" : "");
-		}
-		if (limit && e.nrows > (size_t)limit)
-			printf("  ... %zu more rows (-n 0: all)\n", e.nrows - (size_t)limit);
-		printf("\nBy kind:");
-		for (unsigned k = 0; k < WEFT_EST_NKINDS; k++)
-			if (kinds[k].rows)
-				printf("  %s %llu events %.1f%%", weft_est_kind_name(k), (unsigned long long)kinds[k].events,
-				       e.file_bytes ? 100.0 * (double)kinds[k].bytes / (double)e.file_bytes : 0.0);
-		printf("\nOn disk: %llu bytes = %llu in %llu chunks (the rows) + %llu metadata + %llu file headers",
-		       (unsigned long long)e.file_bytes, (unsigned long long)e.chunk_bytes, (unsigned long long)e.chunks,
-		       (unsigned long long)e.meta_bytes, (unsigned long long)e.header_bytes);
-		if (e.unread_bytes)
-			printf(" + %llu unread (a cut or damaged file)", (unsigned long long)e.unread_bytes);
-		if (e.bad_chunk_bytes)
-			printf(" + %llu in chunks not decoded", (unsigned long long)e.bad_chunk_bytes);
-		printf("\n");
-		if (!span) {
-			printf("Rate: unknown (the trace spans no time): no projection\n");
-		} else {
-			printf("Rate: %s/s of events over %s\n", human(rate, h1, sizeof(h1)), human_time(span, h2, sizeof(h2)));
-			printf("Projected for %s: %s (%llu bytes)\n", human_time(for_ns, h3, sizeof(h3)),
-			       human((double)proj, h4, sizeof(h4)), (unsigned long long)proj);
-		}
-		if (e.nprocs && span) {
-			const struct weft_est_buffer *b = &bufs[worst];
-			printf("Buffer memory%s: %s (%u thread%s + %u writer%s, chunks of %s; events %s/s",
-			       e.nprocs > 1 ? " (the process that needs most)" : "", human((double)b->need, h1, sizeof(h1)),
-			       e.procs[worst].threads, e.procs[worst].threads == 1 ? "" : "s", writers[worst],
-			       writers[worst] == 1 ? "" : "s", human((double)chunk[worst], h2, sizeof(h2)),
-			       human(b->rate, h3, sizeof(h3)));
-			if (b->pace > 0)
-				printf(", a writer %s/s)\n", human(b->pace, h4, sizeof(h4)));
-			else
-				printf(", writer pace unknown: %s)\n", e.procs[worst].has_pace ? "under 4 chunks written"
-												 : "no clean stop");
-			if (b->behind)
-				printf("  the writers cannot keep up: the backlog grows for the whole run; use --writers %u "
-				       "or the filter\n", b->writers_needed);
-			if (b->need > limit_b[worst])
-				printf("  more than -b %s: events would be dropped (record with -b %s)\n",
-				       human((double)limit_b[worst], h4, sizeof(h4)), human((double)b->need, h5, sizeof(h5)));
-		}
-		printf("\nSuggested filter (calls of at most %s on average, each at least %g%% of the bytes):\n",
-		       human_time(f.max_ns, h1, sizeof(h1)), f.min_share);
-		if (!f.npick) {
-			printf("  none: no function or slice is that short and that large\n");
-		} else {
-			printf("  weft record %s -- PROGRAM\n", f.args);
-			printf("  leaves out %llu events, %.1f%% of the bytes; projected for %s: %s\n",
-			       (unsigned long long)f.events,
-			       e.file_bytes ? 100.0 * (double)f.bytes / (double)e.file_bytes : 0.0,
-			       human_time(for_ns, h2, sizeof(h2)), human((double)proj_f, h3, sizeof(h3)));
-		}
-		if (f.nunnamed)
-			printf("  %zu more qualify but have no symbol to name them by (-N matches C++ names mangled)\n",
-			       f.nunnamed);
-		if (f.nroom)
-			printf("  %zu more qualify but do not fit weft record's option string\n", f.nroom);
-	}
-	free(bufs);
-	free(bufs_f);
-	free(chunk);
-	free(limit_b);
-	free(writers);
-	free(f.pick);
+	struct view v = {.dir = dir, .e = &e, .f = f, .for_ns = for_ns, .limit = limit};
+	compute(&v);
+	if (fmt == 1)
+		print_csv(&v);
+	else if (fmt == 2)
+		print_json(&v);
+	else
+		print_text(&v);
+	view_free(&v);
 	weft_estimate_free(&e);
 	weft_trace_free(t);
 	return WEFT_EXIT_OK;
