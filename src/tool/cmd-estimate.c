@@ -408,13 +408,13 @@ static void print_text(const struct view *v)
 	}
 	if (v->e->nprocs && v->span) {
 		const struct weft_est_buffer *b = &v->bufs[v->worst];
-		printf("Buffer memory%s: %s (%u thread%s + %u writer%s, chunks of %s; events %s/s",
+		printf("Buffer memory%s: %s (%u thread%s + %u writer%s, chunks of %s; the threads fill %s/s",
 		       v->e->nprocs > 1 ? " (the process that needs most)" : "", human((double)b->need, h1, sizeof(h1)),
 		       v->e->procs[v->worst].threads, v->e->procs[v->worst].threads == 1 ? "" : "s", v->writers[v->worst],
 		       v->writers[v->worst] == 1 ? "" : "s", human((double)v->chunk[v->worst], h2, sizeof(h2)),
 		       human(b->rate, h3, sizeof(h3)));
 		if (b->pace > 0)
-			printf(", a writer %s/s)\n", human(b->pace, h4, sizeof(h4)));
+			printf(", a writer empties %s/s)\n", human(b->pace, h4, sizeof(h4)));
 		else
 			printf(", writer pace unknown: %s)\n", v->e->procs[v->worst].has_pace ? "under 4 chunks written"
 											 : "no clean stop");
