@@ -479,16 +479,8 @@ int cmd_estimate(int argc, char **argv)
 			}
 			break;
 		case 'f':
-			if (!strcmp(optarg, "text"))
-				fmt = 0;
-			else if (!strcmp(optarg, "csv"))
-				fmt = 1;
-			else if (!strcmp(optarg, "json"))
-				fmt = 2;
-			else {
-				weft_cli_error("estimate", "unknown format '%s' (valid: text, csv, json)", optarg);
+			if ((fmt = weft_cli_table_format("estimate", optarg)) < 0)
 				return WEFT_EXIT_USAGE;
-			}
 			break;
 		case 'n':
 			limit = strtol(optarg, &end, 10);
