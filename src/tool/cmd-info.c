@@ -154,9 +154,13 @@ int cmd_info(int argc, char **argv)
 			       (unsigned long long)p->fin[2], (unsigned long long)p->fin[5]);
 		if (p->has_window) {
 			uint64_t a = weft_proc_ns(p, p->window[0]), b = weft_proc_ns(p, p->window[1]);
-			printf("  window:   from %llu to %llu ns (%.3f ms), snapshot %u: %s\n", (unsigned long long)a,
-			       (unsigned long long)b, b > a ? (double)(b - a) / 1e6 : 0.0, p->window_number,
-			       p->window_reason ? p->window_reason : "");
+			if (p->window[0]) /* 0: nothing was lost, the window is the whole run so far */
+				printf("  window:   from %llu to %llu ns (%.3f ms), snapshot %u: %s\n", (unsigned long long)a,
+				       (unsigned long long)b, b > a ? (double)(b - a) / 1e6 : 0.0, p->window_number,
+				       p->window_reason ? p->window_reason : "");
+			else
+				printf("  window:   from the start to %llu ns, snapshot %u: %s\n", (unsigned long long)b,
+				       p->window_number, p->window_reason ? p->window_reason : "");
 			printf("  not in window: %llu events (evicted, or before its start); %llu in it, %llu open "
 			       "slices re-emitted\n", (unsigned long long)p->window[3], (unsigned long long)p->window[4],
 			       (unsigned long long)p->window[5]);
