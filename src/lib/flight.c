@@ -459,9 +459,32 @@ static struct fl_thread *thread_find(uint32_t tid, uint32_t serial, int create)
 /* ---- eviction ---- */
 static struct fl_entry *ent_at(size_t k) { return &ents[(ents_first + k) % ents_cap]; }
 
+/* With several writers a thread's chunks can reach the ring out of order: before a frame's
+ * summary is applied, those of its thread's earlier chunks still in the ring are (they are
+ * then consumed: skipped by snapshots, their room freed when they reach the head). */
+static void consume_earlier(const struct fl_entry *e)
+{
+	for (;;) {
+		struct fl_entry *best = NULL;
+		for (size_t k = 1; k < ents_n; k++) {
+			struct fl_entry *x = ent_at(k);
+			if (x->th == e->th && !x->consumed && x->seq < e->seq && (!best || x->seq < best->seq))
+				best = x;
+		}
+		if (!best)
+			return;
+		sum_apply(best->th, best->sum);
+		best->consumed = 1;
+		ev_evicted += best->events;
+		ev_lost_since += best->events;
+	}
+}
+
 static void evict_oldest(void)
 {
 	struct fl_entry *e = ent_at(0);
+	if (!e->consumed && weft_cfg.writers > 1)
+		consume_earlier(e);
 	if (!e->consumed) {
 		sum_apply(e->th, e->sum);
 		e->th->lost = 1;
@@ -679,9 +702,12 @@ int weft_flight_start(void)
 
 /* Fork child: only the forking thread runs; the parent's ring and metadata are the parent's.
  * The child starts an empty ring (its metadata is written again by its start-up). */
+static pthread_mutex_t dump_lock = PTHREAD_MUTEX_INITIALIZER; /* one snapshot at a time */
+
 void weft_flight_atfork_child(void)
 {
 	pthread_mutex_init(&ring_lock, NULL);
+	pthread_mutex_init(&dump_lock, NULL); /* a snapshot another thread was making is the parent's */
 	if (!active)
 		return;
 	for (size_t k = 0; k < ents_n; k++)
@@ -1143,7 +1169,6 @@ static int open_file(const char *dir, const char *name, struct out *o)
 	return 0;
 }
 
-static pthread_mutex_t dump_lock = PTHREAD_MUTEX_INITIALIZER; /* one snapshot at a time */
 /* Set by weft_flight_finish: the writers are done. Between the run's stop and then, chunks are
  * still on their way to the ring and the threads' current chunks are gone: a snapshot then
  * would miss them (and the next start after them), so it is refused. */

@@ -233,8 +233,8 @@ static void fork_prepare(void)
 	nfork_prepared = n;
 	weft_registry_atfork_prepare();
 	weft_writers_atfork_prepare();
-	weft_flight_atfork_prepare();
 	weft_threads_atfork_prepare();
+	weft_flight_atfork_prepare(); /* after the threads' locks: a snapshot takes it under them */
 	weft_meta_atfork_prepare();
 	weft_heaps_atfork_prepare();
 }
@@ -243,8 +243,8 @@ static void fork_parent(void)
 {
 	weft_heaps_atfork_parent();
 	weft_meta_atfork_parent();
-	weft_threads_atfork_parent();
 	weft_flight_atfork_parent();
+	weft_threads_atfork_parent();
 	weft_writers_atfork_parent();
 	weft_registry_atfork_parent();
 	for (int i = 0; i < nfork_prepared; i++)
