@@ -2,7 +2,7 @@
 # bench/flight/run.sh [BUILD] [PAIRS] [ROUNDS]: the flight recorder's costs, printed as a table
 # for bench/RESULTS.md. The hot path: PAIRS begin/end pairs per run, normal recording and
 # --flight-recorder (flight=64M) alternating for ROUNDS rounds, medians (the same code runs on
-# the hot path; the ring lives in the writer), both with 8M of buffers and overflow=block, so
+# the hot path; the ring lives in the writer), both with 4M of buffers and overflow=block, so
 # a writer slower than the program shows as a slower program, not as drops. Writer CPU per event (its thread's schedstat) in
 # both modes. Snapshot latency: weft_snapshot() on a full 64M and 512M ring (compression=0, ~85
 # bytes per event), trigger to files written, median of 3.
@@ -16,9 +16,9 @@ med() { sort -g | awk '{a[NR]=$1} END {print (NR % 2) ? a[(NR+1)/2] : (a[NR/2]+a
 : > "$T/normal"; : > "$T/flight"; : > "$T/wn"; : > "$T/wf"
 for r in $(seq "$ROUNDS"); do
 	for m in normal flight; do
-		# the same buffers in both (the flight recorder's pool is at most 8M), a program
+		# the same buffers in both (the flight recorder's pool is at most 4M), a program
 		# that waits for a free buffer rather than drop: the same work in both modes
-		opts="output=$T/d:buffer_size=8M"
+		opts="output=$T/d:buffer_size=4M"
 		[ $m = flight ] && opts="$opts:flight=64M,noexit"
 		rm -rf "$T/d"
 		out=$(WEFT_OPTIONS="$opts:overflow=block" "$B/flight_bench" hot "$PAIRS")

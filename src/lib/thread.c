@@ -74,11 +74,11 @@ void weft_pool_init(void)
 		chunk_bytes = 4096;
 	max_chunks = weft_cfg.buffer_size / chunk_bytes;
 	/* flight recorder: the buffers are part of its memory bound (the ring holds the data):
-	 * at most 8 MiB of them (4 chunks where chunks are larger) */
+	 * at most 4 MiB of them (2 chunks where chunks are larger) */
 	if (weft_cfg.flight_size) {
-		size_t lim = (8u << 20) / chunk_bytes;
-		if (lim < 4)
-			lim = 4;
+		size_t lim = (4u << 20) / chunk_bytes;
+		if (lim < 2)
+			lim = 2;
 		if (max_chunks > lim)
 			max_chunks = lim;
 	}

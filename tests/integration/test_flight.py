@@ -241,7 +241,7 @@ class Flight(TraceTest):
 
     def test_memory_stays_bounded(self):
         # 100 M events through a 4M ring: peak RSS within 4M x 1.1 + 8 MiB
-        data, p = self.fly(["memory", 100_000_000], "flight=4M,noexit:buffer_size=2M:chunk_size=256K")
+        data, p = self.fly(["memory", 100_000_000], "flight=4M,noexit")
         hwm = int(re.search(r"hwm (\d+)", p.stdout).group(1))
         self.assertLessEqual(hwm, int(4 * 1024 * 1.1) + 8 * 1024)
         self.assertEqual(os.listdir(data), [])
