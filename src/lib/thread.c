@@ -60,6 +60,7 @@ static pthread_cond_t queue_cond = PTHREAD_COND_INITIALIZER; /* writers wait for
 static pthread_cond_t free_cond = PTHREAD_COND_INITIALIZER;  /* overflow=block waits */
 static struct weft_chunk *free_list, *q_head, *q_tail;
 static size_t allocated, max_chunks, chunk_bytes;
+static size_t max_held; /* flight recorder: the most chunks, counting those threads hold as their current one */
 static _Atomic size_t free_count; /* readable without the lock: drop mode's quick check */
 static int stopping;               /* writers drain and exit */
 
@@ -73,6 +74,7 @@ void weft_pool_init(void)
 	if (chunk_bytes < 4096)
 		chunk_bytes = 4096;
 	max_chunks = weft_cfg.buffer_size / chunk_bytes;
+	max_held = max_chunks;
 	/* flight recorder: the buffers are part of its memory bound (the ring holds the data):
 	 * at most 4 MiB of them (2 chunks where chunks are larger) */
 	if (weft_cfg.flight_size) {
@@ -123,7 +125,7 @@ static struct weft_chunk *pool_get(void)
 {
 	if (weft_cfg.overflow == WEFT_OVERFLOW_DROP &&
 	    atomic_load_explicit(&free_count, memory_order_relaxed) == 0 &&
-	    __atomic_load_n(&allocated, __ATOMIC_RELAXED) >= max_chunks)
+	    __atomic_load_n(&allocated, __ATOMIC_RELAXED) >= max_held)
 		return NULL;
 	struct weft_chunk *c = NULL;
 	pthread_mutex_lock(&pool_lock);
@@ -134,7 +136,10 @@ static struct weft_chunk *pool_get(void)
 			atomic_fetch_sub(&free_count, 1);
 			break;
 		}
-		if (allocated < max_chunks) {
+		/* the flight recorder caps the chunks waiting for a writer, not the ones threads hold:
+		 * with none waiting, every chunk is some thread's current one (an idle thread keeps
+		 * its own), and one more is a working buffer, not a backlog */
+		if (allocated < max_chunks || (allocated < max_held && !q_head)) {
 			__atomic_store_n(&allocated, allocated + 1, __ATOMIC_RELAXED);
 			pthread_mutex_unlock(&pool_lock);
 			c = chunk_new();
@@ -222,8 +227,12 @@ struct weft_chunk *weft_queue_pop_wait(int *done)
 	if (q_head) {
 		c = q_head;
 		q_head = c->next;
-		if (!q_head)
+		if (!q_head) {
 			q_tail = NULL;
+			/* the flight recorder's waiters may now take one more chunk (pool_get) */
+			if (max_held > max_chunks)
+				pthread_cond_broadcast(&free_cond);
+		}
 	} else if (stopping) {
 		*done = 1;
 	}
