@@ -103,6 +103,10 @@ static void write_rows(struct weft_sqlite_db *d, struct weft_export_summary *sum
 	char buf[4096];
 	ROW(d, T_META, "tt", "format", "weft sqlite 1");
 	ROW(d, T_META, "tt", "trace", t->dir);
+	if (t->window.active) { /* --time: every row is the window's (docs/time-window.md) */
+		ROW(d, T_META, "ti", "window_from_ns", (int64_t)t->window.from_ns);
+		ROW(d, T_META, "ti", "window_to_ns", (int64_t)t->window.to_ns);
+	}
 	int64_t utid = 1;
 	for (size_t i = 0; i < t->nprocs; i++) {
 		const struct weft_proc *p = &t->procs[i];

@@ -16,14 +16,15 @@
 #include "weft_fastpath.h" /* record types and site kinds */
 
 #define WEFT_FMT_MAJOR 1
-#define WEFT_FMT_MINOR 7 /* 1: packing version 2; 2: thread serials (chunk seq, THREAD records);
+#define WEFT_FMT_MINOR 8 /* 1: packing version 2; 2: thread serials (chunk seq, THREAD records);
                           * 3: memory records (ALLOC..STACK), RUSAGE; 4: SOURCE records, END flags;
                           * 5: SCHED records and metadata; the system sampler (SAMPLE records,
                           *    SYS_SOURCE, SYS_CHANNEL, SYS_OVERHEAD); the COUNTERS record
                           *    and counter values as extra words of slice records; 6: GPU records, GPU,
                           *    GPU_CLOCK and GPU_DEVICE metadata;
                           * 7: JOB, MPI and CLOCK_SYNC metadata; arguments and flows after an
-                          *    END belong to the slice it ends */
+                          *    END belong to the slice it ends;
+                          * 8: CHUNK_INDEX metadata (the chunks' time index, chunkindex.h) */
 #define WEFT_META_MAGIC "WEFTMETA"
 #define WEFT_EVENTS_MAGIC "WEFTEVTS"
 #define WEFT_CHUNK_MAGIC 0x4b4e4843u /* "CHNK" */
@@ -133,6 +134,10 @@ enum weft_meta_type {
 				 * minus this process's, at `at`), u64 at (this process's CLOCK_BOOTTIME
 				 * ns, the middle of the best round trip), u64 that round trip ns, u32
 				 * round trips made, u32 0, then the reference's host\0 */
+	WEFT_M_CHUNK_INDEX = 40, /* (1.8) one per chunk written: struct weft_index_rec (chunkindex.h):
+				  * u32 tid, u32 file (writer index), u64 seq, u64 offset of the
+				  * frame, u64 first/last ticks, u64 first/last ns, i32 depth
+				  * delta, i32 depth min, u32 flags, u32 0 */
 	WEFT_M_MEMORY = 17, /* u32 flags (1 recording, 2 stacks), u32 allocation calls of signal
 			     * handlers dropped (inside another event; 0 from older writers), u64 threshold bytes, u64
 			     * sampling bytes (0: every block), u64 frees not recorded (unknown

@@ -12,6 +12,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include "hosts.h"
+#include "chunkindex.h"
 
 struct weft_site_def {
 	uint32_t id;
@@ -28,6 +29,8 @@ struct weft_chunk_view {
 	const unsigned char *stored;
 	uint32_t stored_size, raw_size, flags;
 	const struct weft_ns_fix *fix; /* its process's host correction (hosts.h), or NULL */
+	struct weft_index_rec ix;      /* its time index entry (CHUNK_INDEX, 1.8), when has_ix */
+	int has_ix;
 };
 
 struct weft_thread_data {
@@ -183,6 +186,8 @@ struct weft_proc {
 	} *clock_sync;
 	size_t nclock_sync;
 	uint64_t bytes_stored, bytes_raw, nchunks_read, bad_chunks;
+	struct weft_index_rec *index; /* CHUNK_INDEX records (1.8), until matched to their chunks */
+	size_t nindex, index_cap;
 	/* hosts.h: the host's index in the trace's hosts (0 the reference), the pid as recorded
 	 * (pid may have been made unique), the correction applied when `fixed` */
 	unsigned host_index;
@@ -193,8 +198,28 @@ struct weft_proc {
 /* The process's rank in its job: MPI's world rank, else the launcher's, else WEFT_RANK_NONE. */
 uint32_t weft_proc_rank(const struct weft_proc *p);
 
+/* A time window to read (weft_trace_open_window, format/window.c): FROM and TO relative to the
+ * trace's first event, each optional (the trace's start, its end). */
+struct weft_window_req {
+	int from_set, to_set;
+	uint64_t from_ns, to_ns;
+};
+/* What reading the window did (the reader's statistics: tests count decoded chunks with it). */
+struct weft_window_info {
+	int active;                  /* the trace holds only the window */
+	uint64_t from_ns, to_ns;     /* the window, absolute (the trace's clock) */
+	uint64_t trace_first_ns, trace_last_ns; /* the whole trace's span */
+	uint64_t chunks;             /* chunks of the whole trace */
+	uint64_t scanned;            /* decoded to find their times: no index entry */
+	uint64_t decoded;            /* decoded to cut the window's edges and find its context */
+	uint64_t kept;               /* inside the window, handed on undecoded */
+	uint64_t open_slices;        /* slices open at FROM, carried into the window */
+	uint64_t counters;           /* counters' last values before FROM, carried in */
+};
+
 struct weft_trace {
 	char *dir;
+	struct weft_window_info window;
 	struct weft_proc *procs;
 	size_t nprocs;
 	char **warnings;
@@ -236,6 +261,14 @@ size_t weft_trace_keep(struct weft_trace *t, int (*keep)(const struct weft_proc 
  * directory. Errors as weft_trace_open; a directory without trace files is an error. */
 int weft_trace_open_dirs(const char *const *dirs, size_t ndirs, struct weft_trace **out, char *err,
 			 size_t errlen);
+/* weft_trace_open_dirs, keeping only a time window (docs/time-window.md): every thread's
+ * chunks are cut to the window (plus the begins of the slices open at its start and counters'
+ * last values before it), so that converters and reports read only that. Errors as
+ * weft_trace_open_dirs, and -ERANGE when the window starts after the trace's end. */
+int weft_trace_open_window(const char *const *dirs, size_t ndirs, const struct weft_window_req *win,
+			   struct weft_trace **out, char *err, size_t errlen);
+/* The same on a trace loaded from buffers, for tests: applies the window to t (window.c). */
+int weft_trace_window_apply(struct weft_trace *t, const struct weft_window_req *req, char *err, size_t errlen);
 /* Load from in-memory file images (used by the fuzzers): names[i] is the file name. */
 int weft_trace_from_buffers(const char *const *names, const unsigned char *const *data,
 			    const size_t *sizes, size_t n, struct weft_trace **out, char *err,

@@ -26,6 +26,7 @@ struct writer {
 	pthread_mutex_t work; /* held while the writer works, so fork never splits a malloc */
 	int idx;
 	struct weft_file file; /* the events file */
+	uint64_t at;           /* its size: where the next frame goes (for the chunk index) */
 	ZSTD_CCtx *cctx;
 	void *zbuf;
 	size_t zcap;
@@ -74,6 +75,7 @@ static void write_chunk(struct writer *w, struct weft_chunk *c)
 	h.tid = c->tid;
 	h.seq = c->seq;
 	h.raw_size = (uint32_t)used;
+	weft_index_chunk(c, (unsigned)w->idx, w->at, NULL); /* before packing: the records as they are */
 	const void *payload = c->data;
 	size_t stored = used;
 	size_t need = weft_pack_bound(used / 8);
@@ -123,6 +125,7 @@ static void write_chunk(struct writer *w, struct weft_chunk *c)
 		atomic_fetch_add(&weft_g.dropped, events);
 		return;
 	}
+	w->at += sizeof(h) + stored;
 	atomic_fetch_add(&weft_g.events, events);
 	atomic_fetch_add(&weft_g.bytes_raw, used);
 	atomic_fetch_add(&weft_g.bytes_written, stored + sizeof(h));
@@ -200,6 +203,7 @@ int weft_writers_start(const char *dir, const char *stem, int pid)
 		w->idx = i;
 		pthread_mutex_init(&w->work, NULL);
 		w->file.fd = -1;
+		w->at = sizeof(struct weft_file_header);
 		int e = open_events(&w->file, dir, stem, pid, i);
 		if (e < 0) {
 			weft_writers_stop();
