@@ -379,22 +379,27 @@ static void window_thread(struct weft_trace *t, struct weft_proc *p, struct weft
 			i = end;
 		}
 	}
-	/* counters: their last values before FROM, from the nearest chunks that hold some */
-	for (size_t j = k, a = 0; j-- > 0 && counter_sites && x.nctr < counter_sites;) {
+	/* counters: their last values before FROM, from the nearest chunks that hold some (walking
+	 * back until every counter of the process has a value from chunk j or later) */
+	for (size_t j = k, a = 0; j-- > 0 && counter_sites;) {
 		while (a < nchosen && chosen[a] > j)
 			a++;
-		if (!(th->chunks[j].ix.flags & WEFT_IX_COUNTERS) || (a < nchosen && chosen[a] == j))
-			continue; /* replayed above already */
-		if (decode_chunk(t, p, &th->chunks[j], s))
-			continue;
-		for (size_t i = 0; i < s->n;) {
-			uint64_t ns;
-			size_t ev, end = group_end(s->buf, s->n, i, p, &ns, &ev);
-			unsigned type = ev + 2 <= end ? weft_rec_type(s->buf[ev + 1]) : 0;
-			if (type == WEFT_R_COUNTER_I64 || type == WEFT_R_COUNTER_F64)
-				ctx_group(&x, s->buf, i, ev, end, (uint64_t)j << 32 | i);
-			i = end;
+		int replayed = a < nchosen && chosen[a] == j;
+		if ((th->chunks[j].ix.flags & WEFT_IX_COUNTERS) && !replayed && !decode_chunk(t, p, &th->chunks[j], s)) {
+			for (size_t i = 0; i < s->n;) {
+				uint64_t ns;
+				size_t ev, end = group_end(s->buf, s->n, i, p, &ns, &ev);
+				unsigned type = ev + 2 <= end ? weft_rec_type(s->buf[ev + 1]) : 0;
+				if (type == WEFT_R_COUNTER_I64 || type == WEFT_R_COUNTER_F64)
+					ctx_group(&x, s->buf, i, ev, end, (uint64_t)j << 32 | i);
+				i = end;
+			}
 		}
+		size_t newer = 0;
+		for (size_t c = 0; c < x.nctr; c++)
+			newer += x.ctr[c].order >= (uint64_t)j << 32;
+		if (newer >= counter_sites)
+			break;
 	}
 	/* the head: the context in its order, then chunk k's records in the window */
 	struct words head = {0};
