@@ -50,6 +50,23 @@ static inline int weft_rec_is_timed(unsigned type)
 	return weft_rec_has_ticks(type) || weft_rec_time_is_ns(type);
 }
 
+/* What a record type does to the index (weft_index_scan): its depth change, its flag, and
+ * whether word0 is a time in ticks (1) or in ns (2). Tables, not branches: the scan runs over
+ * every record a writer writes. */
+#define WEFT__IX_TYPES 256 /* every type a header can name: unknown ones do nothing */
+static const int8_t weft__ix_depth[WEFT__IX_TYPES] = {
+	[WEFT_R_BEGIN] = 1, [WEFT_R_END] = -1, [WEFT_R_FUNC_ENTER] = 1, [WEFT_R_FUNC_EXIT] = -1};
+static const uint8_t weft__ix_flag[WEFT__IX_TYPES] = {
+	[WEFT_R_COUNTER_I64] = WEFT_IX_COUNTERS, [WEFT_R_COUNTER_F64] = WEFT_IX_COUNTERS,
+	[WEFT_R_ASYNC_BEGIN] = WEFT_IX_ASYNC, [WEFT_R_ASYNC_END] = WEFT_IX_ASYNC};
+static const uint8_t weft__ix_time[WEFT__IX_TYPES] = {
+	[WEFT_R_BEGIN] = 1, [WEFT_R_END] = 1, [WEFT_R_INSTANT] = 1, [WEFT_R_COUNTER_I64] = 1,
+	[WEFT_R_COUNTER_F64] = 1, [WEFT_R_ASYNC_BEGIN] = 1, [WEFT_R_ASYNC_END] = 1, [WEFT_R_COMPLETE] = 2,
+	[WEFT_R_DROPPED] = 1, [WEFT_R_ASYNC_INSTANT] = 1, [WEFT_R_FUNC_ENTER] = 1, [WEFT_R_FUNC_EXIT] = 1,
+	[WEFT_R_SETJMP] = 1, [WEFT_R_LONGJMP] = 1, [WEFT_R_ALLOC] = 1, [WEFT_R_FREE] = 1,
+	[WEFT_R_REALLOC] = 1, [WEFT_R_HEAP_USAGE] = 1, [WEFT_R_ACCESS] = 2, [WEFT_R_SCHED] = 2,
+	[WEFT_R_SAMPLE] = 2};
+
 /* Fills e's times, depth and flags from a chunk's records (whole records of nwords words);
  * the caller sets tid, file, seq and offset. One pass over the record headers. */
 static inline void weft_index_scan(const uint64_t *w, size_t nwords, struct weft_index_rec *e)
@@ -62,50 +79,23 @@ static inline void weft_index_scan(const uint64_t *w, size_t nwords, struct weft
 		unsigned type = weft_rec_type(h), extra = weft_rec_extra(h);
 		if (i + 2 + extra > nwords)
 			break;
-		switch (type) {
-		case WEFT_R_BEGIN:
-			if (weft_rec_track(h)) {
-				flags |= WEFT_IX_TRACKS;
-				break;
-			}
-			/* fall through */
-		case WEFT_R_FUNC_ENTER:
-			depth++;
-			break;
-		case WEFT_R_END:
-			if (weft_rec_track(h)) {
-				flags |= WEFT_IX_TRACKS;
-				break;
-			}
-			/* fall through */
-		case WEFT_R_FUNC_EXIT:
-			if (--depth < low)
-				low = depth;
-			break;
-		case WEFT_R_COUNTER_I64:
-		case WEFT_R_COUNTER_F64:
-			flags |= WEFT_IX_COUNTERS;
-			break;
-		case WEFT_R_ASYNC_BEGIN:
-		case WEFT_R_ASYNC_END:
-			flags |= WEFT_IX_ASYNC;
-			break;
-		default:
-			break;
+		int dd = weft__ix_depth[type];
+		if (__builtin_expect(dd && weft_rec_track(h) && type <= WEFT_R_END, 0)) {
+			flags |= WEFT_IX_TRACKS; /* a named track's slice: not the thread's own depth */
+			dd = 0;
 		}
-		if (weft_rec_time_is_ns(type)) {
-			uint64_t a = w[i], b = a;
-			if (type == WEFT_R_COMPLETE && extra && w[i + 2] > b)
-				b = w[i + 2];
-			if (a < n0)
-				n0 = a;
-			if (b > n1)
-				n1 = b;
-		} else if (weft_rec_has_ticks(type)) {
-			if (w[i] < t0)
-				t0 = w[i];
-			if (w[i] > t1)
-				t1 = w[i];
+		depth += dd;
+		low = depth < low ? depth : low;
+		flags |= weft__ix_flag[type];
+		unsigned tk = weft__ix_time[type];
+		uint64_t v = w[i];
+		if (__builtin_expect(tk == 2, 0)) {
+			uint64_t b = type == WEFT_R_COMPLETE && extra && w[i + 2] > v ? w[i + 2] : v;
+			n0 = v < n0 ? v : n0;
+			n1 = b > n1 ? b : n1;
+		} else if (tk) {
+			t0 = v < t0 ? v : t0;
+			t1 = v > t1 ? v : t1;
 		}
 		i += 2 + extra;
 	}

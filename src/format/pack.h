@@ -32,6 +32,7 @@
 #include <stdint.h>
 #include <string.h>
 #include "format.h"
+#include "chunkindex.h"
 
 #define WEFT_PACK_LITERAL 192u
 #define WEFT_PACK_ENTRY3 193u
@@ -115,12 +116,16 @@ static inline int weft__unpack_mem(const uint8_t **p, const uint8_t *end, uint64
 	return 0;
 }
 
-/* Packs whole records of w[0..n), timestamps absolute, into out (version 2), delta-coding the
- * timestamps on the way; counts the events into *events and the DROPPED records' counts into
- * *dropped. Returns bytes written (at most weft_pack_bound(n)). */
-static inline size_t weft_pack(const uint64_t *w, size_t n, uint8_t *out, uint32_t *events, uint32_t *dropped)
+/* weft_pack, and with ix the chunk's time index entry (chunkindex.h: what weft_index_scan
+ * computes) in the same pass, for the writers: the walk over the records is paid once. */
+static inline __attribute__((always_inline)) size_t weft__pack(const uint64_t *w, size_t n, uint8_t *out,
+							       uint32_t *events, uint32_t *dropped,
+							       struct weft_index_rec *ix)
 {
 	uint64_t mru[4] = {0, 0, 0, 0}, prev = 0, prev_addr = 0;
+	uint64_t t0 = UINT64_MAX, t1 = 0, n0 = UINT64_MAX, n1 = 0;
+	int32_t depth = 0, low = 0;
+	uint32_t flags = 0;
 	uint32_t ev = 0;
 	uint8_t *o = out;
 	size_t i = 0;
@@ -131,6 +136,25 @@ static inline size_t weft_pack(const uint64_t *w, size_t n, uint8_t *out, uint32
 			break;
 		__builtin_prefetch(w + i + 64); /* the chunk was just written on another core */
 		ev += (unsigned)weft_rec_is_event(type);
+		if (ix) { /* as weft_index_scan does */
+			int dd = weft__ix_depth[type];
+			if (__builtin_expect(dd && weft_rec_track(h) && type <= WEFT_R_END, 0)) {
+				flags |= WEFT_IX_TRACKS;
+				dd = 0;
+			}
+			depth += dd;
+			low = depth < low ? depth : low;
+			flags |= weft__ix_flag[type];
+			unsigned tk = weft__ix_time[type];
+			if (__builtin_expect(tk == 2, 0)) {
+				uint64_t e = type == WEFT_R_COMPLETE && extra && w[i + 2] > v ? w[i + 2] : v;
+				n0 = v < n0 ? v : n0;
+				n1 = e > n1 ? e : n1;
+			} else if (tk) {
+				t0 = v < t0 ? v : t0;
+				t1 = v > t1 ? v : t1;
+			}
+		}
 		if (__builtin_expect(type == WEFT_R_DROPPED && extra, 0))
 			*dropped += (uint32_t)w[i + 2];
 		if (h == mru[0]) {
@@ -179,7 +203,32 @@ static inline size_t weft_pack(const uint64_t *w, size_t n, uint8_t *out, uint32
 		i += 2 + extra;
 	}
 	*events = ev;
+	if (ix) {
+		ix->first_ticks = t0;
+		ix->last_ticks = t1;
+		ix->first_ns = n0;
+		ix->last_ns = n1;
+		ix->depth_delta = depth;
+		ix->depth_min = low;
+		ix->flags = flags;
+		ix->zero = 0;
+	}
 	return (size_t)(o - out);
+}
+
+/* Packs whole records of w[0..n), timestamps absolute, into out (version 2), delta-coding the
+ * timestamps on the way; counts the events into *events and the DROPPED records' counts into
+ * *dropped. Returns bytes written (at most weft_pack_bound(n)). */
+static inline size_t weft_pack(const uint64_t *w, size_t n, uint8_t *out, uint32_t *events, uint32_t *dropped)
+{
+	return weft__pack(w, n, out, events, dropped, NULL);
+}
+
+/* weft_pack, also filling ix's times, depth and flags (not its tid, file, seq, offset). */
+static inline size_t weft_pack_indexed(const uint64_t *w, size_t n, uint8_t *out, uint32_t *events,
+				       uint32_t *dropped, struct weft_index_rec *ix)
+{
+	return weft__pack(w, n, out, events, dropped, ix);
 }
 
 /* Reads one record's tag (and literal header) at *p in packing `fmt`: the header, moved to

@@ -178,11 +178,13 @@ WEFT_HIDDEN void weft_pool_release(struct weft_chunk *c);           /* writers *
 WEFT_HIDDEN void weft_threads_flush_all(void);                      /* stop */
 WEFT_HIDDEN void weft_threads_count_late(void); /* stop: events committed after the flush */
 WEFT_HIDDEN void weft_chunk_unwritten(struct weft_chunk *c, uint32_t events); /* writers */
-/* chunkindex.c: the chunk's CHUNK_INDEX record (format 1.8), for the chunk about to be written as
- * the frame at `offset` of events file `file`; given to put (NULL: this process's metadata). Called
- * by a writer before it packs the chunk (its records are still absolute). */
-WEFT_HIDDEN void weft_index_chunk(const struct weft_chunk *c, unsigned file, uint64_t offset,
-				  void (*put)(const void *rec, size_t len));
+/* chunkindex.c: the chunk's CHUNK_INDEX record (format 1.8), for the chunk written as the frame at
+ * `offset` of events file `file`, given to put (NULL: this process's metadata). ix: its times,
+ * depth and flags from weft_pack_indexed; NULL: computed here from c's records, which must still
+ * be absolute (not delta-coded). */
+struct weft_index_rec;
+WEFT_HIDDEN void weft_index_chunk(const struct weft_chunk *c, const struct weft_index_rec *ix, unsigned file,
+				  uint64_t offset, void (*put)(const void *rec, size_t len));
 WEFT_HIDDEN void weft_threads_atfork_prepare(void);
 WEFT_HIDDEN void weft_threads_atfork_parent(void);
 WEFT_HIDDEN void weft_threads_atfork_child(void);

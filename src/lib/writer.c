@@ -75,7 +75,6 @@ static void write_chunk(struct writer *w, struct weft_chunk *c)
 	h.tid = c->tid;
 	h.seq = c->seq;
 	h.raw_size = (uint32_t)used;
-	weft_index_chunk(c, (unsigned)w->idx, w->at, NULL); /* before packing: the records as they are */
 	const void *payload = c->data;
 	size_t stored = used;
 	size_t need = weft_pack_bound(used / 8);
@@ -84,13 +83,16 @@ static void write_chunk(struct writer *w, struct weft_chunk *c)
 		w->pbuf = malloc(need);
 		w->pcap = w->pbuf ? need : 0;
 	}
+	struct weft_index_rec ix; /* the chunk's time index entry (chunkindex.c), made in the same pass */
 	if (w->pbuf) { /* records packed, delta-coded on the way: ~1 byte/event for zstd to chew */
-		stored = weft_pack((const uint64_t *)c->data, used / 8, w->pbuf, &events, &dropped);
+		stored = weft_pack_indexed((const uint64_t *)c->data, used / 8, w->pbuf, &events, &dropped, &ix);
 		payload = w->pbuf;
 		h.flags |= WEFT_CHUNK_PACKED2;
 	} else { /* no memory for packing: the records themselves, delta-coded */
+		weft_index_scan((const uint64_t *)c->data, used / 8, &ix); /* while they are absolute */
 		events = delta_encode((uint64_t *)c->data, used / 8, &dropped);
 	}
+	weft_index_chunk(c, &ix, (unsigned)w->idx, w->at, NULL);
 	h.events = events;
 	h.dropped = dropped;
 	if (weft_cfg.compression != 0 && w->cctx) {
