@@ -139,6 +139,10 @@ class TimeWindow(TraceTest):
         want = self.expected(200_000_000, last - self.first)
         self.same(got, want)
         self.assertIn("linger", [r[0] for r in got])
+        # the whole trace as a window is the full convert, byte for byte
+        out, _ = self.convert_window("0:", name="e.pftrace")
+        with open(out, "rb") as a, open(self.full, "rb") as b:
+            self.assertEqual(a.read(), b.read())
 
     def test_counter_last_value_before_window(self):
         out, _ = self.convert_window("0.1:0.2")
@@ -190,6 +194,26 @@ class TimeWindow(TraceTest):
         self.assertEqual(n, len([r for r in want if r[0] == "step"]))
         run_ts, = con.execute("select ts from slices where name = 'run'").fetchone()
         self.assertEqual(run_ts, [r for r in self.rows if r[0] == "run"][0][1])
+
+    def test_functions_of_weft_record(self):
+        # -finstrument-functions under `weft record`: nested function slices on four threads,
+        # symbolized; the window is the middle third of the slices' times
+        trace = os.path.join(self.tmp, "ft.data")
+        run([WEFT, "record", "-o", trace, "--no-convert", "--",
+             os.path.join(os.path.dirname(WEFT), "ft_threads_O0")], env={"WEFT_OPTIONS": "chunk_size=4K"})
+        full = os.path.join(self.tmp, "ft.pftrace")
+        run([WEFT, "convert", trace, "-q", "-o", full])
+        first = int(self.tp(full, FIRST)[0][0]["ts"])
+        rows = norm(self.tp(full, SLICES)[0])
+        ts = sorted(r[1] for r in rows)
+        a, b = ts[len(ts) // 3] - first, ts[2 * len(ts) // 3] - first
+        out, _ = self.convert_window(f"{a}ns:{b}ns", trace=trace, name="ftw.pftrace")
+        got = self.window_rows(out, first + b)
+        want = sorted((n, t, min(e, first + b), d, p, th) for n, t, e, d, p, th in rows
+                      if t <= first + b and e >= first + a)
+        self.assertGreater(len(want), 100)
+        self.assertTrue(any(r[3] > 0 and r[1] < first + a for r in want), "nested slices open at FROM")
+        self.same(got, want)
 
     def test_bad_windows(self):
         out = os.path.join(self.tmp, "x.pftrace")
