@@ -51,6 +51,8 @@ struct words {
 
 static void words_put(struct words *b, const uint64_t *w, size_t n)
 {
+	if (!n)
+		return;
 	if (b->n + n > b->cap) {
 		b->cap = (b->n + n) * 2 + 64;
 		b->w = xrealloc(b->w, b->cap * 8);
@@ -407,8 +409,10 @@ static void window_thread(struct weft_trace *t, struct weft_proc *p, struct weft
 	size_t nout = 0;
 	size_t nctx = x.nopen + x.nctr;
 	struct ctx_ent *all = xrealloc(NULL, (nctx + 1) * sizeof(*all));
-	memcpy(all, x.open, x.nopen * sizeof(*all));
-	memcpy(all + x.nopen, x.ctr, x.nctr * sizeof(*all));
+	if (x.nopen)
+		memcpy(all, x.open, x.nopen * sizeof(*all));
+	if (x.nctr)
+		memcpy(all + x.nopen, x.ctr, x.nctr * sizeof(*all));
 	qsort(all, nctx, sizeof(*all), cmp_order);
 	for (size_t i = 0; i < nctx; i++)
 		words_put(&head, x.store.w + all[i].off, all[i].n);
