@@ -332,7 +332,8 @@ static void window_thread(struct weft_trace *t, struct weft_proc *p, struct weft
 	while (e > k && lo[e - 1] > to)
 		e--;
 	/* the chunks holding the begins of the slices open at k's start */
-	size_t *chosen = xrealloc(NULL, (d[k] + 1) * sizeof(*chosen));
+	size_t *chosen = xrealloc(NULL, (k + 1) * sizeof(*chosen)); /* at most one per chunk (a damaged
+									* index may claim any depth) */
 	size_t nchosen = 0;
 	unsigned T = d[k];
 	for (size_t j = k; j-- > 0 && T > 0;)

@@ -167,6 +167,17 @@ class TimeWindow(TraceTest):
             self.same(self.window_rows(got_out, self.first + 200_000_000), want, label)
             lines = [ln for ln in p.stderr.splitlines() if "no time index" in ln]
             self.assertEqual(len(lines), 1, p.stderr)
+        # cut short: the events file loses its last third, the index its records at random
+        cut = os.path.join(self.tmp, "cut")
+        shutil.copytree(self.trace, cut)
+        for name in os.listdir(cut):
+            if name.endswith(".wevents"):
+                path = os.path.join(cut, name)
+                os.truncate(path, os.path.getsize(path) * 2 // 3)
+        strip_index(cut, 2)
+        out, p = self.convert_window("0.05:0.1", trace=cut, name="cut.pftrace")
+        self.assertIn("no time index", p.stderr)
+        self.tp_no_errors(out)
         # the indexed trace says nothing of the kind
         _, p = self.convert_window("0.1:0.2", name="again.pftrace")
         self.assertNotIn("no time index", p.stderr)
