@@ -493,6 +493,10 @@ static void parse_meta(struct weft_trace *t, const char *name, const unsigned ch
 			if (len >= 8)
 				memcpy(&p->func_filtered, r, 8);
 			break;
+		case WEFT_M_DISABLED:
+			if (len >= 8)
+				memcpy(&p->disabled, r, 8);
+			break;
 		case WEFT_M_WRITE_FAILED:
 			if (len >= 4)
 				memcpy(&p->write_errno, r, 4);

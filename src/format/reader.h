@@ -107,6 +107,7 @@ struct weft_proc {
 	uint32_t *func_id;
 	size_t func_cap, nfuncs;
 	uint64_t func_filtered; /* left out by func_depth=/func_min= */
+	uint64_t disabled;      /* emitted while recording was disabled (DISABLED, 1.8) */
 	uint64_t writer_cpu_ns, slow_paths; /* overhead, from a clean stop */
 	int has_overhead;
 	int has_meta, finished;

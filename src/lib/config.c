@@ -353,6 +353,8 @@ SETTER(set_gpu_buffer_size)
 	return 0;
 }
 SETTER(set_mpi) { return parse_int(v, 0, 1, &c->mpi); }
+/* control=: an absolute path (weft record's control socket, record-control.c) */
+SETTER(set_control) { return *v == '/' || !*v ? set_str(c->control, sizeof(c->control), v) : -EINVAL; }
 SETTER(set_counters)
 {
 	const struct weft_ctr_def *d[WEFT_CTR_MAX];
@@ -406,6 +408,7 @@ static const struct {
 	{"gpu_buffer_size", set_gpu_buffer_size, "a size from 64K to 256M: each CUPTI activity buffer (default 8M)"},
 	{"host", set_host, "the host name to record (default: the hostname)"},
 	{"mpi", set_mpi, "0 or 1 (MPI calls and messages, where libweft-mpi.so is loaded; default 1)"},
+	{"control", set_control, "the absolute path of weft record's control socket (set by weft record: enable, disable, snapshot, stop reach this process through it)"},
 };
 
 const char *weft_config_valid(const char *key)

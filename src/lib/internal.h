@@ -75,6 +75,7 @@ struct weft_config {
 	char cupti_lib[512];       /* what dlopen loads for CUPTI ("": searched, collect/cupti.c) */
 	uint64_t gpu_buffer_size;  /* bytes of each CUPTI activity buffer */
 	int mpi;                   /* mpi=0: libweft-mpi.so passes MPI calls through unrecorded (default 1) */
+	char control[512]; /* control=: weft record's control socket (control.c; "": none) */
 	char counters[256]; /* counters=: perf counter names read at every slice begin and end */
 	char given[2048]; /* the options as given, for the trace metadata */
 };
@@ -214,6 +215,13 @@ struct weft_global {
 	 * _exit, exec, a fatal signal, weft_stop itself) */
 	void (*drain_sources)(void);
 	_Atomic uint64_t writer_cpu_ns, slow_paths; /* the run's own overhead */
+	/* Run-time control (control.c): `paused` is set and cleared by the control thread (the
+	 * `disable` and `enable` commands, weft record --delay) and read by the registry and the
+	 * preload runtime's function hooks; `disabled` counts the events emitted while paused
+	 * (not recorded, not drops), written at stop as a DISABLED record. */
+	_Atomic int paused;
+	_Atomic uint64_t disabled;
+	void (*on_pause)(int paused); /* set by the preload library: its function hooks follow */
 };
 /* Set while the calling thread is inside the runtime's slow paths (holding its locks): a
  * signal handler that finds it set must not stop the trace from this thread. */
@@ -261,6 +269,16 @@ WEFT_HIDDEN int weft_counters_start(const char *list, char *why, size_t n);
 WEFT_HIDDEN void weft_counters_thread(void);
 WEFT_HIDDEN int weft_counters_on(void);
 WEFT_HIDDEN int weft_counters_read(uint64_t *v);
+
+/* ---- control.c: the channel from weft record (control=) ---- */
+/* Before the trace starts (under weft_g.lock): connects to the control socket and takes the
+ * recorder's state. 1: the recorder's trace is stopped (this process must not start one),
+ * 0 otherwise (paused set as the recorder says; no socket or no answer: not paused). */
+WEFT_HIDDEN int weft_control_hello(void);
+/* Once the trace runs: the control thread that applies the recorder's commands. */
+WEFT_HIDDEN void weft_control_start(void);
+/* Pause or resume recording (paused: every site's events counted as disabled). */
+WEFT_HIDDEN void weft_control_pause(int paused);
 
 /* ---- snapshot.c: snapshot requests (issue 20) ---- */
 enum weft_snap_origin {

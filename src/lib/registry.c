@@ -3,8 +3,9 @@
  * (weft__site_check): the site gets an id, shared by every site with the same kind, category
  * and name, its definition goes into the metadata, and its `state` byte is set from the
  * categories= and filter= options. Later changes of those options walk every registered site
- * and rewrite the byte. Sites live in the program's static storage; a library holding weft
- * call sites must therefore stay loaded while tracing runs (dlclose of such a library while
+ * and rewrite the byte; so do the control channel's disable and enable (control.c), where a
+ * disabled site is NEW and its events are counted as disabled. Sites live in the program's
+ * static storage; a library holding weft call sites must therefore stay loaded while tracing runs (dlclose of such a library while
  * categories are changed afterwards is not supported).
  */
 #include "internal.h"
@@ -119,7 +120,20 @@ static uint8_t evaluate(const struct weft_site *s)
 		    weft_glob_list_match(weft_cfg.cpu_mem_exact, s->name ? s->name : "", 0))
 			return WEFT__SITE_EXACT;
 	}
+	/* disabled by the control channel (paused): NEW, so each event comes to site_register
+	 * and is counted as disabled; argument and track sites too, so no argument attaches to
+	 * an event before it that was recorded */
+	if (run == WEFT_RUN_ON && atomic_load(&weft_g.paused))
+		return WEFT__SITE_NEW;
 	return run == WEFT_RUN_ON ? WEFT__SITE_ON : WEFT__SITE_NEW;
+}
+
+/* Events of s not recorded because recording is disabled (control.c): counted as such. */
+static int count_disabled(const struct weft_site *s, unsigned events)
+{
+	if (s->kind != WEFT_KIND_ARG && s->kind != WEFT_KIND_TRACK)
+		atomic_fetch_add_explicit(&weft_g.disabled, events, memory_order_relaxed);
+	return 0;
 }
 
 /* What weft__site_check returns for a state: 1 records, 2 records with exact CPU and RSS. */
@@ -148,6 +162,8 @@ static int site_register(struct weft_site *s, const char *file, unsigned line, u
 			atomic_fetch_add_explicit(&weft_g.after_stop, events, memory_order_relaxed);
 		return 0;
 	}
+	if (run == WEFT_RUN_ON && s->id && atomic_load(&weft_g.paused))
+		return count_disabled(s, events); /* registered, disabled: no lock */
 	weft_in_runtime++;
 	pthread_mutex_lock(&reg_lock);
 	if (s->state == WEFT__SITE_NEW) {
@@ -161,6 +177,8 @@ static int site_register(struct weft_site *s, const char *file, unsigned line, u
 	st = s->state;
 	pthread_mutex_unlock(&reg_lock);
 	weft_in_runtime--;
+	if (st == WEFT__SITE_NEW && run == WEFT_RUN_ON) /* evaluated while disabled */
+		return count_disabled(s, events);
 	return records(st);
 }
 

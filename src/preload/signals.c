@@ -442,5 +442,5 @@ void weft_signals_start(void)
 	__atomic_store_n(&managed, m, __ATOMIC_RELEASE);
 	pthread_sigmask(SIG_SETMASK, &was, NULL);
 	for (size_t i = 0; i < NFATAL; i++) /* the markers' sites, while allocating is safe */
-		weft__site_check(&fatal_sites[i]);
+		weft__site_check_n(&fatal_sites[i], 0); /* registered: no event */
 }

@@ -157,6 +157,9 @@ int cmd_info(int argc, char **argv)
 		if (p->write_errno)
 			printf("  write failed: %s; the events of later chunks are counted as dropped\n",
 			       strerror((int)p->write_errno));
+		if (p->disabled)
+			printf("  not recorded: disabled %llu events (weft record --delay, the disable command; "
+			       "not drops)\n", (unsigned long long)p->disabled);
 		if (p->func_filtered)
 			printf("  filtered: %llu function events (func_depth/func_min; asked for, not drops)\n",
 			       (unsigned long long)p->func_filtered);
