@@ -441,9 +441,12 @@ static PyObject *py_snapshot(PyObject *mod, PyObject *const *args, Py_ssize_t na
 	Py_END_ALLOW_THREADS
 	if (rc == -EBUSY)
 		Py_RETURN_FALSE;
-	if (rc < 0) {
-		errno = -rc;
-		PyErr_Format(PyExc_OSError, "weft: snapshot: %s", weft_strerror(rc));
+	if (rc < 0) { /* OSError(errno, message): e.errno is the reason */
+		PyObject *e = Py_BuildValue("(is)", -rc, weft_strerror(rc));
+		if (e) {
+			PyErr_SetObject(PyExc_OSError, e);
+			Py_DECREF(e);
+		}
 		return NULL;
 	}
 	Py_RETURN_TRUE;

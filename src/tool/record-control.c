@@ -181,7 +181,7 @@ int weft_rctl_setup(const char *dir, char *opts, size_t n)
 	int rc = fd < 0 ? -errno : sock_addr(dir, name, &a, &dirfd);
 	if (!rc) {
 		unlink(R.sock);
-		mode_t old = umask(077); /* made 0600: only this user opens it */
+		mode_t old = umask(0177); /* made 0600: only this user opens it */
 		rc = bind(fd, (struct sockaddr *)&a, sizeof(a)) || listen(fd, 128) ? -errno : 0;
 		umask(old);
 		if (dirfd >= 0)
