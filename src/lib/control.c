@@ -26,8 +26,11 @@
 #include <unistd.h>
 
 /* The connection: written by hello (under weft_g.lock, or in the fork child before any other
- * thread exists), read by the control thread it then starts. */
+ * thread exists), read by the control thread it then starts. Kept as one of weft's own files
+ * (fdfile.c: a high number, its inode checked before each use), so a program that closes
+ * every descriptor and opens its own under that number never has weft read or write there. */
 static int ctl_fd = -1;
+static struct weft_file ctl_file;
 static int stop_pending; /* hello said `stopped` in a fork child whose trace runs */
 
 void weft_control_pause(int paused)
@@ -77,6 +80,8 @@ static int connect_to(const char *path)
  * a byte at a time: commands are rare and short, and nothing past the line is consumed. */
 static int read_line(int fd, char *buf, size_t n)
 {
+	if (ctl_file.fd == fd && weft_file_fd(&ctl_file) != fd)
+		return -1; /* the program closed it */
 	size_t l = 0;
 	for (;;) {
 		char c;
@@ -96,6 +101,8 @@ static int read_line(int fd, char *buf, size_t n)
 
 static int write_all(int fd, const char *s, size_t n)
 {
+	if (ctl_file.fd == fd && weft_file_fd(&ctl_file) != fd)
+		return -1; /* the program closed it */
 	while (n) {
 		ssize_t w = send(fd, s, n, MSG_NOSIGNAL);
 		if (w < 0 && errno == EINTR)
@@ -110,9 +117,10 @@ static int write_all(int fd, const char *s, size_t n)
 
 int weft_control_hello(void)
 {
-	if (ctl_fd >= 0) {
+	if (ctl_fd >= 0) { /* a fork child's copy of its parent's */
 		close(ctl_fd);
 		ctl_fd = -1;
+		ctl_file.fd = -1;
 	}
 	int fd = connect_to(weft_cfg.control);
 	if (fd < 0)
@@ -130,7 +138,11 @@ int weft_control_hello(void)
 	}
 	tv.tv_sec = 0;
 	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-	ctl_fd = fd;
+	if (weft_file_own(&ctl_file, fd, weft_cfg.control)) {
+		close(fd);
+		return 0;
+	}
+	ctl_fd = ctl_file.fd;
 	int paused = !strcmp(line + 6, "disabled");
 	atomic_store(&weft_g.paused, paused);
 	if (weft_g.on_pause)
