@@ -444,6 +444,7 @@ void weft_rctl_wait(pid_t child, int *status)
 	int pidfd = (int)syscall(SYS_pidfd_open, child, 0);
 	long long enable_at = R.has_delay && R.delay_ms > 0 ? now_ms() + R.delay_ms : -1;
 	struct pollfd *pf = NULL;
+	int reaped = 0;
 	for (;;) {
 		if (enable_at >= 0 && R.has_delay && !R.busy && now_ms() >= enable_at) {
 			enable_at = -1;
@@ -453,11 +454,8 @@ void weft_rctl_wait(pid_t child, int *status)
 		struct pollfd *np = realloc(pf, (R.nconns + 3) * sizeof(*pf));
 		if (np)
 			pf = np;
-		if (!pf) {
-			while (waitpid(child, status, 0) < 0 && errno == EINTR)
-				;
+		if (!pf)
 			break;
-		}
 		size_t n = 0;
 		pf[n++] = (struct pollfd){.fd = pidfd, .events = POLLIN};
 		pf[n++] = (struct pollfd){.fd = R.listen_fd, .events = POLLIN};
@@ -466,7 +464,7 @@ void weft_rctl_wait(pid_t child, int *status)
 		for (size_t i = 0; i < nc; i++)
 			pf[n++] = (struct pollfd){.fd = R.conns[i].fd, .events = POLLIN};
 		int timeout = pidfd < 0 ? 100 : -1;
-		if (enable_at >= 0 && R.has_delay) {
+		if (enable_at >= 0 && R.has_delay && !R.busy) { /* (busy: it waits for the command) */
 			long long left = enable_at - now_ms();
 			if (left < 0)
 				left = 0;
@@ -477,8 +475,10 @@ void weft_rctl_wait(pid_t child, int *status)
 		if (rc < 0 && errno != EINTR)
 			break;
 		pid_t w = pidfd >= 0 && !(pf[0].revents & POLLIN) ? 0 : waitpid(child, status, WNOHANG);
-		if (w == child)
+		if (w == child) {
+			reaped = 1;
 			break;
+		}
 		if (rc <= 0)
 			continue;
 		if (pf[1].revents & POLLIN)
@@ -491,6 +491,8 @@ void weft_rctl_wait(pid_t child, int *status)
 				on_readable(i);
 	}
 	free(pf);
+	while (!reaped && waitpid(child, status, 0) < 0 && errno == EINTR)
+		; /* (out of memory, or poll failed: no control, the program is waited for) */
 	if (pidfd >= 0)
 		close(pidfd);
 	if (R.busy) /* the program ended before every process answered */

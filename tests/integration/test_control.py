@@ -250,7 +250,7 @@ class Control(TraceTest):
     def test_delay_ms(self):
         """--delay MS: recording starts by itself; what was emitted before is counted as
         disabled, so recorded + disabled is every event emitted."""
-        r = Recording(self, ["--delay", "300"])
+        r = Recording(self, ["--delay", "1000"])  # (long enough for phases to start spinning)
         emitted = int(r.do("spin 10", "emitted").split()[1])
         r.do(f"run B {N}", "done B")
         rc, err = r.end()
