@@ -5,8 +5,8 @@
  * categories= and filter= options. Later changes of those options walk every registered site
  * and rewrite the byte; so do the control channel's disable and enable (control.c), where a
  * disabled site is NEW and its events are counted as disabled. Sites live in the program's
- * static storage; a library holding weft call sites must therefore stay loaded while tracing runs (dlclose of such a library while
- * categories are changed afterwards is not supported).
+ * static storage; a library holding weft call sites must therefore stay loaded while tracing
+ * runs (dlclose of such a library while categories are changed afterwards is not supported).
  */
 #include "internal.h"
 #include <errno.h>

@@ -32,7 +32,8 @@
 #define NOINST __attribute__((no_instrument_function))
 #define EXPORT __attribute__((visibility("default")))
 
-static int func_filters;          /* set once at start: any function filter configured */
+static int func_filters;          /* the filtered way: a function filter configured (set at
+				   * start), recording disabled (func_pause) or stopped */
 int weft_func_allowed(void *fn);  /* funcfilter.c */
 static int func_select;           /* func_filter= or func_libs= set */
 static uint64_t func_min_ticks;   /* func_min in clock ticks */
