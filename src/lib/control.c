@@ -17,6 +17,7 @@
 #include "internal.h"
 #include <errno.h>
 #include <fcntl.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -32,6 +33,11 @@
 static int ctl_fd = -1;
 static struct weft_file ctl_file;
 static int stop_pending; /* hello said `stopped` in a fork child whose trace runs */
+/* 1 from pthread_create until the control thread runs its own code (set by the creator,
+ * cleared by the thread): a fork waits for it (atfork_prepare), so that the child never
+ * inherits a lock that the thread's start-up held in the parent's allocator (ASan's is not
+ * fork-safe: both of the child's new threads then hung in it, 1 run in ~300 under load). */
+static _Atomic int thread_starting;
 
 void weft_control_pause(int paused)
 {
@@ -188,6 +194,7 @@ static void *control_main(void *arg)
 {
 	int fd = (int)(intptr_t)arg;
 	weft_in_runtime++; /* for the whole thread: nothing it does is the program's */
+	atomic_store(&thread_starting, 0);
 	pthread_setname_np(pthread_self(), "weft-control");
 	if (stop_pending) {
 		stop_pending = 0;
@@ -208,6 +215,13 @@ static void *control_main(void *arg)
 	return NULL;
 }
 
+/* Fork: not while the control thread is being started (see thread_starting). */
+static void atfork_prepare(void)
+{
+	while (atomic_load(&thread_starting))
+		sched_yield();
+}
+
 /* A fork child: the parent's socket is the parent's. Hello again, then a thread of its own. */
 static void atfork_child(void)
 {
@@ -225,7 +239,7 @@ void weft_control_start(void)
 	static int hooked;
 	if (!hooked) {
 		hooked = 1;
-		static const struct weft_fork_hooks h = {NULL, NULL, atfork_child};
+		static const struct weft_fork_hooks h = {atfork_prepare, NULL, atfork_child};
 		weft_fork_hooks_add(&h);
 	}
 	if (ctl_fd < 0)
@@ -237,8 +251,10 @@ void weft_control_start(void)
 	pthread_attr_t at;
 	pthread_attr_init(&at);
 	pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
-	pthread_attr_setstacksize(&at, 64 << 10);
+	pthread_attr_setstacksize(&at, 256 << 10); /* weft_stop and a snapshot run on it */
+	atomic_store(&thread_starting, 1);
 	if (pthread_create(&th, &at, control_main, (void *)(intptr_t)ctl_fd)) {
+		atomic_store(&thread_starting, 0);
 		close(ctl_fd);
 		ctl_fd = -1;
 	}
