@@ -27,7 +27,7 @@ static void usage(FILE *f, const char *cmd)
 			"with REASON on its marker. Exit 0 once taken, 1 if nothing records DIR or it failed.\n");
 	else
 		fprintf(f, "usage: weft %s DIR\n"
-			"%s the weft record writing DIR, in every process it traces (docs/control.md).\n"
+			"%s\nthe weft record writing DIR, in every process it traces (docs/control.md).\n"
 			"Exit 0 once done, 1 if nothing records DIR or it failed.\n", cmd,
 			!strcmp(cmd, "enable") ? "Enable recording in" : !strcmp(cmd, "disable") ?
 			"Disable recording (events are counted, not recorded) in" :
