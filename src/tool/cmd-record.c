@@ -14,6 +14,7 @@
 #include "tool/cmd.h"
 #include "tool/outfile.h"
 #include "tool/tracedir.h"
+#include "tool/record-trigger.h"
 #include "export/export.h"
 #include "lib/internal.h" /* weft_glob_check */
 #include "collect/counters.h"
@@ -118,6 +119,7 @@ static void help(FILE *f)
 		"                                           started later through threading\n"
 		"                          tasks            each asyncio Task as an async slice from its\n"
 		"                                           creation to its end, named after its coroutine\n"
+		WEFT_RECORD_TRIGGER_HELP
 		"      --options OPTS      further WEFT_OPTIONS, key=value:key=value\n"
 		"  -q, --quiet             no summary line, no hints\n"
 		"  -h, --help              this text\n\n"
@@ -357,6 +359,7 @@ int cmd_record(int argc, char **argv)
 		{"counters", required_argument, 0, 'K'}, {"gpu", no_argument, 0, 'G'},
 		{"host", required_argument, 0, 'H'},
 		{"mpi", required_argument, 0, 'I'},
+		WEFT_RECORD_TRIGGER_OPTIONS
 		{"quiet", no_argument, 0, 'q'}, {"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
 	char names[1024] = "", why[256];
 	const char *host = NULL;
@@ -486,6 +489,10 @@ int cmd_record(int argc, char **argv)
 				return WEFT_EXIT_USAGE;
 			host = optarg;
 			ADD(":host=%s", optarg);
+			break;
+		case WEFT_RECOPT_SNAPSHOT_SIGNAL ... WEFT_RECOPT_AFTER:
+			if (weft_record_trigger_option(c, optarg, extra, sizeof(extra)))
+				return WEFT_EXIT_USAGE;
 			break;
 		case 'q': quiet = 1; break;
 		case 'h': help(stdout); return WEFT_EXIT_OK;
@@ -734,6 +741,8 @@ int cmd_record(int argc, char **argv)
 			weft_cli_error("record", "no function events: allocations are charged to weft.h slices "
 				      "only (build with -finstrument-functions to see functions)");
 	}
+	if (convert) /* each DIR/snapshot-N the flight recorder wrote */
+		weft_record_convert_snapshots(dir, quiet);
 	if (!quiet) {
 		/* every file the run left in DIR, the converted trace included */
 		uint64_t total = 0, pf = 0;
