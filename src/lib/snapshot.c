@@ -26,6 +26,7 @@
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 
 /* The policy's state, guarded by snap_lock (a fatal signal only tries it). */
 static pthread_mutex_t snap_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -128,6 +129,7 @@ static struct slot {
 } slots[NSLOTS];
 static pthread_t thread;
 static int thread_on; /* the thread was started in this process */
+static int thread_busy; /* the thread is taking requests (atomic): the stop waits for it */
 
 void weft_snapshot_signal_request(void)
 {
@@ -202,9 +204,10 @@ static void *snapshot_thread(void *arg)
 	for (;;) {
 		while (sem_wait(&wake) && errno == EINTR)
 			;
-		if (atomic_load(&weft_g.run) != WEFT_RUN_ON)
-			continue; /* after the stop: nothing more to take (the stop took what waited) */
-		take_pending();
+		__atomic_store_n(&thread_busy, 1, __ATOMIC_SEQ_CST);
+		if (atomic_load(&weft_g.run) == WEFT_RUN_ON) /* after the stop: nothing more to take */
+			take_pending();
+		__atomic_store_n(&thread_busy, 0, __ATOMIC_RELEASE);
 	}
 	return NULL;
 }
@@ -266,8 +269,14 @@ void weft_snapshot_at_exit(void)
 {
 	if (weft_g.in_signal || weft_in_runtime || atomic_load(&weft_g.run) != WEFT_RUN_ON)
 		return;
-	if (__atomic_load_n(&wake_ok, __ATOMIC_ACQUIRE))
+	if (__atomic_load_n(&wake_ok, __ATOMIC_ACQUIRE)) {
 		take_pending(); /* what the thread has not taken yet */
+		/* and what it is taking: its markers go into the trace before the stop closes it */
+		while (__atomic_load_n(&thread_busy, __ATOMIC_ACQUIRE)) {
+			struct timespec ms = {0, 1000000};
+			nanosleep(&ms, NULL);
+		}
+	}
 	if (weft_flight_active() == 1)
 		take("exit", WEFT_SNAP_EXIT, weft__ticks());
 }
