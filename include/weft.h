@@ -321,11 +321,13 @@ struct weft__scope {
 	unsigned track;
 	unsigned exact; /* the site is WEFT__SITE_EXACT: CPUMEM records around its END */
 };
-/* The end of a cpu_mem_exact= slice: its CPUMEM record, then the END. */
+/* The end of an EXACT slice (cpu_mem_exact=, trigger=): its CPUMEM record, the END, then the
+ * trigger's check. */
 WEFT__INLINE void weft__end_exact(uint32_t id, unsigned track)
 {
 	weft__cpumem(id, 1);
 	weft__slice(weft__hdr(id, WEFT_R_END, 0, track));
+	weft__exact_end(id);
 }
 WEFT__INLINE void weft__scope_end(struct weft__scope *sc)
 {

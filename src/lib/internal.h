@@ -288,7 +288,7 @@ WEFT_HIDDEN void weft_snapshot_signal_request(void);
 WEFT_HIDDEN void weft_snapshot_start(void);
 /* A watched slice (trigger.c) named name lasted ns, longer than min_ns: a request for the
  * snapshot thread. No lock, no allocation; refused (and counted) when requests pile up. */
-WEFT_HIDDEN void weft_snapshot_trigger(const char *name, uint64_t ns, uint64_t min_ns);
+WEFT_HIDDEN void weft_snapshot_trigger(const char *name, uint64_t ns, uint64_t min_ns, uint64_t ticks);
 /* weft_stop, first thing: the exit snapshot where a flight recorder runs (not noexit). */
 WEFT_HIDDEN void weft_snapshot_at_exit(void);
 /* A fatal signal (signals.c, in the handler, before the trace stops): a snapshot that
@@ -307,8 +307,9 @@ WEFT_HIDDEN int weft_trigger_parse(const char *list, struct weft_trigger_spec *o
  * site's slices are watched (the site then takes the EXACT path, whose weft__cpumem calls
  * weft_trigger_slice); exact: cpu_mem_exact= also matches it. */
 WEFT_HIDDEN int weft_trigger_site(uint32_t id, const char *name, int exact);
-/* weft__cpumem (collect/procstat.c): a watched slice's begin (at_end 0) or end (1). Returns 1
- * when the CPUMEM record is wanted too (cpu_mem_exact= matches the site, or it is no trigger's). */
+/* weft__cpumem (collect/procstat.c): a watched slice's begin (at_end 0: its time is kept) or
+ * end (1: before the END; weft__exact_end checks after it). Returns 1 when the CPUMEM record
+ * is wanted too (cpu_mem_exact= matches the site, or it is no trigger's). */
 WEFT_HIDDEN int weft_trigger_slice(uint32_t id, unsigned at_end);
 /* Set (release) once a trigger site is registered: weft__cpumem asks weft_trigger_slice only then. */
 WEFT_HIDDEN extern int weft_triggers_on;

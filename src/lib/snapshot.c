@@ -125,7 +125,7 @@ enum { SLOT_FREE = 0, SLOT_FILLING = 1, SLOT_READY = 2 };
 static struct slot {
 	int state;
 	const char *name;
-	uint64_t ns, min_ns;
+	uint64_t ns, min_ns, ticks; /* ticks: the slice's end (after its END) */
 } slots[NSLOTS];
 static pthread_t thread;
 static int thread_on; /* the thread was started in this process */
@@ -141,7 +141,7 @@ void weft_snapshot_signal_request(void)
 	errno = e;
 }
 
-void weft_snapshot_trigger(const char *name, uint64_t ns, uint64_t min_ns)
+void weft_snapshot_trigger(const char *name, uint64_t ns, uint64_t min_ns, uint64_t ticks)
 {
 	if (!__atomic_load_n(&wake_ok, __ATOMIC_ACQUIRE))
 		return;
@@ -153,6 +153,7 @@ void weft_snapshot_trigger(const char *name, uint64_t ns, uint64_t min_ns)
 		slots[i].name = name;
 		slots[i].ns = ns;
 		slots[i].min_ns = min_ns;
+		slots[i].ticks = ticks;
 		__atomic_store_n(&slots[i].state, SLOT_READY, __ATOMIC_RELEASE);
 		sem_post(&wake);
 		return;
@@ -161,7 +162,7 @@ void weft_snapshot_trigger(const char *name, uint64_t ns, uint64_t min_ns)
 	weft_in_runtime++;
 	char reason[300];
 	snprintf(reason, sizeof(reason), "%s took %.3f ms (> %.3f ms)", name, (double)ns / 1e6, (double)min_ns / 1e6);
-	marker(weft__ticks(), WEFT_SNAP_TRIGGER, 0, WEFT_SNAP_BUSY, 0, reason);
+	marker(ticks, WEFT_SNAP_TRIGGER, 0, WEFT_SNAP_BUSY, 0, reason);
 	weft_in_runtime--;
 }
 
@@ -191,8 +192,9 @@ static void take_pending(void)
 		char reason[300];
 		snprintf(reason, sizeof(reason), "%s took %.3f ms (> %.3f ms)", slots[i].name, (double)slots[i].ns / 1e6,
 			 (double)slots[i].min_ns / 1e6);
+		uint64_t ticks = slots[i].ticks;
 		__atomic_store_n(&slots[i].state, SLOT_FREE, __ATOMIC_RELEASE);
-		take(reason, WEFT_SNAP_TRIGGER, weft__ticks());
+		take(reason, WEFT_SNAP_TRIGGER, ticks);
 	}
 }
 

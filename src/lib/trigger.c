@@ -5,9 +5,10 @@
  * The hot path is untouched for every other slice: whether a site is watched is decided once,
  * when the registry evaluates it (like cpu_mem_exact=), and a watched site gets the EXACT state,
  * whose begin and end already leave the inline path for weft__cpumem (collect/procstat.c).
- * There the begin pushes (site, ticks) on a small per-thread stack and the end pops it and
- * compares the duration; a slice that is too long posts a request (no lock, no allocation:
- * snapshot.c's slots) and goes on. Nesting deeper than the stack leaves the inner slices
+ * There the begin pushes (site, ticks) on a small per-thread stack; after the END is written
+ * (weft__exact_end, which weft.h's EXACT end calls) the entry is popped and the duration
+ * compared; a slice that is too long posts a request (no lock, no allocation: snapshot.c's
+ * slots) whose time is after the END, and goes on. Nesting deeper than the stack leaves the inner slices
  * unwatched; a slice whose end comes on another thread than its begin is not watched.
  */
 #include "internal.h"
@@ -92,24 +93,34 @@ int weft_trigger_slice(uint32_t id, unsigned at_end)
 			open_slices[depth].t0 = weft__ticks();
 		}
 		depth++;
-		return w->exact;
 	}
-	uint64_t t1 = weft__ticks();
-	/* the innermost open slice of this site (an unmatched end, or one past the stack, is
-	 * not watched) */
+	return w->exact; /* the end is weft__exact_end's, once the END is written */
+}
+
+void weft__exact_end(uint32_t id)
+{
+	if (!__atomic_load_n(&weft_triggers_on, __ATOMIC_ACQUIRE))
+		return;
+	const struct watched *w = lookup(id);
+	if (!w)
+		return;
+	int e = errno;
+	uint64_t t1 = weft__ticks(); /* after the END's own reading: the request comes after it */
 	if (depth > DEPTH) {
 		depth--;
-		return w->exact;
+		errno = e;
+		return;
 	}
+	/* the innermost open slice of this site (an end without a watched begin is not watched) */
 	unsigned d = depth;
 	while (d > 0 && open_slices[d - 1].id != id)
 		d--;
-	if (!d)
-		return w->exact;
-	depth = d - 1;
-	double tpn = weft_ticks_per_ns();
-	uint64_t ns = tpn > 0 ? (uint64_t)((double)(t1 - open_slices[d - 1].t0) / tpn) : 0;
-	if (ns > w->min_ns)
-		weft_snapshot_trigger(w->name, ns, w->min_ns);
-	return w->exact;
+	if (d) {
+		depth = d - 1;
+		double tpn = weft_ticks_per_ns();
+		uint64_t ns = tpn > 0 ? (uint64_t)((double)(t1 - open_slices[d - 1].t0) / tpn) : 0;
+		if (ns > w->min_ns)
+			weft_snapshot_trigger(w->name, ns, w->min_ns, t1);
+	}
+	errno = e;
 }
