@@ -6,8 +6,8 @@
  *                          exists, prints "done usr1=N", exits 3
  *   snapper segv | abort   crashes after a slice
  *   snapper nothing        one slice, exits 0
- *   snapper mksnap SRC DST at exit, copies the trace directory SRC into DST (a snapshot-like
- *                          directory for weft record's conversion) */
+ *   snapper mksnap SRC DST...  at exit, copies the trace directory SRC into each DST
+ *                          (snapshot-like directories for weft record's conversion) */
 #include <weft.h>
 #include <errno.h>
 #include <stdint.h>
@@ -42,14 +42,19 @@ static void *slow_c(void *arg)
 	return NULL;
 }
 
-static const char *mk_src, *mk_dst;
+static const char *mk_src;
+static char **mk_dst;
+static int mk_n;
 static void mksnap(void)
 {
-	char cmd[4096];
 	weft_stop(); /* the trace complete before it is copied */
-	snprintf(cmd, sizeof(cmd), "mkdir -p '%s' && cp '%s'/*.wmeta '%s'/*.wevents '%s'/", mk_dst, mk_src, mk_src, mk_dst);
-	if (system(cmd))
-		fprintf(stderr, "snapper: cannot copy %s\n", mk_src);
+	for (int i = 0; i < mk_n; i++) {
+		char cmd[4096];
+		snprintf(cmd, sizeof(cmd), "mkdir -p '%s' && cp '%s'/*.wmeta '%s'/*.wevents '%s'/", mk_dst[i], mk_src, mk_src,
+			 mk_dst[i]);
+		if (system(cmd))
+			fprintf(stderr, "snapper: cannot copy %s\n", mk_src);
+	}
 }
 
 int main(int argc, char **argv)
@@ -103,7 +108,8 @@ int main(int argc, char **argv)
 	}
 	if (!strcmp(mode, "mksnap") && argc > 3) {
 		mk_src = argv[2];
-		mk_dst = argv[3];
+		mk_dst = argv + 3;
+		mk_n = argc - 3;
 		atexit(mksnap);
 	}
 	WEFT_SCOPE("main");
