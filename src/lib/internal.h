@@ -283,9 +283,14 @@ int weft_snapshot_take(const char *reason, enum weft_snap_origin origin);
 /* Async-signal-safe: a snapshot requested by a signal, taken by the runtime's snapshot thread
  * (never in the handler: a snapshot allocates and writes). */
 WEFT_HIDDEN void weft_snapshot_signal_request(void);
-/* The snapshot thread, where a trigger or a signal can ask for a snapshot (session start,
- * under weft_g.lock): started when snapshot_signal= or trigger= is set. */
+/* Session start (under weft_g.lock): the fork handler, and the snapshot thread, where a
+ * trigger or a signal can ask for a snapshot, when snapshot_signal= or trigger= is set. */
 WEFT_HIDDEN void weft_snapshot_start(void);
+/* For weft_flight_dump only (the request it is writing): the SNAPSHOT record's first 24 bytes
+ * for snapshot `number` in head, and its reason (the record's rest, with its NUL), so that
+ * DIR/snapshot-N holds the marker of the request that wrote it (the trace's own gets it after
+ * the dump returns, with N). */
+WEFT_HIDDEN const char *weft_snapshot_current(unsigned char head[24], uint32_t number);
 /* A watched slice (trigger.c) named name lasted ns, longer than min_ns: a request for the
  * snapshot thread. No lock, no allocation; refused (and counted) when requests pile up. */
 WEFT_HIDDEN void weft_snapshot_trigger(const char *name, uint64_t ns, uint64_t min_ns, uint64_t ticks);

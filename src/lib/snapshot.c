@@ -34,15 +34,34 @@ static unsigned taken;    /* requests taken (snapshots written, or markers in a 
 static uint64_t last_ns;  /* CLOCK_BOOTTIME of the last one taken */
 static int have_last;
 
+static void marker_head(unsigned char head[24], uint64_t ticks, enum weft_snap_origin origin, uint32_t number,
+			uint32_t refused, uint32_t err)
+{
+	uint32_t w[4] = {(uint32_t)origin, number, refused, err};
+	memcpy(head, &ticks, 8);
+	memcpy(head + 8, w, sizeof(w));
+}
+
 static void marker(uint64_t ticks, enum weft_snap_origin origin, uint32_t number, uint32_t refused, uint32_t err,
 		   const char *reason)
 {
 	unsigned char head[24];
-	uint32_t w[4] = {(uint32_t)origin, number, refused, err};
-	memcpy(head, &ticks, 8);
-	memcpy(head + 8, w, sizeof(w));
+	marker_head(head, ticks, origin, number, refused, err);
 	const char *r = reason ? reason : "";
 	weft_meta_write(WEFT_M_SNAPSHOT, head, sizeof(head), r, strlen(r) + 1);
+}
+
+/* The request being dumped (under snap_lock, for weft_snapshot_current). */
+static struct {
+	const char *reason;
+	uint64_t ticks;
+	enum weft_snap_origin origin;
+} cur;
+
+const char *weft_snapshot_current(unsigned char head[24], uint32_t number)
+{
+	marker_head(head, cur.ticks, cur.origin, number, WEFT_SNAP_TAKEN, 0);
+	return cur.reason ? cur.reason : "";
 }
 
 /* The policy, then the dump and the marker: 0, -EBUSY (throttled) or the dump's -errno. */
@@ -59,6 +78,9 @@ static int take_locked(const char *reason, enum weft_snap_origin origin, uint64_
 		marker(ticks, origin, 0, why, 0, reason);
 		return -EBUSY;
 	}
+	cur.reason = reason;
+	cur.ticks = ticks;
+	cur.origin = origin;
 	int n = weft_flight_dump(reason ? reason : "", ticks, final ? 0 : weft_cfg.after_ns);
 	if (n < 0) {
 		marker(ticks, origin, 0, WEFT_SNAP_FAILED, (uint32_t)-n, reason);
@@ -255,15 +277,13 @@ static void snapshot_atfork_child(void)
 
 void weft_snapshot_start(void)
 {
-	if (!weft_cfg.snapshot_signal && !weft_cfg.trigger[0])
-		return;
-	static int hooked;
+	static int hooked; /* the child's lock and counts are its own, thread or not */
 	if (!hooked) {
 		hooked = 1;
 		struct weft_fork_hooks h = {NULL, NULL, snapshot_atfork_child};
 		weft_fork_hooks_add(&h);
 	}
-	if (!thread_on)
+	if ((weft_cfg.snapshot_signal || weft_cfg.trigger[0]) && !thread_on)
 		start_thread();
 }
 

@@ -10,6 +10,7 @@ import json
 import os
 import shutil
 import signal
+import sqlite3
 import struct
 import subprocess
 import time
@@ -78,6 +79,16 @@ class Triggers(TraceTest):
         self.assertEqual([r["name"] for r in rows], ["weft: snapshot"] * 2 + ["weft: snapshot refused"] * 3)
         self.assertEqual({r["why"] for r in rows[2:]}, {"max-snapshots"})
         self.assertIn("  snapshots: 2 taken, 3 refused (3 max-snapshots)\n", self.info(data))
+        # the snapshots table of weft export
+        db = os.path.join(self.tmp, "t.db")
+        run([WEFT, "export", data, "-o", db])
+        con = sqlite3.connect(db)
+        self.addCleanup(con.close)
+        got = con.execute("select upid, origin, reason, snapshot, refused from snapshots order by id").fetchall()
+        self.assertEqual(got, [(1, "api", "again", None, None)] * 2 + [(1, "api", "again", None, "max-snapshots")] * 3)
+        ts = [r[0] for r in con.execute("select ts from snapshots order by id")]
+        self.assertEqual(ts, sorted(ts))
+        self.assertEqual(ts, [r["ts"] for r in rows])
 
     def test_min_interval_refuses_what_comes_too_soon(self):
         data, p = self.record("snapper", ["api", 3, "soon"], options="min_interval=3600s")
