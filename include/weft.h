@@ -183,9 +183,11 @@ WEFT_API int weft_stop(void);
 /* Snapshot (issue 20's flight recorder and triggers): ask for the recent past to be kept.
  * Under `weft record --flight-recorder` the in-memory ring is written as DIR/snapshot-N; in a
  * normal recording (everything is on disk already) a `weft: snapshot` marker is recorded.
- * `reason` (may be NULL) is shown with the marker. Returns 0, or -errno: -ENOTSUP where this
- * build or run cannot take one, -EBUSY when a throttle (--max-snapshots, --min-interval)
- * refused it (refusals are counted in the trace). Thread-safe; not async-signal-safe. */
+ * `reason` (may be NULL) is shown with the marker. Returns once the snapshot is written (with
+ * `weft record --after T`, T later), 0, or -errno: -ENOTSUP where this build or run cannot take
+ * one (tracing off or stopped), -EBUSY when a throttle (--max-snapshots, --min-interval)
+ * refused it, the flight recorder's error when it could not write it (refusals are counted in
+ * the trace; docs/flight-recorder.md). Thread-safe; not async-signal-safe. */
 WEFT_API int weft_snapshot(const char *reason);
 
 struct weft_stats {
