@@ -5,7 +5,7 @@
  * The hot path is untouched for every other slice: whether a site is watched is decided once,
  * when the registry evaluates it (like cpu_mem_exact=), and a watched site gets the EXACT state,
  * whose begin and end already leave the inline path for weft__cpumem (collect/procstat.c).
- * There the begin pushes (site, ticks) on a small per-thread stack; after the END is written
+ * There the begin pushes (site, time) on a small per-thread stack; after the END is written
  * (weft__exact_end, which weft.h's EXACT end calls) the entry is popped and the duration
  * compared; a slice that is too long posts a request (no lock, no allocation: snapshot.c's
  * slots) whose time is after the END, and goes on. Nesting deeper than the stack leaves the inner slices
@@ -78,7 +78,7 @@ int weft_trigger_site(uint32_t id, const char *name, int exact)
 #define DEPTH 16
 static __thread struct open_slice {
 	uint32_t id;
-	uint64_t t0;
+	uint64_t t0; /* CLOCK_BOOTTIME ns (the vDSO: no calibration needed, unlike ticks) */
 } open_slices[DEPTH] WEFT_TLS;
 static __thread unsigned depth WEFT_TLS;
 
@@ -90,7 +90,7 @@ int weft_trigger_slice(uint32_t id, unsigned at_end)
 	if (!at_end) {
 		if (depth < DEPTH) {
 			open_slices[depth].id = id;
-			open_slices[depth].t0 = weft__ticks();
+			open_slices[depth].t0 = weft_boottime_ns();
 		}
 		depth++;
 	}
@@ -106,6 +106,7 @@ void weft__exact_end(uint32_t id)
 		return;
 	int e = errno;
 	uint64_t t1 = weft__ticks(); /* after the END's own reading: the request comes after it */
+	uint64_t now = weft_boottime_ns();
 	if (depth > DEPTH) {
 		depth--;
 		errno = e;
@@ -117,8 +118,7 @@ void weft__exact_end(uint32_t id)
 		d--;
 	if (d) {
 		depth = d - 1;
-		double tpn = weft_ticks_per_ns();
-		uint64_t ns = tpn > 0 ? (uint64_t)((double)(t1 - open_slices[d - 1].t0) / tpn) : 0;
+		uint64_t ns = now - open_slices[d - 1].t0;
 		if (ns > w->min_ns)
 			weft_snapshot_trigger(w->name, ns, w->min_ns, t1);
 	}
