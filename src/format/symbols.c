@@ -155,7 +155,7 @@ static const char *lookup(const struct elf_file *f, uint64_t vaddr)
 }
 
 static void name_of(struct elf_file *files, size_t nfiles, const struct mapping *maps, size_t nmaps,
-		    uint64_t addr, char *out, size_t outlen)
+		    uint64_t addr, char *out, size_t outlen, int demangle)
 {
 	size_t lo = 0, hi = nmaps;
 	while (lo < hi) {
@@ -187,7 +187,7 @@ static void name_of(struct elf_file *files, size_t nfiles, const struct mapping 
 		return;
 	}
 	int status = -1;
-	char *dem = sym[0] == '_' && sym[1] == 'Z' ? __cxa_demangle(sym, NULL, NULL, &status) : NULL;
+	char *dem = demangle && sym[0] == '_' && sym[1] == 'Z' ? __cxa_demangle(sym, NULL, NULL, &status) : NULL;
 	snprintf(out, outlen, "%s", dem && status == 0 ? dem : sym);
 	free(dem);
 }
@@ -333,7 +333,12 @@ struct weft_symtab *weft_symtab_open(const struct weft_proc *p)
 
 void weft_symtab_name(struct weft_symtab *st, uint64_t addr, char *out, size_t n)
 {
-	name_of(st->files, st->nfiles, st->maps, st->maps ? st->nmaps : 0, addr, out, n);
+	name_of(st->files, st->nfiles, st->maps, st->maps ? st->nmaps : 0, addr, out, n, 1);
+}
+
+void weft_symtab_symbol(struct weft_symtab *st, uint64_t addr, char *out, size_t n)
+{
+	name_of(st->files, st->nfiles, st->maps, st->maps ? st->nmaps : 0, addr, out, n, 0);
 }
 
 void weft_symtab_close(struct weft_symtab *st)

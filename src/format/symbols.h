@@ -17,6 +17,9 @@
 struct weft_symtab;
 struct weft_symtab *weft_symtab_open(const struct weft_proc *p);
 void weft_symtab_name(struct weft_symtab *st, uint64_t addr, char *out, size_t n);
+/* The same, with the symbol as the ELF table spells it (C++: mangled, as weft record's -F/-N
+ * match it). */
+void weft_symtab_symbol(struct weft_symtab *st, uint64_t addr, char *out, size_t n);
 void weft_symtab_close(struct weft_symtab *st);
 
 /* Symbolize every function address used by the process's chunks. */

@@ -21,6 +21,16 @@ void weft_cli_error(const char *cmd, const char *fmt, ...)
 	va_end(ap);
 }
 
+int weft_cli_table_format(const char *cmd, const char *arg)
+{
+	static const char *const names[] = {"text", "csv", "json"};
+	for (int i = 0; i < 3; i++)
+		if (!strcmp(arg, names[i]))
+			return i;
+	weft_cli_error(cmd, "unknown format '%s' (valid: text, csv, json)", arg);
+	return -1;
+}
+
 void weft_cli_warn_undecoded(const char *cmd, unsigned long long n, const char *why, const char *of)
 {
 	weft_cli_error(cmd, "warning: %llu chunks could not be decoded (%s); their events are left out%s%s", n,

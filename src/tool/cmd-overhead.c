@@ -450,11 +450,8 @@ int cmd_overhead(int argc, char **argv)
 			}
 			break;
 		case 'f':
-			fmt = !strcmp(optarg, "text") ? 0 : !strcmp(optarg, "csv") ? 1 : !strcmp(optarg, "json") ? 2 : -1;
-			if (fmt < 0) {
-				weft_cli_error("overhead", "unknown format '%s' (valid: text, csv, json)", optarg);
+			if ((fmt = weft_cli_table_format("overhead", optarg)) < 0)
 				return WEFT_EXIT_USAGE;
-			}
 			break;
 		case 'S':
 			errno = 0;

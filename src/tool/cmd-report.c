@@ -189,16 +189,8 @@ int cmd_report(int argc, char **argv)
 		case 'G': tree = 1; break;
 		case 'F': full_names = 1; break;
 		case 'f':
-			if (!strcmp(optarg, "text"))
-				fmt = 0;
-			else if (!strcmp(optarg, "csv"))
-				fmt = 1;
-			else if (!strcmp(optarg, "json"))
-				fmt = 2;
-			else {
-				weft_cli_error("report", "unknown format '%s' (valid: text, csv, json)", optarg);
+			if ((fmt = weft_cli_table_format("report", optarg)) < 0)
 				return WEFT_EXIT_USAGE;
-			}
 			break;
 		case 'n':
 			limit = atol(optarg);

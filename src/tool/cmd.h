@@ -10,6 +10,7 @@
 #define WEFT_EXIT_USAGE 2 /* bad command line */
 
 int cmd_convert(int argc, char **argv);
+int cmd_estimate(int argc, char **argv);
 int cmd_export(int argc, char **argv);
 int cmd_plot(int argc, char **argv);
 int cmd_info(int argc, char **argv);
@@ -27,6 +28,9 @@ const char *weft_cli_find_file(const char *name, char *out, size_t n);
 
 /* Prints "weft: CMD: message" on stderr. */
 void weft_cli_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* --format of the table commands (report, estimate, overhead): 0 text, 1 csv, 2 json; -1 after
+ * saying which are valid. */
+int weft_cli_table_format(const char *cmd, const char *arg);
 /* libweft-preload.so's path into out (next to the weft executable, or where it is installed
  * relative to it); NULL if there is none (cmd-record.c). */
 const char *weft_cli_find_preload(char *out, size_t n);

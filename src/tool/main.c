@@ -23,6 +23,7 @@ static const struct {
 	{"info", cmd_info, "show processes, threads, events, drops, time span and sizes of a trace"},
 	{"export", cmd_export, "write a trace as a SQLite database (slices, allocations, accesses)"},
 	{"plot", cmd_plot_exec, "draw a trace's memory as PNG: address x time, or live bytes by allocating slice"},
+	{"estimate", cmd_estimate, "what recording costs: events and bytes per function, size for a duration, a filter"},
 	{"overhead", cmd_overhead, "run a program untraced and traced, interleaved; compare time and memory"},
 };
 

@@ -1,13 +1,14 @@
 /* fuzz_reader.c - libFuzzer target for the trace reader and the converters. An input is a
  * metadata file and an events file of one process: the first 4 bytes (little-endian) say
- * where the first ends. Everything the reader accepts is converted to .pftrace, JSON and SQLite;
- * any crash, hang, leak or sanitizer report is a bug. The corpus in corpus/ is replayed by
+ * where the first ends. Everything the reader accepts is converted to .pftrace, JSON and SQLite
+ * and estimated (weft estimate); any crash, hang, leak or sanitizer report is a bug. The corpus in corpus/ is replayed by
  * replay.c in every `make test`. */
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
 #include "export/export.h"
+#include "analysis/estimate.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -40,6 +41,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	struct weft_export_summary s;
 	weft_export_sqlite(t, db, &s, err, sizeof(err));
 	unlink(db);
+	struct weft_estimate e; /* weft estimate's pass: every record's packed length */
+	if (!weft_estimate_build(t, &e))
+		weft_estimate_free(&e);
 	weft_trace_free(t);
 	return 0;
 }

@@ -18,7 +18,7 @@ import unittest
 
 sys.path.insert(0, os.path.dirname(__file__))
 import weftlib  # noqa: E402
-from weftlib import WEFT, SRC, run, tp_query  # noqa: E402
+from weftlib import WEFT, SRC, run, slurm_local, tp_query  # noqa: E402
 
 TMP = tempfile.mkdtemp(prefix="weft-job-")
 PLAIN_C = r"""
@@ -219,16 +219,8 @@ class Slurm(JobCase):
     @classmethod
     def setUpClass(cls):
         cls.sdir = os.path.join(TMP, "slurm")
-        p = subprocess.run(["bash", os.path.join(SRC, "tests", "mpi", "slurm-local.sh"), "start", cls.sdir],
-                           capture_output=True, text=True, timeout=60)
-        if p.returncode:
-            raise unittest.SkipTest(f"the local Slurm did not start: {p.stderr.strip()[-500:]}")
+        slurm_local(cls, cls.sdir)
         os.environ["SLURM_CONF"] = os.path.join(cls.sdir, "slurm.conf")
-
-    @classmethod
-    def tearDownClass(cls):
-        subprocess.run(["bash", os.path.join(SRC, "tests", "mpi", "slurm-local.sh"), "stop", cls.sdir],
-                       capture_output=True, timeout=60)
 
     def srun(self, mpi, d, app):
         return run(["srun", "-n", "4", "--overcommit", f"--mpi={mpi}", WEFT, "record", "-o", d, "--", app],

@@ -24,7 +24,7 @@ import unittest
 
 sys.path.insert(0, os.path.dirname(__file__))
 import test_mpi  # noqa: E402  (the module only: its test class is not collected here)
-from weftlib import SRC, WEFT, TraceTest, main, run, sanitizer  # noqa: E402
+from weftlib import SRC, WEFT, TraceTest, main, run, sanitizer, slurm_local  # noqa: E402
 
 TMP = tempfile.mkdtemp(prefix="weft-mpi-jobs-")
 OMPI = ["mpirun.openmpi", "--oversubscribe", "--allow-run-as-root"]
@@ -202,17 +202,12 @@ class Slurm(JobTest):
         if sanitizer():
             raise unittest.SkipTest("built with a sanitizer: the MPI launchers and libraries are not")
         cls.sdir = os.path.join(TMP, "slurm")
-        p = subprocess.run(["bash", os.path.join(SRC, "tests", "mpi", "slurm-local.sh"), "start", cls.sdir],
-                           capture_output=True, text=True, timeout=60)
-        if p.returncode:
-            raise unittest.SkipTest(f"the local Slurm did not start: {p.stderr.strip()[-500:]}")
+        slurm_local(cls, cls.sdir)
         cls.saved_conf = os.environ.get("SLURM_CONF")
         os.environ["SLURM_CONF"] = os.path.join(cls.sdir, "slurm.conf")
 
     @classmethod
     def tearDownClass(cls):
-        subprocess.run(["bash", os.path.join(SRC, "tests", "mpi", "slurm-local.sh"), "stop", cls.sdir],
-                       capture_output=True, timeout=60)
         if cls.saved_conf is None:
             os.environ.pop("SLURM_CONF", None)
         else:

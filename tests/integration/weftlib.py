@@ -102,6 +102,21 @@ _TP = _TraceProcessor()
 atexit.register(_TP.close)
 
 
+def slurm_local(cls, sdir):
+    """Starts the one-node Slurm of tests/mpi/slurm-local.sh for test class cls. Its stop (by the
+    daemons' pids) is a class cleanup, registered first: it runs even when the start fails, times
+    out or setUpClass raises later, so no daemon outlives the tests. SkipTest when it does not
+    start."""
+    script = os.path.join(SRC, "tests", "mpi", "slurm-local.sh")
+    cls.addClassCleanup(subprocess.run, ["bash", script, "stop", sdir], capture_output=True, timeout=60)
+    try:
+        p = subprocess.run(["bash", script, "start", sdir], capture_output=True, text=True, timeout=90)
+    except subprocess.TimeoutExpired:
+        raise unittest.SkipTest("the local Slurm did not start in 90 s")
+    if p.returncode:
+        raise unittest.SkipTest(f"the local Slurm did not start: {p.stderr.strip()[-500:]}")
+
+
 def tp_query(trace, *queries):
     """Runs SQL against TRACE in Perfetto's trace_processor: [{"sql", "rows" or "error"}]."""
     return _TP.query(trace, queries)
