@@ -13,6 +13,7 @@ import signal
 import sqlite3
 import struct
 import subprocess
+import threading
 import time
 import unittest
 from weftlib import TraceTest, main, run, WEFT, BUILD
@@ -163,6 +164,14 @@ class RecordTriggers(TraceTest):
                 self.assertTrue(p.stderr.startswith("weft: record: "), p.stderr)
                 self.assertFalse(os.path.exists(data))
 
+    def start(self, *cmd):
+        """Popen(cmd), killed after 60 s whatever happens (a readline that never returns)."""
+        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True)
+        timer = threading.Timer(60, proc.kill)
+        timer.start()
+        self.addCleanup(timer.cancel)
+        return proc
+
     def program_pid(self, recorder):
         """The pid of the program weft record (pid recorder) runs."""
         with open(f"/proc/{recorder}/task/{recorder}/children") as f:
@@ -171,8 +180,8 @@ class RecordTriggers(TraceTest):
     def test_snapshot_signal(self):
         data = os.path.join(self.tmp, "s.data")
         go = os.path.join(self.tmp, "go")
-        proc = subprocess.Popen([WEFT, "record", "-q", "--no-convert", "-o", data, "--snapshot-signal=USR2", "--",
-                                 SNAPPER, "wait", go], stdout=subprocess.PIPE, text=True)
+        proc = self.start(WEFT, "record", "-q", "--no-convert", "-o", data, "--snapshot-signal=USR2", "--",
+                          SNAPPER, "wait", go)
         try:
             self.assertEqual(proc.stdout.readline(), "ready\n")
             pid = self.program_pid(proc.pid)
@@ -186,9 +195,26 @@ class RecordTriggers(TraceTest):
         finally:
             proc.kill()
             proc.stdout.close()
-        self.assertEqual((proc.returncode, "ready\n" + out), (3, "ready\ndone usr1=1\n"))
+        self.assertEqual((proc.returncode, "ready\n" + out), (3, "ready\ndone usr1=1 usr2=0\n"))
         self.assertEqual(snapshot_records(data), [(2, 0, 0, "SIGUSR2")])
         self.assertIn('signal   taken  "SIGUSR2"', self.info(data))
+
+    def test_snapshot_signal_the_program_handles_is_the_programs(self):
+        data = os.path.join(self.tmp, "o.data")
+        go = os.path.join(self.tmp, "go")
+        proc = self.start(WEFT, "record", "-q", "--no-convert", "-o", data, "--snapshot-signal=USR2", "--",
+                          SNAPPER, "wait", go, "own")
+        try:
+            self.assertEqual(proc.stdout.readline(), "ready\n")
+            os.kill(self.program_pid(proc.pid), signal.SIGUSR2)
+            self.assertEqual(proc.stdout.readline(), "got usr2\n")
+            open(go, "w").close()
+            out, _ = proc.communicate(timeout=60)
+        finally:
+            proc.kill()
+            proc.stdout.close()
+        self.assertEqual((proc.returncode, out), (3, "done usr1=0 usr2=1\n"))
+        self.assertEqual(snapshot_records(data), [])
 
     def test_crash_keeps_its_status_and_leaves_a_fatal_marker(self):
         for mode, sig in (("segv", signal.SIGSEGV), ("abort", signal.SIGABRT)):

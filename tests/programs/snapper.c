@@ -2,8 +2,9 @@
  *   snapper api N REASON   weft_snapshot(REASON) N times; prints each return value
  *   snapper slices         run { slowish (no time), other (sleeps 50 ms), slow_a (sleeps 200 ms),
  *                          slow_b (no time), a WEFT_BEGIN/END slow_c (200 ms) on a thread }
- *   snapper wait FILE      prints "ready", waits (a USR1 handler of its own counts) until FILE
- *                          exists, prints "done usr1=N", exits 3
+ *   snapper wait FILE [own]  prints "ready", waits (a USR1 handler of its own counts; with own
+ *                          a USR2 one too, and "got usr2" once it ran) until FILE exists,
+ *                          prints "done usr1=N usr2=M", exits 3
  *   snapper segv | abort   crashes after a slice
  *   snapper nothing        one slice, exits 0
  *   snapper mksnap SRC DST...  at exit, copies the trace directory SRC into each DST
@@ -26,11 +27,16 @@ static void sleep_ms(int ms)
 		;
 }
 
-static volatile sig_atomic_t usr1;
+static volatile sig_atomic_t usr1, usr2;
 static void on_usr1(int sig)
 {
 	(void)sig;
 	usr1++;
+}
+static void on_usr2(int sig)
+{
+	(void)sig;
+	usr2++;
 }
 
 static void *slow_c(void *arg)
@@ -89,12 +95,22 @@ int main(int argc, char **argv)
 		return 0;
 	}
 	if (!strcmp(mode, "wait") && argc > 2) {
+		int own = argc > 3 && !strcmp(argv[3], "own"); /* a USR2 handler of its own too */
 		signal(SIGUSR1, on_usr1);
+		if (own)
+			signal(SIGUSR2, on_usr2);
 		printf("ready\n");
 		fflush(stdout);
-		while (access(argv[2], F_OK))
+		int said = 0;
+		while (access(argv[2], F_OK)) {
+			if (usr2 && !said) {
+				printf("got usr2\n");
+				fflush(stdout);
+				said = 1;
+			}
 			sleep_ms(5);
-		printf("done usr1=%d\n", (int)usr1);
+		}
+		printf("done usr1=%d usr2=%d\n", (int)usr1, (int)usr2);
 		return 3;
 	}
 	if (!strcmp(mode, "segv") || !strcmp(mode, "abort")) {
