@@ -414,7 +414,7 @@ static PyObject *py_stop(PyObject *mod, PyObject *unused)
 }
 
 /* snapshot(reason=None): True when taken, False when refused by the throttles (EBUSY),
- * OSError otherwise (ENOTSUP: this weft takes no snapshots). */
+ * OSError otherwise (ENOTSUP: tracing is off). */
 static PyObject *py_snapshot(PyObject *mod, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
 {
 	(void)mod;
@@ -771,7 +771,7 @@ static PyMethodDef methods[] = {
 	 "snapshot(reason=None)\n--\n\n"
 	 "Take a snapshot now (weft_snapshot(): the marker, and with weft record --flight-recorder\n"
 	 "the ring's window as DIR/snapshot-N), with reason on its marker. True when taken, False\n"
-	 "when refused by the throttles; OSError otherwise (errno ENOTSUP: snapshots unsupported)."},
+	 "when refused by the throttles; OSError otherwise (errno ENOTSUP: tracing is off)."},
 	{"flush", py_flush, METH_NOARGS,
 	 "flush()\n--\n\nHand the calling thread's buffered events to the writers now."},
 	{"now_ns", py_now_ns, METH_NOARGS,

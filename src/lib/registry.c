@@ -115,10 +115,15 @@ static uint8_t evaluate(const struct weft_site *s)
 			return WEFT__SITE_OFF;
 		if (s->kind == WEFT_KIND_EVENT && !weft_glob_list_match(weft_cfg.filter, s->name, 1))
 			return WEFT__SITE_OFF;
-		/* cpu_mem_exact=: decided here, once per site, like filter= */
-		if (run == WEFT_RUN_ON && s->kind == WEFT_KIND_EVENT && weft_cfg.cpu_mem_exact[0] &&
-		    weft_glob_list_match(weft_cfg.cpu_mem_exact, s->name ? s->name : "", 0))
-			return WEFT__SITE_EXACT;
+		/* cpu_mem_exact= and trigger=: decided here, once per site, like filter= (both
+		 * take the EXACT path, whose weft__cpumem sorts out which is wanted) */
+		if (run == WEFT_RUN_ON && s->kind == WEFT_KIND_EVENT) {
+			int exact = weft_cfg.cpu_mem_exact[0] &&
+				    weft_glob_list_match(weft_cfg.cpu_mem_exact, s->name ? s->name : "", 0);
+			int watched = weft_cfg.trigger[0] && weft_trigger_site(s->id, s->name, exact);
+			if (exact || watched)
+				return WEFT__SITE_EXACT;
+		}
 	}
 	/* disabled by the control channel (paused): NEW, so each event comes to site_register
 	 * and is counted as disabled; argument and track sites too, so no argument attaches to

@@ -171,6 +171,7 @@ static void start_locked(void)
 		return;
 	}
 	atomic_store(&weft_g.run, WEFT_RUN_ON);
+	weft_snapshot_start();
 	weft_sys_start();
 	if (weft_cfg.gpu && !weft_gpu_deferred()) {
 		char why[600];
@@ -341,6 +342,7 @@ int weft_start(void)
 
 int weft_stop(void)
 {
+	weft_snapshot_at_exit(); /* requests still waiting, and the exit's snapshot */
 	/* pending rate counts become points while the run is on, through the ordinary event
 	 * path (not from inside the runtime, where a new chunk would be refused) */
 	if (!weft_g.in_signal && !weft_in_runtime && atomic_load(&weft_g.run) == WEFT_RUN_ON)

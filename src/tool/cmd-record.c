@@ -15,6 +15,7 @@
 #include "tool/outfile.h"
 #include "tool/tracedir.h"
 #include "tool/record-control.h"
+#include "tool/record-trigger.h"
 #include "export/export.h"
 #include "lib/internal.h" /* weft_glob_check */
 #include "collect/counters.h"
@@ -126,6 +127,7 @@ static void help(FILE *f)
 		"                          stop, ping; each answered on ACK with 'ack' once every traced\n"
 		"                          process applied it ('error: WHY' if not). From another shell:\n"
 		"                          weft enable|disable|snapshot|stop DIR (docs/control.md)\n"
+		WEFT_RECORD_TRIGGER_HELP
 		"      --options OPTS      further WEFT_OPTIONS, key=value:key=value\n"
 		"  -q, --quiet             no summary line, no hints\n"
 		"  -h, --help              this text\n\n"
@@ -366,6 +368,7 @@ int cmd_record(int argc, char **argv)
 		{"host", required_argument, 0, 'H'},
 		{"mpi", required_argument, 0, 'I'},
 		{"delay", required_argument, 0, 'y'}, {"control", required_argument, 0, 'c'},
+		WEFT_RECORD_TRIGGER_OPTIONS
 		{"quiet", no_argument, 0, 'q'}, {"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
 	char names[1024] = "", why[256];
 	const char *host = NULL;
@@ -499,6 +502,10 @@ int cmd_record(int argc, char **argv)
 		case 'y':
 		case 'c':
 			if (weft_rctl_option(c, optarg))
+				return WEFT_EXIT_USAGE;
+			break;
+		case WEFT_RECOPT_SNAPSHOT_SIGNAL ... WEFT_RECOPT_AFTER:
+			if (weft_record_trigger_option(c, optarg, extra, sizeof(extra)))
 				return WEFT_EXIT_USAGE;
 			break;
 		case 'q': quiet = 1; break;
@@ -749,6 +756,8 @@ int cmd_record(int argc, char **argv)
 			weft_cli_error("record", "no function events: allocations are charged to weft.h slices "
 				      "only (build with -finstrument-functions to see functions)");
 	}
+	if (convert) /* each DIR/snapshot-N the flight recorder wrote */
+		weft_record_convert_snapshots(dir, quiet);
 	if (!quiet) {
 		/* every file the run left in DIR, the converted trace included */
 		uint64_t total = 0, pf = 0;

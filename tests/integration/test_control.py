@@ -91,12 +91,13 @@ def info_counts(test, data):
     return res
 
 
-def snapshot_refused():
-    """Does this build refuse snapshots (src/lib/snapshot.c before the flight recorder)?
-    Asked of weft_snapshot() itself, through the Python module, outside any recording."""
+def snapshot_refused(tmp):
+    """Does this build refuse snapshots (src/lib/snapshot.c before its policy was built)?
+    Asked of weft_snapshot() itself, through the Python module, in a plain recording."""
     code = ("import weft, errno\ntry:\n    print(weft.snapshot('probe'))\n"
             "except OSError as e:\n    print('refused' if e.errno == errno.ENOTSUP else e)\n")
-    p = run([PY, "-c", code], env={"PYTHONPATH": os.path.join(BUILD, "python"), "WEFT_OPTIONS": "enable=0"})
+    p = run([PY, "-c", code], env={"PYTHONPATH": os.path.join(BUILD, "python"),
+                                   "WEFT_OPTIONS": "output=" + os.path.join(tmp, "probe.data")})
     return p.stdout.strip() == "refused"
 
 
@@ -182,13 +183,17 @@ class Control(TraceTest):
         self.assertEqual((p.returncode, p.stderr), (0, ""))
         r.do(f"run B {N}", "done B")
         p = run([WEFT, "snapshot", r.dir, "because\nof this"], check=False)
-        if snapshot_refused():  # every process refused: said in one line, exit 1
+        refused = snapshot_refused(self.tmp)
+        if refused:  # every process refused: said in one line, exit 1
             self.assertEqual((p.returncode, p.stderr), (1, "weft: snapshot: snapshot: Operation not supported "
                                                            "(in 1 of 1 processes)\n"))
         else:
             self.assertEqual((p.returncode, p.stderr), (0, ""))
         rc, err = r.end()
         self.assertEqual((rc, err), (0, ""))
+        if not refused:  # the request reached the process: its marker, origin and reason (one line)
+            self.assertRegex(run([WEFT, "info", r.dir]).stdout, r"\n +\+[0-9.]+ s +command +taken +"
+                                                                r"\"because of this\"\n")
         self.assertEqual(self.tp_names(r.dir), {"phase_b": 1, "phase B": 1, "tick B": N})
         self.assertEqual(info_counts(self, r.dir)[r.pid][:2], (N + 4, N + 4))
         for cmd in (["snapshot", r.dir], ["enable", r.dir], ["snapshot", r.dir, "why"]):
@@ -360,7 +365,7 @@ class PythonControl(TraceTest):
         self.assertEqual(f.send("disable"), "ack\n")
         r.do("run A 20", "done A")
         snap = r.do("snapshot", "snap").split()[1]
-        self.assertEqual(snap, "ENOTSUP" if snapshot_refused() else "True")
+        self.assertEqual(snap, "ENOTSUP" if snapshot_refused(self.tmp) else "True")
         rc, err = r.end()
         f.close()
         self.assertEqual(rc, 0, err)
