@@ -4,7 +4,7 @@ window in <= 1/20 of the full convert's time), and what the time index costs the
 
 usage: bench/timewin/timewin_bench.py [BUILD] [ROUNDS]   (BUILD: a build with tests, default build)
 
-Records tests/programs/phases for ~60 s (60,000 steps of ~1 ms, 100 instants each: ~6.2 M events,
+Records tests/programs/timephases for ~60 s (60,000 steps of ~1 ms, 100 instants each: ~6.2 M events,
 1M chunks), then converts it ROUNDS times in full and ROUNDS times for the window 30:31 (1 s),
 interleaved, and prints the medians of wall, user and system time and peak memory; then the
 same window from a copy of the trace without its index (the fallback for older traces). The
@@ -38,7 +38,7 @@ def main():
     d = tempfile.mkdtemp(prefix="weft-timewin-bench-")
     try:
         trace = os.path.join(d, "trace")
-        subprocess.run([os.path.join(BUILD, "phases"), "60000", "100", "1000"], check=True,
+        subprocess.run([os.path.join(BUILD, "timephases"), "60000", "100", "1000"], check=True,
                        env=dict(os.environ, WEFT_OPTIONS=f"output={trace}"))
         info = subprocess.run([WEFT, "info", trace], capture_output=True, text=True, check=True).stdout
         for line in info.splitlines():

@@ -514,6 +514,18 @@ static void parse_meta(struct weft_trace *t, const char *name, const unsigned ch
 				snprintf(c->ref_host, sizeof(c->ref_host), "%.*s", (int)hl, (const char *)r + 40);
 			}
 			break;
+		case WEFT_M_SNAPSHOT:
+			if (len >= 24) {
+				p->snaps = xrealloc(p->snaps, (p->nsnaps + 1) * sizeof(*p->snaps));
+				struct weft_snap_mark *m = &p->snaps[p->nsnaps++];
+				memcpy(&m->ticks, r, 8);
+				memcpy(&m->origin, r + 8, 4);
+				memcpy(&m->number, r + 12, 4);
+				memcpy(&m->refused, r + 16, 4);
+				memcpy(&m->err, r + 20, 4);
+				m->reason = xstrndup((const char *)r + 24, bounded_len((const char *)r + 24, len - 24));
+			}
+			break;
 		case WEFT_M_NOTE:
 			p->notes = xrealloc(p->notes, (p->nnotes + 1) * sizeof(*p->notes));
 			p->notes[p->nnotes++] = xstrndup((const char *)r, bounded_len((const char *)r, len));
@@ -541,6 +553,10 @@ static void parse_meta(struct weft_trace *t, const char *name, const unsigned ch
 		case WEFT_M_FUNC_FILTER:
 			if (len >= 8)
 				memcpy(&p->func_filtered, r, 8);
+			break;
+		case WEFT_M_DISABLED:
+			if (len >= 8)
+				memcpy(&p->disabled, r, 8);
 			break;
 		case WEFT_M_WRITE_FAILED:
 			if (len >= 4)
@@ -1482,6 +1498,9 @@ static void proc_free(struct weft_proc *p)
 	for (size_t k = 0; k < p->nnotes; k++)
 		free(p->notes[k]);
 	free(p->notes);
+	for (size_t k = 0; k < p->nsnaps; k++)
+		free(p->snaps[k].reason);
+	free(p->snaps);
 	free(p->host);
 	free(p->options);
 	free(p->mem_allocator);
@@ -1524,4 +1543,16 @@ void weft_trace_free(struct weft_trace *t)
 	free(t->blobs);
 	free(t->dir);
 	free(t);
+}
+
+const char *weft_snap_origin_name(uint32_t origin)
+{
+	static const char *const names[] = {"api", "command", "signal", "trigger", "fatal", "exit"};
+	return origin < sizeof(names) / sizeof(names[0]) ? names[origin] : "unknown";
+}
+
+const char *weft_snap_refusal_name(uint32_t refused)
+{
+	static const char *const names[] = {"taken", "max-snapshots", "min-interval", "failed", "busy"};
+	return refused < sizeof(names) / sizeof(names[0]) ? names[refused] : "unknown";
 }

@@ -110,6 +110,7 @@ struct weft_proc {
 	uint32_t *func_id;
 	size_t func_cap, nfuncs;
 	uint64_t func_filtered; /* left out by func_depth=/func_min= */
+	uint64_t disabled;      /* emitted while recording was disabled (DISABLED, 1.8) */
 	uint64_t writer_cpu_ns, slow_paths; /* overhead, from a clean stop */
 	int has_overhead;
 	int has_meta, finished;
@@ -185,6 +186,16 @@ struct weft_proc {
 		char ref_host[64];
 	} *clock_sync;
 	size_t nclock_sync;
+	/* SNAPSHOT records (1.8): every snapshot request, taken or refused, in order */
+	struct weft_snap_mark {
+		uint64_t ticks;  /* as recorded: weft_proc_ns() gives its time */
+		uint32_t origin; /* enum weft_snap_origin (src/lib/internal.h) */
+		uint32_t number; /* DIR/snapshot-N written, 0: none */
+		uint32_t refused; /* enum weft_snap_refusal (format.h), 0: taken */
+		uint32_t err;    /* refused WEFT_SNAP_FAILED: the errno */
+		char *reason;
+	} *snaps;
+	size_t nsnaps;
 	uint64_t bytes_stored, bytes_raw, nchunks_read, bad_chunks;
 	struct weft_index_rec *index; /* CHUNK_INDEX records (1.8), until matched to their chunks */
 	size_t nindex, index_cap;
@@ -302,5 +313,8 @@ uint32_t weft_proc_add_site(struct weft_proc *p, const char *name, const char *c
 uint64_t weft_proc_dropped(const struct weft_proc *p);
 const char *weft_site_name(const struct weft_proc *p, uint32_t id);
 const char *weft_track_name(const struct weft_proc *p, unsigned id);
+/* A snapshot request's origin and a refusal, in words ("api", "signal"; "max-snapshots"). */
+const char *weft_snap_origin_name(uint32_t origin);
+const char *weft_snap_refusal_name(uint32_t refused);
 
 #endif

@@ -14,6 +14,8 @@
 #include "tool/cmd.h"
 #include "tool/outfile.h"
 #include "tool/tracedir.h"
+#include "tool/record-control.h"
+#include "tool/record-trigger.h"
 #include "export/export.h"
 #include "lib/internal.h" /* weft_glob_check */
 #include "collect/counters.h"
@@ -118,6 +120,14 @@ static void help(FILE *f)
 		"                                           started later through threading\n"
 		"                          tasks            each asyncio Task as an async slice from its\n"
 		"                                           creation to its end, named after its coroutine\n"
+		"      --delay MS          start recording MS ms after the program starts (perf's -D; -D\n"
+		"                          here is --depth); -1: disabled until an enable command\n"
+		"      --control SPEC      commands while it runs: fifo:CTL[,ACK] (FIFOs, made if missing)\n"
+		"                          or fd:N[,M]; one per line: enable, disable, snapshot [REASON],\n"
+		"                          stop, ping; each answered on ACK with 'ack' once every traced\n"
+		"                          process applied it ('error: WHY' if not). From another shell:\n"
+		"                          weft enable|disable|snapshot|stop DIR (docs/control.md)\n"
+		WEFT_RECORD_TRIGGER_HELP
 		"      --options OPTS      further WEFT_OPTIONS, key=value:key=value\n"
 		"  -q, --quiet             no summary line, no hints\n"
 		"  -h, --help              this text\n\n"
@@ -357,6 +367,8 @@ int cmd_record(int argc, char **argv)
 		{"counters", required_argument, 0, 'K'}, {"gpu", no_argument, 0, 'G'},
 		{"host", required_argument, 0, 'H'},
 		{"mpi", required_argument, 0, 'I'},
+		{"delay", required_argument, 0, 'y'}, {"control", required_argument, 0, 'c'},
+		WEFT_RECORD_TRIGGER_OPTIONS
 		{"quiet", no_argument, 0, 'q'}, {"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
 	char names[1024] = "", why[256];
 	const char *host = NULL;
@@ -487,6 +499,15 @@ int cmd_record(int argc, char **argv)
 			host = optarg;
 			ADD(":host=%s", optarg);
 			break;
+		case 'y':
+		case 'c':
+			if (weft_rctl_option(c, optarg))
+				return WEFT_EXIT_USAGE;
+			break;
+		case WEFT_RECOPT_SNAPSHOT_SIGNAL ... WEFT_RECOPT_AFTER:
+			if (weft_record_trigger_option(c, optarg, extra, sizeof(extra)))
+				return WEFT_EXIT_USAGE;
+			break;
 		case 'q': quiet = 1; break;
 		case 'h': help(stdout); return WEFT_EXIT_OK;
 		default:
@@ -561,6 +582,8 @@ int cmd_record(int argc, char **argv)
 	const char *user = getenv("WEFT_OPTIONS");
 	snprintf(options, sizeof(options), "%s%soutput=%s%s", user && *user ? user : "", user && *user ? ":" : "",
 		 dir, extra);
+	if (weft_rctl_setup(dir, options, sizeof(options))) /* the control socket, --control */
+		return WEFT_EXIT_FAIL;
 	const char *old_ld = getenv("LD_PRELOAD");
 	/* libweft-mpi.so after the runtime it records through: its MPI_X wrappers come before
 	 * the MPI library's; a program without MPI never calls them */
@@ -632,8 +655,7 @@ int cmd_record(int argc, char **argv)
 	ssize_t got = read(pipefd[0], &exec_errno, sizeof(exec_errno));
 	close(pipefd[0]);
 	int status = 0;
-	while (waitpid(child, &status, 0) < 0 && errno == EINTR)
-		;
+	weft_rctl_wait(child, &status); /* serving the control channel (record-control.c) */
 	/* the program is gone: a signal now ends the conversion, the recorded data stays */
 	for (size_t i = 0; i < npassed; i++)
 		sigaction(passed_on[i], &inherited[i], NULL);
@@ -734,6 +756,8 @@ int cmd_record(int argc, char **argv)
 			weft_cli_error("record", "no function events: allocations are charged to weft.h slices "
 				      "only (build with -finstrument-functions to see functions)");
 	}
+	if (convert) /* each DIR/snapshot-N the flight recorder wrote */
+		weft_record_convert_snapshots(dir, quiet);
 	if (!quiet) {
 		/* every file the run left in DIR, the converted trace included */
 		uint64_t total = 0, pf = 0;

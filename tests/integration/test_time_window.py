@@ -59,7 +59,7 @@ class TimeWindow(TraceTest):
         cls.dir = tempfile.mkdtemp(prefix="weft-timewin-")
         cls.trace = os.path.join(cls.dir, "trace.data")
         # 300 steps of ~1 ms, 40 instants each, in 4K chunks: ~100 chunks, each a few steps
-        run([os.path.join(os.path.dirname(WEFT), "phases"), "300", "40", "1000"],
+        run([os.path.join(os.path.dirname(WEFT), "timephases"), "300", "40", "1000"],
             env={"WEFT_OPTIONS": f"output={cls.trace}:chunk_size=4K"})
         cls.full = os.path.join(cls.dir, "full.pftrace")
         run([WEFT, "convert", cls.trace, "-o", cls.full, "-q"])

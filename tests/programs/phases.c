@@ -1,63 +1,111 @@
-/* phases STEPS INSTANTS SLEEP_US: known phases for the time-window tests (test_time_window.py):
- * the main thread runs one `run` slice holding STEPS `step` slices (argument i), each holding a
- * `compute` slice with INSTANTS `tick` instants and a `progress` counter set to the step, then a
- * sleep of SLEEP_US. A worker thread holds one `wait` slice from before the first step to after
- * the last, with no event inside it, and does a `job` slice every 8 steps. */
+/* phases: gated phases for the control tests (tests/integration/test_control.py). Reads
+ * commands from stdin, one per line, and answers each on stdout once done, so the test drives
+ * it without timing:
+ *   run X N     phase X (A, B or C): the function phase_x (built with -finstrument-functions:
+ *               its entry and exit), in it a slice "phase X" holding N instants "tick X";
+ *               answers "done X PID" - N + 4 events
+ *   spin N      phase A with N instants again and again (weft_flush after each) until the
+ *               trace has recorded events (weft_stats_get), at most 60 s; answers "emitted E PID"
+ *               with the events it emitted
+ *   fork        forks: the child answers "child PID" and reads the next commands; the parent
+ *               waits for it, then answers "reaped PID"
+ *   exec        forks and execs phases anew (the child answers "ready PID"); parent as for fork
+ *   quit        ends this process (answers nothing)
+ * Starts with "ready PID". Only the phase functions are instrumented: every event is counted. */
 #include <weft.h>
-#include <pthread.h>
-#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
-static atomic_int step_now = -1, done;
+#define NOINST __attribute__((no_instrument_function))
 
-static void *worker(void *arg)
+__attribute__((noinline)) void phase_a(int n)
 {
-	(void)arg;
-	weft_thread_name("worker");
-	WEFT_BEGIN("wait");
-	while (atomic_load(&step_now) < 0)
-		usleep(100);
-	WEFT_END("wait");
-	int last = -1;
-	while (!atomic_load(&done)) {
-		int s = atomic_load(&step_now);
-		if (s / 8 != last / 8) {
-			WEFT_BEGIN("job", WEFT_I("n", s / 8));
-			usleep(200);
-			WEFT_END("job");
-			last = s;
-		}
-		usleep(100);
-	}
-	WEFT_BEGIN("linger"); /* open across the window: begins during the run, ends after it */
-	usleep(1000);
-	WEFT_END("linger");
-	return NULL;
+	WEFT_SCOPE("phase A");
+	for (int i = 0; i < n; i++)
+		WEFT_INSTANT("tick A");
 }
 
-int main(int argc, char **argv)
+__attribute__((noinline)) void phase_b(int n)
 {
-	int steps = argc > 1 ? atoi(argv[1]) : 300, instants = argc > 2 ? atoi(argv[2]) : 40;
-	int sleep_us = argc > 3 ? atoi(argv[3]) : 1000;
-	pthread_t th;
-	pthread_create(&th, NULL, worker, NULL);
-	usleep(2000);
-	WEFT_BEGIN("run");
-	for (int i = 0; i < steps; i++) {
-		WEFT_BEGIN("step", WEFT_I("i", i));
-		atomic_store(&step_now, i);
-		WEFT_BEGIN("compute");
-		for (int k = 0; k < instants; k++)
-			WEFT_INSTANT("tick", WEFT_I("k", k));
-		WEFT_COUNTER("progress", i);
-		WEFT_END("compute");
-		usleep((useconds_t)sleep_us);
-		WEFT_END("step");
+	WEFT_SCOPE("phase B");
+	for (int i = 0; i < n; i++)
+		WEFT_INSTANT("tick B");
+}
+
+__attribute__((noinline)) void phase_c(int n)
+{
+	WEFT_SCOPE("phase C");
+	for (int i = 0; i < n; i++)
+		WEFT_INSTANT("tick C");
+}
+
+NOINST static void say(const char *what, const char *arg)
+{
+	printf("%s%s%s %d\n", what, arg ? " " : "", arg ? arg : "", (int)getpid());
+	fflush(stdout);
+}
+
+NOINST static void reap(pid_t pid)
+{
+	int st;
+	while (waitpid(pid, &st, 0) < 0)
+		;
+	say("reaped", NULL);
+}
+
+NOINST int main(int argc, char **argv)
+{
+	(void)argc;
+	char line[256];
+	say("ready", NULL);
+	while (fgets(line, sizeof(line), stdin)) {
+		char x = 0;
+		int n = 0;
+		if (sscanf(line, "run %c %d", &x, &n) == 2) {
+			if (x == 'A')
+				phase_a(n);
+			else if (x == 'B')
+				phase_b(n);
+			else
+				phase_c(n);
+			char s[2] = {x, 0};
+			say("done", s);
+		} else if (sscanf(line, "spin %d", &n) == 1) {
+			unsigned long emitted = 0;
+			time_t end = time(NULL) + 60;
+			for (;;) {
+				phase_a(n);
+				emitted += (unsigned long)n + 4;
+				weft_flush();
+				struct weft_stats st = {.sz = sizeof(st)};
+				if ((!weft_stats_get(&st) && st.events > 0) || time(NULL) > end)
+					break;
+				usleep(1000);
+			}
+			char s[32];
+			snprintf(s, sizeof(s), "%lu", emitted);
+			say("emitted", s);
+		} else if (!strcmp(line, "fork\n")) {
+			pid_t pid = fork();
+			if (pid == 0) {
+				say("child", NULL);
+				continue;
+			}
+			reap(pid);
+		} else if (!strcmp(line, "exec\n")) {
+			pid_t pid = fork();
+			if (pid == 0) {
+				execv("/proc/self/exe", argv);
+				_exit(127);
+			}
+			reap(pid);
+		} else if (!strcmp(line, "quit\n")) {
+			break;
+		}
 	}
-	WEFT_END("run");
-	atomic_store(&done, 1);
-	pthread_join(th, NULL);
 	return 0;
 }
