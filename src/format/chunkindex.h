@@ -67,46 +67,74 @@ static const uint8_t weft__ix_time[WEFT__IX_TYPES] = {
 	[WEFT_R_REALLOC] = 1, [WEFT_R_HEAP_USAGE] = 1, [WEFT_R_ACCESS] = 2, [WEFT_R_SCHED] = 2,
 	[WEFT_R_SAMPLE] = 2};
 
+/* The entry as it accumulates over a chunk's records: weft_index_scan's walk, and the writers'
+ * packing walk (pack.h), which computes it on the way. */
+struct weft__ix_acc {
+	uint64_t t0, t1, n0, n1;
+	int32_t depth, low;
+	uint32_t flags;
+};
+
+static inline void weft__ix_init(struct weft__ix_acc *a)
+{
+	a->t0 = a->n0 = UINT64_MAX;
+	a->t1 = a->n1 = 0;
+	a->depth = a->low = 0;
+	a->flags = 0;
+}
+
+/* One record: its header h, type and extra words; w + i is the record (word0 its time). */
+static inline __attribute__((always_inline)) void weft__ix_step(struct weft__ix_acc *a, const uint64_t *w,
+								size_t i, uint64_t h, unsigned type,
+								unsigned extra)
+{
+	int dd = weft__ix_depth[type];
+	if (__builtin_expect(dd && weft_rec_track(h) && type <= WEFT_R_END, 0)) {
+		a->flags |= WEFT_IX_TRACKS; /* a named track's slice: not the thread's own depth */
+		dd = 0;
+	}
+	a->depth += dd;
+	a->low = a->depth < a->low ? a->depth : a->low;
+	a->flags |= weft__ix_flag[type];
+	unsigned tk = weft__ix_time[type];
+	uint64_t v = w[i];
+	if (__builtin_expect(tk == 2, 0)) {
+		uint64_t e = type == WEFT_R_COMPLETE && extra && w[i + 2] > v ? w[i + 2] : v;
+		a->n0 = v < a->n0 ? v : a->n0;
+		a->n1 = e > a->n1 ? e : a->n1;
+	} else if (tk) {
+		a->t0 = v < a->t0 ? v : a->t0;
+		a->t1 = v > a->t1 ? v : a->t1;
+	}
+}
+
+static inline void weft__ix_done(const struct weft__ix_acc *a, struct weft_index_rec *e)
+{
+	e->first_ticks = a->t0;
+	e->last_ticks = a->t1;
+	e->first_ns = a->n0;
+	e->last_ns = a->n1;
+	e->depth_delta = a->depth;
+	e->depth_min = a->low;
+	e->flags = a->flags;
+	e->zero = 0;
+}
+
 /* Fills e's times, depth and flags from a chunk's records (whole records of nwords words);
  * the caller sets tid, file, seq and offset. One pass over the record headers. */
 static inline void weft_index_scan(const uint64_t *w, size_t nwords, struct weft_index_rec *e)
 {
-	uint64_t t0 = UINT64_MAX, t1 = 0, n0 = UINT64_MAX, n1 = 0;
-	int32_t depth = 0, low = 0;
-	uint32_t flags = 0;
+	struct weft__ix_acc a;
+	weft__ix_init(&a);
 	for (size_t i = 0; i + 2 <= nwords;) {
 		uint64_t h = w[i + 1];
 		unsigned type = weft_rec_type(h), extra = weft_rec_extra(h);
 		if (i + 2 + extra > nwords)
 			break;
-		int dd = weft__ix_depth[type];
-		if (__builtin_expect(dd && weft_rec_track(h) && type <= WEFT_R_END, 0)) {
-			flags |= WEFT_IX_TRACKS; /* a named track's slice: not the thread's own depth */
-			dd = 0;
-		}
-		depth += dd;
-		low = depth < low ? depth : low;
-		flags |= weft__ix_flag[type];
-		unsigned tk = weft__ix_time[type];
-		uint64_t v = w[i];
-		if (__builtin_expect(tk == 2, 0)) {
-			uint64_t b = type == WEFT_R_COMPLETE && extra && w[i + 2] > v ? w[i + 2] : v;
-			n0 = v < n0 ? v : n0;
-			n1 = b > n1 ? b : n1;
-		} else if (tk) {
-			t0 = v < t0 ? v : t0;
-			t1 = v > t1 ? v : t1;
-		}
+		weft__ix_step(&a, w, i, h, type, extra);
 		i += 2 + extra;
 	}
-	e->first_ticks = t0;
-	e->last_ticks = t1;
-	e->first_ns = n0;
-	e->last_ns = n1;
-	e->depth_delta = depth;
-	e->depth_min = low;
-	e->flags = flags;
-	e->zero = 0;
+	weft__ix_done(&a, e);
 }
 
 #endif

@@ -123,9 +123,8 @@ static inline __attribute__((always_inline)) size_t weft__pack(const uint64_t *w
 							       struct weft_index_rec *ix)
 {
 	uint64_t mru[4] = {0, 0, 0, 0}, prev = 0, prev_addr = 0;
-	uint64_t t0 = UINT64_MAX, t1 = 0, n0 = UINT64_MAX, n1 = 0;
-	int32_t depth = 0, low = 0;
-	uint32_t flags = 0;
+	struct weft__ix_acc acc;
+	weft__ix_init(&acc);
 	uint32_t ev = 0;
 	uint8_t *o = out;
 	size_t i = 0;
@@ -136,25 +135,8 @@ static inline __attribute__((always_inline)) size_t weft__pack(const uint64_t *w
 			break;
 		__builtin_prefetch(w + i + 64); /* the chunk was just written on another core */
 		ev += (unsigned)weft_rec_is_event(type);
-		if (ix) { /* as weft_index_scan does */
-			int dd = weft__ix_depth[type];
-			if (__builtin_expect(dd && weft_rec_track(h) && type <= WEFT_R_END, 0)) {
-				flags |= WEFT_IX_TRACKS;
-				dd = 0;
-			}
-			depth += dd;
-			low = depth < low ? depth : low;
-			flags |= weft__ix_flag[type];
-			unsigned tk = weft__ix_time[type];
-			if (__builtin_expect(tk == 2, 0)) {
-				uint64_t e = type == WEFT_R_COMPLETE && extra && w[i + 2] > v ? w[i + 2] : v;
-				n0 = v < n0 ? v : n0;
-				n1 = e > n1 ? e : n1;
-			} else if (tk) {
-				t0 = v < t0 ? v : t0;
-				t1 = v > t1 ? v : t1;
-			}
-		}
+		if (ix) /* as weft_index_scan does */
+			weft__ix_step(&acc, w, i, h, type, extra);
 		if (__builtin_expect(type == WEFT_R_DROPPED && extra, 0))
 			*dropped += (uint32_t)w[i + 2];
 		if (h == mru[0]) {
@@ -203,16 +185,8 @@ static inline __attribute__((always_inline)) size_t weft__pack(const uint64_t *w
 		i += 2 + extra;
 	}
 	*events = ev;
-	if (ix) {
-		ix->first_ticks = t0;
-		ix->last_ticks = t1;
-		ix->first_ns = n0;
-		ix->last_ns = n1;
-		ix->depth_delta = depth;
-		ix->depth_min = low;
-		ix->flags = flags;
-		ix->zero = 0;
-	}
+	if (ix)
+		weft__ix_done(&acc, ix);
 	return (size_t)(o - out);
 }
 
