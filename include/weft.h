@@ -183,9 +183,11 @@ WEFT_API int weft_stop(void);
 /* Snapshot (issue 20's flight recorder and triggers): ask for the recent past to be kept.
  * Under `weft record --flight-recorder` the in-memory ring is written as DIR/snapshot-N; in a
  * normal recording (everything is on disk already) a `weft: snapshot` marker is recorded.
- * `reason` (may be NULL) is shown with the marker. Returns 0, or -errno: -ENOTSUP where this
- * build or run cannot take one, -EBUSY when a throttle (--max-snapshots, --min-interval)
- * refused it (refusals are counted in the trace). Thread-safe; not async-signal-safe. */
+ * `reason` (may be NULL) is shown with the marker. Returns once the snapshot is written (with
+ * `weft record --after T`, T later), 0, or -errno: -ENOTSUP where this build or run cannot take
+ * one (tracing off or stopped), -EBUSY when a throttle (--max-snapshots, --min-interval)
+ * refused it, the flight recorder's error when it could not write it (refusals are counted in
+ * the trace; docs/flight-recorder.md). Thread-safe; not async-signal-safe. */
 WEFT_API int weft_snapshot(const char *reason);
 
 struct weft_stats {
@@ -321,11 +323,13 @@ struct weft__scope {
 	unsigned track;
 	unsigned exact; /* the site is WEFT__SITE_EXACT: CPUMEM records around its END */
 };
-/* The end of a cpu_mem_exact= slice: its CPUMEM record, then the END. */
+/* The end of an EXACT slice (cpu_mem_exact=, trigger=): its CPUMEM record, the END, then the
+ * trigger's check. */
 WEFT__INLINE void weft__end_exact(uint32_t id, unsigned track)
 {
 	weft__cpumem(id, 1);
 	weft__slice(weft__hdr(id, WEFT_R_END, 0, track));
+	weft__exact_end(id);
 }
 WEFT__INLINE void weft__scope_end(struct weft__scope *sc)
 {

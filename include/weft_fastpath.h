@@ -142,6 +142,9 @@ WEFT_API void weft__slice_ctr(uint64_t hdr);
 /* cpu_mem_exact=: a CPUMEM record of site id at a slice's begin (at_end 0: after the BEGIN) or
  * end (1: before the END), read now; out of line (a syscall and a /proc read). */
 WEFT_API void weft__cpumem(uint32_t id, unsigned at_end);
+/* After the END of an EXACT site's slice (written): trigger= compares its duration there, so a
+ * snapshot it asks for comes after the END (out of line; only EXACT sites call it). */
+WEFT_API void weft__exact_end(uint32_t id);
 
 WEFT__INLINE uint64_t weft__ticks(void)
 {

@@ -20,6 +20,7 @@
  * One interpreter per process: libweft is a process-wide runtime, so the module keeps its
  * state in C globals (single-phase initialisation).
  */
+#include <errno.h>
 #include "pyweft.h"
 #include <string.h>
 #include <unistd.h>
@@ -412,6 +413,45 @@ static PyObject *py_stop(PyObject *mod, PyObject *unused)
 	Py_RETURN_NONE;
 }
 
+/* snapshot(reason=None): True when taken, False when refused by the throttles (EBUSY),
+ * OSError otherwise (ENOTSUP: tracing is off). */
+static PyObject *py_snapshot(PyObject *mod, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
+{
+	(void)mod;
+	Py_ssize_t nk = kwnames ? PyTuple_GET_SIZE(kwnames) : 0;
+	PyObject *reason = nargs ? args[0] : Py_None;
+	if (nargs + nk > 1 || (nk && PyUnicode_CompareWithASCIIString(PyTuple_GET_ITEM(kwnames, 0), "reason"))) {
+		PyErr_SetString(PyExc_TypeError, "snapshot() takes one argument, reason");
+		return NULL;
+	}
+	if (nk)
+		reason = args[0];
+	const char *r = NULL;
+	if (reason != Py_None) {
+		if (!PyUnicode_Check(reason)) {
+			PyErr_SetString(PyExc_TypeError, "snapshot(): reason must be a str or None");
+			return NULL;
+		}
+		if (!(r = PyUnicode_AsUTF8(reason)))
+			return NULL;
+	}
+	int rc;
+	Py_BEGIN_ALLOW_THREADS
+	rc = weft_snapshot(r);
+	Py_END_ALLOW_THREADS
+	if (rc == -EBUSY)
+		Py_RETURN_FALSE;
+	if (rc < 0) { /* OSError(errno, message): e.errno is the reason */
+		PyObject *e = Py_BuildValue("(is)", -rc, weft_strerror(rc));
+		if (e) {
+			PyErr_SetObject(PyExc_OSError, e);
+			Py_DECREF(e);
+		}
+		return NULL;
+	}
+	Py_RETURN_TRUE;
+}
+
 static PyObject *py_flush(PyObject *mod, PyObject *unused)
 {
 	(void)mod;
@@ -727,6 +767,11 @@ static PyMethodDef methods[] = {
 	 "enable=0 or after stop(); OSError when the trace directory cannot be made."},
 	{"stop", py_stop, METH_NOARGS,
 	 "stop()\n--\n\nFinish the trace (also done at exit). Later events are not recorded."},
+	{"snapshot", (PyCFunction)(void (*)(void))py_snapshot, FASTKW,
+	 "snapshot(reason=None)\n--\n\n"
+	 "Take a snapshot now (weft_snapshot(): the marker, and with weft record --flight-recorder\n"
+	 "the ring's window as DIR/snapshot-N), with reason on its marker. True when taken, False\n"
+	 "when refused by the throttles; OSError otherwise (errno ENOTSUP: tracing is off)."},
 	{"flush", py_flush, METH_NOARGS,
 	 "flush()\n--\n\nHand the calling thread's buffered events to the writers now."},
 	{"now_ns", py_now_ns, METH_NOARGS,

@@ -20,13 +20,13 @@ C, the first event starts tracing unless enable=0; weft.stop() (or the end of th
 finishes the trace. See python/README.md in the source tree.
 """
 from ._weft import (async_begin, async_end, complete, configure, counter, enabled, flow_in, flow_out,
-                    flush, instant, now_ns, output_dir, process_name, scope, start, stop,
+                    flush, instant, now_ns, output_dir, process_name, scope, snapshot, start, stop,
                     thread_name, track)
 from . import _weft
 
 __all__ = ["trace", "scope", "instant", "complete", "counter", "track", "async_begin", "async_end",
            "flow_out", "flow_in", "configure", "start", "stop", "flush", "now_ns", "enabled",
-           "output_dir", "thread_name", "process_name"]
+           "output_dir", "thread_name", "process_name", "snapshot"]
 
 
 def trace(func=None, *, name=None, category=None):

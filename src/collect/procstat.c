@@ -125,6 +125,12 @@ static uint64_t exact_rss(void)
 void weft__cpumem(uint32_t id, unsigned at_end)
 {
 	int e = errno;
+	/* trigger= watches this site's slices (trigger.c): and where cpu_mem_exact= does not
+	 * match it, that is all */
+	if (__atomic_load_n(&weft_triggers_on, __ATOMIC_ACQUIRE) && !weft_trigger_slice(id, at_end)) {
+		errno = e;
+		return;
+	}
 	struct rusage ru;
 	uint64_t user = 0, sys = 0;
 	if (!getrusage(RUSAGE_THREAD, &ru)) {

@@ -675,6 +675,45 @@ static int cmp_ent(const void *a, const void *b)
 	return x->off < y->off ? -1 : x->off > y->off;
 }
 
+/* The processes' snapshot requests (SNAPSHOT records, format 1.8): process-scoped instants
+ * `weft: snapshot` (or `weft: snapshot refused`) with their reason and origin, in a list of
+ * their own sorted by time (merged with the threads' like the GPU's). */
+static void snapshot_marks(const struct weft_trace *t, struct jlist *L)
+{
+	for (size_t i = 0; i < t->nprocs; i++) {
+		const struct weft_proc *p = &t->procs[i];
+		for (size_t k = 0; k < p->nsnaps; k++) {
+			const struct weft_snap_mark *m = &p->snaps[k];
+			uint64_t ts = weft_proc_ns(p, m->ticks);
+			struct jent *e = add(L, ts, 0);
+			struct pb *b = &L->text;
+			PUTS(b, "{\"ph\":\"i\",\"s\":\"p\",\"pid\":");
+			put_u64(b, (uint64_t)(uint32_t)p->pid);
+			PUTS(b, ",\"tid\":");
+			put_u64(b, (uint64_t)(uint32_t)p->pid);
+			PUTS(b, ",\"ts\":");
+			put_us(b, ts);
+			PUTS(b, ",\"name\":");
+			put_cstr(b, m->refused ? "weft: snapshot refused" : "weft: snapshot");
+			PUTS(b, ",\"args\":{\"reason\":");
+			put_cstr(b, m->reason ? m->reason : "");
+			PUTS(b, ",\"origin\":");
+			put_cstr(b, weft_snap_origin_name(m->origin));
+			if (m->refused) {
+				PUTS(b, ",\"why\":");
+				put_cstr(b, weft_snap_refusal_name(m->refused));
+			} else if (m->number) {
+				PUTS(b, ",\"snapshot\":");
+				put_u64(b, m->number);
+			}
+			PUTS(b, "}}");
+			close_entry(L, e);
+		}
+	}
+	if (L->unsorted)
+		qsort(L->ents, L->nents, sizeof(struct jent), cmp_ent);
+}
+
 static int cmp_endargs(const void *a, const void *b)
 {
 	const struct jendargs *x = a, *y = b;
@@ -832,6 +871,8 @@ int weft_export_json(const struct weft_trace *t, FILE *out, int style, int jobs,
 			G->ents[i] = (struct jent){e->ts, e->off, e->len, 0, 0};
 		}
 	}
+	snapshot_marks(t, &js[n].out); /* stream 2n: no thread's (js[n] has none: finished) */
+	js[n].finished = 1;
 	weft_parallel_for(n, jobs, pass1, js);
 	for (size_t i = 0; i < n; i++)
 		if (js[i].mem && js[i].thread_index == 0)
@@ -920,8 +961,8 @@ int weft_export_json(const struct weft_trace *t, FILE *out, int style, int jobs,
 			at_ = m_;                                                        \
 		}                                                                        \
 	} while (0)
-	for (size_t s = 0; s < 2 * n + 2; s++) { /* 2n + 1: the GPU's list (2n: nothing) */
-		int has = (s & 1) ? js[s / 2].side.nents > 0 : s < 2 * n && refill(&js[s / 2]);
+	for (size_t s = 0; s < 2 * n + 2; s++) { /* 2n + 1: the GPU's list, 2n: the snapshots' */
+		int has = (s & 1) ? js[s / 2].side.nents > 0 : s < 2 * n ? refill(&js[s / 2]) : js[n].out.nents > 0;
 		if (has)
 			heap[hn++] = s;
 	}
@@ -969,6 +1010,8 @@ int weft_export_json(const struct weft_trace *t, FILE *out, int style, int jobs,
 	if (js[n].side.text.p != gpu.text.p)
 		free(gpu.text.p);
 	free(js[n].side.ents);
+	free(js[n].out.text.p); /* the snapshots' list */
+	free(js[n].out.ents);
 	free(gpu.ents);
 	for (size_t i = 0; i < n; i++)
 		free(js[i].aflows); /* where the merge ran out of memory */

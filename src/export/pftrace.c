@@ -19,6 +19,7 @@
 #include "export/pftrace-sched.h"
 #include "export/pftrace-system.h"
 #include "export/pftrace-gpu.h"
+#include "export/pftrace-snapshot.h"
 #include "format/format.h"
 #include <errno.h>
 #include <fcntl.h>
@@ -960,6 +961,7 @@ static void header(const struct weft_trace *t, const struct weft_mem *mem, const
 		const struct weft_mem_proc *mp = weft_mem_for(mem, p);
 		if (mp)
 			weft_pf_mem_tracks(b, mp, proc_uuid(p->pid), mix);
+		weft_pf_snapshots(b, p, proc_uuid(p->pid)); /* snapshot requests (format 1.8) */
 		add_machine(b, from, t->machines ? p->host_index : 0);
 	}
 	weft_pf_sys_tracks(b, sys, mix, proc_uuid);

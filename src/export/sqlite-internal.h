@@ -8,7 +8,7 @@
 #include "export/export.h"
 #include "export/sqlite-rows.h"
 
-enum { T_META, T_PROC, T_THREAD, T_SLICE, T_COUNTER, T_ALLOC, T_ACCESS, T_RUN, T_GPU, NTABLES };
+enum { T_META, T_PROC, T_THREAD, T_SLICE, T_COUNTER, T_ALLOC, T_ACCESS, T_RUN, T_GPU, T_SNAPSHOT, NTABLES };
 
 struct weft_sqlite_db {
 	struct weft_sq sq;

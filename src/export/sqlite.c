@@ -24,6 +24,8 @@
 
 static const char *const schema =
 	"CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT);\n"
+	"CREATE TABLE snapshots(id INTEGER PRIMARY KEY, upid INTEGER REFERENCES processes, ts INTEGER,"
+	" origin TEXT, reason TEXT, snapshot INTEGER, refused TEXT);\n"
 	"CREATE TABLE processes(upid INTEGER PRIMARY KEY, pid INTEGER, ppid INTEGER, image INTEGER, name TEXT,"
 	" cmdline TEXT, host TEXT, start_ns INTEGER, max_rss_bytes INTEGER, user_ns INTEGER, sys_ns INTEGER,"
 	" dropped INTEGER);\n"
@@ -70,6 +72,7 @@ static const struct { const char *into; unsigned ncols, batch; } tables[NTABLES]
 	[T_ACCESS] = {"accesses", 13, 32},
 	[T_RUN] = {"runs", 8, 1},
 	[T_GPU] = {"gpu_activities", 24, 32},
+	[T_SNAPSHOT] = {"snapshots", 7, 1},
 };
 
 static void cmdline(const struct weft_proc *p, char *out, size_t n)
@@ -103,6 +106,10 @@ static void write_rows(struct weft_sqlite_db *d, struct weft_export_summary *sum
 	char buf[4096];
 	ROW(d, T_META, "tt", "format", "weft sqlite 1");
 	ROW(d, T_META, "tt", "trace", t->dir);
+	if (t->window.active) { /* --time: every row is the window's (docs/time-window.md) */
+		ROW(d, T_META, "ti", "window_from_ns", (int64_t)t->window.from_ns);
+		ROW(d, T_META, "ti", "window_to_ns", (int64_t)t->window.to_ns);
+	}
 	int64_t utid = 1;
 	for (size_t i = 0; i < t->nprocs; i++) {
 		const struct weft_proc *p = &t->procs[i];
@@ -111,6 +118,12 @@ static void write_rows(struct weft_sqlite_db *d, struct weft_export_summary *sum
 		ROW(d, T_PROC, "iiiitTtiiiii", (int64_t)i + 1, (int64_t)p->pid, (int64_t)p->ppid, (int64_t)p->gen,
 		    p->name, buf, p->host, (int64_t)p->start_ns, p->has_rusage ? (int64_t)p->max_rss : 0,
 		    (int64_t)p->user_ns, (int64_t)p->sys_ns, (int64_t)weft_proc_dropped(p));
+		for (size_t k = 0; k < p->nsnaps; k++) { /* snapshot requests (format 1.8) */
+			const struct weft_snap_mark *m = &p->snaps[k];
+			ROW(d, T_SNAPSHOT, "niittzt", (int64_t)i + 1, (int64_t)weft_proc_ns(p, m->ticks),
+			    weft_snap_origin_name(m->origin), m->reason, (int64_t)m->number,
+			    m->refused ? weft_snap_refusal_name(m->refused) : NULL);
+		}
 		for (size_t k = 0; k < p->nthreads; k++, utid++) {
 			const struct weft_thread_data *th = &p->threads[k];
 			ROW(d, T_THREAD, "iiiitii", utid, (int64_t)i + 1, (int64_t)th->tid, (int64_t)th->serial, th->name,

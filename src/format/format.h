@@ -24,7 +24,10 @@
                           *    GPU_CLOCK and GPU_DEVICE metadata;
                           * 7: JOB, MPI and CLOCK_SYNC metadata; arguments and flows after an
                           *    END belong to the slice it ends;
-                          * 8: WINDOW metadata (flight recorder snapshots) */
+                          * 8: DISABLED metadata (events emitted while recording was disabled);
+                          *    SNAPSHOT metadata (snapshot requests and refusals);
+                          *    CHUNK_INDEX metadata (the chunks' time index, chunkindex.h);
+                          *    WINDOW metadata (flight recorder snapshots) */
 #define WEFT_META_MAGIC "WEFTMETA"
 #define WEFT_EVENTS_MAGIC "WEFTEVTS"
 #define WEFT_CHUNK_MAGIC 0x4b4e4843u /* "CHNK" */
@@ -134,6 +137,18 @@ enum weft_meta_type {
 				 * minus this process's, at `at`), u64 at (this process's CLOCK_BOOTTIME
 				 * ns, the middle of the best round trip), u64 that round trip ns, u32
 				 * round trips made, u32 0, then the reference's host\0 */
+	WEFT_M_DISABLED = 35, /* (1.8) at stop: u64 events emitted while recording was disabled
+			       * (weft record --delay, the disable command): not recorded, not drops */
+	WEFT_M_SNAPSHOT = 36, /* (1.8) a snapshot request (weft_snapshot(), a control command, a signal,
+			       * a trigger, a fatal signal, the exit): u64 ticks, u32 origin (enum
+			       * weft_snap_origin), u32 snapshot number (DIR/snapshot-N; 0: none written:
+			       * no flight recorder runs, or refused), u32 refused (enum
+			       * weft_snap_refusal; 0 taken), u32 errno (refused 3: why the dump
+			       * failed), then reason\0 */
+	WEFT_M_CHUNK_INDEX = 40, /* (1.8) one per chunk written: struct weft_index_rec (chunkindex.h):
+				  * u32 tid, u32 file (writer index), u64 seq, u64 offset of the
+				  * frame, u64 first/last ticks, u64 first/last ns, i32 depth
+				  * delta, i32 depth min, u32 flags, u32 0 */
 	WEFT_M_WINDOW = 37, /* (1.8) a flight recorder's snapshot (DIR/snapshot-N): u64 window start
 			     * ticks, u64 end ticks, u64 trigger ticks, u64 events not in the window (evicted
 			     * or before its start, since the previous snapshot), u64 events of the window,
@@ -144,6 +159,15 @@ enum weft_meta_type {
 			     * handlers dropped (inside another event; 0 from older writers), u64 threshold bytes, u64
 			     * sampling bytes (0: every block), u64 frees not recorded (unknown
 			     * to the interposer) */
+};
+
+/* SNAPSHOT records (1.8): why a request was refused (0: taken) */
+enum weft_snap_refusal {
+	WEFT_SNAP_TAKEN = 0,
+	WEFT_SNAP_MAX = 1,      /* max_snapshots= were taken already */
+	WEFT_SNAP_INTERVAL = 2, /* within min_interval= of the previous one */
+	WEFT_SNAP_FAILED = 3,   /* the flight recorder could not write it (errno in the record) */
+	WEFT_SNAP_BUSY = 4,     /* another snapshot was being taken (a fatal signal) or too many waited */
 };
 
 /* JOB and MPI records (1.7) */

@@ -32,6 +32,7 @@
 #include <stdint.h>
 #include <string.h>
 #include "format.h"
+#include "chunkindex.h"
 
 #define WEFT_PACK_LITERAL 192u
 #define WEFT_PACK_ENTRY3 193u
@@ -115,12 +116,15 @@ static inline int weft__unpack_mem(const uint8_t **p, const uint8_t *end, uint64
 	return 0;
 }
 
-/* Packs whole records of w[0..n), timestamps absolute, into out (version 2), delta-coding the
- * timestamps on the way; counts the events into *events and the DROPPED records' counts into
- * *dropped. Returns bytes written (at most weft_pack_bound(n)). */
-static inline size_t weft_pack(const uint64_t *w, size_t n, uint8_t *out, uint32_t *events, uint32_t *dropped)
+/* weft_pack, and with ix the chunk's time index entry (chunkindex.h: what weft_index_scan
+ * computes) in the same pass, for the writers: the walk over the records is paid once. */
+static inline __attribute__((always_inline)) size_t weft__pack(const uint64_t *w, size_t n, uint8_t *out,
+							       uint32_t *events, uint32_t *dropped,
+							       struct weft_index_rec *ix)
 {
 	uint64_t mru[4] = {0, 0, 0, 0}, prev = 0, prev_addr = 0;
+	struct weft__ix_acc acc;
+	weft__ix_init(&acc);
 	uint32_t ev = 0;
 	uint8_t *o = out;
 	size_t i = 0;
@@ -131,6 +135,8 @@ static inline size_t weft_pack(const uint64_t *w, size_t n, uint8_t *out, uint32
 			break;
 		__builtin_prefetch(w + i + 64); /* the chunk was just written on another core */
 		ev += (unsigned)weft_rec_is_event(type);
+		if (ix) /* as weft_index_scan does */
+			weft__ix_step(&acc, w, i, h, type, extra);
 		if (__builtin_expect(type == WEFT_R_DROPPED && extra, 0))
 			*dropped += (uint32_t)w[i + 2];
 		if (h == mru[0]) {
@@ -179,7 +185,24 @@ static inline size_t weft_pack(const uint64_t *w, size_t n, uint8_t *out, uint32
 		i += 2 + extra;
 	}
 	*events = ev;
+	if (ix)
+		weft__ix_done(&acc, ix);
 	return (size_t)(o - out);
+}
+
+/* Packs whole records of w[0..n), timestamps absolute, into out (version 2), delta-coding the
+ * timestamps on the way; counts the events into *events and the DROPPED records' counts into
+ * *dropped. Returns bytes written (at most weft_pack_bound(n)). */
+static inline size_t weft_pack(const uint64_t *w, size_t n, uint8_t *out, uint32_t *events, uint32_t *dropped)
+{
+	return weft__pack(w, n, out, events, dropped, NULL);
+}
+
+/* weft_pack, also filling ix's times, depth and flags (not its tid, file, seq, offset). */
+static inline size_t weft_pack_indexed(const uint64_t *w, size_t n, uint8_t *out, uint32_t *events,
+				       uint32_t *dropped, struct weft_index_rec *ix)
+{
+	return weft__pack(w, n, out, events, dropped, ix);
 }
 
 /* Reads one record's tag (and literal header) at *p in packing `fmt`: the header, moved to

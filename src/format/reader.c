@@ -177,6 +177,46 @@ static struct weft_thread_data *thread_get(struct weft_proc *p, uint32_t tid, ui
 	return th;
 }
 
+/* The thread (tid, serial), or NULL: never adds one. */
+static struct weft_thread_data *thread_find(struct weft_proc *p, uint32_t tid, uint32_t serial)
+{
+	uint64_t key = thread_key(tid, serial);
+	if (!p->thcap)
+		return NULL;
+	size_t mask = p->thcap - 1;
+	for (size_t i = (size_t)((key * 0x9e3779b97f4a7c15ull) >> 17) & mask; p->thkey[i]; i = (i + 1) & mask)
+		if (p->thkey[i] == key)
+			return &p->threads[p->thidx[i]];
+	return NULL;
+}
+
+/* CHUNK_INDEX records to their chunks (sorted by seq): an entry whose chunk is not here (never
+ * written, cut off) is dropped. */
+static void attach_index(struct weft_proc *p)
+{
+	for (size_t i = 0; i < p->nindex; i++) {
+		const struct weft_index_rec *e = &p->index[i];
+		struct weft_thread_data *th = thread_find(p, e->tid, (uint32_t)(e->seq >> WEFT_SEQ_SERIAL_SHIFT));
+		if (!th)
+			continue;
+		size_t lo = 0, hi = th->nchunks;
+		while (lo < hi) {
+			size_t mid = (lo + hi) / 2;
+			if (th->chunks[mid].seq < e->seq)
+				lo = mid + 1;
+			else
+				hi = mid;
+		}
+		if (lo < th->nchunks && th->chunks[lo].seq == e->seq) {
+			th->chunks[lo].ix = *e;
+			th->chunks[lo].has_ix = 1;
+		}
+	}
+	free(p->index);
+	p->index = NULL;
+	p->nindex = p->index_cap = 0;
+}
+
 static struct weft_site_def *site_slot(struct weft_proc *p, uint32_t id)
 {
 	if (id > 10000000)
@@ -451,6 +491,15 @@ static void parse_meta(struct weft_trace *t, const char *name, const unsigned ch
 				p->mpi_library = xstrndup((const char *)r + 48, bounded_len((const char *)r + 48, len - 48));
 			}
 			break;
+		case WEFT_M_CHUNK_INDEX: /* matched to its chunk once all are read (finish) */
+			if (len < sizeof(struct weft_index_rec))
+				break;
+			if (p->nindex == p->index_cap) {
+				p->index_cap = p->index_cap ? p->index_cap * 2 : 256;
+				p->index = xrealloc(p->index, p->index_cap * sizeof(*p->index));
+			}
+			memcpy(&p->index[p->nindex++], r, sizeof(struct weft_index_rec));
+			break;
 		case WEFT_M_CLOCK_SYNC:
 			if (len >= 40) {
 				p->clock_sync = xrealloc(p->clock_sync, (p->nclock_sync + 1) * sizeof(*p->clock_sync));
@@ -463,6 +512,18 @@ static void parse_meta(struct weft_trace *t, const char *name, const unsigned ch
 				memcpy(&c->rounds, r + 32, 4);
 				size_t hl = bounded_len((const char *)r + 40, len - 40);
 				snprintf(c->ref_host, sizeof(c->ref_host), "%.*s", (int)hl, (const char *)r + 40);
+			}
+			break;
+		case WEFT_M_SNAPSHOT:
+			if (len >= 24) {
+				p->snaps = xrealloc(p->snaps, (p->nsnaps + 1) * sizeof(*p->snaps));
+				struct weft_snap_mark *m = &p->snaps[p->nsnaps++];
+				memcpy(&m->ticks, r, 8);
+				memcpy(&m->origin, r + 8, 4);
+				memcpy(&m->number, r + 12, 4);
+				memcpy(&m->refused, r + 16, 4);
+				memcpy(&m->err, r + 20, 4);
+				m->reason = xstrndup((const char *)r + 24, bounded_len((const char *)r + 24, len - 24));
 			}
 			break;
 		case WEFT_M_NOTE:
@@ -501,6 +562,10 @@ static void parse_meta(struct weft_trace *t, const char *name, const unsigned ch
 		case WEFT_M_FUNC_FILTER:
 			if (len >= 8)
 				memcpy(&p->func_filtered, r, 8);
+			break;
+		case WEFT_M_DISABLED:
+			if (len >= 8)
+				memcpy(&p->disabled, r, 8);
 			break;
 		case WEFT_M_WRITE_FAILED:
 			if (len >= 4)
@@ -1098,7 +1163,7 @@ static void add_source_keys(struct weft_proc *p)
 		p->key_file = p->key_line = 0;
 }
 
-static void finish(struct weft_trace *t)
+static int finish(struct weft_trace *t, const struct weft_window_req *win, char *err, size_t errlen)
 {
 	uint64_t *buf = NULL;
 	size_t cap = 0;
@@ -1154,6 +1219,7 @@ static void finish(struct weft_trace *t)
 				th->name = strdup(name);
 			}
 		}
+		attach_index(p);
 		if (p->write_errno) {
 			/* the runtime said so: those chunks were never written, and counted as dropped */
 		} else if (missing_chunks) {
@@ -1180,9 +1246,6 @@ static void finish(struct weft_trace *t)
 		t->first_ns = t->last_ns = 0;
 	for (size_t i = 0; i < t->nprocs; i++)
 		add_source_keys(&t->procs[i]);
-	for (size_t i = 0; i < t->nprocs; i++)
-		if (t->procs[i].maps)
-			weft_symbolize(t, &t->procs[i]);
 	if (weft_hosts_align(t)) { /* other hosts' times moved: the span again */
 		t->first_ns = UINT64_MAX;
 		t->last_ns = 0;
@@ -1198,6 +1261,16 @@ static void finish(struct weft_trace *t)
 			t->first_ns = t->last_ns = 0;
 	}
 	free(buf);
+	/* a time window first: then only its chunks are looked at for function addresses */
+	if (win) {
+		int rc = weft_trace_window_apply(t, win, err, errlen);
+		if (rc)
+			return rc;
+	}
+	for (size_t i = 0; i < t->nprocs; i++)
+		if (t->procs[i].maps)
+			weft_symbolize(t, &t->procs[i]);
+	return 0;
 }
 
 /* The pid in a file name whose header lost it: "PID[.N]..." or "HOST-rRANK-PID[.N]..." */
@@ -1219,7 +1292,7 @@ static int pid_of(const char *name)
 }
 
 static int load(struct weft_trace *t, const char *const *names, const unsigned char *const *data,
-		const size_t *sizes, size_t n, char *err, size_t errlen)
+		const size_t *sizes, size_t n, const struct weft_window_req *win, char *err, size_t errlen)
 {
 	size_t used = 0;
 	for (int pass = 0; pass < 2; pass++) /* metadata first, so events see their process */
@@ -1256,8 +1329,7 @@ static int load(struct weft_trace *t, const char *const *names, const unsigned c
 		snprintf(err, errlen, "%s: no weft trace files (*.wmeta, *.wevents) found", t->dir);
 		return -ENOENT;
 	}
-	finish(t);
-	return 0;
+	return finish(t, win, err, errlen);
 }
 
 int weft_trace_from_buffers(const char *const *names, const unsigned char *const *data,
@@ -1265,7 +1337,7 @@ int weft_trace_from_buffers(const char *const *names, const unsigned char *const
 {
 	struct weft_trace *t = xcalloc(1, sizeof(*t));
 	t->dir = strdup("(memory)");
-	int rc = load(t, names, data, sizes, n, err, errlen);
+	int rc = load(t, names, data, sizes, n, NULL, err, errlen);
 	if (rc) {
 		weft_trace_free(t);
 		return rc;
@@ -1309,6 +1381,12 @@ static int list_dir(const char *dir, const char *prefix, char ***names, size_t *
 
 int weft_trace_open_dirs(const char *const *dirs, size_t ndirs, struct weft_trace **out, char *err,
 			 size_t errlen)
+{
+	return weft_trace_open_window(dirs, ndirs, NULL, out, err, errlen);
+}
+
+int weft_trace_open_window(const char *const *dirs, size_t ndirs, const struct weft_window_req *win,
+			   struct weft_trace **out, char *err, size_t errlen)
 {
 	if (!ndirs) {
 		snprintf(err, errlen, "no trace directory given");
@@ -1373,7 +1451,7 @@ int weft_trace_open_dirs(const char *const *dirs, size_t ndirs, struct weft_trac
 	free(from);
 	t->blobs = (void **)data;
 	t->nblobs = n;
-	int rc = load(t, (const char *const *)names, (const unsigned char *const *)data, sizes, n, err, errlen);
+	int rc = load(t, (const char *const *)names, (const unsigned char *const *)data, sizes, n, win, err, errlen);
 	for (size_t i = 0; i < n; i++)
 		free(names[i]);
 	free(names);
@@ -1429,6 +1507,9 @@ static void proc_free(struct weft_proc *p)
 	for (size_t k = 0; k < p->nnotes; k++)
 		free(p->notes[k]);
 	free(p->notes);
+	for (size_t k = 0; k < p->nsnaps; k++)
+		free(p->snaps[k].reason);
+	free(p->snaps);
 	free(p->host);
 	free(p->window_reason);
 	free(p->options);
@@ -1437,6 +1518,7 @@ static void proc_free(struct weft_proc *p)
 	free(p->job_launcher);
 	free(p->mpi_library);
 	free(p->clock_sync);
+	free(p->index);
 }
 
 size_t weft_trace_keep(struct weft_trace *t, int (*keep)(const struct weft_proc *p, void *arg), void *arg)
@@ -1471,4 +1553,16 @@ void weft_trace_free(struct weft_trace *t)
 	free(t->blobs);
 	free(t->dir);
 	free(t);
+}
+
+const char *weft_snap_origin_name(uint32_t origin)
+{
+	static const char *const names[] = {"api", "command", "signal", "trigger", "fatal", "exit"};
+	return origin < sizeof(names) / sizeof(names[0]) ? names[origin] : "unknown";
+}
+
+const char *weft_snap_refusal_name(uint32_t refused)
+{
+	static const char *const names[] = {"taken", "max-snapshots", "min-interval", "failed", "busy"};
+	return refused < sizeof(names) / sizeof(names[0]) ? names[refused] : "unknown";
 }

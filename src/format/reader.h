@@ -12,6 +12,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include "hosts.h"
+#include "chunkindex.h"
 
 struct weft_site_def {
 	uint32_t id;
@@ -28,6 +29,8 @@ struct weft_chunk_view {
 	const unsigned char *stored;
 	uint32_t stored_size, raw_size, flags;
 	const struct weft_ns_fix *fix; /* its process's host correction (hosts.h), or NULL */
+	struct weft_index_rec ix;      /* its time index entry (CHUNK_INDEX, 1.8), when has_ix */
+	int has_ix;
 };
 
 struct weft_thread_data {
@@ -112,6 +115,7 @@ struct weft_proc {
 				 * re-emitted; the ring's events taken, evicted, written in snapshots */
 	uint32_t window_number;
 	char *window_reason;
+	uint64_t disabled;      /* emitted while recording was disabled (DISABLED, 1.8) */
 	uint64_t writer_cpu_ns, slow_paths; /* overhead, from a clean stop */
 	int has_overhead;
 	int has_meta, finished;
@@ -187,7 +191,19 @@ struct weft_proc {
 		char ref_host[64];
 	} *clock_sync;
 	size_t nclock_sync;
+	/* SNAPSHOT records (1.8): every snapshot request, taken or refused, in order */
+	struct weft_snap_mark {
+		uint64_t ticks;  /* as recorded: weft_proc_ns() gives its time */
+		uint32_t origin; /* enum weft_snap_origin (src/lib/internal.h) */
+		uint32_t number; /* DIR/snapshot-N written, 0: none */
+		uint32_t refused; /* enum weft_snap_refusal (format.h), 0: taken */
+		uint32_t err;    /* refused WEFT_SNAP_FAILED: the errno */
+		char *reason;
+	} *snaps;
+	size_t nsnaps;
 	uint64_t bytes_stored, bytes_raw, nchunks_read, bad_chunks;
+	struct weft_index_rec *index; /* CHUNK_INDEX records (1.8), until matched to their chunks */
+	size_t nindex, index_cap;
 	/* hosts.h: the host's index in the trace's hosts (0 the reference), the pid as recorded
 	 * (pid may have been made unique), the correction applied when `fixed` */
 	unsigned host_index;
@@ -198,8 +214,28 @@ struct weft_proc {
 /* The process's rank in its job: MPI's world rank, else the launcher's, else WEFT_RANK_NONE. */
 uint32_t weft_proc_rank(const struct weft_proc *p);
 
+/* A time window to read (weft_trace_open_window, format/window.c): FROM and TO relative to the
+ * trace's first event, each optional (the trace's start, its end). */
+struct weft_window_req {
+	int from_set, to_set;
+	uint64_t from_ns, to_ns;
+};
+/* What reading the window did (the reader's statistics: tests count decoded chunks with it). */
+struct weft_window_info {
+	int active;                  /* the trace holds only the window */
+	uint64_t from_ns, to_ns;     /* the window, absolute (the trace's clock) */
+	uint64_t trace_first_ns, trace_last_ns; /* the whole trace's span */
+	uint64_t chunks;             /* chunks of the whole trace */
+	uint64_t scanned;            /* decoded to find their times: no index entry */
+	uint64_t decoded;            /* decoded to cut the window's edges and find its context */
+	uint64_t kept;               /* inside the window, handed on undecoded */
+	uint64_t open_slices;        /* slices open at FROM, carried into the window */
+	uint64_t counters;           /* counters' last values before FROM, carried in */
+};
+
 struct weft_trace {
 	char *dir;
+	struct weft_window_info window;
 	struct weft_proc *procs;
 	size_t nprocs;
 	char **warnings;
@@ -241,6 +277,14 @@ size_t weft_trace_keep(struct weft_trace *t, int (*keep)(const struct weft_proc 
  * directory. Errors as weft_trace_open; a directory without trace files is an error. */
 int weft_trace_open_dirs(const char *const *dirs, size_t ndirs, struct weft_trace **out, char *err,
 			 size_t errlen);
+/* weft_trace_open_dirs, keeping only a time window (docs/time-window.md): every thread's
+ * chunks are cut to the window (plus the begins of the slices open at its start and counters'
+ * last values before it), so that converters and reports read only that. Errors as
+ * weft_trace_open_dirs, and -ERANGE when the window starts after the trace's end. */
+int weft_trace_open_window(const char *const *dirs, size_t ndirs, const struct weft_window_req *win,
+			   struct weft_trace **out, char *err, size_t errlen);
+/* The same on a trace loaded from buffers, for tests: applies the window to t (window.c). */
+int weft_trace_window_apply(struct weft_trace *t, const struct weft_window_req *req, char *err, size_t errlen);
 /* Load from in-memory file images (used by the fuzzers): names[i] is the file name. */
 int weft_trace_from_buffers(const char *const *names, const unsigned char *const *data,
 			    const size_t *sizes, size_t n, struct weft_trace **out, char *err,
@@ -274,5 +318,8 @@ uint32_t weft_proc_add_site(struct weft_proc *p, const char *name, const char *c
 uint64_t weft_proc_dropped(const struct weft_proc *p);
 const char *weft_site_name(const struct weft_proc *p, uint32_t id);
 const char *weft_track_name(const struct weft_proc *p, unsigned id);
+/* A snapshot request's origin and a refusal, in words ("api", "signal"; "max-snapshots"). */
+const char *weft_snap_origin_name(uint32_t origin);
+const char *weft_snap_refusal_name(uint32_t refused);
 
 #endif

@@ -8,6 +8,7 @@
 #include "../collect/counters.h"
 #include "../collect/cpusets.h"
 #include <ctype.h>
+#include <signal.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -35,6 +36,7 @@ void weft_config_defaults(struct weft_config *c)
 	snprintf(c->nvml_lib, sizeof(c->nvml_lib), "libnvidia-ml.so.1");
 	c->gpu_buffer_size = 8u << 20;
 	c->mpi = 1;
+	c->max_snapshots = 16;
 }
 
 int weft_parse_size(const char *s, uint64_t *out)
@@ -353,6 +355,8 @@ SETTER(set_gpu_buffer_size)
 	return 0;
 }
 SETTER(set_mpi) { return parse_int(v, 0, 1, &c->mpi); }
+/* control=: an absolute path (weft record's control socket, record-control.c) */
+SETTER(set_control) { return *v == '/' || !*v ? set_str(c->control, sizeof(c->control), v) : -EINVAL; }
 SETTER(set_counters)
 {
 	const struct weft_ctr_def *d[WEFT_CTR_MAX];
@@ -360,6 +364,60 @@ SETTER(set_counters)
 	if (strcmp(v, "0") && weft_ctr_parse(v, d, why, sizeof(why)) < 0)
 		return -EINVAL;
 	return set_str(c->counters, sizeof(c->counters), strcmp(v, "0") ? v : "");
+}
+/* snapshot_signal=: USR2, SIGUSR2, RTMIN+3, 12; 0 none. Signals the CPU raises for a fault, the
+ * ones that cannot be caught and SIGABRT (abort() must end the program) are refused. */
+static int parse_signal(const char *v, int *out)
+{
+	static const struct { const char *n; int sig; } names[] = {
+		{"HUP", SIGHUP}, {"INT", SIGINT}, {"QUIT", SIGQUIT}, {"USR1", SIGUSR1}, {"USR2", SIGUSR2},
+		{"PIPE", SIGPIPE}, {"ALRM", SIGALRM}, {"TERM", SIGTERM}, {"CHLD", SIGCHLD}, {"CONT", SIGCONT},
+		{"TSTP", SIGTSTP}, {"TTIN", SIGTTIN}, {"TTOU", SIGTTOU}, {"URG", SIGURG}, {"XCPU", SIGXCPU},
+		{"XFSZ", SIGXFSZ}, {"VTALRM", SIGVTALRM}, {"PROF", SIGPROF}, {"WINCH", SIGWINCH}, {"IO", SIGIO},
+		{"PWR", SIGPWR}, {"SYS", SIGSYS},
+	};
+	if (!strncmp(v, "SIG", 3))
+		v += 3;
+	int sig = -1;
+	if (isdigit((unsigned char)*v)) {
+		if (parse_int(v, 0, 64, &sig))
+			return -EINVAL;
+	} else if (!strncmp(v, "RTMIN", 5) || !strncmp(v, "RTMAX", 5)) {
+		int k = 0;
+		if (v[5] && (v[5] != (v[3] == 'I' ? '+' : '-') || parse_int(v + 6, 0, 32, &k)))
+			return -EINVAL;
+		sig = v[3] == 'I' ? SIGRTMIN + k : SIGRTMAX - k;
+		if (sig < SIGRTMIN || sig > SIGRTMAX)
+			return -EINVAL;
+	} else {
+		for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+			if (!strcmp(v, names[i].n))
+				sig = names[i].sig;
+	}
+	if (sig < 0 || sig == SIGKILL || sig == SIGSTOP || sig == SIGSEGV || sig == SIGBUS || sig == SIGFPE ||
+	    sig == SIGILL || sig == SIGTRAP || sig == SIGABRT)
+		return -EINVAL;
+	*out = sig;
+	return 0;
+}
+SETTER(set_snapshot_signal) { return parse_signal(v, &c->snapshot_signal); }
+SETTER(set_trigger)
+{
+	struct weft_trigger_spec t[WEFT_MAX_TRIGGERS];
+	char why[200];
+	if (weft_trigger_parse(v, t, why, sizeof(why)) < 0)
+		return -EINVAL;
+	return set_str(c->trigger, sizeof(c->trigger), v);
+}
+SETTER(set_max_snapshots) { return parse_int(v, 0, 1000000, &c->max_snapshots); }
+SETTER(set_min_interval) { return weft_parse_duration(v, &c->min_interval_ns); }
+SETTER(set_after)
+{
+	uint64_t ns;
+	if (weft_parse_duration(v, &ns) || ns > 3600000000000ull)
+		return -EINVAL;
+	c->after_ns = ns;
+	return 0;
 }
 
 /* flight=SIZE[,AGE][,noexit] (weft record --flight-recorder): the ring's size, the time it keeps
@@ -478,9 +536,15 @@ static const struct {
 	{"gpu_buffer_size", set_gpu_buffer_size, "a size from 64K to 256M: each CUPTI activity buffer (default 8M)"},
 	{"host", set_host, "the host name to record (default: the hostname)"},
 	{"mpi", set_mpi, "0 or 1 (MPI calls and messages, where libweft-mpi.so is loaded; default 1)"},
+	{"control", set_control, "the absolute path of weft record's control socket (set by weft record: enable, disable, snapshot, stop reach this process through it)"},
 	{"flight", set_flight, "0 or SIZE[,AGE][,noexit]: keep the last SIZE (1M to 64G) of events in memory, at least AGE of time where SIZE allows, written only by a snapshot (flight recorder)"},
 	{"switch_output", set_switch_output, "0, a size from 256K to 16G (K/M/G) or a time from 1ms (s, m, h): the trace as consecutive parts DIR/part-N, each a trace directory"},
 	{"switch_max_files", set_switch_max_files, "0 (keep every part) or N: only the last N parts are kept"},
+	{"snapshot_signal", set_snapshot_signal, "a signal name or number such as USR2 or RTMIN+1 (it requests a snapshot; not SEGV, BUS, FPE, ILL, TRAP, ABRT, KILL, STOP), 0 = none"},
+	{"trigger", set_trigger, "PATTERN>DURATION, comma-separated (up to 8): a slice whose name matches the glob or /regex/ and lasts longer requests a snapshot at its end"},
+	{"max_snapshots", set_max_snapshots, "the most snapshots taken, 0 to 1000000 (default 16); later requests are refused and counted"},
+	{"min_interval", set_min_interval, "a duration such as 10s: a request sooner than this after the last snapshot is refused and counted"},
+	{"after", set_after, "a duration up to 1h such as 2s: data kept after a trigger before the snapshot is written"},
 };
 
 const char *weft_config_valid(const char *key)

@@ -385,7 +385,7 @@ int fl_remove_dir(const char *dir)
 /* The metadata file: every record kept (THREAD_END with the snapshot's chunk count, snapshot
  * markers of the window only), the clock points the window needs, the window, the totals. */
 static void write_meta(struct out *o, struct snap *s, uint64_t end_ticks, uint64_t trigger, const char *reason,
-		       int number)
+		       int number, const char *kind)
 {
 	for (struct meta_block *b = fl_meta_head; b;
 	     b = atomic_load_explicit(&b->next, memory_order_acquire)) {
@@ -404,7 +404,7 @@ static void write_meta(struct out *o, struct snap *s, uint64_t end_ticks, uint64
 				r[3] = (r[1] << WEFT_SEQ_SERIAL_SHIFT) | (t ? t->written : 0);
 				out_put(o, &h, sizeof(h));
 				out_put(o, r, 32);
-			} else if (h.type == 36 && h.len >= 8) { /* a snapshot marker: its ticks first */
+			} else if (h.type == WEFT_M_SNAPSHOT && h.len >= 8) { /* a marker: its ticks first */
 				uint64_t t;
 				memcpy(&t, p, 8);
 				if (t >= s->W) {
@@ -426,6 +426,14 @@ static void write_meta(struct out *o, struct snap *s, uint64_t end_ticks, uint64
 	for (int i = from; i < nc; i++) {
 		out_put(o, &ch, sizeof(ch));
 		out_put(o, &fl_clocks[i], 24);
+	}
+	if (!strcmp(kind, "snapshot")) { /* the marker of the request writing it (snapshot.c) */
+		unsigned char head[24];
+		const char *r = weft_snapshot_current(head, (uint32_t)number);
+		struct weft_meta_rec_header mh = {WEFT_M_SNAPSHOT, 0, (uint32_t)(sizeof(head) + strlen(r) + 1)};
+		out_put(o, &mh, sizeof(mh));
+		out_put(o, head, sizeof(head));
+		out_put(o, r, strlen(r) + 1);
 	}
 	struct weft_clock_point now;
 	weft_clock_sample(&now);
@@ -581,7 +589,7 @@ int weft_flight_dump_as(const char *kind, const char *reason, uint64_t trigger_t
 	weft_file_header_init(&fh, WEFT_META_MAGIC, weft_g.pid, 0, weft_clock_kind());
 	out_put(&m, &fh, sizeof(fh));
 	int number = fl_snapshots + 1;
-	write_meta(&m, &s, end_ticks, trigger_ticks, reason, number);
+	write_meta(&m, &s, end_ticks, trigger_ticks, reason, number, kind);
 	out_flush(&m);
 	rc = m.err;
 	if (close(m.fd) && !rc)

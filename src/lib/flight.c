@@ -80,7 +80,7 @@ unsigned char *fl_outbuf;     /* buffered writes of the snapshot's files */
 ZSTD_DCtx *fl_dctx;
 ZSTD_CCtx *fl_cctx;
 
-int weft_flight_active(void) { return fl_active; }
+int weft_flight_active(void) { return fl_active ? (weft_cfg.flight_noexit ? 2 : 1) : 0; }
 
 static uint64_t ns_to_ticks(uint64_t ns)
 {
@@ -675,8 +675,10 @@ void weft_flight_finish(void)
 	fl_finishing = 1;
 	if (!fl_active)
 		return;
-	if (!weft_cfg.flight_noexit || weft_cfg.switch_output[0])
-		weft_flight_dump(weft_g.in_signal ? "fatal signal" : "exit", weft__ticks(), 0);
+	/* the exit snapshot is snapshot.c's (weft_snapshot_at_exit, first thing in weft_stop); the
+	 * last part of --switch-output is this one, once the writers drained */
+	if (weft_cfg.switch_output[0])
+		weft_flight_dump_as("part", weft_g.in_signal ? "fatal signal" : "exit", weft__ticks(), 0);
 	if (weft_g.in_signal) /* the interrupted thread may hold malloc's lock: free nothing */
 		return;
 	/* the run is over: later metadata goes nowhere (meta.c checks active under its lock) */

@@ -75,6 +75,7 @@ struct weft_config {
 	char cupti_lib[512];       /* what dlopen loads for CUPTI ("": searched, collect/cupti.c) */
 	uint64_t gpu_buffer_size;  /* bytes of each CUPTI activity buffer */
 	int mpi;                   /* mpi=0: libweft-mpi.so passes MPI calls through unrecorded (default 1) */
+	char control[512]; /* control=: weft record's control socket (control.c; "": none) */
 	uint64_t flight_size;   /* flight=: the flight recorder's ring per process (0: off; flight.c) */
 	uint64_t flight_age_ns; /* ... time it keeps at least, where flight_size allows (0: no aim) */
 	int flight_noexit;      /* ... no snapshot at the program's exit */
@@ -82,6 +83,12 @@ struct weft_config {
 	uint64_t switch_bytes, switch_ns; /* ... parsed: a part every this many bytes of frames, or ns */
 	int switch_max_files;   /* switch_max_files=N: only the last N parts are kept (0: all) */
 	char counters[256]; /* counters=: perf counter names read at every slice begin and end */
+	/* snapshot triggers and policy (snapshot.c, trigger.c; issue 20) */
+	int snapshot_signal;       /* snapshot_signal=: this signal requests a snapshot (0: none) */
+	char trigger[1024];        /* trigger=PATTERN>DURATION[,...]: a slice that long requests one */
+	int max_snapshots;         /* max_snapshots=: requests taken at most (default 16) */
+	uint64_t min_interval_ns;  /* min_interval=: requests closer than this to the last are refused */
+	uint64_t after_ns;         /* after=: data kept after the trigger, before the dump */
 	char given[2048]; /* the options as given, for the trace metadata */
 };
 /* Written by config functions under weft_g.lock before start, read-only after start (except
@@ -184,6 +191,13 @@ WEFT_HIDDEN void weft_pool_release(struct weft_chunk *c);           /* writers *
 WEFT_HIDDEN void weft_threads_flush_all(void);                      /* stop */
 WEFT_HIDDEN void weft_threads_count_late(void); /* stop: events committed after the flush */
 WEFT_HIDDEN void weft_chunk_unwritten(struct weft_chunk *c, uint32_t events); /* writers */
+/* chunkindex.c: the chunk's CHUNK_INDEX record (format 1.8), for the chunk written as the frame at
+ * `offset` of events file `file`, given to put (NULL: this process's metadata). ix: its times,
+ * depth and flags from weft_pack_indexed; NULL: computed here from c's records, which must still
+ * be absolute (not delta-coded). */
+struct weft_index_rec;
+WEFT_HIDDEN void weft_index_chunk(const struct weft_chunk *c, const struct weft_index_rec *ix, unsigned file,
+				  uint64_t offset, void (*put)(const void *rec, size_t len));
 WEFT_HIDDEN void weft_threads_atfork_prepare(void);
 WEFT_HIDDEN void weft_threads_atfork_parent(void);
 WEFT_HIDDEN void weft_threads_atfork_child(void);
@@ -220,6 +234,13 @@ struct weft_global {
 	 * _exit, exec, a fatal signal, weft_stop itself) */
 	void (*drain_sources)(void);
 	_Atomic uint64_t writer_cpu_ns, slow_paths; /* the run's own overhead */
+	/* Run-time control (control.c): `paused` is set and cleared by the control thread (the
+	 * `disable` and `enable` commands, weft record --delay) and read by the registry and the
+	 * preload runtime's function hooks; `disabled` counts the events emitted while paused
+	 * (not recorded, not drops), written at stop as a DISABLED record. */
+	_Atomic int paused;
+	_Atomic uint64_t disabled;
+	void (*on_pause)(int paused); /* set by the preload library: its function hooks follow */
 };
 /* Set while the calling thread is inside the runtime's slow paths (holding its locks): a
  * signal handler that finds it set must not stop the trace from this thread. */
@@ -268,10 +289,21 @@ WEFT_HIDDEN void weft_counters_thread(void);
 WEFT_HIDDEN int weft_counters_on(void);
 WEFT_HIDDEN int weft_counters_read(uint64_t *v);
 
+/* ---- control.c: the channel from weft record (control=) ---- */
+/* Before the trace starts (under weft_g.lock): connects to the control socket and takes the
+ * recorder's state. 1: the recorder's trace is stopped (this process must not start one),
+ * 0 otherwise (paused set as the recorder says; no socket or no answer: not paused). */
+WEFT_HIDDEN int weft_control_hello(void);
+/* Once the trace runs: the control thread that applies the recorder's commands. */
+WEFT_HIDDEN void weft_control_start(void);
+/* Pause or resume recording (paused: every site's events counted as disabled). */
+WEFT_HIDDEN void weft_control_pause(int paused);
 /* ---- flight.c: the flight recorder (flight=) ---- */
 struct weft_chunk_header;
 WEFT_HIDDEN int weft_flight_start(void);   /* session start, before the metadata: 0 or -errno */
-WEFT_HIDDEN int weft_flight_active(void);  /* this process keeps its events in the ring */
+/* 0: no flight recorder in this process; 1: one runs (its events are kept in the ring); 2: one
+ * runs with noexit (no snapshot at the program's exit) */
+WEFT_HIDDEN int weft_flight_active(void);
 /* writers: a packed (and compressed) chunk as write_chunk would write it, into the ring */
 WEFT_HIDDEN void weft_flight_put(const struct weft_chunk *c, const struct weft_chunk_header *h,
 				 const void *payload, size_t stored);
@@ -313,5 +345,43 @@ enum weft_snap_origin {
 /* Take a snapshot now (throttles, marker, and the flight recorder's dump where one runs).
  * 0, or -errno (-ENOTSUP, -EBUSY when throttled). */
 int weft_snapshot_take(const char *reason, enum weft_snap_origin origin);
+/* Async-signal-safe: a snapshot requested by a signal, taken by the runtime's snapshot thread
+ * (never in the handler: a snapshot allocates and writes). */
+WEFT_HIDDEN void weft_snapshot_signal_request(void);
+/* Session start (under weft_g.lock): the fork handler, and the snapshot thread, where a
+ * trigger or a signal can ask for a snapshot, when snapshot_signal= or trigger= is set. */
+WEFT_HIDDEN void weft_snapshot_start(void);
+/* For weft_flight_dump only (the request it is writing): the SNAPSHOT record's first 24 bytes
+ * for snapshot `number` in head, and its reason (the record's rest, with its NUL), so that
+ * DIR/snapshot-N holds the marker of the request that wrote it (the trace's own gets it after
+ * the dump returns, with N). */
+WEFT_HIDDEN const char *weft_snapshot_current(unsigned char head[24], uint32_t number);
+/* A watched slice (trigger.c) named name lasted ns, longer than min_ns: a request for the
+ * snapshot thread. No lock, no allocation; refused (and counted) when requests pile up. */
+WEFT_HIDDEN void weft_snapshot_trigger(const char *name, uint64_t ns, uint64_t min_ns, uint64_t ticks);
+/* weft_stop, first thing: the exit snapshot where a flight recorder runs (not noexit). */
+WEFT_HIDDEN void weft_snapshot_at_exit(void);
+/* A fatal signal (signals.c, in the handler, before the trace stops): a snapshot that
+ * allocates nothing; reason is a string literal. */
+WEFT_HIDDEN void weft_snapshot_fatal(const char *reason);
+
+/* ---- trigger.c: trigger=PATTERN>DURATION (issue 20) ---- */
+/* Parses a trigger= list: 0, or -EINVAL with why. n triggers at most (WEFT_MAX_TRIGGERS). */
+#define WEFT_MAX_TRIGGERS 8
+struct weft_trigger_spec {
+	char pattern[256];
+	uint64_t min_ns; /* a slice lasting longer than this */
+};
+WEFT_HIDDEN int weft_trigger_parse(const char *list, struct weft_trigger_spec *out, char *why, size_t n);
+/* registry.c's evaluate(), for an event site being registered (under its lock): 1 when the
+ * site's slices are watched (the site then takes the EXACT path, whose weft__cpumem calls
+ * weft_trigger_slice); exact: cpu_mem_exact= also matches it. */
+WEFT_HIDDEN int weft_trigger_site(uint32_t id, const char *name, int exact);
+/* weft__cpumem (collect/procstat.c): a watched slice's begin (at_end 0: its time is kept) or
+ * end (1: before the END; weft__exact_end checks after it). Returns 1 when the CPUMEM record
+ * is wanted too (cpu_mem_exact= matches the site, or it is no trigger's). */
+WEFT_HIDDEN int weft_trigger_slice(uint32_t id, unsigned at_end);
+/* Set (release) once a trigger site is registered: weft__cpumem asks weft_trigger_slice only then. */
+WEFT_HIDDEN extern int weft_triggers_on;
 
 #endif

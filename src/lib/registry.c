@@ -3,9 +3,10 @@
  * (weft__site_check): the site gets an id, shared by every site with the same kind, category
  * and name, its definition goes into the metadata, and its `state` byte is set from the
  * categories= and filter= options. Later changes of those options walk every registered site
- * and rewrite the byte. Sites live in the program's static storage; a library holding weft
- * call sites must therefore stay loaded while tracing runs (dlclose of such a library while
- * categories are changed afterwards is not supported).
+ * and rewrite the byte; so do the control channel's disable and enable (control.c), where a
+ * disabled site is NEW and its events are counted as disabled. Sites live in the program's
+ * static storage; a library holding weft call sites must therefore stay loaded while tracing
+ * runs (dlclose of such a library while categories are changed afterwards is not supported).
  */
 #include "internal.h"
 #include <errno.h>
@@ -114,12 +115,30 @@ static uint8_t evaluate(const struct weft_site *s)
 			return WEFT__SITE_OFF;
 		if (s->kind == WEFT_KIND_EVENT && !weft_glob_list_match(weft_cfg.filter, s->name, 1))
 			return WEFT__SITE_OFF;
-		/* cpu_mem_exact=: decided here, once per site, like filter= */
-		if (run == WEFT_RUN_ON && s->kind == WEFT_KIND_EVENT && weft_cfg.cpu_mem_exact[0] &&
-		    weft_glob_list_match(weft_cfg.cpu_mem_exact, s->name ? s->name : "", 0))
-			return WEFT__SITE_EXACT;
+		/* cpu_mem_exact= and trigger=: decided here, once per site, like filter= (both
+		 * take the EXACT path, whose weft__cpumem sorts out which is wanted) */
+		if (run == WEFT_RUN_ON && s->kind == WEFT_KIND_EVENT) {
+			int exact = weft_cfg.cpu_mem_exact[0] &&
+				    weft_glob_list_match(weft_cfg.cpu_mem_exact, s->name ? s->name : "", 0);
+			int watched = weft_cfg.trigger[0] && weft_trigger_site(s->id, s->name, exact);
+			if (exact || watched)
+				return WEFT__SITE_EXACT;
+		}
 	}
+	/* disabled by the control channel (paused): NEW, so each event comes to site_register
+	 * and is counted as disabled; argument and track sites too, so no argument attaches to
+	 * an event before it that was recorded */
+	if (run == WEFT_RUN_ON && atomic_load(&weft_g.paused))
+		return WEFT__SITE_NEW;
 	return run == WEFT_RUN_ON ? WEFT__SITE_ON : WEFT__SITE_NEW;
+}
+
+/* Events of s not recorded because recording is disabled (control.c): counted as such. */
+static int count_disabled(const struct weft_site *s, unsigned events)
+{
+	if (s->kind != WEFT_KIND_ARG && s->kind != WEFT_KIND_TRACK)
+		atomic_fetch_add_explicit(&weft_g.disabled, events, memory_order_relaxed);
+	return 0;
 }
 
 /* What weft__site_check returns for a state: 1 records, 2 records with exact CPU and RSS. */
@@ -148,6 +167,8 @@ static int site_register(struct weft_site *s, const char *file, unsigned line, u
 			atomic_fetch_add_explicit(&weft_g.after_stop, events, memory_order_relaxed);
 		return 0;
 	}
+	if (run == WEFT_RUN_ON && s->id && atomic_load(&weft_g.paused))
+		return count_disabled(s, events); /* registered, disabled: no lock */
 	weft_in_runtime++;
 	pthread_mutex_lock(&reg_lock);
 	if (s->state == WEFT__SITE_NEW) {
@@ -161,6 +182,8 @@ static int site_register(struct weft_site *s, const char *file, unsigned line, u
 	st = s->state;
 	pthread_mutex_unlock(&reg_lock);
 	weft_in_runtime--;
+	if (st == WEFT__SITE_NEW && run == WEFT_RUN_ON) /* evaluated while disabled */
+		return count_disabled(s, events);
 	return records(st);
 }
 

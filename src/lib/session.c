@@ -173,6 +173,7 @@ static void start_locked(void)
 		return;
 	}
 	atomic_store(&weft_g.run, WEFT_RUN_ON);
+	weft_snapshot_start();
 	weft_sys_start();
 	if (weft_cfg.gpu && !weft_gpu_deferred()) {
 		char why[600];
@@ -281,6 +282,7 @@ static void fork_child_locked(void)
 	atomic_store(&weft_g.events, 0);
 	atomic_store(&weft_g.dropped, 0);
 	atomic_store(&weft_g.after_stop, 0);
+	atomic_store(&weft_g.disabled, 0);
 	atomic_store(&weft_g.bytes_raw, 0);
 	atomic_store(&weft_g.bytes_written, 0);
 	atomic_store(&weft_g.chunks, 0);
@@ -314,8 +316,13 @@ int weft_ensure_started(void)
 	if (atomic_load(&weft_g.run) == WEFT_RUN_NEW) {
 		if (!weft_cfg.enable) {
 			atomic_store(&weft_g.run, WEFT_RUN_STOPPED);
+		} else if (weft_cfg.control[0] && weft_control_hello()) {
+			/* weft record's trace was stopped (the stop command): this image records nothing */
+			atomic_store(&weft_g.run, WEFT_RUN_STOPPED);
 		} else {
 			start_locked();
+			if (atomic_load(&weft_g.run) == WEFT_RUN_ON && weft_cfg.control[0])
+				weft_control_start();
 			static int hooks;
 			if (!hooks) {
 				hooks = 1;
@@ -340,6 +347,7 @@ int weft_start(void)
 
 int weft_stop(void)
 {
+	weft_snapshot_at_exit(); /* requests still waiting, and the exit's snapshot */
 	/* pending rate counts become points while the run is on, through the ordinary event
 	 * path (not from inside the runtime, where a new chunk would be refused) */
 	if (!weft_g.in_signal && !weft_in_runtime && atomic_load(&weft_g.run) == WEFT_RUN_ON)
@@ -368,12 +376,15 @@ int weft_stop(void)
 	weft_writers_stop();
 	weft_threads_count_late();
 	weft_meta_clock();
-	weft_flight_finish(); /* the last window (H2b owns when: issue 20's exit policy) */
+	weft_flight_finish(); /* --switch-output's last part; the ring freed */
 	uint64_t fin[7] = {atomic_load(&weft_g.events), atomic_load(&weft_g.dropped),
 			   atomic_load(&weft_g.after_stop), atomic_load(&weft_g.bytes_raw),
 			   atomic_load(&weft_g.bytes_written), atomic_load(&weft_g.chunks),
 			   weft_boottime_ns()};
 	weft_meta_write(WEFT_M_FINISH, fin, sizeof(fin), NULL, 0);
+	uint64_t dis = atomic_load(&weft_g.disabled);
+	if (dis)
+		weft_meta_write(WEFT_M_DISABLED, &dis, sizeof(dis), NULL, 0);
 	uint64_t ff = atomic_load(&weft_g.func_filtered);
 	if (ff)
 		weft_meta_write(WEFT_M_FUNC_FILTER, &ff, sizeof(ff), NULL, 0);

@@ -26,6 +26,7 @@ struct writer {
 	pthread_mutex_t work; /* held while the writer works, so fork never splits a malloc */
 	int idx;
 	struct weft_file file; /* the events file */
+	uint64_t at;           /* its size: where the next frame goes (for the chunk index) */
 	ZSTD_CCtx *cctx;
 	void *zbuf;
 	size_t zcap;
@@ -82,13 +83,16 @@ static void write_chunk(struct writer *w, struct weft_chunk *c)
 		w->pbuf = malloc(need);
 		w->pcap = w->pbuf ? need : 0;
 	}
+	struct weft_index_rec ix; /* the chunk's time index entry (chunkindex.c), made in the same pass */
 	if (w->pbuf) { /* records packed, delta-coded on the way: ~1 byte/event for zstd to chew */
-		stored = weft_pack((const uint64_t *)c->data, used / 8, w->pbuf, &events, &dropped);
+		stored = weft_pack_indexed((const uint64_t *)c->data, used / 8, w->pbuf, &events, &dropped, &ix);
 		payload = w->pbuf;
 		h.flags |= WEFT_CHUNK_PACKED2;
 	} else { /* no memory for packing: the records themselves, delta-coded */
+		weft_index_scan((const uint64_t *)c->data, used / 8, &ix); /* while they are absolute */
 		events = delta_encode((uint64_t *)c->data, used / 8, &dropped);
 	}
+	weft_index_chunk(c, &ix, (unsigned)w->idx, w->at, NULL);
 	h.events = events;
 	h.dropped = dropped;
 	if (weft_cfg.compression != 0 && w->cctx) {
@@ -130,6 +134,7 @@ static void write_chunk(struct writer *w, struct weft_chunk *c)
 		atomic_fetch_add(&weft_g.dropped, events);
 		return;
 	}
+	w->at += sizeof(h) + stored;
 	atomic_fetch_add(&weft_g.events, events);
 	atomic_fetch_add(&weft_g.bytes_raw, used);
 	atomic_fetch_add(&weft_g.bytes_written, stored + sizeof(h));
@@ -208,6 +213,7 @@ int weft_writers_start(const char *dir, const char *stem, int pid)
 		w->idx = i;
 		pthread_mutex_init(&w->work, NULL);
 		w->file.fd = -1;
+		w->at = sizeof(struct weft_file_header);
 		int e = weft_flight_active() ? 0 : open_events(&w->file, dir, stem, pid, i);
 		if (e < 0) {
 			weft_writers_stop();

@@ -32,7 +32,8 @@
 #define NOINST __attribute__((no_instrument_function))
 #define EXPORT __attribute__((visibility("default")))
 
-static int func_filters;          /* set once at start: any function filter configured */
+static int func_filters;          /* the filtered way: a function filter configured (set at
+				   * start), recording disabled (func_pause) or stopped */
 int weft_func_allowed(void *fn);  /* funcfilter.c */
 static int func_select;           /* func_filter= or func_libs= set */
 static uint64_t func_min_ticks;   /* func_min in clock ticks */
@@ -126,6 +127,23 @@ static void sum_filtered(void)
 		atomic_fetch_add(&weft_g.func_filtered, __atomic_exchange_n(&counters[i], 0, __ATOMIC_RELAXED));
 }
 
+/* Recording disabled by the control channel (control.c): every function event goes the
+ * filtered way and is counted as disabled; enabled again, only the configured filters do. */
+static int func_filters_cfg; /* the filters' own need of the filtered way, set at start */
+static void func_pause(int paused)
+{
+	__atomic_store_n(&func_filters, paused || func_filters_cfg || func_stopped, __ATOMIC_RELAXED);
+}
+
+static int func_disabled(void) NOINST;
+static int func_disabled(void)
+{
+	if (__builtin_expect(!atomic_load_explicit(&weft_g.paused, memory_order_relaxed), 1))
+		return 0;
+	atomic_fetch_add_explicit(&weft_g.disabled, 1, memory_order_relaxed);
+	return 1;
+}
+
 static void enter_filtered(void *fn) NOINST;
 static void enter_filtered(void *fn)
 {
@@ -133,6 +151,8 @@ static void enter_filtered(void *fn)
 		atomic_fetch_add_explicit(&weft_g.after_stop, 1, memory_order_relaxed);
 		return;
 	}
+	if (func_disabled())
+		return;
 	if (func_select && !weft_func_allowed(fn)) {
 		count_filtered(1);
 		return;
@@ -153,6 +173,8 @@ static void exit_filtered(void *fn)
 		atomic_fetch_add_explicit(&weft_g.after_stop, 1, memory_order_relaxed);
 		return;
 	}
+	if (func_disabled())
+		return;
 	if (func_select && !weft_func_allowed(fn)) {
 		count_filtered(1);
 		return;
@@ -467,7 +489,8 @@ __attribute__((constructor(101))) static void preload_init(void)
 	if (weft_start())
 		return;
 	func_select = weft_cfg.func_filter[0] || weft_cfg.func_libs[0];
-	func_filters = weft_cfg.func_depth || weft_cfg.func_min_ns || func_select;
+	func_filters_cfg = weft_cfg.func_depth || weft_cfg.func_min_ns || func_select;
+	func_filters = func_filters_cfg;
 	if (weft_cfg.func_min_ns) {
 		double tpn = weft_ticks_per_ns();
 		func_min_ticks = (uint64_t)((double)weft_cfg.func_min_ns * tpn);
@@ -475,6 +498,9 @@ __attribute__((constructor(101))) static void preload_init(void)
 			func_min_ticks = 1;
 	}
 	weft_g.before_stop = sum_filtered;
+	/* the control channel's state (taken at start, or changed since): the function hooks follow */
+	weft_g.on_pause = func_pause;
+	func_pause(atomic_load(&weft_g.paused));
 	weft_g.drain_sources = weft_access_drain; /* the perf rings' last samples, on every way out */
 	record_maps();
 	/* a forked child writes its own metadata file: it needs the map too (this handler runs

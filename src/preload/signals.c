@@ -25,6 +25,13 @@
  * A fork child inherits both the kernel's table and ours; exec resets handlers to SIG_DFL
  * (SIG_IGN survives) and the next image's preload installs weft's handler again.
  *
+ * The signal named by snapshot_signal= (`weft record --snapshot-signal=SIG`) is managed the
+ * same way, with snap_handler in place of the fatal one: while the program's view is SIG_DFL
+ * the signal requests a snapshot (taken by the runtime's snapshot thread, snapshot.c) instead
+ * of its default action, and the program still sees SIG_DFL; a handler the program installs
+ * for it replaces weft's (the program's use of the signal wins), and SIG_DFL brings weft's back.
+ * A fatal signal takes a snapshot (WEFT_SNAP_FATAL, nothing allocated) before the trace stops.
+ *
  * Not covered: a program that calls the rt_sigaction system call itself (syscall(2), Go's
  * runtime, a statically linked libc) sees weft's handler; it may replace it, and then that
  * signal ends the program untraced. sigvec (a compatibility symbol no program can link to any
@@ -146,13 +153,16 @@ static unsigned view_of_action(const struct sigaction *act)
 }
 
 static void fatal_handler(int sig, siginfo_t *si, void *uc);
+static void snap_handler(int sig, siginfo_t *si, void *uc);
+/* snapshot_signal=: set once at start (weft_signals_start), read relaxed; 0 none */
+static int snap_sig;
 
 /* What the program sees for a kernel disposition k: k itself, unless it is weft's handler,
  * which stands for SIG_DFL with the view's flags and mask. */
 static void program_view(unsigned view, const struct sigaction *k, struct sigaction *out)
 {
 	*out = *k;
-	if (k->sa_sigaction != fatal_handler)
+	if (k->sa_sigaction != fatal_handler && k->sa_sigaction != snap_handler)
 		return;
 	const struct view *v = &views[view < NVIEWS ? view : 0];
 	out->sa_handler = SIG_DFL;
@@ -164,12 +174,18 @@ static void program_view(unsigned view, const struct sigaction *k, struct sigact
 }
 
 /* weft's handler, in the kernel while the program's view is SIG_DFL. SA_RESETHAND: the
- * default action is back in place as soon as it runs. */
-static void weft_action(struct sigaction *sa)
+ * default action is back in place as soon as it runs. The snapshot signal's stays (SA_RESTART:
+ * the program's calls go on as if nothing came). */
+static void weft_action(struct sigaction *sa, int sig)
 {
 	memset(sa, 0, sizeof(*sa));
-	sa->sa_sigaction = fatal_handler;
 	sigemptyset(&sa->sa_mask);
+	if (sig && sig == __atomic_load_n(&snap_sig, __ATOMIC_RELAXED)) {
+		sa->sa_sigaction = snap_handler;
+		sa->sa_flags = SA_SIGINFO | SA_RESTART;
+		return;
+	}
+	sa->sa_sigaction = fatal_handler;
 	sa->sa_flags = SA_SIGINFO | SA_NODEFER | SA_RESETHAND;
 }
 
@@ -185,7 +201,7 @@ static int managed_sigaction(int sig, const struct sigaction *act, struct sigact
 		/* the new view is published before weft's handler is in: a query in between sees
 		 * the new disposition, as after a change that happened at once */
 		before = __atomic_exchange_n(&view_of[sig], (uint8_t)view_of_action(act), __ATOMIC_ACQ_REL);
-		weft_action(&weft);
+		weft_action(&weft, sig);
 		rc = next_sigaction(sig, &weft, &k);
 	} else {
 		rc = next_sigaction(sig, act, &k);
@@ -382,6 +398,9 @@ static void fatal_handler(int sig, siginfo_t *si, void *uc)
 			uint64_t ticks = weft__ticks();
 			memcpy(&w[2], &ticks, sizeof(ticks));
 			weft_meta_write(WEFT_M_SIGNAL, w, sizeof(w), NULL, 0);
+			/* the flight recorder's window (or the marker alone), before the stop */
+			const struct weft_site *m = fatal_site(sig);
+			weft_snapshot_fatal(m ? m->name + strlen("weft: ") : "fatal signal");
 		}
 		weft_stop();
 	} else if (getpid() == weft_g.pid) {
@@ -403,6 +422,20 @@ static void fatal_handler(int sig, siginfo_t *si, void *uc)
 		raise(sig);
 }
 
+/* The snapshot signal, while the program's view is SIG_DFL: a request for the snapshot
+ * thread, nothing else (async-signal-safe). A fork child's own thread takes its requests;
+ * a vfork child (same memory, other pid) makes none. */
+static void snap_handler(int sig, siginfo_t *si, void *uc)
+{
+	(void)sig;
+	(void)si;
+	(void)uc;
+	int saved = errno;
+	if (getpid() == weft_g.pid)
+		weft_snapshot_signal_request();
+	errno = saved;
+}
+
 /* At start (preload_init): weft's handler where the program would have SIG_DFL. A signal
  * the process inherited as ignored stays ignored, and is managed all the same (setting SIG_DFL
  * later puts weft's handler in). */
@@ -415,32 +448,41 @@ void weft_signals_start(void)
 	sigset_t all, was;
 	sigfillset(&all);
 	pthread_sigmask(SIG_SETMASK, &all, &was); /* no signal of this thread in between */
-	struct sigaction start[NFATAL], weft, k;
+	/* the fatal signals, and the snapshot signal where it is another */
+	int sigs[NFATAL + 1];
+	size_t nsigs = 0;
+	int ss = weft_cfg.snapshot_signal > 0 && weft_cfg.snapshot_signal < 64 ? weft_cfg.snapshot_signal : 0;
+	__atomic_store_n(&snap_sig, ss, __ATOMIC_RELAXED);
+	for (size_t i = 0; i < NFATAL; i++)
+		sigs[nsigs++] = fatal[i];
+	if (ss && !fatal_site(ss))
+		sigs[nsigs++] = ss;
+	struct sigaction start[NFATAL + 1], weft, k;
 	uint64_t m = 0;
 	int probed = 0;
-	for (size_t i = 0; i < NFATAL; i++) {
-		if (next_sigaction(fatal[i], NULL, &start[i]))
+	for (size_t i = 0; i < nsigs; i++) {
+		if (next_sigaction(sigs[i], NULL, &start[i]))
 			continue;
-		m |= 1ull << fatal[i];
+		m |= 1ull << sigs[i];
 		if (start[i].sa_handler != SIG_DFL)
 			continue; /* the program's own handling (or an inherited SIG_IGN) stays */
-		view_of[fatal[i]] = (uint8_t)view_for(start[i].sa_flags, mask_word(&start[i].sa_mask));
-		weft_action(&weft);
+		view_of[sigs[i]] = (uint8_t)view_for(start[i].sa_flags, mask_word(&start[i].sa_mask));
+		weft_action(&weft, sigs[i]);
 		if (!probed) {
 			/* what the kernel keeps of a disposition's flags (unknown ones it drops), and
 			 * what glibc adds: every flag asked for first, then weft's own */
 			weft.sa_flags = -1;
-			if (!next_sigaction(fatal[i], &weft, NULL) && !next_sigaction(fatal[i], NULL, &k))
+			if (!next_sigaction(sigs[i], &weft, NULL) && !next_sigaction(sigs[i], NULL, &k))
 				kept = k.sa_flags;
-			weft_action(&weft);
+			weft_action(&weft, sigs[i]);
 		}
-		next_sigaction(fatal[i], &weft, NULL);
-		if (!probed && !next_sigaction(fatal[i], NULL, &k))
+		next_sigaction(sigs[i], &weft, NULL);
+		if (!probed && !next_sigaction(sigs[i], NULL, &k))
 			added = k.sa_flags & ~weft.sa_flags;
 		probed = 1;
 	}
 	__atomic_store_n(&managed, m, __ATOMIC_RELEASE);
 	pthread_sigmask(SIG_SETMASK, &was, NULL);
 	for (size_t i = 0; i < NFATAL; i++) /* the markers' sites, while allocating is safe */
-		weft__site_check(&fatal_sites[i]);
+		weft__site_check_n(&fatal_sites[i], 0); /* registered: no event */
 }

@@ -10,6 +10,7 @@
 #include "export/export.h"
 #include "format/format.h"
 #include "tool/outfile.h"
+#include "tool/timewin.h"
 #include <errno.h>
 #include <getopt.h>
 #include <sys/stat.h>
@@ -32,6 +33,10 @@ static void help(FILE *f)
 		"      --json-style STYLE   be (B/E event pairs, default) or x (complete X events)\n"
 		"  -j, --jobs N             threads to use (default 2)\n"
 		"      --ranks LIST         only these ranks of a job, e.g. 0-63 or 0,2,8-11\n"
+		"      --time FROM:TO       only this window, in seconds from the trace's start\n"
+		"                           (2.5:3.5, 2500ms:3500ms, :5s, 10s:), read through the\n"
+		"                           chunks' time index; slices open at FROM keep their\n"
+		"                           real begin, those open at TO end there\n"
 		"  -q, --quiet              no summary line\n"
 		"      --compress=deflate|none  .pftrace packets zlib-compressed in batches (default\n"
 		"                         deflate; Perfetto inflates them), or plain\n"
@@ -93,12 +98,13 @@ int cmd_convert(int argc, char **argv)
 		{"output", required_argument, 0, 'o'}, {"format", required_argument, 0, 'f'},
 		{"json-style", required_argument, 0, 's'}, {"jobs", required_argument, 0, 'j'},
 		{"compress", required_argument, 0, 'c'}, {"large-alloc", required_argument, 0, 'L'},
-		{"ranks", required_argument, 0, 'r'},
+		{"ranks", required_argument, 0, 'r'}, {"time", required_argument, 0, 'T'},
 		{"quiet", no_argument, 0, 'q'}, {"help", no_argument, 0, 'h'}, {"machines", no_argument, 0, 'M'},
 		{0, 0, 0, 0}};
 	const char *outp = NULL, *fmt = NULL;
 	struct rank_set ranks = {0};
-	int by_rank = 0;
+	int by_rank = 0, by_time = 0;
+	struct weft_window_req win;
 	int style = WEFT_JSON_BE, jobs = 2, quiet = 0, deflate = WEFT_PFTRACE_DEFLATE, machines = 0, c, rc;
 	optind = 1;
 	opterr = 0;
@@ -155,6 +161,11 @@ int cmd_convert(int argc, char **argv)
 				return WEFT_EXIT_USAGE;
 			}
 			by_rank = 1;
+			break;
+		case 'T':
+			if (weft_cli_parse_time("convert", optarg, &win))
+				return WEFT_EXIT_USAGE;
+			by_time = 1;
 			break;
 		case 'q': quiet = 1; break;
 		case 'M': machines = 1; break;
@@ -214,7 +225,7 @@ int cmd_convert(int argc, char **argv)
 		return rc;
 	struct weft_trace *t;
 	char err[512];
-	rc = weft_trace_open_dirs(dirs, ndirs, &t, err, sizeof(err));
+	rc = weft_trace_open_window(dirs, ndirs, by_time ? &win : NULL, &t, err, sizeof(err));
 	if (rc) {
 		weft_cli_error("convert", "%s", err);
 		weft_outfile_abort(&out);
@@ -244,6 +255,9 @@ int cmd_convert(int argc, char **argv)
 		rc = weft_export_json(t, f, style, jobs, &s, err, sizeof(err));
 	else
 		rc = weft_export_pftrace(t, f, jobs, deflate, &s, err, sizeof(err));
+	char window[128] = "";
+	if (t->window.active)
+		weft_cli_window_text(t, window, sizeof(window));
 	if (fclose(f) && !rc) {
 		rc = -errno;
 		snprintf(err, sizeof(err), "writing %s failed: %s", outp, strerror(errno));
@@ -262,10 +276,12 @@ int cmd_convert(int argc, char **argv)
 		fprintf(stderr, "weft: convert: wrote %s: %llu events, %llu dropped", to_stdout ? "stdout" : outp,
 			(unsigned long long)s.events, (unsigned long long)s.dropped);
 		if (s.unterminated)
-			fprintf(stderr, ", %llu slices unterminated (closed at trace end)",
-				(unsigned long long)s.unterminated);
+			fprintf(stderr, ", %llu slices unterminated (closed at %s end)",
+				(unsigned long long)s.unterminated, *window ? "the window's" : "trace");
 		if (s.unmatched_end)
 			fprintf(stderr, ", %llu ends without a begin skipped", (unsigned long long)s.unmatched_end);
+		if (*window)
+			fprintf(stderr, "; window %s", window);
 		fprintf(stderr, "\n");
 	}
 	return WEFT_EXIT_OK;

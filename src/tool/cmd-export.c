@@ -10,6 +10,7 @@
 #include "export/export.h"
 #include "format/format.h"
 #include "tool/outfile.h"
+#include "tool/timewin.h"
 #include <getopt.h>
 #include <stdio.h>
 #include <string.h>
@@ -20,6 +21,8 @@ static void help(FILE *f)
 		   "Write the trace DIR as a SQLite database (schema: docs/sqlite.md).\n\n"
 		   "  -o, --output FILE   the database (required; replaced when the export succeeds; a\n"
 		   "                      device or FIFO is written through, a symlink followed)\n"
+		   "      --time FROM:TO  only this window, in seconds from the trace's start (2.5:3.5,\n"
+		   "                      2500ms:3500ms, :5s, 10s:); meta says window_from_ns/_to_ns\n"
 		   "  -q, --quiet         no summary line\n"
 		   "  -h, --help          this text\n\n"
 		   "Tables: processes, threads, slices (depth, parent), counters, allocations (one row per\n"
@@ -30,15 +33,22 @@ static void help(FILE *f)
 int cmd_export(int argc, char **argv)
 {
 	static const struct option opts[] = {{"output", required_argument, 0, 'o'}, {"quiet", no_argument, 0, 'q'},
+					     {"time", required_argument, 0, 'T'},
 					     {"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
 	const char *outp = NULL;
-	int quiet = 0, c;
+	struct weft_window_req win;
+	int quiet = 0, c, by_time = 0;
 	optind = 1;
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, "o:qh", opts, NULL)) != -1) {
 		switch (c) {
 		case 'o': outp = optarg; break;
 		case 'q': quiet = 1; break;
+		case 'T':
+			if (weft_cli_parse_time("export", optarg, &win))
+				return WEFT_EXIT_USAGE;
+			by_time = 1;
+			break;
 		case 'h': help(stdout); return WEFT_EXIT_OK;
 		default:
 			weft_cli_error("export", "unknown option '%s' (see 'weft export --help')", argv[optind - 1]);
@@ -60,13 +70,16 @@ int cmd_export(int argc, char **argv)
 		return orc;
 	struct weft_trace *t;
 	char err[512];
-	if (weft_trace_open(dir, &t, err, sizeof(err))) {
+	if (weft_trace_open_window(&dir, 1, by_time ? &win : NULL, &t, err, sizeof(err))) {
 		weft_cli_error("export", "%s", err);
 		weft_outfile_abort(&out);
 		return WEFT_EXIT_FAIL;
 	}
 	for (size_t i = 0; i < t->nwarnings; i++)
 		weft_cli_error("export", "warning: %s", t->warnings[i]);
+	char window[128] = "";
+	if (t->window.active)
+		weft_cli_window_text(t, window, sizeof(window));
 	struct weft_export_summary s;
 	int rc = weft_export_sqlite(t, out.tmp, &s, err, sizeof(err));
 	weft_trace_free(t);
@@ -80,7 +93,8 @@ int cmd_export(int argc, char **argv)
 	if (s.bad_chunks)
 		weft_cli_warn_undecoded("export", s.bad_chunks, s.bad_why, outp);
 	if (!quiet)
-		weft_cli_error("export", "wrote %s: %llu rows from %llu events, %llu dropped", outp,
-			       (unsigned long long)s.bytes, (unsigned long long)s.events, (unsigned long long)s.dropped);
+		weft_cli_error("export", "wrote %s: %llu rows from %llu events, %llu dropped%s%s", outp,
+			       (unsigned long long)s.bytes, (unsigned long long)s.events, (unsigned long long)s.dropped,
+			       *window ? "; window " : "", window);
 	return WEFT_EXIT_OK;
 }

@@ -5,6 +5,7 @@
  * unavailable, its records and drops, and the GPUs), the hosts and their clocks
  * (info-hosts.c), and every warning about damage.
  */
+#include "tool/info-snapshots.h"
 #include "tool/cmd.h"
 #include "format/reader.h"
 #include "format/format.h"
@@ -170,9 +171,13 @@ int cmd_info(int argc, char **argv)
 		}
 		if (p->end_signal)
 			printf("  ended by: %s (thread %u)\n", strsignal((int)p->end_signal), p->end_signal_tid);
+		weft_info_snapshots(t, p); /* snapshot requests, taken and refused */
 		if (p->write_errno)
 			printf("  write failed: %s; the events of later chunks are counted as dropped\n",
 			       strerror((int)p->write_errno));
+		if (p->disabled)
+			printf("  not recorded: disabled %llu events (weft record --delay, the disable command; "
+			       "not drops)\n", (unsigned long long)p->disabled);
 		if (p->func_filtered)
 			printf("  filtered: %llu function events (func_depth/func_min; asked for, not drops)\n",
 			       (unsigned long long)p->func_filtered);

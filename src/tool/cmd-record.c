@@ -14,6 +14,8 @@
 #include "tool/cmd.h"
 #include "tool/outfile.h"
 #include "tool/tracedir.h"
+#include "tool/record-control.h"
+#include "tool/record-trigger.h"
 #include "export/export.h"
 #include "lib/internal.h" /* weft_glob_check */
 #include "collect/counters.h"
@@ -128,6 +130,14 @@ static void help(FILE *f)
 		"                          directory (the slices open at its start re-emitted): a new\n"
 		"                          part every SIZE (K/M/G) of compressed events or TIME (s/m/h)\n"
 		"      --switch-max-files=N keep only the last N parts\n"
+		"      --delay MS          start recording MS ms after the program starts (perf's -D; -D\n"
+		"                          here is --depth); -1: disabled until an enable command\n"
+		"      --control SPEC      commands while it runs: fifo:CTL[,ACK] (FIFOs, made if missing)\n"
+		"                          or fd:N[,M]; one per line: enable, disable, snapshot [REASON],\n"
+		"                          stop, ping; each answered on ACK with 'ack' once every traced\n"
+		"                          process applied it ('error: WHY' if not). From another shell:\n"
+		"                          weft enable|disable|snapshot|stop DIR (docs/control.md)\n"
+		WEFT_RECORD_TRIGGER_HELP
 		"      --options OPTS      further WEFT_OPTIONS, key=value:key=value\n"
 		"  -q, --quiet             no summary line, no hints\n"
 		"  -h, --help              this text\n\n"
@@ -368,6 +378,8 @@ int cmd_record(int argc, char **argv)
 		{"host", required_argument, 0, 'H'},
 		{"mpi", required_argument, 0, 'I'}, {"flight-recorder", optional_argument, 0, 'Y'},
 		{"switch-output", required_argument, 0, 'X'}, {"switch-max-files", required_argument, 0, 'J'},
+		{"delay", required_argument, 0, 'y'}, {"control", required_argument, 0, 'c'},
+		WEFT_RECORD_TRIGGER_OPTIONS
 		{"quiet", no_argument, 0, 'q'}, {"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
 	char names[1024] = "", why[256];
 	const char *host = NULL;
@@ -504,6 +516,15 @@ int cmd_record(int argc, char **argv)
 						      sizeof(extra)))
 				return WEFT_EXIT_USAGE;
 			break;
+		case 'y':
+		case 'c':
+			if (weft_rctl_option(c, optarg))
+				return WEFT_EXIT_USAGE;
+			break;
+		case WEFT_RECOPT_SNAPSHOT_SIGNAL ... WEFT_RECOPT_AFTER:
+			if (weft_record_trigger_option(c, optarg, extra, sizeof(extra)))
+				return WEFT_EXIT_USAGE;
+			break;
 		case 'q': quiet = 1; break;
 		case 'h': help(stdout); return WEFT_EXIT_OK;
 		default:
@@ -578,6 +599,8 @@ int cmd_record(int argc, char **argv)
 	const char *user = getenv("WEFT_OPTIONS");
 	snprintf(options, sizeof(options), "%s%soutput=%s%s", user && *user ? user : "", user && *user ? ":" : "",
 		 dir, extra);
+	if (weft_rctl_setup(dir, options, sizeof(options))) /* the control socket, --control */
+		return WEFT_EXIT_FAIL;
 	const char *old_ld = getenv("LD_PRELOAD");
 	/* libweft-mpi.so after the runtime it records through: its MPI_X wrappers come before
 	 * the MPI library's; a program without MPI never calls them */
@@ -649,8 +672,7 @@ int cmd_record(int argc, char **argv)
 	ssize_t got = read(pipefd[0], &exec_errno, sizeof(exec_errno));
 	close(pipefd[0]);
 	int status = 0;
-	while (waitpid(child, &status, 0) < 0 && errno == EINTR)
-		;
+	weft_rctl_wait(child, &status); /* serving the control channel (record-control.c) */
 	/* the program is gone: a signal now ends the conversion, the recorded data stays */
 	for (size_t i = 0; i < npassed; i++)
 		sigaction(passed_on[i], &inherited[i], NULL);
@@ -753,6 +775,8 @@ int cmd_record(int argc, char **argv)
 			weft_cli_error("record", "no function events: allocations are charged to weft.h slices "
 				      "only (build with -finstrument-functions to see functions)");
 	}
+	if (convert) /* each DIR/snapshot-N the flight recorder wrote */
+		weft_record_convert_snapshots(dir, quiet);
 	if (!quiet) {
 		/* every file the run left in DIR, the converted trace included */
 		uint64_t total = 0, pf = 0;

@@ -14,6 +14,7 @@
 #include "tool/report-gpu.h"
 #include "tool/report-mpi.h"
 #include "export/profile.h"
+#include "tool/timewin.h"
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -28,6 +29,8 @@ static void help(FILE *f)
 		   "      --processes     one table per process (with the images it exec'd)\n"
 		   "      --tree          the call tree: time and calls along each call path\n"
 		   "  -f, --format FMT    text (default), csv or json\n"
+		   "      --time FROM:TO  only this window, in seconds from the trace's start (2.5:3.5,\n"
+		   "                      2500ms:3500ms, :5s, 10s:): totals are the window's\n"
 		   "  -n, --limit N       at most N rows (default: all)\n"
 		   "  -j, --jobs N        threads to use (default 2)\n"
 		   "  -m, --memory        allocations instead of time (a trace recorded with --memory or\n"
@@ -163,17 +166,25 @@ int cmd_report(int argc, char **argv)
 		{"full-names", no_argument, 0, 'F'}, {"memory", no_argument, 0, 'm'},
 		{"leaks", no_argument, 0, 'K'}, {"counters", no_argument, 0, 'C'},
 		{"gpu", no_argument, 0, 'U'}, {"mpi", no_argument, 0, 'M'},
+		{"time", required_argument, 0, 'W'},
 		{"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
 	static const char *keys[] = {"total", "self", "calls", "avg", "max", "name"};
 	int per_thread = 0, tree = 0, fmt = 0, jobs = 2, c, memory = 0, leaks = 0, counters = 0, gpu = 0, mpi = 0;
 	const char *sort_name = NULL;
 	long limit = -1;
+	struct weft_window_req win;
+	int by_time = 0;
 	sort_key = 0;
 	full_names = 0;
 	optind = 1;
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, "s:f:n:j:mh", opts, NULL)) != -1) {
 		switch (c) {
+		case 'W':
+			if (weft_cli_parse_time("report", optarg, &win))
+				return WEFT_EXIT_USAGE;
+			by_time = 1;
+			break;
 		case 'm': memory = 1; break;
 		case 'K': leaks = 1; break;
 		case 'C': counters = 1; break;
@@ -252,12 +263,22 @@ int cmd_report(int argc, char **argv)
 	}
 	struct weft_trace *t;
 	char err[512]; /* several directories: one trace (a job's hosts) */
-	if (weft_trace_open_dirs((const char *const *)argv + optind, (size_t)(argc - optind), &t, err, sizeof(err))) {
+	if (weft_trace_open_window((const char *const *)argv + optind, (size_t)(argc - optind), by_time ? &win : NULL,
+				   &t, err, sizeof(err))) {
 		weft_cli_error("report", "%s", err);
 		return WEFT_EXIT_FAIL;
 	}
 	for (size_t i = 0; i < t->nwarnings; i++)
 		weft_cli_error("report", "warning: %s", t->warnings[i]);
+	if (t->window.active) { /* the totals are the window's: said where a reader looks */
+		char w[128];
+		weft_cli_window_text(t, w, sizeof(w));
+		if (fmt == 0)
+			printf("Window: %s (totals for the window; slices open at its start count from their "
+			       "begin, those open at its end up to it)\n\n", w);
+		else
+			weft_cli_error("report", "totals for the window %s", w);
+	}
 	if (mpi) {
 		int rc = weft_report_mpi(t, fmt, limit);
 		weft_trace_free(t);

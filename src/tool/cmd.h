@@ -9,6 +9,7 @@
 #define WEFT_EXIT_FAIL 1  /* input unreadable, output unwritable */
 #define WEFT_EXIT_USAGE 2 /* bad command line */
 
+int cmd_control(int argc, char **argv); /* snapshot, enable, disable, stop (argv[0]) */
 int cmd_convert(int argc, char **argv);
 int cmd_estimate(int argc, char **argv);
 int cmd_export(int argc, char **argv);

@@ -25,6 +25,10 @@ static const struct {
 	{"plot", cmd_plot_exec, "draw a trace's memory as PNG: address x time, or live bytes by allocating slice"},
 	{"estimate", cmd_estimate, "what recording costs: events and bytes per function, size for a duration, a filter"},
 	{"overhead", cmd_overhead, "run a program untraced and traced, interleaved; compare time and memory"},
+	{"snapshot", cmd_control, "ask the weft record writing DIR for a snapshot now (docs/control.md)"},
+	{"enable", cmd_control, "enable recording in the weft record writing DIR"},
+	{"disable", cmd_control, "disable recording in the weft record writing DIR (events counted, not recorded)"},
+	{"stop", cmd_control, "finish the trace of the weft record writing DIR; the program runs on"},
 };
 
 /* `weft plot ...`: the same arguments to weft-plot, found beside weft or in LIBDIR/weft. */
