@@ -582,6 +582,11 @@ int weft_flight_dump_as(const char *kind, const char *reason, uint64_t trigger_t
 		rc = -errno;
 	if (rc)
 		goto out;
+	if (!s.events && !strcmp(kind, "part")) { /* nothing since the last part: no empty part */
+		fl_remove_dir(tmp);
+		rc = 0;
+		goto out;
+	}
 	struct out m;
 	snprintf(name, sizeof(name), "%s.wmeta", weft_g.stem);
 	if ((rc = open_file(tmp, name, &m)))
