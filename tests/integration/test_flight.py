@@ -134,7 +134,7 @@ class Flight(TraceTest):
         names = set()
         for s in snaps:
             _, out = self.snapshot(data, int(s.split("-")[1]))
-            rows, = self.tp(out, "select name from slice where depth = 0")
+            rows, = self.tp(out, "select name from slice where depth = 0 and name not like 'weft: %'")
             names.add(tuple(sorted(set(r[0] for r in rows))))
             pids, = self.tp(out, "select count(distinct pid) from process where pid > 0 and name like '%flightsteps%'")
         # the child's snapshot has its own outer slices (run, inherited, and child), the parent's run
