@@ -411,7 +411,7 @@ static void write_meta(struct out *o, struct snap *s, uint64_t end_ticks, uint64
 					out_put(o, &h, sizeof(h));
 					out_put(o, p, h.len);
 				}
-			} else if (h.type != WEFT_M_FINISH) {
+			} else if (h.type != WEFT_M_FINISH && h.type != WEFT_M_CHUNK_INDEX) {
 				out_put(o, &h, sizeof(h));
 				out_put(o, p, h.len);
 			}

@@ -92,7 +92,8 @@ static void write_chunk(struct writer *w, struct weft_chunk *c)
 		weft_index_scan((const uint64_t *)c->data, used / 8, &ix); /* while they are absolute */
 		events = delta_encode((uint64_t *)c->data, used / 8, &dropped);
 	}
-	weft_index_chunk(c, &ix, (unsigned)w->idx, w->at, NULL);
+	if (!weft_flight_active()) /* in the ring no frame has a file offset (a snapshot's differ) */
+		weft_index_chunk(c, &ix, (unsigned)w->idx, w->at, NULL);
 	h.events = events;
 	h.dropped = dropped;
 	if (weft_cfg.compression != 0 && w->cctx) {
