@@ -167,13 +167,14 @@ static int site_register(struct weft_site *s, const char *file, unsigned line, u
 			atomic_fetch_add_explicit(&weft_g.after_stop, events, memory_order_relaxed);
 		return 0;
 	}
-	if (run == WEFT_RUN_ON && s->id && atomic_load(&weft_g.paused))
+	/* s->id: written once under reg_lock (release), read here without it (acquire) */
+	if (run == WEFT_RUN_ON && __atomic_load_n(&s->id, __ATOMIC_ACQUIRE) && atomic_load(&weft_g.paused))
 		return count_disabled(s, events); /* registered, disabled: no lock */
 	weft_in_runtime++;
 	pthread_mutex_lock(&reg_lock);
 	if (s->state == WEFT__SITE_NEW) {
 		if (!s->id) {
-			s->id = intern(s, file, line);
+			__atomic_store_n(&s->id, intern(s, file, line), __ATOMIC_RELEASE);
 			s->next = sites;
 			sites = s;
 		}

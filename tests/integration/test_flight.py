@@ -96,7 +96,9 @@ class Flight(TraceTest):
         self.assertEqual(spans[2], (21001, 22000))
 
     def test_exit_snapshot(self):
-        data, p = self.fly(["steps", 22000, 100, 20000, 1], "flight=1M")
+        # 4M: the 2000 steps after the first snapshot (~1M packed and compressed when timestamps
+        # are far apart, on a loaded machine) all fit
+        data, p = self.fly(["steps", 22000, 100, 20000, 1], "flight=4M")
         self.assertEqual(sorted(os.listdir(data)), ["snapshot-1", "snapshot-2"])
         _, out = self.snapshot(data, 2)
         (first, last, n), run_rows, bad = self.steps(out)
@@ -127,6 +129,7 @@ class Flight(TraceTest):
         self.assertEqual(workers[0][0], 4)
         self.assertIn("not in window:", info)
 
+    @unittest.skipIf(os.environ.get("WEFT_TEST_NO_FORK"), "TSan cannot follow a fork of a threaded process")
     def test_fork_child_has_its_own_ring(self):
         data, p = self.fly(["fork", 8000], "flight=1M,noexit")
         snaps = sorted(os.listdir(data))
@@ -175,6 +178,7 @@ class Flight(TraceTest):
         self.assertEqual(p.returncode, 2)
         self.assertIn("bad --flight-recorder '100K'", p.stderr)
 
+    @unittest.skipIf(os.environ.get("WEFT_TEST_NO_PRELOAD"), "preloading is not testable in this build (TSan)")
     def test_fatal_signal_writes_the_window(self):
         # weft record's fatal-signal path stops the trace from the handler (weft_g.in_signal):
         # the dump allocates nothing there; the exit status stays the signal's
@@ -242,6 +246,7 @@ class Flight(TraceTest):
         out, _ = self.convert(d, os.path.basename(d) + ".pftrace")
         return out
 
+    @unittest.skipIf(os.environ.get("WEFT_TEST_NO_PRELOAD"), "TSan's shadow memory is several times what the program touches")
     def test_memory_stays_bounded(self):
         # 100 M events through a 4M ring: peak RSS within 4M x 1.1 + 8 MiB
         data, p = self.fly(["memory", 100_000_000], "flight=4M,noexit")
