@@ -637,6 +637,20 @@ int weft_flight_start(void)
 	return weft_switch_start();
 }
 
+/* What the ring's entries and threads own (their summaries and stacks), and the metadata kept. */
+static void free_summaries(void)
+{
+	for (size_t k = 0; k < fl_ents_n; k++)
+		free(fl_ent_at(k)->sum);
+	for (size_t i = 0; i < fl_nths; i++) {
+		free(fl_ths[i].stk);
+		free(fl_ths[i].lvl);
+		free(fl_ths[i].lvltrack);
+		free(fl_ths[i].ctr);
+	}
+	meta_reset();
+}
+
 /* Fork child: only the forking thread runs; the parent's ring and metadata are the parent's.
  * The child starts an empty ring (its metadata is written again by its start-up). */
 pthread_mutex_t fl_dump_lock = PTHREAD_MUTEX_INITIALIZER; /* one snapshot at a time */
@@ -647,15 +661,7 @@ void weft_flight_atfork_child(void)
 	pthread_mutex_init(&fl_dump_lock, NULL); /* a snapshot another thread was making is the parent's */
 	if (!fl_active)
 		return;
-	for (size_t k = 0; k < fl_ents_n; k++)
-		free(fl_ent_at(k)->sum);
-	for (size_t i = 0; i < fl_nths; i++) {
-		free(fl_ths[i].stk);
-		free(fl_ths[i].lvl);
-		free(fl_ths[i].lvltrack);
-		free(fl_ths[i].ctr);
-	}
-	meta_reset();
+	free_summaries();
 	fl_ring_head = fl_ring_tail = fl_ring_used = 0;
 	fl_ents_first = fl_ents_n = fl_nths = 0;
 	fl_ev_received = fl_ev_evicted = fl_ev_written = fl_ev_lost_since = 0;
@@ -687,15 +693,7 @@ void weft_flight_finish(void)
 	fl_active = 0;
 	weft_meta_atfork_parent();
 	pthread_mutex_lock(&fl_ring_lock);
-	for (size_t k = 0; k < fl_ents_n; k++)
-		free(fl_ent_at(k)->sum);
-	for (size_t i = 0; i < fl_nths; i++) {
-		free(fl_ths[i].stk);
-		free(fl_ths[i].lvl);
-		free(fl_ths[i].lvltrack);
-		free(fl_ths[i].ctr);
-	}
-	meta_reset();
+	free_summaries();
 	free(fl_ring);
 	free(fl_ents);
 	free(fl_ord);
