@@ -704,7 +704,7 @@ int cmd_record(int argc, char **argv)
 	if (!convert && quiet)
 		return code;
 	if (strstr(extra, ":flight=") || strstr(extra, ":switch_output=")) /* DIR: snapshots or parts only */
-		return weft_record_flight_end(dir, quiet, code);
+		return weft_record_flight_end(dir, quiet, convert, code);
 
 	struct weft_trace *t;
 	char err[512];

@@ -39,9 +39,10 @@ const char *weft_cli_find_preload(char *out, size_t n);
  * out (of `of`, when given). Printed even in quiet mode: nothing is left out silently. */
 void weft_cli_warn_undecoded(const char *cmd, unsigned long long n, const char *why, const char *of);
 /* record-flight.c: --flight-recorder[=SIZE[,AGE][,noexit]] appended to extra as flight= (0,
- * or a usage error printed and WEFT_EXIT_USAGE); at the end, the snapshots said (returns code). */
+ * or a usage error printed and WEFT_EXIT_USAGE); at the end, the snapshots converted (convert)
+ * and said (returns code). */
 int weft_record_flight_option(const char *arg, char *extra, size_t n);
-int weft_record_flight_end(const char *dir, int quiet, int code);
+int weft_record_flight_end(const char *dir, int quiet, int convert, int code);
 /* --switch-output / --switch-max-files: key switch_output or switch_max_files, checked */
 int weft_record_switch_option(const char *key, const char *arg, char *extra, size_t n);
 

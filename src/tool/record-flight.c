@@ -7,6 +7,7 @@
  * written as consecutive parts DIR/part-N.
  */
 #include "cmd.h"
+#include "record-trigger.h"
 #include "../lib/internal.h"
 #include <dirent.h>
 #include <stdio.h>
@@ -41,8 +42,10 @@ int weft_record_switch_option(const char *key, const char *arg, char *extra, siz
 	return 0;
 }
 
-int weft_record_flight_end(const char *dir, int quiet, int code)
+int weft_record_flight_end(const char *dir, int quiet, int convert, int code)
 {
+	if (convert) /* each DIR/snapshot-N, to DIR/snapshot-N/trace.pftrace */
+		weft_record_convert_snapshots(dir, quiet);
 	int snaps = 0, parts = 0;
 	DIR *d = opendir(dir);
 	struct dirent *e;

@@ -28,15 +28,49 @@
 #define JOB_MARK ".weft-job"
 
 /* weft's own names in a trace directory: its data, the conversion (and one cut short,
- * outfile.c's temporary), the job's mark and registrations */
+ * outfile.c's temporary), the job's mark and registrations, a recorder's control socket */
 static int is_weft_name(const char *n)
 {
 	return !strcmp(n, "trace.pftrace") || !strncmp(n, ".trace.pftrace.weft-", 20) || weft_is_trace_file(n) ||
-	       !strcmp(n, JOB_MARK) || !strncmp(n, ".weft-run-", 10) || !strncmp(n, ".weft-done-", 11);
+	       !strcmp(n, JOB_MARK) || !strncmp(n, ".weft-run-", 10) || !strncmp(n, ".weft-done-", 11) ||
+	       !strncmp(n, ".control.", 9);
 }
 
-/* Is `dir` a directory weft may move aside: a trace directory (weft files only, or empty)? */
-static int is_trace_dir(const char *dir)
+/* A trace directory weft writes inside one: the flight recorder's snapshot-N, --switch-output's
+ * part-N, and either one still being written (.snapshot-PID.tmp, .part-PID.tmp). */
+static int is_weft_subdir_name(const char *n)
+{
+	const char *kinds[] = {"snapshot-", "part-"};
+	int tmp = n[0] == '.';
+	for (size_t k = 0; k < 2; k++) {
+		size_t l = strlen(kinds[k]);
+		if (strncmp(n + tmp, kinds[k], l))
+			continue;
+		const char *p = n + tmp + l, *digits = p;
+		while (*p >= '0' && *p <= '9')
+			p++;
+		if (p > digits && (tmp ? !strcmp(p, ".tmp") : !*p))
+			return 1;
+	}
+	return 0;
+}
+
+static int is_trace_dir_depth(const char *dir, int depth);
+
+/* Is entry n of dir weft's: one of its files, or (at the top) a snapshot or part that is itself
+ * a trace directory. */
+static int is_weft_entry(const char *dir, const char *n, int depth)
+{
+	if (is_weft_name(n))
+		return 1;
+	if (depth > 0 || !is_weft_subdir_name(n))
+		return 0;
+	char p[PATH_MAX + 300];
+	snprintf(p, sizeof(p), "%s/%s", dir, n);
+	return is_trace_dir_depth(p, depth + 1);
+}
+
+static int is_trace_dir_depth(const char *dir, int depth)
 {
 	DIR *d = opendir(dir);
 	if (!d)
@@ -44,28 +78,41 @@ static int is_trace_dir(const char *dir)
 	int ok = 1;
 	struct dirent *e;
 	while (ok && (e = readdir(d)))
-		ok = !strcmp(e->d_name, ".") || !strcmp(e->d_name, "..") || is_weft_name(e->d_name);
+		ok = !strcmp(e->d_name, ".") || !strcmp(e->d_name, "..") || is_weft_entry(dir, e->d_name, depth);
 	closedir(d);
 	return ok;
 }
 
-/* Removes the weft files of an old trace directory, then the directory (no shell: a name is
- * only ever a path). */
-static int remove_trace_dir(const char *dir)
+/* Is `dir` a directory weft may move aside: a trace directory (weft files only, or empty; the
+ * flight recorder's snapshots and parts in it are trace directories too)? */
+static int is_trace_dir(const char *dir)
+{
+	return is_trace_dir_depth(dir, 0);
+}
+
+/* Removes the weft files of an old trace directory, its snapshots and parts, then the
+ * directory (no shell: a name is only ever a path). */
+static int remove_trace_dir_depth(const char *dir, int depth)
 {
 	DIR *d = opendir(dir);
 	if (!d)
 		return -errno;
 	struct dirent *e;
 	while ((e = readdir(d))) {
-		if (is_weft_name(e->d_name)) {
-			char p[PATH_MAX + 300];
-			snprintf(p, sizeof(p), "%s/%s", dir, e->d_name);
+		char p[PATH_MAX + 300];
+		snprintf(p, sizeof(p), "%s/%s", dir, e->d_name);
+		if (is_weft_name(e->d_name))
 			unlink(p);
-		}
+		else if (!depth && is_weft_subdir_name(e->d_name))
+			remove_trace_dir_depth(p, depth + 1);
 	}
 	closedir(d);
 	return rmdir(dir) ? -errno : 0;
+}
+
+static int remove_trace_dir(const char *dir)
+{
+	return remove_trace_dir_depth(dir, 0);
 }
 
 /* DIR (a trace directory) to DIR.old, an older DIR.old removed first. */

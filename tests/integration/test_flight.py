@@ -174,6 +174,19 @@ class Flight(TraceTest):
         self.assertIn("weft: record: flight recorder: 2 snapshots in", p.stderr)
         info = run([WEFT, "info", os.path.join(data, "snapshot-2")]).stdout
         self.assertIn("snapshot 2: exit", info)
+        # each snapshot converted when weft record ends, and opened alone
+        for n in (1, 2):
+            pf = os.path.join(data, f"snapshot-{n}", "trace.pftrace")
+            self.assertTrue(os.path.exists(pf), os.listdir(os.path.join(data, f"snapshot-{n}")))
+            self.tp_no_errors(pf)
+            runs, = self.tp(pf, "select count(*) from slice where name = 'run'")
+            self.assertEqual(runs[0][0], 1)
+        p = run([WEFT, "record", "-o", data, "--no-convert", "--flight-recorder=1M", "--", PROG,
+                 "steps", "2000", "20", "1000", "1"])
+        self.assertFalse(os.path.exists(os.path.join(data, "snapshot-1", "trace.pftrace")))
+        # the earlier run's DIR (snapshots only) was a trace directory: moved aside, whole
+        self.assertEqual(sorted(os.listdir(data + ".old")), ["snapshot-1", "snapshot-2"])
+        self.assertIn("trace.pftrace", os.listdir(os.path.join(data + ".old", "snapshot-2")))
         p = run([WEFT, "record", "-o", data, "--flight-recorder=100K", "--", "true"], check=False)
         self.assertEqual(p.returncode, 2)
         self.assertIn("bad --flight-recorder '100K'", p.stderr)
