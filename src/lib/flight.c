@@ -588,6 +588,16 @@ static void meta_reset(void)
 	atomic_store(&fl_nclocks, 0);
 }
 
+/* An empty ring: no frames, no threads, no snapshots, nothing counted yet (start, fork child). */
+static void ring_empty(void)
+{
+	fl_ring_head = fl_ring_tail = fl_ring_used = 0;
+	fl_ents_first = fl_ents_n = fl_nths = 0;
+	fl_ev_received = fl_ev_evicted = fl_ev_written = fl_ev_lost_since = 0;
+	fl_snapshots = 0;
+	fl_last_end_ticks = 0;
+}
+
 /* ---- start, fork ---- */
 int weft_flight_start(void)
 {
@@ -628,11 +638,7 @@ int weft_flight_start(void)
 	fl_tpn = weft_ticks_per_ns();
 	if (!(fl_tpn > 0))
 		fl_tpn = 1.0;
-	fl_ring_head = fl_ring_tail = fl_ring_used = 0;
-	fl_ents_first = fl_ents_n = fl_nths = 0;
-	fl_ev_received = fl_ev_evicted = fl_ev_written = fl_ev_lost_since = 0;
-	fl_snapshots = 0;
-	fl_last_end_ticks = 0;
+	ring_empty();
 	fl_active = 1;
 	return weft_switch_start();
 }
@@ -662,11 +668,7 @@ void weft_flight_atfork_child(void)
 	if (!fl_active)
 		return;
 	free_summaries();
-	fl_ring_head = fl_ring_tail = fl_ring_used = 0;
-	fl_ents_first = fl_ents_n = fl_nths = 0;
-	fl_ev_received = fl_ev_evicted = fl_ev_written = fl_ev_lost_since = 0;
-	fl_snapshots = 0;
-	fl_last_end_ticks = 0;
+	ring_empty();
 	fl_dumping = 0;
 	fl_pending = 0;
 	weft_switch_atfork_child();
