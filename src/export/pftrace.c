@@ -20,16 +20,15 @@
 #include "export/pftrace-system.h"
 #include "export/pftrace-gpu.h"
 #include "export/pftrace-snapshot.h"
+#include "export/pftrace-out.h"
 #include "format/format.h"
 #include <errno.h>
-#include <fcntl.h>
 #include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-#include <libdeflate.h>
 
 enum {
 	TRACE_PACKET = 1,
@@ -78,25 +77,10 @@ struct proc_cats {
 	size_t n;
 };
 
-/* The output, written in the same order however the threads' encoding interleaves (so that
- * converting a trace twice gives the same bytes): the sequences of the threads one after the
- * other, in order. The sequence at the head writes straight into the file; one encoded ahead
- * of its turn writes into a file of its own in $TMPDIR (unlinked), copied into the output
- * when its turn comes. All under lock. */
-struct out_file {
-	FILE *f;
-	pthread_mutex_t lock;
-	int err;
-	uint64_t bytes;
-	int level; /* zlib level for compressed_packets, 0 = plain packets */
-	size_t head, n;   /* the sequence writing straight into f; the threads' sequences */
-	uint8_t *done;    /* by sequence: encoded */
-	FILE **ahead;     /* by sequence: what it wrote before its turn, or NULL */
-};
-
 struct seq_enc {
 	struct pb out;
-	struct out_file *file;
+	struct weft_pf_out *file;
+	struct weft_pf_seqout so;      /* its place in the output and batches in flight */
 	uint64_t *buf; /* decoded chunk, reused */
 	size_t cap;
 	const struct weft_proc *p;
@@ -111,11 +95,7 @@ struct seq_enc {
 	const struct weft_mem_proc *mem;  /* the process's memory analysis, or NULL */
 	uint64_t big_alloc;               /* allocations at least this big are instants too */
 	uint32_t machine;                 /* --machines: its host's index (0: the reference, none) */
-	struct libdeflate_compressor *zc; /* this sequence's compressor, made at its first batch */
-	uint8_t *zbuf;                    /* and its output buffer, reused */
-	size_t zcap;
 	const struct weft_trace *t;
-	size_t order;                     /* its place in the output (out_file.head); SIZE_MAX: now */
 	int described;                    /* the thread's descriptor is out */
 	struct weft_pf_sched *sched;      /* SCHED records of this stream (a sched reader's) */
 	const struct weft_sys_proc *sys;  /* the process's sampler readings, when slices get CPU/RSS args */
@@ -481,58 +461,6 @@ static void packet(struct seq_enc *e, const struct weft_ev *ev, uint64_t ts, uns
 	pb_end(b, pk);
 }
 
-/* A batch of whole packets as one TracePacket whose compressed_packets field holds them
- * zlib-deflated (trace_processor and the Perfetto UI inflate it on import). Compressed by the
- * encoding thread itself with libdeflate (zlib format, about twice zlib's speed), outside the
- * file lock, so threads compress in parallel. NULL when memory fails: the batch is then
- * written as it is, still a valid trace. */
-static struct pb *compressed(struct seq_enc *e, struct pb *zp, int level)
-{
-	if (!e->zc && !(e->zc = libdeflate_alloc_compressor(level)))
-		return NULL;
-	size_t bound = libdeflate_zlib_compress_bound(e->zc, e->out.n);
-	if (bound > e->zcap) {
-		free(e->zbuf);
-		e->zcap = 0;
-		if (!(e->zbuf = malloc(bound)))
-			return NULL;
-		e->zcap = bound;
-	}
-	size_t zn = libdeflate_zlib_compress(e->zc, e->out.p, e->out.n, e->zbuf, e->zcap);
-	if (!zn)
-		return NULL;
-	zp->n = 0;
-	size_t pk = pb_begin(zp, TRACE_PACKET);
-	pb_bytes(zp, TP_COMPRESSED_PACKETS, e->zbuf, zn);
-	pb_end(zp, pk);
-	return zp;
-}
-
-static void enc_free(struct seq_enc *e)
-{
-	if (e->zc)
-		libdeflate_free_compressor(e->zc);
-	free(e->zbuf);
-	e->zc = NULL;
-	e->zbuf = NULL;
-}
-
-/* An unlinked file in $TMPDIR (or /tmp) for a sequence's output ahead of its turn. */
-static FILE *spill_file(void)
-{
-	const char *d = getenv("TMPDIR");
-	char path[4096];
-	snprintf(path, sizeof(path), "%s/weft-pftrace-XXXXXX", d && *d ? d : "/tmp");
-	int fd = mkostemp(path, O_CLOEXEC);
-	if (fd < 0)
-		return NULL;
-	unlink(path);
-	FILE *f = fdopen(fd, "w+b");
-	if (!f)
-		close(fd);
-	return f;
-}
-
 /* --machines: every packet in b from `from` on gets TracePacket.machine_id (appended: a
  * field's place in a message is free), so trace_processor keeps each host's processes,
  * threads and tracks in a machine of its own (their times stay aligned: it assumes offset 0
@@ -571,58 +499,14 @@ static void add_machine(struct pb *b, size_t from, uint32_t machine)
 	free(old);
 }
 
-/* Whole packets go to the file in batches of about 1 MiB, so memory stays bounded whatever
- * the trace size; in the order of the sequences, whatever the threads' timing (out_file). */
+/* Whole packets go to the output in batches of about 1 MiB, so memory stays bounded whatever
+ * the trace size; in the order of the sequences, whatever the threads' timing (pftrace-out.h). */
 static void drain(struct seq_enc *e, size_t threshold)
 {
 	if (e->out.n < threshold || !e->out.n)
 		return;
 	add_machine(&e->out, 0, e->machine);
-	struct out_file *o = e->file;
-	struct pb zp = {0};
-	const struct pb *w = o->level ? compressed(e, &zp, o->level) : NULL;
-	if (!w)
-		w = &e->out;
-	pthread_mutex_lock(&o->lock);
-	FILE *to = o->f;
-	if (e->order != SIZE_MAX && e->order != o->head) { /* ahead of its turn */
-		if (!o->ahead[e->order])
-			o->ahead[e->order] = spill_file();
-		to = o->ahead[e->order];
-		if (!to && !o->err)
-			o->err = errno ? errno : EIO;
-	}
-	if (!o->err && fwrite(w->p, 1, w->n, to) != w->n)
-		o->err = errno ? errno : EIO;
-	o->bytes += w->n;
-	pthread_mutex_unlock(&o->lock);
-	free(zp.p);
-	e->out.n = 0;
-}
-
-/* Sequence i is encoded: the next ones whose turn it now is go to the file (what they wrote
- * ahead first). */
-static void finish_seq(struct out_file *o, size_t i)
-{
-	pthread_mutex_lock(&o->lock);
-	o->done[i] = 1;
-	while (o->head < o->n && o->done[o->head]) {
-		o->head++;
-		FILE *a = o->head < o->n ? o->ahead[o->head] : NULL;
-		if (!a)
-			continue;
-		char buf[1 << 16];
-		size_t r;
-		rewind(a);
-		while (!o->err && (r = fread(buf, 1, sizeof(buf), a)) > 0)
-			if (fwrite(buf, 1, r, o->f) != r)
-				o->err = errno ? errno : EIO;
-		if (ferror(a) && !o->err)
-			o->err = EIO;
-		fclose(a);
-		o->ahead[o->head] = NULL;
-	}
-	pthread_mutex_unlock(&o->lock);
+	weft_pf_out_batch(e->file, &e->so, &e->out);
 }
 
 /* An allocation of at least big_alloc bytes: an instant on its thread, with its size, address
@@ -829,8 +713,7 @@ static void encode_thread(size_t i, void *ud)
 	weft_pf_sched_finish(e->sched, &e->out, e->seq | 0x80000000u, p, proc_uuid(p->pid), j->t->last_ns, mix);
 	e->sched = NULL;
 	drain(e, 1);
-	finish_seq(e->file, i);
-	enc_free(e);
+	weft_pf_out_seq_done(e->file, &e->so);
 	free(e->out.p);
 	free(e->buf);
 	free(e->named);
@@ -984,7 +867,6 @@ int weft_export_pftrace(const struct weft_trace *t, FILE *out, int jobs, int def
 	struct proc_cats *cats = calloc(t->nprocs + 1, sizeof(*cats));
 	if (!encs || !cats)
 		weft_oom("writing the .pftrace");
-	struct out_file file = {.f = out, .lock = PTHREAD_MUTEX_INITIALIZER, .level = deflate, .n = n};
 
 	struct weft_mem *mem = NULL;
 	int rc = weft_mem_analyze(t, &mem, err, errlen);
@@ -1008,9 +890,9 @@ int weft_export_pftrace(const struct weft_trace *t, FILE *out, int jobs, int def
 		free(cats);
 		return rc;
 	}
-	file.done = calloc(n + 1, 1);
-	file.ahead = calloc(n + 1, sizeof(FILE *));
-	if (!file.done || !file.ahead)
+	long cores = sysconf(_SC_NPROCESSORS_ONLN); /* deflating workers: one per core */
+	struct weft_pf_out *file = weft_pf_out_open(out, deflate, n, cores > 1 ? (int)cores : 0);
+	if (!file)
 		weft_oom("writing the .pftrace");
 	size_t k = 0;
 	for (size_t i = 0; i < t->nprocs; i++) {
@@ -1021,9 +903,9 @@ int weft_export_pftrace(const struct weft_trace *t, FILE *out, int jobs, int def
 			encs[k].p = p;
 			encs[k].th = &p->threads[h];
 			encs[k].cats = &cats[i];
-			encs[k].file = &file;
+			encs[k].file = file;
 			encs[k].seq = (uint32_t)(k + 2);
-			encs[k].order = k;
+			encs[k].so.order = k;
 			encs[k].tuuid = thread_uuid(p->pid, p->threads[h].tid, p->threads[h].serial);
 			encs[k].mem = weft_mem_for(mem, p);
 			encs[k].big_alloc = mem->big_alloc;
@@ -1035,9 +917,10 @@ int weft_export_pftrace(const struct weft_trace *t, FILE *out, int jobs, int def
 	for (size_t i = 0; i < t->nprocs; i++) /* drops not attributed to a thread count too */
 		sum->dropped += weft_proc_dropped(&t->procs[i]);
 	/* descriptors of processes, named tracks and counters first, then the threads */
-	struct seq_enc head = {.file = &file, .order = SIZE_MAX};
+	struct seq_enc head = {.file = file, .so.order = SIZE_MAX};
 	header(t, mem, sys, gpu, &head.out);
 	drain(&head, 1);
+	weft_pf_out_flush(file, &head.so); /* in the file before the first thread's sequence */
 	struct job j = {t, encs, weft_pf_sched_scan(t)};
 	weft_parallel_for(n, jobs, encode_thread, &j);
 	weft_pf_sched_ends_free((struct weft_pf_sched_ends *)j.sched_ends);
@@ -1058,26 +941,20 @@ int weft_export_pftrace(const struct weft_trace *t, FILE *out, int jobs, int def
 	for (size_t i = 0; gpu && i < gpu->nprocs; i++) /* kernels, copies, memsets: a sequence per process */
 		weft_pf_gpu_events(&head.out, gpu, &gpu->procs[i], seq++, mix, drain_cb, &head);
 	drain(&head, 1);
+	weft_pf_out_seq_done(file, &head.so);
 	weft_gpu_free(gpu);
-	enc_free(&head);
 	free(head.out.p);
 	weft_mem_free(mem);
 	weft_sys_free(sys);
 	for (size_t i = 0; i < n; i++)
 		weft_export_summary_add(sum, &encs[i].st);
-	sum->bytes = file.bytes;
 	for (size_t i = 0; i < t->nprocs; i++) {
 		free(cats[i].iid);
 		free(cats[i].names);
 	}
 	free(cats);
 	free(encs);
-	for (size_t i = 0; i < n; i++) /* (left only where a write failed) */
-		if (file.ahead[i])
-			fclose(file.ahead[i]);
-	free(file.ahead);
-	free(file.done);
-	rc = file.err ? -file.err : 0;
+	rc = weft_pf_out_close(file, &sum->bytes);
 	if (!rc && fflush(out))
 		rc = -errno;
 	if (rc)
