@@ -5,6 +5,7 @@
 #ifndef WEFT_EXPORT_H
 #define WEFT_EXPORT_H
 
+#include <stdatomic.h>
 #include <stdio.h>
 #include "format/reader.h"
 #include "export/model.h"
@@ -21,9 +22,14 @@ void weft_export_summary_add(struct weft_export_summary *sum, const struct weft_
  * way -ENOMEM with the reason in err (the output is incomplete). */
 int weft_export_result(const struct weft_export_summary *sum, int rc, char *err, size_t errlen);
 
+/* Events the converters (pftrace, json) have written so far in this process, added now and then
+ * (relaxed): what the CLI's progress line counts (tool/progress.c). Defined in model.c. */
+extern _Atomic uint64_t weft_export_progress;
+
 /* deflate: level (1-12, libdeflate) for packets written as TracePacket.compressed_packets batches
  * (Perfetto inflates them on import; ~5x smaller for function traces), 0 for plain packets. */
 #define WEFT_PFTRACE_DEFLATE 1
+/* jobs: threads encoding (and as many deflating), 0: one per core (at most 16). */
 int weft_export_pftrace(const struct weft_trace *t, FILE *out, int jobs, int deflate,
 			struct weft_export_summary *sum, char *err, size_t errlen);
 

@@ -873,7 +873,7 @@ int weft_export_json(const struct weft_trace *t, FILE *out, int style, int jobs,
 	}
 	snapshot_marks(t, &js[n].out); /* stream 2n: no thread's (js[n] has none: finished) */
 	js[n].finished = 1;
-	weft_parallel_for(n, jobs, pass1, js);
+	weft_parallel_for(n, weft_jobs(jobs), pass1, js);
 	for (size_t i = 0; i < n; i++)
 		if (js[i].mem && js[i].thread_index == 0)
 			mem_counters(&js[i]);
@@ -968,10 +968,12 @@ int weft_export_json(const struct weft_trace *t, FILE *out, int style, int jobs,
 	}
 	for (size_t i = hn / 2 + 1; i-- > 0;)
 		SIFT_DOWN(i);
-	while (hn) {
+	for (uint64_t emitted = 1; hn; emitted++) {
 		size_t s = heap[0];
 		struct jlist *L = stream_list(js, s);
 		emit_ent(&c, L, &L->ents[L->pos]);
+		if (!(emitted & 0xffff)) /* the progress line's count */
+			atomic_fetch_add_explicit(&weft_export_progress, 0x10000, memory_order_relaxed);
 		if (!stream_next(js, s))
 			heap[0] = heap[--hn];
 		SIFT_DOWN(0);

@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <pthread.h>
 #include <stdatomic.h>
+#include <unistd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -586,6 +587,17 @@ void weft_walk_thread(const struct weft_proc *p, const struct weft_thread_data *
 		free(f.buf[1]);
 	}
 	weft_walker_finish(&w, trace_end_ns);
+}
+
+_Atomic uint64_t weft_export_progress;
+
+int weft_jobs(int jobs)
+{
+	if (jobs <= 0) {
+		long cores = sysconf(_SC_NPROCESSORS_ONLN);
+		jobs = cores < 1 ? 1 : (int)(cores > 16 ? 16 : cores);
+	}
+	return jobs > 16 ? 16 : jobs;
 }
 
 struct pf {

@@ -123,5 +123,7 @@ void weft_walk_thread(const struct weft_proc *p, const struct weft_thread_data *
 
 /* Run fn(i, ud) for i in [0, n) on up to `jobs` threads (the calling one included). */
 void weft_parallel_for(size_t n, int jobs, void (*fn)(size_t i, void *ud), void *ud);
+/* jobs as asked, or for 0 (or less) one per core; at most 16. */
+int weft_jobs(int jobs);
 
 #endif

@@ -28,7 +28,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 enum {
 	TRACE_PACKET = 1,
@@ -81,6 +80,7 @@ struct seq_enc {
 	struct pb out;
 	struct weft_pf_out *file;
 	struct weft_pf_seqout so;      /* its place in the output and batches in flight */
+	uint64_t reported;                /* st.events added to weft_export_progress */
 	uint64_t *buf; /* decoded chunk, reused */
 	size_t cap;
 	const struct weft_proc *p;
@@ -507,6 +507,8 @@ static void drain(struct seq_enc *e, size_t threshold)
 		return;
 	add_machine(&e->out, 0, e->machine);
 	weft_pf_out_batch(e->file, &e->so, &e->out);
+	atomic_fetch_add_explicit(&weft_export_progress, e->st.events - e->reported, memory_order_relaxed);
+	e->reported = e->st.events;
 }
 
 /* An allocation of at least big_alloc bytes: an instant on its thread, with its size, address
@@ -890,8 +892,8 @@ int weft_export_pftrace(const struct weft_trace *t, FILE *out, int jobs, int def
 		free(cats);
 		return rc;
 	}
-	long cores = sysconf(_SC_NPROCESSORS_ONLN); /* deflating workers: one per core */
-	struct weft_pf_out *file = weft_pf_out_open(out, deflate, n, cores > 1 ? (int)cores : 0);
+	jobs = weft_jobs(jobs);
+	struct weft_pf_out *file = weft_pf_out_open(out, deflate, n, jobs > 1 ? jobs : 0);
 	if (!file)
 		weft_oom("writing the .pftrace");
 	size_t k = 0;

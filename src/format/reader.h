@@ -290,6 +290,8 @@ int weft_trace_from_buffers(const char *const *names, const unsigned char *const
 			    const size_t *sizes, size_t n, struct weft_trace **out, char *err,
 			    size_t errlen);
 void weft_trace_free(struct weft_trace *t);
+/* The events its chunks hold, every thread of every process (their frame headers' counts). */
+uint64_t weft_trace_events(const struct weft_trace *t);
 
 static inline uint64_t weft_proc_ns(const struct weft_proc *p, uint64_t ticks)
 {

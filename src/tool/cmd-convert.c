@@ -10,6 +10,7 @@
 #include "export/export.h"
 #include "format/format.h"
 #include "tool/outfile.h"
+#include "tool/progress.h"
 #include "tool/timewin.h"
 #include <errno.h>
 #include <getopt.h>
@@ -31,7 +32,7 @@ static void help(FILE *f)
 		"                           through, a symlink followed; never a file of the trace\n"
 		"  -f, --format FMT         pftrace or json, overriding the extension\n"
 		"      --json-style STYLE   be (B/E event pairs, default) or x (complete X events)\n"
-		"  -j, --jobs N             threads to use (default 2)\n"
+		"  -j, --jobs N             threads to use (default: one per core)\n"
 		"      --ranks LIST         only these ranks of a job, e.g. 0-63 or 0,2,8-11\n"
 		"      --time FROM:TO       only this window, in seconds from the trace's start\n"
 		"                           (2.5:3.5, 2500ms:3500ms, :5s, 10s:), read through the\n"
@@ -105,7 +106,7 @@ int cmd_convert(int argc, char **argv)
 	struct rank_set ranks = {0};
 	int by_rank = 0, by_time = 0;
 	struct weft_window_req win;
-	int style = WEFT_JSON_BE, jobs = 2, quiet = 0, deflate = WEFT_PFTRACE_DEFLATE, machines = 0, c, rc;
+	int style = WEFT_JSON_BE, jobs = 0, quiet = 0, deflate = WEFT_PFTRACE_DEFLATE, machines = 0, c, rc;
 	optind = 1;
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, "o:f:j:qh", opts, NULL)) != -1) {
@@ -225,7 +226,12 @@ int cmd_convert(int argc, char **argv)
 		return rc;
 	struct weft_trace *t;
 	char err[512];
+	struct weft_progress *pr = quiet ? NULL : weft_progress_start("convert"); /* a terminal's, after 1 s */
 	rc = weft_trace_open_window(dirs, ndirs, by_time ? &win : NULL, &t, err, sizeof(err));
+	if (rc || t->nwarnings) { /* said on a line of their own */
+		weft_progress_stop(pr);
+		pr = NULL;
+	}
 	if (rc) {
 		weft_cli_error("convert", "%s", err);
 		weft_outfile_abort(&out);
@@ -233,15 +239,20 @@ int cmd_convert(int argc, char **argv)
 	}
 	if (by_rank && !weft_trace_keep(t, rank_wanted, &ranks)) {
 		weft_cli_error("convert", "no process of the trace has one of the ranks asked for");
+		weft_progress_stop(pr);
 		weft_trace_free(t);
 		weft_outfile_abort(&out);
 		return WEFT_EXIT_FAIL;
 	}
 	for (size_t i = 0; i < t->nwarnings; i++)
 		weft_cli_error("convert", "warning: %s", t->warnings[i]);
+	if (!pr && !quiet)
+		pr = weft_progress_start("convert");
+	weft_progress_total(pr, weft_trace_events(t));
 	t->machines = machines;
 	FILE *f = to_stdout ? stdout : fdopen(out.fd, "wb");
 	if (!f) {
+		weft_progress_stop(pr);
 		weft_cli_error("convert", "cannot write %s: %s", outp, strerror(errno));
 		weft_outfile_abort(&out);
 		weft_trace_free(t);
@@ -262,6 +273,7 @@ int cmd_convert(int argc, char **argv)
 		rc = -errno;
 		snprintf(err, sizeof(err), "writing %s failed: %s", outp, strerror(errno));
 	}
+	weft_progress_stop(pr);
 	weft_trace_free(t);
 	if (rc) {
 		weft_cli_error("convert", "%s", err);

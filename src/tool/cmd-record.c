@@ -11,6 +11,7 @@
  * converts it. A recorder that cannot join still runs its program, untraced: a rank that never
  * starts would leave the others waiting in MPI_Init for it.
  */
+#include "tool/progress.h"
 #include "tool/cmd.h"
 #include "tool/outfile.h"
 #include "tool/tracedir.h"
@@ -708,7 +709,16 @@ int cmd_record(int argc, char **argv)
 
 	struct weft_trace *t;
 	char err[512];
-	if (weft_trace_open(dir, &t, err, sizeof(err))) {
+	struct weft_progress *pr = convert && !quiet ? weft_progress_start("record") : NULL; /* a terminal's, after 1 s */
+	int orc = weft_trace_open(dir, &t, err, sizeof(err));
+	size_t said = orc ? 1 : t->nwarnings;
+	for (size_t i = 0; !orc && i < t->nprocs; i++)
+		said += t->procs[i].nnotes;
+	if (said) { /* the lines below on lines of their own */
+		weft_progress_stop(pr);
+		pr = NULL;
+	}
+	if (orc) {
 		weft_cli_error("record", "%s", err);
 		return code ? code : WEFT_EXIT_FAIL;
 	}
@@ -733,7 +743,10 @@ int cmd_record(int argc, char **argv)
 		struct weft_export_summary s;
 		if (f) {
 			of.fd = -1; /* f's now */
-			xrc = weft_export_pftrace(t, f, 2, WEFT_PFTRACE_DEFLATE, &s, err, sizeof(err));
+			if (!pr && !quiet)
+				pr = weft_progress_start("record");
+			weft_progress_total(pr, events);
+			xrc = weft_export_pftrace(t, f, 0, WEFT_PFTRACE_DEFLATE, &s, err, sizeof(err));
 			if (fclose(f) && !xrc)
 				xrc = snprintf(err, sizeof(err), "%s", strerror(errno));
 			if (xrc)
@@ -742,6 +755,8 @@ int cmd_record(int argc, char **argv)
 			weft_cli_error("record", "cannot write %s: %s", out, strerror(errno));
 			xrc = -1;
 		}
+		weft_progress_stop(pr);
+		pr = NULL;
 		if (xrc || weft_outfile_commit(&of)) {
 			weft_outfile_abort(&of);
 			weft_trace_free(t);
@@ -775,6 +790,7 @@ int cmd_record(int argc, char **argv)
 			weft_cli_error("record", "no function events: allocations are charged to weft.h slices "
 				      "only (build with -finstrument-functions to see functions)");
 	}
+	weft_progress_stop(pr); /* (not converting) */
 	if (convert) /* each DIR/snapshot-N the flight recorder wrote */
 		weft_record_convert_snapshots(dir, quiet);
 	if (!quiet) {

@@ -1,0 +1,84 @@
+"""weft convert as a user runs it: the same trace directory always gives the same bytes (threads
+encoded and batches deflated in parallel, whatever their timing, and `weft record`'s own
+trace.pftrace the same as converting its directory afterwards), a progress line on a terminal
+and nothing new on a pipe, and a recording cut short converting what it holds."""
+import glob
+import hashlib
+import os
+import re
+import subprocess
+import unittest
+import weftlib
+from weftlib import TraceTest, main, run, WEFT, BUILD
+
+
+def digest(path):
+    with open(path, "rb") as f:
+        return hashlib.sha256(f.read()).hexdigest()
+
+
+@unittest.skipIf(os.environ.get("WEFT_TEST_NO_PRELOAD"), "preloading is not testable in this build (TSan)")
+class Convert(TraceTest):
+    def stress_trace(self, threads=4, events=150000):
+        data = os.path.join(self.tmp, "s.data")
+        run([WEFT, "record", "-q", "-o", data, "--", os.path.join(BUILD, "stress"), str(threads), str(events)],
+            cwd=self.tmp)
+        return data
+
+    def test_same_bytes_whatever_the_threads(self):
+        # 4 threads of 150,000 events: several ~1 MiB batches per sequence, encoded by 1, 2 or 16
+        # threads and deflated by as many workers, under two busy loops that shuffle the timing
+        data = self.stress_trace()
+        recorded = digest(os.path.join(data, "trace.pftrace"))
+        load = [subprocess.Popen(["sh", "-c", "while :; do :; done"]) for _ in range(2)]
+        try:
+            seen = set()
+            for i, jobs in enumerate(("1", "2", "16", "3", "16", "2")):
+                out, _ = self.convert(data, f"c{i}.pftrace", "-q", "-j", jobs)
+                seen.add(digest(out))
+        finally:
+            for p in load:
+                p.kill()
+                p.wait()
+        self.assertEqual(seen, {recorded}, "the same directory gave different bytes")
+        with open(out, "rb") as f:
+            self.assertGreater(f.read().count(b"\x92\x03"), 8)  # compressed_packets fields: many batches
+        n, = self.tp(out, "select count(*) n from slice")
+        self.assertEqual(n[0]["n"], 4 * 150000)
+        self.tp_no_errors(out)
+
+    def test_progress_line_on_a_terminal_only(self):
+        data = self.stress_trace(2, 50000)
+        out = os.path.join(self.tmp, "p.pftrace")
+        cmd = ["/usr/bin/env", "WEFT_PROGRESS_DELAY_MS=0", WEFT, "convert", data, "-o", out]
+        _, code, text = weftlib.on_tty(cmd, self.tmp, b"\x00never", lambda pid, fd: None)
+        self.assertEqual(code, 0, text)
+        self.assertRegex(text, r"\rweft: convert: (reading the trace|converting, \d+% \([\d.]+ of 0\.1 M events\))\x1b\[K")
+        self.assertRegex(text, r"\r\x1b\[Kweft: convert: wrote .*p.pftrace: 100000 events, 0 dropped\n$")
+        # on a pipe: the summary line alone, delay or not
+        p = run(cmd[:1] + cmd[1:], check=True)
+        self.assertEqual(p.stderr, f"weft: convert: wrote {out}: 100000 events, 0 dropped\n")
+        # -q on a terminal: nothing at all
+        _, code, text = weftlib.on_tty(cmd + ["-q"], self.tmp, b"\x00never", lambda pid, fd: None)
+        self.assertEqual((code, text), (0, ""))
+
+    def test_cut_short_converts_what_it_holds(self):
+        # a recording killed mid-way: its events files end inside a frame
+        data = self.stress_trace(2, 100000)
+        full, = self.tp(os.path.join(data, "trace.pftrace"), "select count(*) n from slice")
+        for f in glob.glob(os.path.join(data, "*.wevents")):
+            os.truncate(f, os.path.getsize(f) * 2 // 3 + 5)
+        os.unlink(os.path.join(data, "trace.pftrace"))
+        out, p = self.convert(data, "cut.pftrace")
+        self.assertIn("truncated or damaged after offset", p.stderr)
+        m = re.search(r"wrote .*: (\d+) events", p.stderr)
+        part, = self.tp(out, "select count(*) n from slice")
+        self.assertEqual(part[0]["n"], int(m.group(1)))
+        self.assertGreater(part[0]["n"], 0)
+        self.assertLess(part[0]["n"], full[0]["n"])
+        again, _ = self.convert(data, "cut2.pftrace", "-q")
+        self.assertEqual(digest(out), digest(again))
+
+
+if __name__ == "__main__":
+    main()
