@@ -21,6 +21,7 @@
 #include "export/pftrace-gpu.h"
 #include "export/pftrace-snapshot.h"
 #include "export/pftrace-out.h"
+#include "export/pftrace-enc.h"
 #include "format/format.h"
 #include <errno.h>
 #include <pthread.h>
@@ -29,437 +30,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-enum {
-	TRACE_PACKET = 1,
-	TP_CLOCK_SNAPSHOT = 6, TP_TIMESTAMP = 8, TP_SEQ_ID = 10, TP_TRACK_EVENT = 11,
-	TP_INTERNED = 12, TP_SEQ_FLAGS = 13, TP_TRACK_DESCRIPTOR = 60, TP_FIRST_ON_SEQ = 87,
-	TP_COMPRESSED_PACKETS = 50, TP_MACHINE_ID = 98,
-	TD_UUID = 1, TD_NAME = 2, TD_PROCESS = 3, TD_THREAD = 4, TD_PARENT = 5, TD_COUNTER = 8,
-	TD_SIBLING_MERGE = 15, TD_SIBLING_ORDER_RANK = 12, TD_PROCESS_ORDERING = 19, TP_DEFAULTS = 59, TPD_TRACK_EVENT = 11, TED_TRACK_UUID = 11,
-	PD_PID = 1, PD_CMDLINE = 2, PD_NAME = 6, PD_LABELS = 8,
-	THD_PID = 1, THD_TID = 2, THD_NAME = 5,
-	CD_TYPE = 1, CD_UNIT = 3, CD_UNIT_NAME = 6, TED_EXTRA_CTR_UUIDS = 31, TE_EXTRA_CTR_VALUES = 12,
-	TE_CATEGORY_IIDS = 3, TE_DEBUG = 4, TE_TYPE = 9, TE_NAME_IID = 10, TE_TRACK_UUID = 11,
-	TE_NAME = 23, TE_COUNTER = 30, TE_DCOUNTER = 44, TE_FLOW_IDS = 47, TE_TERM_FLOW_IDS = 48,
-	ID_CATEGORIES = 1, ID_EVENT_NAMES = 2, ID_DEBUG_NAMES = 3,
-	DA_NAME_IID = 1, DA_BOOL = 2, DA_UINT = 3, DA_INT = 4, DA_DOUBLE = 5, DA_STRING = 6,
-	DA_POINTER = 7, DA_NAME = 10,
-	TYPE_BEGIN = 1, TYPE_END = 2, TYPE_INSTANT = 3, TYPE_COUNTER = 4,
-	SEQ_CLEARED = 1, SEQ_NEEDS = 2,
-};
-
-static uint64_t mix(uint64_t a, uint64_t b)
-{
-	uint64_t z = a * 0x9e3779b97f4a7c15ull ^ (b + 0x632be59bd9b4e019ull);
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-	return (z ^ (z >> 31)) | 1;
-}
-static uint64_t proc_uuid(int pid) { return mix(1, (uint64_t)(uint32_t)pid); }
-/* a reused tid (another serial) is another thread: its own track */
-static uint64_t thread_uuid(int pid, uint32_t tid, uint32_t serial)
-{
-	uint64_t u = mix(2, ((uint64_t)(uint32_t)pid << 32) | tid);
-	return serial ? mix(u, serial) : u;
-}
-static uint64_t track_uuid(int pid, unsigned tr) { return mix(3, ((uint64_t)(uint32_t)pid << 32) | tr); }
-static uint64_t lane_uuid(int pid, unsigned tr, uint32_t tid) { return mix(mix(4, ((uint64_t)(uint32_t)pid << 32) | tr), tid); }
-static uint64_t counter_uuid(int pid, uint32_t id) { return mix(5, ((uint64_t)(uint32_t)pid << 32) | id); }
-static uint64_t async_uuid(int pid, uint32_t id, uint64_t aid) { return mix(mix(6, ((uint64_t)(uint32_t)pid << 32) | id), aid); }
-/* counters= (format 1.5): the k-th per-slice counter of a thread, a track under the thread's */
-static uint64_t slice_ctr_uuid(uint64_t thread, unsigned k) { return mix(mix(9, thread), k); }
-
-/* Per-process category interning: site id -> category iid (0 = none). */
-struct proc_cats {
-	uint32_t *iid;
-	char **names; /* by iid */
-	size_t n;
-};
-
-struct seq_enc {
-	struct pb out;
-	struct weft_pf_out *file;
-	struct weft_pf_seqout so;      /* its place in the output and batches in flight */
-	uint64_t reported;                /* st.events added to weft_export_progress */
-	uint64_t *buf; /* decoded chunk, reused */
-	size_t cap;
-	const struct weft_proc *p;
-	const struct weft_thread_data *th;
-	const struct proc_cats *cats;
-	uint32_t seq;
-	uint64_t tuuid;
-	uint8_t *named, *keyed, *catted; /* interned on this sequence, by id */
-	uint64_t *lanes_seen;            /* lane/async uuids already described here */
-	size_t nlanes, lanes_cap;
-	struct weft_walk_stats st;
-	const struct weft_mem_proc *mem;  /* the process's memory analysis, or NULL */
-	uint64_t big_alloc;               /* allocations at least this big are instants too */
-	uint32_t machine;                 /* --machines: its host's index (0: the reference, none) */
-	const struct weft_trace *t;
-	int described;                    /* the thread's descriptor is out */
-	struct weft_pf_sched *sched;      /* SCHED records of this stream (a sched reader's) */
-	const struct weft_sys_proc *sys;  /* the process's sampler readings, when slices get CPU/RSS args */
-	/* slices open on this thread: their begin times, and (cpu_mem_exact=) readings */
-	struct { uint64_t serial, ts; int has_cm; uint64_t user, sys; } *open;
-	size_t nopen, opencap;
-	uint64_t end_begin;               /* the slice being ended began then (end_known) */
-	int end_known;
-	int end_exact;                    /* ... and has exact readings at both ends: */
-	uint64_t exact_user, exact_sys, exact_rss; /* its deltas and the RSS at its end */
-};
-
-static int seen(struct seq_enc *e, uint64_t uuid)
-{
-	for (size_t i = 0; i < e->nlanes; i++) /* few per thread; linear is fine */
-		if (e->lanes_seen[i] == uuid)
-			return 1;
-	if (e->nlanes == e->lanes_cap) {
-		e->lanes_cap = e->lanes_cap ? e->lanes_cap * 2 : 16;
-		e->lanes_seen = realloc(e->lanes_seen, e->lanes_cap * sizeof(uint64_t));
-		if (!e->lanes_seen)
-			weft_oom("writing the .pftrace");
-	}
-	e->lanes_seen[e->nlanes++] = uuid;
-	return 0;
-}
-
-static void describe(struct pb *b, uint32_t seq, uint64_t uuid, uint64_t parent, const char *name,
-		     int no_merge)
-{
-	size_t pk = pb_begin(b, TRACE_PACKET);
-	pb_varint(b, TP_SEQ_ID, seq);
-	size_t td = pb_begin(b, TP_TRACK_DESCRIPTOR);
-	pb_varint(b, TD_UUID, uuid);
-	if (parent)
-		pb_varint(b, TD_PARENT, parent);
-	pb_string(b, TD_NAME, name);
-	if (no_merge)
-		pb_varint(b, TD_SIBLING_MERGE, 2);
-	pb_end(b, td);
-	pb_end(b, pk);
-}
-
-static const char *name_or(const struct weft_proc *p, uint32_t id, char *buf, size_t n)
-{
-	const char *s = weft_site_name(p, id);
-	if (s)
-		return s;
-	snprintf(buf, n, id ? "site#%u" : "(flow)", id);
-	return buf;
-}
-
-static uint64_t track_for(struct seq_enc *e, const struct weft_ev *ev)
-{
-	const struct weft_proc *p = e->p;
-	char buf[300];
-	switch (ev->kind) {
-	case WEFT_EV_COUNTER:
-		return counter_uuid(p->pid, ev->id);
-	case WEFT_EV_ASYNC_BEGIN: case WEFT_EV_ASYNC_END: case WEFT_EV_ASYNC_INSTANT: {
-		uint64_t u = async_uuid(p->pid, ev->id, ev->value);
-		if (!seen(e, u))
-			describe(&e->out, e->seq, u, proc_uuid(p->pid), name_or(p, ev->id, buf, sizeof(buf)), 0);
-		return u;
-	}
-	default:
-		break;
-	}
-	if (!ev->track)
-		return e->tuuid;
-	uint64_t u = lane_uuid(p->pid, ev->track, e->th->tid);
-	if (!seen(e, u)) {
-		snprintf(buf, sizeof(buf), "%s (%u)", e->th->name, e->th->tid);
-		describe(&e->out, e->seq, u, track_uuid(p->pid, ev->track), buf, 1);
-	}
-	return u;
-}
-
-static void intern(struct seq_enc *e, const struct weft_ev *ev)
-{
-	const struct weft_proc *p = e->p;
-	struct pb *b = &e->out;
-	size_t at = 0;
-	int open = 0;
-#define OPEN() do { if (!open) { at = pb_begin(b, TP_INTERNED); open = 1; } } while (0)
-	uint32_t id = ev->id;
-	if (id && id < p->nsites && p->sites[id].defined && !e->named[id] && ev->kind != WEFT_EV_END &&
-	    ev->kind != WEFT_EV_COUNTER) {
-		e->named[id] = 1;
-		OPEN();
-		size_t m = pb_begin(b, ID_EVENT_NAMES);
-		pb_varint(b, 1, id);
-		pb_string(b, 2, p->sites[id].name);
-		pb_end(b, m);
-	}
-	uint32_t ci = (id && id < p->nsites) ? e->cats->iid[id] : 0;
-	if (ci && !e->catted[ci] && ev->kind != WEFT_EV_END && ev->kind != WEFT_EV_COUNTER) {
-		e->catted[ci] = 1;
-		OPEN();
-		size_t m = pb_begin(b, ID_CATEGORIES);
-		pb_varint(b, 1, ci);
-		pb_string(b, 2, e->cats->names[ci]);
-		pb_end(b, m);
-	}
-	for (unsigned i = 0; i < ev->nargs; i++) {
-		uint32_t k = ev->args[i].key;
-		if (k && k < p->nsites && p->sites[k].defined && !e->keyed[k]) {
-			e->keyed[k] = 1;
-			OPEN();
-			size_t m = pb_begin(b, ID_DEBUG_NAMES);
-			pb_varint(b, 1, k);
-			pb_string(b, 2, p->sites[k].name);
-			pb_end(b, m);
-		}
-	}
-	if (open)
-		pb_end(b, at);
-#undef OPEN
-}
-
-static void annotation_flag(struct pb *b, const char *name)
-{
-	size_t m = pb_begin(b, TE_DEBUG);
-	pb_string(b, DA_NAME, name);
-	pb_varint(b, DA_BOOL, 1);
-	pb_end(b, m);
-}
-
-static void args(struct seq_enc *e, const struct weft_ev *ev)
-{
-	struct pb *b = &e->out;
-	for (unsigned i = 0; i < ev->nargs; i++) {
-		const struct weft_ev_arg *a = &ev->args[i];
-		size_t m = pb_begin(b, TE_DEBUG);
-		if (a->key && a->key < e->p->nsites && e->p->sites[a->key].defined)
-			pb_varint(b, DA_NAME_IID, a->key);
-		else
-			pb_string(b, DA_NAME, "?");
-		switch (a->type) {
-		case WEFT_R_ARG_I64: pb_varint(b, DA_INT, a->v); break;
-		case WEFT_R_ARG_U64: pb_varint(b, DA_UINT, a->v); break;
-		case WEFT_R_ARG_BOOL: pb_varint(b, DA_BOOL, a->v ? 1 : 0); break;
-		case WEFT_R_ARG_PTR: pb_varint(b, DA_POINTER, a->v); break;
-		case WEFT_R_ARG_F64: { double d; memcpy(&d, &a->v, 8); pb_double(b, DA_DOUBLE, d); break; }
-		case WEFT_R_ARG_STR: pb_bytes(b, DA_STRING, a->s, strnlen(a->s, a->slen)); break;
-		default: break;
-		}
-		pb_end(b, m);
-	}
-}
-
-static inline uint8_t *put_varint(uint8_t *o, uint64_t v)
-{
-	while (v >= 0x80) {
-		*o++ = (uint8_t)(v | 0x80);
-		v >>= 7;
-	}
-	*o++ = (uint8_t)v;
-	return o;
-}
-
-/* The common case - a begin, end or instant on the thread's own track, its name already
- * interned, no arguments or flows - written straight, without per-field checks. Returns 0
- * when the event needs the general path. */
-static int packet_fast(struct seq_enc *e, const struct weft_ev *ev, uint64_t ts, unsigned type,
-		       uint64_t track)
-{
-	const struct weft_proc *p = e->p;
-	if (track != e->tuuid || ev->nargs || ev->nout || ev->nin || ev->flags || ev->nctr ||
-	    ev->kind == WEFT_EV_DROPPED || type == TYPE_COUNTER || (e->mem && type == TYPE_END) ||
-	    (e->end_known && type == TYPE_END) || ev->has_cm)
-		return 0;
-	uint32_t id = ev->id, ci = 0;
-	if (type != TYPE_END) {
-		if (!id || id >= p->nsites || !e->named[id])
-			return 0;
-		ci = e->cats->iid[id];
-		if (ci && !e->catted[ci])
-			return 0;
-	}
-	uint8_t te[32], *t = te;
-	*t++ = TE_TYPE << 3;
-	*t++ = (uint8_t)type;
-	if (type != TYPE_END) {
-		*t++ = TE_NAME_IID << 3;
-		t = put_varint(t, id);
-		if (ci) {
-			*t++ = TE_CATEGORY_IIDS << 3;
-			t = put_varint(t, ci);
-		}
-	}
-	struct pb *b = &e->out;
-	pb_reserve(b, 64);
-	uint8_t *o = b->p + b->n, *len = o + 1;
-	o[0] = (TRACE_PACKET << 3) | 2;
-	o += 2;
-	*o++ = TP_TIMESTAMP << 3;
-	o = put_varint(o, ts);
-	*o++ = TP_SEQ_ID << 3;
-	o = put_varint(o, e->seq);
-	*o++ = TP_SEQ_FLAGS << 3;
-	*o++ = SEQ_NEEDS;
-	*o++ = (TP_TRACK_EVENT << 3) | 2;
-	*o++ = (uint8_t)(t - te);
-	memcpy(o, te, (size_t)(t - te));
-	o += t - te;
-	*len = (uint8_t)(o - len - 1);
-	b->n = (size_t)(o - b->p);
-	return 1;
-}
-
-/* counters=: the values at a slice's begin or end, on the thread's counter tracks (their uuids
- * are the sequence's default extra_counter_track_uuids, in the same order) */
-static void slice_counters(struct pb *b, const struct weft_proc *p, const struct weft_ev *ev)
-{
-	if (!ev->nctr || ev->nctr != p->nctr)
-		return;
-	for (unsigned k = 0; k < ev->nctr; k++)
-		pb_varint(b, TE_EXTRA_CTR_VALUES, ev->ctr[k]);
-}
-
-/* counters=: one counter track per counter under the thread's track; task-clock as Perfetto's
- * thread time (COUNTER_THREAD_TIME_NS), which fills slice.thread_ts and thread_dur */
-static void describe_slice_counters(struct seq_enc *e)
-{
-	const struct weft_proc *p = e->p;
-	struct pb *b = &e->out;
-	for (unsigned k = 0; k < p->nctr; k++) {
-		const char *n = p->ctr_names[k];
-		size_t pk = pb_begin(b, TRACE_PACKET);
-		pb_varint(b, TP_SEQ_ID, e->seq);
-		pb_varint(b, TP_SEQ_FLAGS, SEQ_NEEDS);
-		size_t td = pb_begin(b, TP_TRACK_DESCRIPTOR);
-		pb_varint(b, TD_UUID, slice_ctr_uuid(e->tuuid, k));
-		pb_varint(b, TD_PARENT, e->tuuid);
-		size_t cd;
-		if (!strcmp(n, "task-clock")) {
-			cd = pb_begin(b, TD_COUNTER);
-			pb_varint(b, CD_TYPE, 1); /* COUNTER_THREAD_TIME_NS */
-		} else {
-			pb_string(b, TD_NAME, n);
-			cd = pb_begin(b, TD_COUNTER);
-			pb_varint(b, CD_UNIT, !strcmp(n, "cpu-clock") ? 1 : 2); /* UNIT_TIME_NS, UNIT_COUNT */
-		}
-		pb_end(b, cd);
-		pb_end(b, td);
-		pb_end(b, pk);
-	}
-}
-
-/* An instant named `name` at ts on `track` (the thread's own: written as the default), its
- * TrackEvent left open (*te) for what it carries: returns the packet to close after it. */
-static size_t instant_begin(struct seq_enc *e, uint64_t ts, uint64_t track, const char *name, size_t *te)
-{
-	struct pb *b = &e->out;
-	size_t pk = pb_begin(b, TRACE_PACKET);
-	pb_varint(b, TP_TIMESTAMP, ts);
-	pb_varint(b, TP_SEQ_ID, e->seq);
-	pb_varint(b, TP_SEQ_FLAGS, SEQ_NEEDS);
-	*te = pb_begin(b, TP_TRACK_EVENT);
-	pb_varint(b, TE_TYPE, TYPE_INSTANT);
-	if (track != e->tuuid)
-		pb_varint(b, TE_TRACK_UUID, track);
-	pb_string(b, TE_NAME, name);
-	return pk;
-}
-
-/* Flows that end on an END (a receive's completion: its message arrived as the call returned)
- * end on an instant `received` at that moment, inside the slice: trace_processor (v55) orients
- * an arrow by the start of the slices it links, so an arrow ending on the slice itself would
- * point backwards from a receive that began waiting before its message was sent. */
-static void received(struct seq_enc *e, const struct weft_ev *ev, uint64_t track)
-{
-	struct pb *b = &e->out;
-	size_t te, pk = instant_begin(e, ev->ts, track, "received", &te);
-	for (unsigned i = 0; i < ev->nin; i++)
-		pb_fixed64(b, TE_TERM_FLOW_IDS, ev->flows_in[i]);
-	pb_end(b, te);
-	pb_end(b, pk);
-}
-
-static void packet(struct seq_enc *e, const struct weft_ev *ev, uint64_t ts, unsigned type, uint64_t track)
-{
-	if (packet_fast(e, ev, ts, type, track))
-		return;
-	struct pb *b = &e->out;
-	size_t pk = pb_begin(b, TRACE_PACKET);
-	pb_varint(b, TP_TIMESTAMP, ts);
-	pb_varint(b, TP_SEQ_ID, e->seq);
-	if (type != TYPE_END || ev->nargs)
-		intern(e, ev);
-	pb_varint(b, TP_SEQ_FLAGS, SEQ_NEEDS);
-	size_t te = pb_begin(b, TP_TRACK_EVENT);
-	pb_varint(b, TE_TYPE, type);
-	if (track != e->tuuid) /* the thread's own track is the sequence default */
-		pb_varint(b, TE_TRACK_UUID, track);
-	const struct weft_proc *p = e->p;
-	if (type == TYPE_COUNTER) {
-		if (ev->is_double) {
-			double d;
-			memcpy(&d, &ev->value, 8);
-			pb_double(b, TE_DCOUNTER, d);
-		} else {
-			pb_varint(b, TE_COUNTER, ev->value);
-		}
-	} else if (type != TYPE_END) {
-		uint32_t id = ev->id;
-		if (id && id < p->nsites && p->sites[id].defined)
-			pb_varint(b, TE_NAME_IID, id);
-		else if (ev->kind == WEFT_EV_DROPPED)
-			pb_string(b, TE_NAME, "weft: events dropped");
-		else {
-			char buf[32];
-			pb_string(b, TE_NAME, name_or(p, id, buf, sizeof(buf)));
-		}
-		uint32_t ci = (id && id < p->nsites) ? e->cats->iid[id] : 0;
-		if (ci)
-			pb_varint(b, TE_CATEGORY_IIDS, ci);
-		args(e, ev);
-		if (ev->kind == WEFT_EV_DROPPED) {
-			size_t m = pb_begin(b, TE_DEBUG);
-			pb_string(b, DA_NAME, "dropped_events");
-			pb_varint(b, DA_UINT, ev->value);
-			pb_end(b, m);
-		}
-		for (unsigned i = 0; i < ev->nout; i++) {
-			pb_fixed64(b, TE_FLOW_IDS, ev->flows_out[i]);
-			if (ev->flows_out[i] >> 63) { /* a CUDA call's arrow to its device work */
-				size_t m = pb_begin(b, TE_DEBUG);
-				pb_string(b, DA_NAME, "correlation_id");
-				pb_varint(b, DA_UINT, (uint32_t)ev->flows_out[i]);
-				pb_end(b, m);
-			}
-		}
-		for (unsigned i = 0; i < ev->nin; i++)
-			pb_fixed64(b, TE_TERM_FLOW_IDS, ev->flows_in[i]);
-		slice_counters(b, p, ev);
-	} else {
-		slice_counters(b, p, ev);
-		/* what the call learnt when it returned (format 1.7): trace_processor adds an END's
-		 * arguments to its slice and links its flows from and to that slice */
-		args(e, ev);
-		for (unsigned i = 0; i < ev->nout; i++)
-			pb_fixed64(b, TE_FLOW_IDS, ev->flows_out[i]);
-		for (unsigned i = 0; i < ev->nin; i++)
-			pb_fixed64(b, TE_TERM_FLOW_IDS, ev->flows_in[i]);
-		if (ev->flags & WEFT_EVF_UNTERMINATED)
-			annotation_flag(b, "weft_unterminated");
-		if (ev->flags & WEFT_EVF_UNWOUND)
-			annotation_flag(b, "weft_unwound");
-		if (ev->flags & WEFT_EVF_EXCEPTION)
-			annotation_flag(b, "exception");
-		const struct weft_mem_slice *ms =
-			e->mem && ev->kind == WEFT_EV_END ? weft_mem_slice(e->mem, (size_t)(e->th - p->threads), ev->serial) : NULL;
-		if (ms)
-			weft_pf_mem_slice_args(b, ms);
-		if (e->end_known && e->end_exact)
-			weft_pf_exact_slice_args(b, e->exact_user, e->exact_sys, e->exact_rss);
-		else if (e->end_known && e->sys)
-			weft_pf_sys_slice_args(b, e->sys, e->end_begin, ts);
-	}
-	pb_end(b, te);
-	pb_end(b, pk);
-}
 
 /* --machines: every packet in b from `from` on gets TracePacket.machine_id (appended: a
  * field's place in a message is free), so trace_processor keeps each host's processes,
@@ -509,29 +79,6 @@ static void drain(struct seq_enc *e, size_t threshold)
 	weft_pf_out_batch(e->file, &e->so, &e->out);
 	atomic_fetch_add_explicit(&weft_export_progress, e->st.events - e->reported, memory_order_relaxed);
 	e->reported = e->st.events;
-}
-
-/* An allocation of at least big_alloc bytes: an instant on its thread, with its size, address
- * and function. */
-static void big_alloc(struct seq_enc *e, const struct weft_ev *ev)
-{
-	struct pb *b = &e->out;
-	size_t te, pk = instant_begin(e, ev->ts, e->tuuid, "large allocation", &te);
-	size_t m = pb_begin(b, TE_DEBUG);
-	pb_string(b, DA_NAME, "size");
-	pb_varint(b, DA_UINT, ev->size);
-	pb_end(b, m);
-	m = pb_begin(b, TE_DEBUG);
-	pb_string(b, DA_NAME, "ptr");
-	pb_varint(b, DA_POINTER, ev->kind == WEFT_EV_REALLOC ? ev->addr2 : ev->addr);
-	pb_end(b, m);
-	m = pb_begin(b, TE_DEBUG);
-	pb_string(b, DA_NAME, "function");
-	pb_string(b, DA_STRING, ev->id ? weft_site_name(e->p, ev->id) ? weft_site_name(e->p, ev->id) : "heap"
-				       : weft_mem_fn_name(ev->mfn));
-	pb_end(b, m);
-	pb_end(b, te);
-	pb_end(b, pk);
 }
 
 static void thread_descriptor(struct seq_enc *e, uint64_t ts);
@@ -588,7 +135,7 @@ static void on_event(void *ud, const struct weft_ev *ev)
 	if (!e->described) /* at the thread's first event: after it was created (a tid's utid) */
 		thread_descriptor(e, ev->ts);
 	drain(e, 1u << 20);
-	uint64_t track = track_for(e, ev);
+	uint64_t track = weft_pfe_track_for(e, ev);
 	/* with sampler readings, or exact ones (cpu_mem_exact=: the slices begun since the first) */
 	if (e->sys || ev->has_cm || e->nopen)
 		note_slice(e, ev);
@@ -596,37 +143,37 @@ static void on_event(void *ud, const struct weft_ev *ev)
 		e->end_known = e->end_exact = 0;
 	switch (ev->kind) {
 	case WEFT_EV_BEGIN: case WEFT_EV_ASYNC_BEGIN:
-		packet(e, ev, ev->ts, TYPE_BEGIN, track);
+		weft_pfe_packet(e, ev, ev->ts, TYPE_BEGIN, track);
 		break;
 	case WEFT_EV_END: case WEFT_EV_ASYNC_END:
 		if (ev->kind == WEFT_EV_END && ev->nin) { /* the arrows' ends: an instant inside the slice */
-			received(e, ev, track);
+			weft_pfe_received(e, ev, track);
 			struct weft_ev rest = *ev;
 			rest.nin = 0;
-			packet(e, &rest, ev->ts, TYPE_END, track);
+			weft_pfe_packet(e, &rest, ev->ts, TYPE_END, track);
 			break;
 		}
-		packet(e, ev, ev->ts, TYPE_END, track);
+		weft_pfe_packet(e, ev, ev->ts, TYPE_END, track);
 		break;
 	case WEFT_EV_INSTANT: case WEFT_EV_ASYNC_INSTANT: case WEFT_EV_DROPPED:
-		packet(e, ev, ev->ts, TYPE_INSTANT, track);
+		weft_pfe_packet(e, ev, ev->ts, TYPE_INSTANT, track);
 		break;
 	case WEFT_EV_COUNTER:
-		packet(e, ev, ev->ts, TYPE_COUNTER, track);
+		weft_pfe_packet(e, ev, ev->ts, TYPE_COUNTER, track);
 		break;
 	case WEFT_EV_ALLOC: case WEFT_EV_REALLOC:
 		if (ev->size >= e->big_alloc && e->mem)
-			big_alloc(e, ev);
+			weft_pfe_big_alloc(e, ev);
 		break;
 	case WEFT_EV_COMPLETE: {
-		packet(e, ev, ev->ts, TYPE_BEGIN, track);
+		weft_pfe_packet(e, ev, ev->ts, TYPE_BEGIN, track);
 		struct weft_ev end = *ev;
 		end.kind = WEFT_EV_END;
 		end.nargs = end.nout = end.nin = 0;
 		end.flags = 0;
 		e->end_begin = ev->ts;
 		e->end_known = e->sys != NULL;
-		packet(e, &end, ev->end_ts, TYPE_END, track);
+		weft_pfe_packet(e, &end, ev->end_ts, TYPE_END, track);
 		e->end_known = 0;
 		break;
 	}
@@ -693,7 +240,7 @@ static void thread_descriptor(struct seq_enc *e, uint64_t ts)
 	pb_end(b, thd);
 	pb_end(b, td);
 	pb_end(b, pk);
-	describe_slice_counters(e);
+	weft_pfe_describe_slice_counters(e);
 }
 
 static void encode_thread(size_t i, void *ud)
@@ -818,7 +365,7 @@ static void header(const struct weft_trace *t, const struct weft_mem *mem, const
 		}
 		for (size_t tr = 1; tr < p->ntracks; tr++)
 			if (p->tracks[tr])
-				describe(b, 1, track_uuid(p->pid, (unsigned)tr), proc_uuid(p->pid), p->tracks[tr], 0);
+				weft_pfe_describe(b, 1, track_uuid(p->pid, (unsigned)tr), proc_uuid(p->pid), p->tracks[tr], 0);
 		for (size_t id = 0; id < p->nsites; id++) {
 			const struct weft_site_def *s = &p->sites[id];
 			if (!s->defined || s->kind != WEFT_KIND_COUNTER)

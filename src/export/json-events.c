@@ -1,0 +1,575 @@
+/*
+ * json-events.c - one weft event as Chrome JSON text: B/E or X events with name, category and
+ * args, instants, counters, flows (inline "bind" ids or separate s/f events), memory counters
+ * and snapshot marks. Pass 1 learns every slice's duration and the lanes and formats what lies
+ * in the stream's past (complete slices) into a side list; pass 2 formats the rest, chunk by
+ * chunk (json.c merges them).
+ */
+#include "export/json-internal.h"
+#include "export/json-gpu.h"
+#include "format/format.h"
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static struct jent *add(struct jlist *L, uint64_t ts, unsigned flags)
+{
+	if (L->nents == L->cap) {
+		L->cap = L->cap ? L->cap * 2 : 1024;
+		L->ents = realloc(L->ents, L->cap * sizeof(*L->ents));
+		if (!L->ents)
+			weft_oom("writing JSON");
+	}
+	if (L->nents && ts < L->ents[L->nents - 1].ts)
+		L->unsorted = 1;
+	struct jent *e = &L->ents[L->nents++];
+	e->ts = ts;
+	e->off = L->text.n;
+	e->len = 0;
+	e->flags = flags;
+	e->dur = 0;
+	return e;
+}
+
+static void close_entry(struct jlist *L, struct jent *e)
+{
+	e->len = (uint32_t)(L->text.n - e->off);
+}
+
+static struct jstack *stack_for(struct jthread *j, unsigned track)
+{
+	for (size_t i = 0; i < j->nstacks; i++)
+		if (j->stacks[i].track == track)
+			return &j->stacks[i];
+	j->stacks = realloc(j->stacks, (j->nstacks + 1) * sizeof(*j->stacks));
+	if (!j->stacks)
+		weft_oom("writing JSON");
+	struct jstack *s = &j->stacks[j->nstacks++];
+	memset(s, 0, sizeof(*s));
+	s->track = track;
+	return s;
+}
+
+uint64_t weft_json_lane_tid(const struct jthread *j, unsigned track)
+{
+	return track ? 0x40000000u + ((uint64_t)track << 12) + (j->thread_index & 0xfff) : j->th->tid;
+}
+
+static void note_lane(struct jthread *j, unsigned track)
+{
+	for (size_t i = 0; i < j->nlanes; i++)
+		if (j->lanes[i] == track)
+			return;
+	j->lanes = realloc(j->lanes, (j->nlanes + 1) * sizeof(unsigned));
+	if (!j->lanes)
+		weft_oom("writing JSON");
+	j->lanes[j->nlanes++] = track;
+}
+
+static void head(struct jthread *j, struct pb *b, const char *ph, uint64_t ts, unsigned track, int with_tid)
+{
+	PUTS(b, "{\"ph\":\"");
+	put(b, ph, strlen(ph));
+	PUTS(b, "\",\"pid\":");
+	put_u64(b, (uint64_t)(uint32_t)j->p->pid);
+	if (with_tid) {
+		PUTS(b, ",\"tid\":");
+		put_u64(b, weft_json_lane_tid(j, track));
+	}
+	PUTS(b, ",\"ts\":");
+	put_us(b, ts);
+}
+
+static int has_cat(const struct weft_proc *p, uint32_t id)
+{
+	return id < p->nsites && p->sites[id].defined && p->sites[id].cat[0];
+}
+
+static void name_cat(struct jthread *j, struct pb *b, const struct weft_ev *ev)
+{
+	const struct weft_proc *p = j->p;
+	PUTS(b, ",\"name\":");
+	if (ev->kind == WEFT_EV_DROPPED)
+		PUTS(b, "\"weft: events dropped\"");
+	else if (ev->id < p->nsites && p->sites[ev->id].defined)
+		put_cstr(b, p->sites[ev->id].name);
+	else {
+		char name[32];
+		snprintf(name, sizeof(name), "site#%u", ev->id);
+		put_cstr(b, name);
+	}
+	if (has_cat(p, ev->id)) {
+		PUTS(b, ",\"cat\":");
+		put_cstr(b, p->sites[ev->id].cat);
+	}
+}
+
+/* Writes "key":value pairs; returns how many. */
+static unsigned arg_pairs(struct jthread *j, struct pb *b, const struct weft_ev *ev)
+{
+	const struct weft_proc *p = j->p;
+	unsigned n = 0;
+	for (unsigned i = 0; i < ev->nargs; i++) {
+		const struct weft_ev_arg *a = &ev->args[i];
+		if (n++)
+			PUTS(b, ",");
+		put_cstr(b, a->key < p->nsites && p->sites[a->key].defined ? p->sites[a->key].name : "?");
+		PUTS(b, ":");
+		switch (a->type) {
+		case WEFT_R_ARG_I64: put_i64(b, (int64_t)a->v); break;
+		case WEFT_R_ARG_U64: put_u64(b, a->v); break;
+		case WEFT_R_ARG_BOOL: if (a->v) PUTS(b, "true"); else PUTS(b, "false"); break;
+		case WEFT_R_ARG_F64: { double d; memcpy(&d, &a->v, 8); put_double(b, d); break; }
+		case WEFT_R_ARG_PTR: {
+			char tmp[24];
+			int k = snprintf(tmp, sizeof(tmp), "\"0x%llx\"", (unsigned long long)a->v);
+			put(b, tmp, (size_t)k);
+			break;
+		}
+		case WEFT_R_ARG_STR: put_str(b, a->s, strnlen(a->s, a->slen)); break;
+		default: PUTS(b, "null"); break;
+		}
+	}
+	if (ev->kind == WEFT_EV_DROPPED) {
+		if (n++)
+			PUTS(b, ",");
+		PUTS(b, "\"dropped_events\":");
+		put_u64(b, ev->value);
+	}
+	return n;
+}
+
+/* Arrows. A v1 flow event ("s"/"f") binds to the slice enclosing it on its thread; an async
+ * slice is on no thread, so an arrow with an async end is written on the events themselves at
+ * both ends (flow v2: bind_id with flow_out/flow_in), one such arrow per event. Pass 1 collects
+ * the ids of arrows that touch an async slice; pass 2 looks them up. */
+static uint64_t flow_id(const struct weft_ev *ev, unsigned k)
+{
+	return k < ev->nout ? ev->flows_out[k] : ev->flows_in[k - ev->nout];
+}
+
+int weft_json_cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+	return x < y ? -1 : x > y;
+}
+
+/* Which of the event's arrows goes on the event itself (v2), or -1. */
+static int inline_flow(const struct jthread *j, const struct weft_ev *ev, int async)
+{
+	for (unsigned k = 0; k < ev->nout + ev->nin; k++) {
+		uint64_t id = flow_id(ev, k);
+		if (async || (j->naset && bsearch(&id, j->aset, j->naset, sizeof(id), weft_json_cmp_u64)))
+			return (int)k;
+	}
+	return -1;
+}
+
+static void put_bind(struct pb *b, const struct weft_ev *ev, int k)
+{
+	if (k < 0)
+		return;
+	PUTS(b, ",\"bind_id\":");
+	put_u64(b, flow_id(ev, (unsigned)k));
+	if ((unsigned)k < ev->nout)
+		PUTS(b, ",\"flow_out\":true");
+	else
+		PUTS(b, ",\"flow_in\":true");
+}
+
+/* v1 flow events for the event's arrows but the one written on the event (skip). */
+static void flows_but(struct jthread *j, struct jlist *L, const struct weft_ev *ev, int skip)
+{
+	struct pb *b = &L->text;
+	for (unsigned k = 0; k < ev->nout + ev->nin; k++) {
+		if ((int)k == skip)
+			continue;
+		int out = k < ev->nout;
+		struct jent *e = add(L, ev->ts, 0);
+		head(j, b, out ? "s" : "f", ev->ts, ev->track, 1);
+		PUTS(b, ",\"name\":\"flow\",\"cat\":\"flow\",\"id\":");
+		weft_json_put_flow_id(b, flow_id(ev, k));
+		if (!out)
+			PUTS(b, ",\"bp\":\"e\"");
+		PUTS(b, "}");
+		close_entry(L, e);
+	}
+}
+
+static void flows(struct jthread *j, struct jlist *L, const struct weft_ev *ev)
+{
+	flows_but(j, L, ev, -1);
+}
+
+static void simple_bind(struct jthread *j, struct jlist *L, const struct weft_ev *ev, const char *ph,
+			uint64_t ts, int bind)
+{
+	struct pb *b = &L->text;
+	struct jent *e = add(L, ts, 0);
+	head(j, b, ph, ts, ev->track, 1);
+	name_cat(j, b, ev);
+	put_bind(b, ev, bind);
+	if (ph[0] == 'i')
+		PUTS(b, ",\"s\":\"t\"");
+	if (ev->nargs || ev->kind == WEFT_EV_DROPPED) {
+		PUTS(b, ",\"args\":{");
+		arg_pairs(j, b, ev);
+		PUTS(b, "}");
+	}
+	PUTS(b, "}");
+	close_entry(L, e);
+}
+
+static void simple(struct jthread *j, struct jlist *L, const struct weft_ev *ev, const char *ph, uint64_t ts)
+{
+	simple_bind(j, L, ev, ph, ts, -1);
+}
+
+/* An X event up to its open args object; dur and the closing come when it is written out. */
+/* A slice's own memory figures as args ("mem.alloc_count":N, ...), after a comma when `comma`;
+ * returns whether it wrote any. */
+static int mem_pairs(struct jthread *j, struct pb *b, const struct weft_ev *ev, int comma)
+{
+	const struct weft_mem_slice *s = j->mem ? weft_mem_slice(j->mem, j->thread_index, ev->serial) : NULL;
+	if (!s)
+		return 0;
+	const char *keys[4] = {"mem.alloc_count", "mem.alloc_bytes", "mem.free_count", "mem.freed_bytes"};
+	uint64_t v[4] = {s->alloc_count, s->alloc_bytes, s->free_count, s->freed_bytes};
+	int wrote = 0;
+	for (int k = 0; k < 4; k++) {
+		if (!v[k])
+			continue;
+		if (comma || wrote)
+			PUTS(b, ",");
+		PUTS(b, "\"");
+		put(b, keys[k], strlen(keys[k]));
+		PUTS(b, "\":");
+		put_u64(b, v[k]);
+		wrote = 1;
+	}
+	return wrote;
+}
+
+static void x_event(struct jthread *j, struct jlist *L, const struct weft_ev *ev, uint64_t dur, int bind,
+		    const struct jendargs *more)
+{
+	struct pb *b = &L->text;
+	struct jent *e = add(L, ev->ts, JF_X);
+	head(j, b, "X", ev->ts, ev->track, 1);
+	name_cat(j, b, ev);
+	put_bind(b, ev, bind);
+	PUTS(b, ",\"args\":{");
+	int any = arg_pairs(j, b, ev) != 0;
+	if (ev->kind == WEFT_EV_BEGIN && mem_pairs(j, b, ev, any))
+		any = 1;
+	if (dur & JD_EXC) {
+		if (any)
+			PUTS(b, ",");
+		PUTS(b, "\"exception\":true");
+		any = 1;
+	}
+	if (more) {
+		if (any)
+			PUTS(b, ",");
+		put(b, (const char *)j->etext.p + more->off, more->len);
+		any = 1;
+	}
+	if (any)
+		e->flags |= JF_ARGS;
+	close_entry(L, e);
+	e->dur = dur & ~(JD_UNTERM | JD_EXC);
+	if (dur & JD_UNTERM)
+		e->flags |= JF_UNTERM;
+}
+
+/* Pass 1: durations of slices (X style), lanes, and complete slices into the side list. */
+static void pass1_event(void *ud, const struct weft_ev *ev)
+{
+	struct jthread *j = ud;
+	if ((ev->kind == WEFT_EV_ASYNC_BEGIN || ev->kind == WEFT_EV_ASYNC_END || ev->kind == WEFT_EV_ASYNC_INSTANT) &&
+	    ev->nout + ev->nin) {
+		if (j->naflows == j->acap) {
+			size_t cap = j->acap ? j->acap * 2 : 64;
+			uint64_t *a = realloc(j->aflows, cap * sizeof(*a));
+			if (!a) {
+				j->st.oom++;
+				return;
+			}
+			j->aflows = a;
+			j->acap = cap;
+		}
+		j->aflows[j->naflows++] = flow_id(ev, 0);
+	}
+	if (ev->track)
+		note_lane(j, ev->track);
+	if (ev->kind == WEFT_EV_COMPLETE) {
+		if (j->style == WEFT_JSON_X) {
+			x_event(j, &j->side, ev, ev->end_ts - ev->ts, -1, NULL);
+		} else {
+			simple(j, &j->side, ev, "B", ev->ts);
+			struct jent *e = add(&j->side, ev->end_ts, 0);
+			head(j, &j->side.text, "E", ev->end_ts, ev->track, 1);
+			PUTS(&j->side.text, "}");
+			close_entry(&j->side, e);
+		}
+		flows(j, &j->side, ev);
+		return;
+	}
+	if (j->style != WEFT_JSON_X || (ev->kind != WEFT_EV_BEGIN && ev->kind != WEFT_EV_END))
+		return;
+	struct jstack *s = stack_for(j, ev->track);
+	if (ev->kind == WEFT_EV_BEGIN) {
+		if (j->ndurs == j->dcap) {
+			j->dcap = j->dcap ? j->dcap * 2 : 1024;
+			j->durs = realloc(j->durs, j->dcap * sizeof(uint64_t));
+			if (!j->durs)
+				weft_oom("writing JSON");
+		}
+		j->durs[j->ndurs] = ev->ts; /* start, until the end comes */
+		if (s->n == s->cap) {
+			s->cap = s->cap ? s->cap * 2 : 64;
+			s->idx = realloc(s->idx, s->cap * sizeof(size_t));
+			if (!s->idx)
+				weft_oom("writing JSON");
+		}
+		s->idx[s->n++] = j->ndurs++;
+	} else if (s->n) { /* the walker balances: an end always has its begin */
+		size_t i = s->idx[--s->n];
+		if (ev->nargs) {
+			if (j->neargs == j->ecap) {
+				j->ecap = j->ecap ? j->ecap * 2 : 64;
+				j->eargs = realloc(j->eargs, j->ecap * sizeof(*j->eargs));
+				if (!j->eargs)
+					weft_oom("writing JSON");
+			}
+			struct jendargs *a = &j->eargs[j->neargs++];
+			a->begin = i;
+			a->off = j->etext.n;
+			arg_pairs(j, &j->etext, ev);
+			a->len = j->etext.n - a->off;
+		}
+		j->durs[i] = (ev->ts - j->durs[i]) | ((ev->flags & WEFT_EVF_UNTERMINATED) ? JD_UNTERM : 0) |
+			     ((ev->flags & WEFT_EVF_EXCEPTION) ? JD_EXC : 0);
+	}
+}
+
+/* Pass 2: everything but complete slices, one chunk at a time. */
+void weft_json_pass2_event(void *ud, const struct weft_ev *ev)
+{
+	struct jthread *j = ud;
+	struct jlist *L = &j->out;
+	struct pb *b = &L->text;
+	switch (ev->kind) {
+	case WEFT_EV_BEGIN: {
+		int bind = inline_flow(j, ev, 0);
+		if (j->style == WEFT_JSON_X) {
+			const struct jendargs *more = NULL;
+			if (j->enext < j->neargs && j->eargs[j->enext].begin == j->dnext)
+				more = &j->eargs[j->enext++];
+			x_event(j, L, ev, j->dnext < j->ndurs ? j->durs[j->dnext++] : 0, bind, more);
+		}
+		else
+			simple_bind(j, L, ev, "B", ev->ts, bind);
+		flows_but(j, L, ev, bind);
+		break;
+	}
+	case WEFT_EV_END:
+		/* the arrows that followed the END leave or reach the slice it ends: v1 flow events
+		 * bind to the slice enclosing them, so they come before the E (same time, earlier
+		 * in the file; an X event encloses its end time) */
+		flows(j, L, ev);
+		if (j->style == WEFT_JSON_X)
+			break;
+		{
+			struct jent *e = add(L, ev->ts, 0);
+			head(j, b, "E", ev->ts, ev->track, 1);
+			size_t at = b->n;
+			PUTS(b, ",\"args\":{");
+			int any = arg_pairs(j, b, ev) != 0;
+			if (any && (ev->flags & (WEFT_EVF_UNTERMINATED | WEFT_EVF_UNWOUND | WEFT_EVF_EXCEPTION)))
+				PUTS(b, ",");
+			if (ev->flags & WEFT_EVF_UNTERMINATED)
+				PUTS(b, "\"weft_unterminated\":true");
+			else if (ev->flags & WEFT_EVF_UNWOUND)
+				PUTS(b, "\"weft_unwound\":true");
+			else if (ev->flags & WEFT_EVF_EXCEPTION)
+				PUTS(b, "\"exception\":true");
+			if (ev->flags & (WEFT_EVF_UNTERMINATED | WEFT_EVF_UNWOUND | WEFT_EVF_EXCEPTION))
+				any = 1;
+			if (mem_pairs(j, b, ev, any) || any)
+				PUTS(b, "}");
+			else
+				b->n = at; /* no args */
+			PUTS(b, "}");
+			close_entry(L, e);
+		}
+		break;
+	case WEFT_EV_INSTANT:
+	case WEFT_EV_DROPPED: {
+		int bind = inline_flow(j, ev, 0);
+		simple_bind(j, L, ev, "i", ev->ts, bind);
+		flows_but(j, L, ev, bind);
+		break;
+	}
+	case WEFT_EV_COUNTER: {
+		struct jent *e = add(L, ev->ts, 0);
+		head(j, b, "C", ev->ts, 0, 0);
+		name_cat(j, b, ev);
+		PUTS(b, ",\"args\":{\"value\":");
+		if (ev->is_double) {
+			double d;
+			memcpy(&d, &ev->value, 8);
+			put_double(b, d);
+		} else {
+			put_i64(b, (int64_t)ev->value);
+		}
+		PUTS(b, "}}");
+		close_entry(L, e);
+		break;
+	}
+	case WEFT_EV_ASYNC_BEGIN:
+	case WEFT_EV_ASYNC_END:
+	case WEFT_EV_ASYNC_INSTANT: {
+		const char *ph = ev->kind == WEFT_EV_ASYNC_BEGIN ? "b" : ev->kind == WEFT_EV_ASYNC_END ? "e" : "n";
+		struct jent *e = add(L, ev->ts, 0);
+		head(j, b, ph, ev->ts, 0, 1);
+		name_cat(j, b, ev);
+		if (!has_cat(j->p, ev->id))
+			PUTS(b, ",\"cat\":\"async\"");
+		char tmp[40];
+		int k = snprintf(tmp, sizeof(tmp), ",\"id\":\"0x%llx\"", (unsigned long long)ev->value);
+		put(b, tmp, (size_t)k);
+		if (ev->nargs) {
+			PUTS(b, ",\"args\":{");
+			arg_pairs(j, b, ev);
+			PUTS(b, "}");
+		}
+		int bind = inline_flow(j, ev, 1);
+		put_bind(b, ev, bind);
+		PUTS(b, "}");
+		close_entry(L, e);
+		flows_but(j, L, ev, bind);
+		break;
+	}
+	default: /* complete slices: the side list of pass 1 */
+		break;
+	}
+}
+
+int weft_json_cmp_ent(const void *a, const void *b);
+
+/* The heaps' counters ("heap live bytes", "heap peak bytes", per named heap too) as "C" events
+ * in the side list of the process's first thread. */
+static void mem_counter(struct jthread *j, uint64_t ts, const char *name, uint64_t v)
+{
+	struct jlist *L = &j->side;
+	struct pb *b = &L->text;
+	struct jent *e = add(L, ts, 0);
+	head(j, b, "C", ts, 0, 0);
+	PUTS(b, ",\"name\":\"");
+	put(b, name, strlen(name)); /* heap names come from the program: escaped below */
+	PUTS(b, "\",\"args\":{\"value\":");
+	put_u64(b, v);
+	PUTS(b, "}}");
+	close_entry(L, e);
+}
+
+void weft_json_mem_counters(struct jthread *j)
+{
+	const struct weft_mem_proc *mp = j->mem;
+	for (size_t i = 0; i < mp->nheaps; i++) {
+		const struct weft_mem_heap *h = &mp->heaps[i];
+		char live[300], peak[300], safe[200];
+		size_t k = 0;
+		for (const char *c = h->name; *c && k + 1 < sizeof(safe); c++) /* no quoting needed */
+			safe[k++] = (*c == '"' || *c == '\\' || (unsigned char)*c < 0x20) ? '_' : *c;
+		safe[k] = 0;
+		snprintf(live, sizeof(live), h->id ? "heap live bytes: %s" : "heap live bytes", safe);
+		snprintf(peak, sizeof(peak), h->id ? "heap peak bytes: %s" : "heap peak bytes", safe);
+		for (size_t p = 0; p < h->npoints; p++) {
+			mem_counter(j, h->points[p].ts, live, h->points[p].live);
+			mem_counter(j, h->points[p].ts, peak, h->points[p].peak);
+		}
+		static const char *const what[] = {"live", "cached", "requested"};
+		char use[3][300];
+		for (int k = 0; k < 3; k++)
+			snprintf(use[k], sizeof(use[k]), "%s reported %s bytes", safe, what[k]);
+		for (size_t u = 0; u < h->nusage; u++) {
+			const struct weft_mem_usage *x = &h->usage[u];
+			mem_counter(j, x->ts, use[0], x->live);
+			mem_counter(j, x->ts, use[1], x->cached);
+			mem_counter(j, x->ts, use[2], x->requested);
+		}
+	}
+	if (j->side.unsorted)
+		qsort(j->side.ents, j->side.nents, sizeof(struct jent), weft_json_cmp_ent);
+}
+
+int weft_json_cmp_ent(const void *a, const void *b)
+{
+	const struct jent *x = a, *y = b;
+	if (x->ts != y->ts)
+		return x->ts < y->ts ? -1 : 1;
+	return x->off < y->off ? -1 : x->off > y->off;
+}
+
+/* The processes' snapshot requests (SNAPSHOT records, format 1.8): process-scoped instants
+ * `weft: snapshot` (or `weft: snapshot refused`) with their reason and origin, in a list of
+ * their own sorted by time (merged with the threads' like the GPU's). */
+void weft_json_snapshot_marks(const struct weft_trace *t, struct jlist *L)
+{
+	for (size_t i = 0; i < t->nprocs; i++) {
+		const struct weft_proc *p = &t->procs[i];
+		for (size_t k = 0; k < p->nsnaps; k++) {
+			const struct weft_snap_mark *m = &p->snaps[k];
+			uint64_t ts = weft_proc_ns(p, m->ticks);
+			struct jent *e = add(L, ts, 0);
+			struct pb *b = &L->text;
+			PUTS(b, "{\"ph\":\"i\",\"s\":\"p\",\"pid\":");
+			put_u64(b, (uint64_t)(uint32_t)p->pid);
+			PUTS(b, ",\"tid\":");
+			put_u64(b, (uint64_t)(uint32_t)p->pid);
+			PUTS(b, ",\"ts\":");
+			put_us(b, ts);
+			PUTS(b, ",\"name\":");
+			put_cstr(b, m->refused ? "weft: snapshot refused" : "weft: snapshot");
+			PUTS(b, ",\"args\":{\"reason\":");
+			put_cstr(b, m->reason ? m->reason : "");
+			PUTS(b, ",\"origin\":");
+			put_cstr(b, weft_snap_origin_name(m->origin));
+			if (m->refused) {
+				PUTS(b, ",\"why\":");
+				put_cstr(b, weft_snap_refusal_name(m->refused));
+			} else if (m->number) {
+				PUTS(b, ",\"snapshot\":");
+				put_u64(b, m->number);
+			}
+			PUTS(b, "}}");
+			close_entry(L, e);
+		}
+	}
+	if (L->unsorted)
+		qsort(L->ents, L->nents, sizeof(struct jent), weft_json_cmp_ent);
+}
+
+static int cmp_endargs(const void *a, const void *b)
+{
+	const struct jendargs *x = a, *y = b;
+	return x->begin < y->begin ? -1 : x->begin > y->begin;
+}
+
+void weft_json_pass1(size_t i, void *ud)
+{
+	struct jthread *j = &((struct jthread *)ud)[i];
+	weft_walk_thread(j->p, j->th, j->end_ns, pass1_event, j, &j->st, &j->buf, &j->bufcap);
+	if (j->neargs)
+		qsort(j->eargs, j->neargs, sizeof(*j->eargs), cmp_endargs);
+	if (j->side.unsorted)
+		qsort(j->side.ents, j->side.nents, sizeof(struct jent), weft_json_cmp_ent);
+	for (size_t s = 0; s < j->nstacks; s++)
+		free(j->stacks[s].idx);
+	free(j->stacks);
+	j->stacks = NULL;
+	j->nstacks = 0;
+}

@@ -1,0 +1,179 @@
+/*
+ * json-internal.h - what the JSON writer's files share (json.c: the two passes driven and the
+ * streams merged into the file; json-events.c: each event formatted): the formatted-entry
+ * lists, a thread's state, and the text primitives (numbers, microseconds, escaped strings).
+ */
+#ifndef WEFT_JSON_INTERNAL_H
+#define WEFT_JSON_INTERNAL_H
+
+#include "export/export.h"
+#include "export/pb.h"
+#include "analysis/memory.h"
+#include <stdint.h>
+#include <string.h>
+
+#define JF_X 1u        /* text is an open X event; dur and closing come at output */
+#define JF_ARGS 2u     /* the X event's args object is non-empty */
+#define JF_UNTERM 4u
+
+struct jent {
+	uint64_t ts;
+	uint64_t off;
+	uint32_t len, flags;
+	uint64_t dur;
+};
+
+struct jstack {
+	unsigned track;
+	size_t *idx;
+	size_t n, cap;
+};
+
+struct jlist { /* formatted entries and their text */
+	struct pb text;
+	struct jent *ents;
+	size_t nents, cap, pos;
+	int unsorted;
+};
+
+struct jthread {
+	const struct weft_proc *p;
+	const struct weft_thread_data *th;
+	size_t thread_index;
+	int style, pass;
+	uint64_t end_ns; /* closes slices left open */
+	struct jlist out;  /* pass 2: the current chunk's entries */
+	struct jlist side; /* pass 1: complete slices */
+	struct jstack *stacks;
+	size_t nstacks;
+	uint64_t *durs; /* pass 1: per begin, in order: duration | JD_UNTERM */
+	size_t ndurs, dcap, dnext;
+	/* X style, pass 1: the arguments that followed a slice's END (an MPI receive's actual
+	 * source, say), formatted into etext, by the slice's begin index; pass 2 adds them to the
+	 * X event (sorted by begin: enext walks them as dnext walks durs) */
+	struct jendargs { size_t begin, off, len; } *eargs;
+	size_t neargs, ecap, enext;
+	struct pb etext;
+	unsigned *lanes; /* named tracks used by this thread */
+	size_t nlanes;
+	struct weft_walker walker;
+	uint64_t *buf;
+	size_t bufcap, chunk;
+	int finished;
+	struct weft_walk_stats st;
+	uint64_t *aflows; /* pass 1: ids of arrows that leave or reach an async slice */
+	size_t naflows, acap;
+	const uint64_t *aset; /* pass 2: every thread's aflows, sorted */
+	size_t naset;
+	const struct weft_mem_proc *mem; /* the process's memory analysis, or NULL */
+};
+#define JD_UNTERM (1ull << 63)
+#define JD_EXC (1ull << 62) /* left by an exception */
+
+static inline void put(struct pb *b, const char *s, size_t n)
+{
+	pb_reserve(b, n);
+	memcpy(b->p + b->n, s, n);
+	b->n += n;
+}
+#define PUTS(b, lit) put(b, lit, sizeof(lit) - 1)
+
+static inline void put_u64(struct pb *b, uint64_t v)
+{
+	char tmp[24];
+	int i = 24;
+	do {
+		tmp[--i] = (char)('0' + v % 10);
+		v /= 10;
+	} while (v);
+	put(b, tmp + i, (size_t)(24 - i));
+}
+
+static inline void put_i64(struct pb *b, int64_t v)
+{
+	if (v < 0) {
+		PUTS(b, "-");
+		put_u64(b, (uint64_t)0 - (uint64_t)v);
+	} else {
+		put_u64(b, (uint64_t)v);
+	}
+}
+
+/* ns -> microseconds with three decimals */
+static inline void put_us(struct pb *b, uint64_t ns)
+{
+	put_u64(b, ns / 1000);
+	char f[4] = {'.', (char)('0' + ns / 100 % 10), (char)('0' + ns / 10 % 10), (char)('0' + ns % 10)};
+	put(b, f, 4);
+}
+
+static inline void put_double(struct pb *b, double d)
+{
+	char tmp[40];
+	if (d != d || d - d != 0) { /* NaN or infinity: JSON has no such number */
+		PUTS(b, "null");
+		return;
+	}
+	int n = snprintf(tmp, sizeof(tmp), "%.17g", d);
+	put(b, tmp, (size_t)n);
+}
+
+static inline void put_str(struct pb *b, const char *s, size_t n)
+{
+	static const char hex[] = "0123456789abcdef";
+	pb_reserve(b, n * 6 + 2);
+	uint8_t *o = b->p + b->n;
+	*o++ = '"';
+	for (size_t i = 0; i < n; i++) {
+		unsigned char c = (unsigned char)s[i];
+		if (c == '"' || c == '\\') {
+			*o++ = '\\';
+			*o++ = c;
+		} else if (c < 0x20 || c == 0x7f) {
+			*o++ = '\\';
+			*o++ = 'u';
+			*o++ = '0';
+			*o++ = '0';
+			*o++ = (uint8_t)hex[c >> 4];
+			*o++ = (uint8_t)hex[c & 15];
+		} else if (c >= 0x80) {
+			/* pass valid UTF-8 through; replace invalid bytes with U+FFFD */
+			size_t len = (c >= 0xf0 && c < 0xf5) ? 4 : (c >= 0xe0) ? 3 : (c >= 0xc2 && c < 0xe0) ? 2 : 0;
+			int ok = len && i + len <= n;
+			for (size_t k = 1; ok && k < len; k++)
+				ok = ((unsigned char)s[i + k] & 0xc0) == 0x80;
+			if (ok) {
+				memcpy(o, s + i, len);
+				o += len;
+				i += len - 1;
+			} else {
+				memcpy(o, "\xef\xbf\xbd", 3);
+				o += 3;
+			}
+		} else {
+			*o++ = c;
+		}
+	}
+	*o++ = '"';
+	b->n = (size_t)(o - b->p);
+}
+
+static inline void put_cstr(struct pb *b, const char *s)
+{
+	put_str(b, s, strlen(s));
+}
+
+/* Pass 1 of thread i of the array ud (struct jthread[]): durations, lanes, side list. */
+void weft_json_pass1(size_t i, void *ud);
+/* Pass 2's event callback: formats into the thread's out list. */
+void weft_json_pass2_event(void *ud, const struct weft_ev *ev);
+/* The process's memory counters, into the side list of its first thread. */
+void weft_json_mem_counters(struct jthread *j);
+/* Snapshot requests as instants, into L. */
+void weft_json_snapshot_marks(const struct weft_trace *t, struct jlist *L);
+/* A lane's pseudo-thread id. */
+uint64_t weft_json_lane_tid(const struct jthread *j, unsigned track);
+int weft_json_cmp_u64(const void *a, const void *b);
+int weft_json_cmp_ent(const void *a, const void *b);
+
+#endif
