@@ -360,6 +360,12 @@ void weft_symtab_close(struct weft_symtab *st)
 	free(st);
 }
 
+static int cmp_addr(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+	return x < y ? -1 : x > y;
+}
+
 void weft_symbolize(struct weft_trace *t, struct weft_proc *p)
 {
 	/* 1. distinct addresses (id 0 until named) */
@@ -399,16 +405,26 @@ void weft_symbolize(struct weft_trace *t, struct weft_proc *p)
 	struct weft_symtab *st = weft_symtab_open(p);
 	if (!st)
 		goto out;
-	size_t unnamed = 0;
-	for (size_t i = 0; i < p->func_cap; i++) {
-		if (!p->func_addr[i])
-			continue;
+	/* in address order: the table's order depends on the order its addresses were found in
+	 * (the collectors' timing), and the ids must not (the same trace, the same bytes) */
+	size_t unnamed = 0, na = 0;
+	uint64_t *addrs = malloc((p->nfuncs + 1) * sizeof(*addrs));
+	if (!addrs) {
+		weft_symtab_close(st);
+		goto out;
+	}
+	for (size_t i = 0; i < p->func_cap && na < p->nfuncs; i++)
+		if (p->func_addr[i] && p->func_id[i] == UINT32_MAX)
+			addrs[na++] = p->func_addr[i];
+	qsort(addrs, na, sizeof(*addrs), cmp_addr);
+	for (size_t i = 0; i < na; i++) {
 		char name[1024];
-		weft_symtab_name(st, p->func_addr[i], name, sizeof(name));
+		weft_symtab_name(st, addrs[i], name, sizeof(name));
 		if (name[0] == '0' && name[1] == 'x')
 			unnamed++;
-		p->func_id[i] = weft_proc_add_site(p, name, "");
+		table_put(p, addrs[i], weft_proc_add_site(p, name, ""));
 	}
+	free(addrs);
 	if (unnamed)
 		weft_trace_warn(t, "process %d: %zu function addresses outside any recorded file mapping",
 				p->pid, unnamed);

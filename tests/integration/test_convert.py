@@ -47,6 +47,29 @@ class Convert(TraceTest):
         self.assertEqual(n[0]["n"], 4 * 150000)
         self.tp_no_errors(out)
 
+    def test_same_function_ids_whatever_the_threads(self):
+        # 2,000 functions over several chunks: the collectors that find the addresses race, and
+        # the ids (the interned names' iids) must not depend on which found what first
+        n = 2000
+        src = os.path.join(self.tmp, "many.c")
+        with open(src, "w") as f:
+            f.write("#include <stdio.h>\nvolatile long s;\n")
+            f.write("".join(f"__attribute__((noinline)) void f{i}(void) {{ s += {i}; }}\n" for i in range(n)))
+            f.write("typedef void (*fn)(void);\nstatic fn t[] = {" + ",".join(f"f{i}" for i in range(n)) + "};\n")
+            f.write("int main(void) { for (int r = 0; r < 40; r++) for (int i = 0; i < %d; i++) "
+                    "t[(i * 7919 + r) %% %d](); printf(\"%%ld\\n\", s); return 0; }\n" % (n, n))
+        exe = os.path.join(self.tmp, "many")
+        run(["cc", "-O1", "-finstrument-functions", src, "-o", exe])
+        data = os.path.join(self.tmp, "m.data")
+        run([WEFT, "record", "-q", "--no-convert", "-o", data, "--", exe], cwd=self.tmp)
+        seen = set()
+        for i in range(8):
+            out, _ = self.convert(data, f"m{i}.pftrace", "-q")
+            seen.add(digest(out))
+        self.assertEqual(len(seen), 1, "function ids differ between conversions")
+        rows, = self.tp(out, "select count(distinct name) n from slice")
+        self.assertEqual(rows[0]["n"], n + 1)  # and main
+
     def test_progress_line_on_a_terminal_only(self):
         data = self.stress_trace(2, 50000)
         out = os.path.join(self.tmp, "p.pftrace")
