@@ -44,6 +44,7 @@ struct weft_pf_out {
 	int stop;
 	pthread_t *workers;
 	int nworkers;
+	size_t limit;                  /* batches in flight per sequence */
 };
 
 /* Deflates x->in into x->z with *zc (made at first use); zn stays 0 when memory fails. */
@@ -113,6 +114,12 @@ struct weft_pf_out *weft_pf_out_open(FILE *f, int level, size_t nseq, int worker
 	if (level && workers > 0 && (o->workers = calloc((size_t)workers, sizeof(pthread_t))))
 		while (o->nworkers < workers && !pthread_create(&o->workers[o->nworkers], NULL, worker_main, o))
 			o->nworkers++;
+	/* enough in flight to keep the workers busy, shared among the sequences encoded at once
+	 * (as many as workers, at most): memory stays at a few batches per worker */
+	size_t busy = nseq < (size_t)o->nworkers ? nseq : (size_t)o->nworkers;
+	o->limit = 2 + (busy ? (size_t)o->nworkers / busy : 0);
+	if (o->limit > WEFT_PF_INFLIGHT)
+		o->limit = WEFT_PF_INFLIGHT;
 	return o;
 }
 
@@ -217,10 +224,7 @@ void weft_pf_out_batch(struct weft_pf_out *o, struct weft_pf_seqout *s, struct p
 {
 	if (!b->n)
 		return;
-	size_t limit = (size_t)o->nworkers + 1;
-	if (limit > WEFT_PF_INFLIGHT)
-		limit = WEFT_PF_INFLIGHT;
-	while (s->npending >= limit)
+	while (s->npending >= o->limit)
 		retire_oldest(o, s);
 	pthread_mutex_lock(&o->qlock);
 	struct weft_pf_batch *x = o->free;

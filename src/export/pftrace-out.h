@@ -24,12 +24,12 @@ struct weft_pf_batch;
 struct weft_pf_seqout {
 	size_t order;
 	struct weft_pf_batch *pending[WEFT_PF_INFLIGHT];
-	size_t first, npending, limit;
+	size_t first, npending;
 };
 
 /* The output into f for nseq ordered sequences; level: libdeflate's (0: plain packets);
- * workers: compressing threads (0: each sequence compresses its own batches). NULL when
- * memory fails. */
+ * workers: compressing threads (0: each sequence compresses its own batches), best as many as
+ * the threads encoding. NULL when memory fails. */
 struct weft_pf_out *weft_pf_out_open(FILE *f, int level, size_t nseq, int workers);
 /* b's whole packets as the sequence's next batch; b comes back empty (with a buffer to reuse). */
 void weft_pf_out_batch(struct weft_pf_out *o, struct weft_pf_seqout *s, struct pb *b);
