@@ -257,12 +257,14 @@ static int set_add(struct addr_set *s, uint64_t a)
 	return 0;
 }
 
+#define COLLECTORS 16 /* at most: one per core */
+
 struct collect_job {
 	const struct weft_proc *p;
 	const struct weft_chunk_view **chunks;
 	size_t n;
 	_Atomic size_t next;
-	struct addr_set sets[2];
+	struct addr_set sets[COLLECTORS];
 };
 
 struct collect_ctx {
@@ -380,14 +382,24 @@ void weft_symbolize(struct weft_trace *t, struct weft_proc *p)
 	for (size_t k = 0; k < p->nthreads; k++)
 		for (size_t c = 0; c < p->threads[k].nchunks; c++)
 			j.chunks[j.n++] = &p->threads[k].chunks[c];
-	void *args[2][2] = {{&j, &j.sets[0]}, {&j, &j.sets[1]}};
-	pthread_t helper;
-	int two = j.n > 2 && pthread_create(&helper, NULL, collect_main, args[1]) == 0;
+	/* one collector per core (the chunks are decompressed to see their headers), each with its
+	 * own set, on as many chunks as it takes */
+	long cores = sysconf(_SC_NPROCESSORS_ONLN);
+	int want = cores < 1 ? 1 : cores > COLLECTORS ? COLLECTORS : (int)cores, started = 1;
+	void *args[COLLECTORS][2];
+	pthread_t helper[COLLECTORS];
+	for (int w = 0; w < COLLECTORS; w++) {
+		args[w][0] = &j;
+		args[w][1] = &j.sets[w];
+	}
+	while (started < want && (size_t)started + 1 < j.n &&
+	       pthread_create(&helper[started], NULL, collect_main, args[started]) == 0)
+		started++;
 	collect_main(args[0]);
-	if (two)
-		pthread_join(helper, NULL);
+	for (int w = 1; w < started; w++)
+		pthread_join(helper[w], NULL);
 	free(j.chunks);
-	for (int w = 0; w < 2; w++) {
+	for (int w = 0; w < started; w++) {
 		for (size_t i = 0; i < j.sets[w].cap; i++) {
 			uint64_t a = j.sets[w].a[i];
 			if (!a || weft_func_id(p, a))
