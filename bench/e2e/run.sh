@@ -27,6 +27,7 @@ for f in bin/lua bin/zstd bin/db_bench data/input.bin data/input.bin.zst; do
   [ -e "$cache/$f" ] || { echo "run.sh: $cache/$f missing: run bench/e2e/build.sh" >&2; exit 1; }
 done
 command -v uftrace >/dev/null || { echo "run.sh: uftrace missing (apt-get install uftrace)" >&2; exit 1; }
+rev=$(git -C "$src" rev-parse --short HEAD 2>/dev/null || echo '?')  # of run.sh's checkout, at the start
 work=$(mktemp -d /tmp/weft-e2e.XXXXXX)
 trap 'rm -rf "$work"' EXIT
 cd "$work"
@@ -90,7 +91,7 @@ done
 rm -rf w.data w.data.old u.data u.json "$work/db"
 
 cpu=$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//')
-echo "machine: $cpu, $(nproc) cores; weft $(git -C "$src" rev-parse --short HEAD 2>/dev/null || echo '?'); $(uftrace --version | head -1)"
+echo "machine: $cpu, $(nproc) cores; checkout $rev, weft $build; $(uftrace --version | head -1)"
 echo "median of $rounds interleaved rounds, wall seconds; noconv = weft record --no-convert, default = weft record (writes trace.pftrace),"
 echo "uftrace = uftrace record, dump = uftrace dump --chrome of that record${base:+, base = $base}"
 echo
