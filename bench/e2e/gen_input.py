@@ -9,7 +9,6 @@ path, mb = sys.argv[1], int(sys.argv[2])
 rng = random.Random(21)
 words = [bytes(rng.choice(b"abcdefghijklmnopqrstuvwxyz") for _ in range(rng.randint(2, 12)))
          for _ in range(20000)]
-line = []
 with open(path, "wb") as f:
     total, target = 0, mb * 1000 * 1000
     while total < target:
