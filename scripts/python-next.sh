@@ -1,17 +1,24 @@
 #!/usr/bin/env bash
-# python-next.sh [CTEST-REGEX] - builds weft from this tree with Python 3.13 (Debian 13, trixie)
-# and runs every Python test there (default regex: python; the Python module's tests, weft record
-# --python, the decorator module and the PerfFlowAspect shim). The trixie root is made once with
-# debootstrap and kept ($WEFT_NEXT_ROOT, default /var/cache/weft/trixie); the tree is
+# python-next.sh [CTEST-REGEX | --run COMMAND] - builds weft from this tree with Python 3.13
+# (Debian 13, trixie) and runs every Python test there (default regex: python; the Python
+# module's tests, weft record --python, the decorator module and the PerfFlowAspect shim), or
+# COMMAND (bash, in the tree; the build is /var/tmp/weft-build there: e.g.
+# `--run "bench/python/calls_bench.py /var/tmp/weft-build"`). The trixie root is made once
+# with debootstrap and kept ($WEFT_NEXT_ROOT, default /var/cache/weft/trixie); the tree is
 # bind-mounted into it at its own path (with ../shared beside it and the trace_processor cache,
-# read-only), and the build directory lives inside the root (/var/tmp/weft-build), so a second
-# run rebuilds only what changed. Every mount is undone on exit, failure or interruption.
-# Needs root (debootstrap, chroot, mounts). Exit status: ctest's.
+# read-only), and the build directory lives inside the root, so a second run rebuilds only what
+# changed. Every mount is undone on exit, failure or interruption.
+# Needs root (debootstrap, chroot, mounts). Exit status: ctest's (COMMAND's).
 set -euo pipefail
 src=$(cd "$(dirname "$0")/.." && pwd)
 root=${WEFT_NEXT_ROOT:-/var/cache/weft/trixie}
 mirror=${WEFT_DEBIAN_MIRROR:-http://deb.debian.org/debian}
 regex=${1:-python}
+run= # --run COMMAND: run COMMAND (bash, in the tree) there after the build instead of the tests
+if [ "${1:-}" = --run ]; then
+  run=${2:?python-next: --run needs a command}
+  regex=python
+fi
 # the build and test packages of scripts/deps.sh that the Python tests need, for trixie's
 # python3 (3.13); nodejs runs trace_processor (tests/tp)
 pkgs="python3 python3-dev python3.13 python3.13-dev python3-pytest gcc g++ make cmake pkg-config
@@ -83,7 +90,7 @@ cache=$(readlink -f "$src/.cache")
 case "$cache/" in "$src"/*) ;; *) bind "$cache" ro ;; esac
 status=0
 chroot "$root" /usr/bin/env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME=/root LANG=C.UTF-8 \
-  NODE_EXTRA_CA_CERTS=/etc/ssl/certs/ca-certificates.crt WEFT_SRC="$src" REGEX="$regex" \
+  NODE_EXTRA_CA_CERTS=/etc/ssl/certs/ca-certificates.crt WEFT_SRC="$src" REGEX="$regex" RUN="$run" \
   /bin/bash -c '
     set -e
     b=/var/tmp/weft-build
@@ -93,6 +100,7 @@ chroot "$root" /usr/bin/env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME=/root LAN
     targets="--target weft-cli weft-preload weft-python nativeext"
     [ "$REGEX" = python ] || targets=
     cmake --build $b -j2 $targets -- --no-print-directory >/dev/null
+    if [ -n "$RUN" ]; then cd "$WEFT_SRC" && exec bash -c "$RUN"; fi
     cd $b && ctest -R "$REGEX" --output-on-failure -j2' || status=$?
 echo "python-next: build and tests on Python 3.13 in $(( $(date +%s) - t1 )) s (exit $status)"
 exit $status

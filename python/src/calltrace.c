@@ -27,10 +27,11 @@
  * Sites are never freed: the registry links them and the code objects point to them; a code
  * object seen while tracing is kept alive (one reference) until tracing stops.
  *
- * Other versions (and start(hook="profile") on 3.11, to test it): a C profile function
+ * CPython 3.12 and later: sys.monitoring (PEP 669), in monitor.c, with the same slices.
+ *
+ * Other versions (and start(hook="profile"), to test it): a C profile function
  * (PyEval_SetProfile; on 3.12+ PyEval_SetProfileAllThreads) with the same records, slower
- * (a reference count per event) and, on 3.11, for the calling thread only. On 3.12+ the
- * sys.monitoring API would be the fast hook; it is not written yet (nothing to test it here).
+ * (a reference count per event) and, on 3.11, for the calling thread only.
  *
  * C calls (start(c_calls=True), weft record --python=c-calls): the C functions Python code
  * calls (builtins, extension functions, methods of built-in types) are reported by CPython
