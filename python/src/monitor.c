@@ -3,7 +3,7 @@
  *
  * weft takes a tool id of its own (4, else 3, 5, 1, 0: never 2, the profiler's, so that
  * cProfile still runs beside it, nor 6 and 7, sys.setprofile's and sys.settrace's) and
- * registers C functions (METH_FASTCALL) as its callbacks, for every thread of the interpreter:
+ * registers C callbacks (objects with a vectorcall slot), for every thread of the interpreter:
  *
  *   PY_START, PY_RESUME, PY_THROW    a BEGIN: a call, or a resumption of a generator or
  *                                    coroutine (by next()/send(), or by throw()/close())
@@ -31,6 +31,7 @@
  */
 #include "calltrace.h"
 #include <stdarg.h>
+#include <stddef.h>
 #include <string.h>
 
 #if PY_VERSION_HEX >= 0x030C0000
@@ -67,9 +68,11 @@ static inline int take_open(void)
 }
 
 /* PY_START, PY_RESUME, PY_THROW: (code, offset[, exception]) */
-static PyObject *on_begin(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+static PyObject *on_begin(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kw)
 {
 	(void)self;
+	(void)kw;
+	Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
 	if (__builtin_expect(nargs >= 1 && PyCode_Check(args[0]), 1)) {
 		struct weft_site *s = site_of((PyCodeObject *)args[0]);
 		if (weft__on(s))
@@ -93,15 +96,19 @@ static inline PyObject *end(PyObject *const *args, Py_ssize_t nargs, int exc)
 	Py_RETURN_NONE;
 }
 
-static PyObject *on_end(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+static PyObject *on_end(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kw)
 {
 	(void)self;
+	(void)kw;
+	Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
 	return end(args, nargs, 0);
 }
 
-static PyObject *on_unwind(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+static PyObject *on_unwind(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kw)
 {
 	(void)self;
+	(void)kw;
+	Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
 	return end(args, nargs, 1);
 }
 
@@ -141,9 +148,11 @@ static struct weft_site *c_site(PyObject *const *args, const PyMethodDef *ml, in
 }
 
 /* CALL, C_RETURN, C_RAISE: (code, offset, callable, arg0) */
-static PyObject *on_call(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+static PyObject *on_call(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kw)
 {
 	(void)self;
+	(void)kw;
+	Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
 	const PyMethodDef *ml = nargs >= 4 && PyCode_Check(args[0]) ? c_method(args[2], args[3]) : NULL;
 	struct weft_site *c = ml ? c_site(args, ml, 1) : NULL;
 	if (c)
@@ -164,26 +173,49 @@ static inline PyObject *c_end(PyObject *const *args, Py_ssize_t nargs, int exc)
 	Py_RETURN_NONE;
 }
 
-static PyObject *on_c_return(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+static PyObject *on_c_return(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kw)
 {
 	(void)self;
+	(void)kw;
+	Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
 	return c_end(args, nargs, 0);
 }
 
-static PyObject *on_c_raise(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+static PyObject *on_c_raise(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kw)
 {
 	(void)self;
+	(void)kw;
+	Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
 	return c_end(args, nargs, 1);
 }
 
-static PyMethodDef callbacks[] = {
-	{"begin", (PyCFunction)(void (*)(void))on_begin, METH_FASTCALL, NULL},
-	{"end", (PyCFunction)(void (*)(void))on_end, METH_FASTCALL, NULL},
-	{"unwind", (PyCFunction)(void (*)(void))on_unwind, METH_FASTCALL, NULL},
-	{"call", (PyCFunction)(void (*)(void))on_call, METH_FASTCALL, NULL},
-	{"c_return", (PyCFunction)(void (*)(void))on_c_return, METH_FASTCALL, NULL},
-	{"c_raise", (PyCFunction)(void (*)(void))on_c_raise, METH_FASTCALL, NULL},
+/* The callbacks: objects of a small type of weft's, called by CPython through their own
+ * vectorcall slot (no builtin-function layer in between). */
+typedef struct {
+	PyObject_HEAD
+	vectorcallfunc vectorcall;
+} hook_object;
+
+static PyTypeObject hook_type = {
+	PyVarObject_HEAD_INIT(NULL, 0)
+	.tp_name = "weft._calltrace.hook",
+	.tp_basicsize = sizeof(hook_object),
+	.tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_VECTORCALL,
+	.tp_vectorcall_offset = offsetof(hook_object, vectorcall),
+	.tp_call = PyVectorcall_Call,
 };
+
+static const vectorcallfunc callbacks[] = {on_begin, on_end, on_unwind, on_call, on_c_return, on_c_raise};
+
+static PyObject *hook_new(vectorcallfunc f)
+{
+	if (!(hook_type.tp_flags & Py_TPFLAGS_READY) && PyType_Ready(&hook_type) < 0)
+		return NULL;
+	hook_object *h = PyObject_New(hook_object, &hook_type);
+	if (h)
+		h->vectorcall = f;
+	return (PyObject *)h;
+}
 
 /* sys.monitoring's events, each with its callback (an index into callbacks[]). */
 static const struct {
@@ -286,7 +318,7 @@ int ct_monitor_start(int c_calls)
 		long bit = event_bit(mon, wiring[i].event);
 		if (bit <= 0)
 			goto fail;
-		PyObject *cb = PyCFunction_New(&callbacks[wiring[i].cb], NULL);
+		PyObject *cb = hook_new(callbacks[wiring[i].cb]);
 		int r = cb ? call(mon, "register_callback", "(ilO)", tool, bit, cb) : -1;
 		Py_XDECREF(cb);
 		if (r < 0)
