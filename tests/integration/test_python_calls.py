@@ -135,8 +135,12 @@ class PythonCallsTest(TraceTest):
         p = run([PY, "-m", "weft", prog("calls_prog.py")], cwd=self.tmp,
                 env={"PYTHONPATH": PYDIR, "WEFT_OPTIONS": f"output={out}"})
         self.assertEqual(p.stdout, CALLS_OUT)
-        pf, _ = self.convert(out, "m.pftrace")
+        pf, c = self.convert(out, "m.pftrace")
         self.check_calls(pf)
+        # the frames running when the hook was installed (runpy's, weft.__main__'s) end with no
+        # END in the trace: the hook wrote no BEGIN for them
+        self.assertNotIn("without a begin", c.stderr)
+        self.assertRegex(c.stderr, r"wrote .*: \d+ events")
 
     def test_profile_hook(self):
         """The fallback hook (a C profile function; the only one before 3.11) records the same
