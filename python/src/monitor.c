@@ -18,19 +18,24 @@
  * with the first resumption), every resumption is a slice, a frame left by an exception ends
  * flagged. A C call is recorded only under a Python frame that is itself recorded.
  *
- * Frames that were running when tracing started get no BEGIN, but their ends are reported all
- * the same; so each thread counts the slices it has open (`open`, per start: `gen`), and an
- * end with none open is not written (the 3.11 hook never sees such ends). With the stack
- * discipline of one thread (a frame's END comes before its caller's), the frames begun before
- * the start are the only ones that end with nothing open. stop() turns every event off: a
- * frame still running keeps an open slice, which the converters end at the thread's end.
+ * Each thread keeps a stack of one bit per frame (and C call) begun and not yet ended: 1 where
+ * its BEGIN was written. An end writes its END when the bit says so, as the 3.11 hook, which
+ * decides at the begin and pairs the END with it: a filter changed (weft.configure) or
+ * recording enabled or disabled (--control) while a call runs does not split its slice. Frames
+ * that were running when tracing started report their ends too, with nothing on the stack:
+ * no END (the 3.11 hook never sees them). stop() turns every event off: a frame still running
+ * keeps an open slice, which the converters end at the thread's end. Frames run inside
+ * another tool's callback (a Python profile function of the program's, say) report no events
+ * to any tool: they are not recorded (the 3.11 hook records them).
  *
  * Per event: the callback call (CPython boxes the instruction offset and calls through
- * vectorcall), one load of the code's site (the code-extra slot), its state, the TLS counter
+ * vectorcall), one load of the code's site (the code-extra slot), its state, the stack bit
  * and the 16-byte record.
  */
 #include "calltrace.h"
+#include <pthread.h>
 #include <stdarg.h>
+#include <stdlib.h>
 #include <stddef.h>
 #include <string.h>
 
@@ -39,32 +44,94 @@
 static int tool = -1;               /* the tool id weft holds, -1: none */
 static PyObject *missing;           /* sys.monitoring.MISSING (CALL's arg0 when there is none) */
 static int mon_c_calls;             /* CALL, C_RETURN, C_RAISE are on */
-static unsigned gen = 1;            /* bumped at each start: older counts are void */
+static unsigned gen = 1;            /* bumped at each start: older stacks are void */
+static pthread_key_t stack_key;     /* frees a thread's stack when it ends */
+static int stack_key_made;
 
+/* Per thread: one bit per frame (and C call) begun since the start and not yet ended, 1 where
+ * its BEGIN was written: the END follows the begin's decision, as on 3.11 (a filter or an
+ * enable/disable changed in between does not split a slice). `over`: frames beyond what
+ * could be allocated, whose ends are not written. */
 static __thread struct {
 	unsigned gen;
-	unsigned long open;
+	uint32_t depth, cap, over;
+	uint64_t *bits;
 } here __attribute__((tls_model("initial-exec")));
 
-static inline void begin(uint32_t id)
+static void stack_free(void *bits)
 {
-	if (__builtin_expect(name_tries < NAME_TRIES, 0))
-		name_thread();
-	if (__builtin_expect(here.gen != gen, 0)) {
-		here.gen = gen;
-		here.open = 0;
-	}
-	here.open++;
-	weft__rec2(weft__hdr(id, WEFT_R_BEGIN, 0, 0));
+	free(bits);
 }
 
-/* Is a slice open in this thread (one to end)? Takes it. */
-static inline int take_open(void)
+/* The slow path of push(): a new start, or a full stack (grown by doubling). */
+static int stack_room(void)
 {
-	if (__builtin_expect(here.gen != gen || here.open == 0, 0))
+	if (here.gen != gen) {
+		here.gen = gen;
+		here.depth = here.over = 0;
+	}
+	if (here.depth < here.cap)
+		return 1;
+	uint32_t cap = here.cap ? 2 * here.cap : 1024;
+	uint64_t *b = cap > here.cap ? realloc(here.bits, cap / 8) : NULL;
+	if (!b)
 		return 0;
-	here.open--;
+	if (stack_key_made)
+		pthread_setspecific(stack_key, b);
+	here.bits = b;
+	here.cap = cap;
 	return 1;
+}
+
+static inline void push(int on)
+{
+	if (__builtin_expect(here.gen != gen || here.depth == here.cap, 0) && !stack_room()) {
+		here.over++;
+		return;
+	}
+	uint32_t d = here.depth++;
+	uint64_t m = 1ull << (d & 63);
+	if (on)
+		here.bits[d >> 6] |= m;
+	else
+		here.bits[d >> 6] &= ~m;
+}
+
+/* The end of the thread's innermost frame: was its BEGIN written? 0 for a frame that began
+ * before the start (nothing on the stack). */
+static inline int pop(void)
+{
+	if (__builtin_expect(here.gen != gen, 0))
+		return 0;
+	if (__builtin_expect(here.over != 0, 0)) {
+		here.over--;
+		return 0;
+	}
+	if (__builtin_expect(here.depth == 0, 0))
+		return 0;
+	uint32_t d = --here.depth;
+	return (here.bits[d >> 6] >> (d & 63)) & 1;
+}
+
+static inline void begin(struct weft_site *s)
+{
+	int on = weft__on(s);
+	push(on);
+	if (on) {
+		if (__builtin_expect(name_tries < NAME_TRIES, 0))
+			name_thread();
+		weft__rec2(weft__hdr(s->id, WEFT_R_BEGIN, 0, 0));
+	}
+}
+
+static inline void end(struct weft_site *s, int exc)
+{
+	if (!pop())
+		return;
+	if (__builtin_expect(!exc, 1))
+		weft__rec2(weft__hdr(s->id, WEFT_R_END, 0, 0));
+	else
+		weft__rec3(weft__hdr(s->id, WEFT_R_END, 1, 0), WEFT_END_EXCEPTION);
 }
 
 /* PY_START, PY_RESUME, PY_THROW: (code, offset[, exception]) */
@@ -73,26 +140,16 @@ static PyObject *on_begin(PyObject *self, PyObject *const *args, size_t nargsf, 
 	(void)self;
 	(void)kw;
 	Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
-	if (__builtin_expect(nargs >= 1 && PyCode_Check(args[0]), 1)) {
-		struct weft_site *s = site_of((PyCodeObject *)args[0]);
-		if (weft__on(s))
-			begin(s->id);
-	}
+	if (__builtin_expect(nargs >= 1 && PyCode_Check(args[0]), 1))
+		begin(site_of((PyCodeObject *)args[0]));
 	Py_RETURN_NONE;
 }
 
 /* PY_RETURN, PY_YIELD: (code, offset, value); PY_UNWIND: (code, offset, exception) */
-static inline PyObject *end(PyObject *const *args, Py_ssize_t nargs, int exc)
+static inline PyObject *py_end(PyObject *const *args, Py_ssize_t nargs, int exc)
 {
-	if (__builtin_expect(nargs >= 1 && PyCode_Check(args[0]), 1)) {
-		struct weft_site *s = site_of((PyCodeObject *)args[0]);
-		if (weft__on(s) && take_open()) {
-			if (__builtin_expect(!exc, 1))
-				weft__rec2(weft__hdr(s->id, WEFT_R_END, 0, 0));
-			else
-				weft__rec3(weft__hdr(s->id, WEFT_R_END, 1, 0), WEFT_END_EXCEPTION);
-		}
-	}
+	if (__builtin_expect(nargs >= 1 && PyCode_Check(args[0]), 1))
+		end(site_of((PyCodeObject *)args[0]), exc);
 	Py_RETURN_NONE;
 }
 
@@ -100,16 +157,14 @@ static PyObject *on_end(PyObject *self, PyObject *const *args, size_t nargsf, Py
 {
 	(void)self;
 	(void)kw;
-	Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
-	return end(args, nargs, 0);
+	return py_end(args, PyVectorcall_NARGS(nargsf), 0);
 }
 
 static PyObject *on_unwind(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kw)
 {
 	(void)self;
 	(void)kw;
-	Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
-	return end(args, nargs, 1);
+	return py_end(args, PyVectorcall_NARGS(nargsf), 1);
 }
 
 /* The PyMethodDef a CALL's callable runs, where the profile function would see a C call: a
@@ -125,13 +180,14 @@ static inline const PyMethodDef *c_method(PyObject *callable, PyObject *arg0)
 }
 
 /* The site of a C call (made at its first sight: a descriptor is bound to its self for that,
- * as the profile function would get it), NULL when not recorded. */
-static struct weft_site *c_site(PyObject *const *args, const PyMethodDef *ml, int first)
+ * as the profile function would get it); `skip` when not recorded (a caller not recorded, a
+ * site that cannot be made). */
+static struct weft_site *c_site(PyObject *const *args, const PyMethodDef *ml)
 {
 	if (!weft__on(site_of((PyCodeObject *)args[0])))
-		return NULL;
+		return &skip;
 	struct weft_site *c = csite_find(ml);
-	if (!c && first) {
+	if (!c) {
 		PyObject *fn = args[2];
 		if (PyCFunction_Check(fn)) {
 			c = csite_first_sight((PyCFunctionObject *)fn);
@@ -144,31 +200,29 @@ static struct weft_site *c_site(PyObject *const *args, const PyMethodDef *ml, in
 			PyErr_Clear();
 		}
 	}
-	return c && weft__on(c) ? c : NULL;
+	return c ? c : &skip;
 }
 
-/* CALL, C_RETURN, C_RAISE: (code, offset, callable, arg0) */
+/* CALL: (code, offset, callable, arg0). Only the C callables get a place on the stack: they
+ * are the ones C_RETURN or C_RAISE end. */
 static PyObject *on_call(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kw)
 {
 	(void)self;
 	(void)kw;
 	Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
 	const PyMethodDef *ml = nargs >= 4 && PyCode_Check(args[0]) ? c_method(args[2], args[3]) : NULL;
-	struct weft_site *c = ml ? c_site(args, ml, 1) : NULL;
-	if (c)
-		begin(c->id);
+	if (ml)
+		begin(c_site(args, ml));
 	Py_RETURN_NONE;
 }
 
+/* C_RETURN, C_RAISE: (code, offset, callable, arg0) */
 static inline PyObject *c_end(PyObject *const *args, Py_ssize_t nargs, int exc)
 {
 	const PyMethodDef *ml = nargs >= 4 && PyCode_Check(args[0]) ? c_method(args[2], args[3]) : NULL;
-	struct weft_site *c = ml ? c_site(args, ml, 0) : NULL;
-	if (c && take_open()) {
-		if (!exc)
-			weft__rec2(weft__hdr(c->id, WEFT_R_END, 0, 0));
-		else
-			weft__rec3(weft__hdr(c->id, WEFT_R_END, 1, 0), WEFT_END_EXCEPTION);
+	if (ml) {
+		struct weft_site *c = csite_find(ml); /* made at the CALL where its BEGIN was written */
+		end(c ? c : &skip, exc);
 	}
 	Py_RETURN_NONE;
 }
@@ -177,16 +231,14 @@ static PyObject *on_c_return(PyObject *self, PyObject *const *args, size_t nargs
 {
 	(void)self;
 	(void)kw;
-	Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
-	return c_end(args, nargs, 0);
+	return c_end(args, PyVectorcall_NARGS(nargsf), 0);
 }
 
 static PyObject *on_c_raise(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kw)
 {
 	(void)self;
 	(void)kw;
-	Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
-	return c_end(args, nargs, 1);
+	return c_end(args, PyVectorcall_NARGS(nargsf), 1);
 }
 
 /* The callbacks: objects of a small type of weft's, called by CPython through their own
@@ -308,6 +360,8 @@ int ct_monitor_start(int c_calls)
 	PyObject *mon = monitoring();
 	if (!mon || tool >= 0)
 		return mon ? 0 : -1;
+	if (!stack_key_made && pthread_key_create(&stack_key, stack_free) == 0)
+		stack_key_made = 1;
 	missing = PyObject_GetAttrString(mon, "MISSING");
 	if (!missing || (tool = take_tool(mon)) < 0)
 		goto fail;

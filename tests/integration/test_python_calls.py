@@ -277,6 +277,21 @@ class PythonCallsTest(TraceTest):
         self.assertEqual(p.stdout, f"weft {HOOK}\n")
         self.assertIn("user sitecustomize ran", p.stderr)
 
+    def test_filter_changed_inside_a_call(self):
+        """A call recorded when it began keeps its end when a filter changed inside it leaves it
+        out (the hook decides at the begin); the calls after the change follow the new
+        filter."""
+        pf, p = self.record("refilter_prog.py", opts=["--python"])
+        self.assertEqual(p.stdout, "refilter done\n")
+        rows, unbalanced = self.tp(
+            pf, "select s.name, p.name parent, count(*) c from slice s left join slice p on s.parent_id = p.id "
+                "where s.name in ('outer', 'inner') group by s.name, p.name",
+            "select count(*) n from slice where extract_arg(arg_set_id, 'debug.weft_unterminated') "
+            "or extract_arg(arg_set_id, 'debug.weft_unwound')")
+        self.assertEqual({(r["name"], r["parent"]): r["c"] for r in rows},
+                         {("outer", "<module>"): 1, ("inner", "outer"): 2, ("inner", "<module>"): 2})
+        self.assertEqual(unbalanced[0]["n"], 0)
+
     def test_json_args(self):
         """The JSON converter shows file/line on a Python slice and exception on one that
         raised."""
