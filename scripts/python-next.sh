@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # python-next.sh [CTEST-REGEX | --run COMMAND] - builds weft from this tree with Python 3.13
 # (Debian 13, trixie) and runs every Python test there (default regex: python; the Python
-# module's tests, weft record --python, the decorator module and the PerfFlowAspect shim), or
+# module's tests, weft record --python, the decorator module and the PerfFlowAspect shim; then
+# the Python tests of test_signals, test_control and test_hosts), or
 # COMMAND (bash, in the tree; the build is /var/tmp/weft-build there: e.g.
 # `--run "bench/python/calls_bench.py /var/tmp/weft-build"`). The trixie root is made once
 # with debootstrap and kept ($WEFT_NEXT_ROOT, default /var/cache/weft/trixie); the tree is
@@ -101,6 +102,19 @@ chroot "$root" /usr/bin/env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME=/root LAN
     [ "$REGEX" = python ] || targets=
     cmake --build $b -j2 $targets -- --no-print-directory >/dev/null
     if [ -n "$RUN" ]; then cd "$WEFT_SRC" && exec bash -c "$RUN"; fi
-    cd $b && ctest -R "$REGEX" --output-on-failure -j2' || status=$?
+    st=0
+    (cd $b && ctest -R "$REGEX" --output-on-failure -j2) || st=$?
+    [ "$REGEX" = python ] || exit $st
+    # the Python parts of other integration tests (signals, control, hosts)
+    export WEFT_BUILD=$b
+    for t in "test_signals Signals.test_python_sees_its_own_dispositions Signals.test_python_ctrl_c_raises_keyboard_interrupt Signals.test_multiprocessing_forkserver_pool" \
+             "test_control PythonControl" "test_hosts TwoHosts.test_python_flow"; do
+      set -- $t
+      f=$1; shift
+      echo "python-next: $f $*"
+      out=$(python3 "$WEFT_SRC/tests/integration/$f.py" "$@" 2>&1) || { st=1; echo "$out"; }
+      echo "$out" | tail -1
+    done
+    exit $st' || status=$?
 echo "python-next: build and tests on Python 3.13 in $(( $(date +%s) - t1 )) s (exit $status)"
 exit $status
