@@ -92,6 +92,7 @@ case "$cache/" in "$src"/*) ;; *) bind "$cache" ro ;; esac
 status=0
 chroot "$root" /usr/bin/env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME=/root LANG=C.UTF-8 \
   NODE_EXTRA_CA_CERTS=/etc/ssl/certs/ca-certificates.crt WEFT_SRC="$src" REGEX="$regex" RUN="$run" \
+  PYTHONDONTWRITEBYTECODE=1 \
   /bin/bash -c '
     set -e
     b=/var/tmp/weft-build
