@@ -60,6 +60,12 @@ static inline uint8_t *weft__put_varint(uint8_t *o, uint64_t v)
 	return o;
 }
 
+static inline uint64_t weft__zigzag(uint64_t v, uint64_t prev)
+{
+	int64_t d = (int64_t)(v - prev);
+	return ((uint64_t)d << 1) ^ (uint64_t)(d >> 63);
+}
+
 /* Reads a varint at *p; -1 if it runs past end or beyond 64 bits. */
 static inline int weft__get_varint(const uint8_t **p, const uint8_t *end, uint64_t *out)
 {
@@ -84,9 +90,19 @@ static inline int weft__mem_is_addr(unsigned type, unsigned j, unsigned extra)
 	return type == WEFT_R_FREE || j + 1 < extra;
 }
 
-static inline uint8_t *weft__pack_mem(uint8_t *o, const uint64_t *x, unsigned type, unsigned extra,
-				      uint64_t *prev_addr)
+static inline __attribute__((always_inline)) uint8_t *weft__pack_mem(uint8_t *o, const uint64_t *x, unsigned type,
+								      unsigned extra, uint64_t *prev_addr)
 {
+	if (__builtin_expect(type == WEFT_R_FREE && extra == 1, 1)) { /* the common two first */
+		o = weft__put_varint(o, weft__zigzag(x[0], *prev_addr));
+		*prev_addr = x[0];
+		return o;
+	}
+	if (__builtin_expect(type == WEFT_R_ALLOC && extra == 2, 1)) {
+		o = weft__put_varint(o, weft__zigzag(x[0], *prev_addr));
+		*prev_addr = x[0];
+		return weft__put_varint(o, x[1]);
+	}
 	for (unsigned j = 0; j < extra; j++) {
 		uint64_t v = x[j];
 		if (weft__mem_is_addr(type, j, extra)) {

@@ -114,7 +114,8 @@ static void write_chunk(struct writer *w, struct weft_chunk *c)
 		}
 	}
 	h.stored_size = (uint32_t)stored;
-	h.checksum = weft_fnv1a(payload, stored);
+	h.flags |= WEFT_CHUNK_SUM;
+	h.checksum = weft_chunk_sum(h.flags, payload, stored);
 	if (weft_flight_active()) { /* the flight recorder: into its ring, not the file */
 		weft_flight_put(c, &h, payload, stored);
 		atomic_fetch_add(&weft_g.events, events);

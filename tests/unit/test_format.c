@@ -134,6 +134,54 @@ static void corruption_is_skipped(void **s)
 	weft_trace_free(t);
 }
 
+/* weft_sum32 (format 1.9) as docs/format.md specifies it: known answers (the same as the
+ * Python version in tests/integration/test_damage.py), a reader that checks it where the flag
+ * says so, finds damage with it, and still checks FNV-1a where the flag is clear. */
+static void chunk_checksum_kinds(void **s)
+{
+	(void)s;
+	static const struct { unsigned n; uint32_t sum; } kat[] = {
+		{0, 0x76be81c4u}, {1, 0x6fa95859u}, {8, 0xcecd7661u}, {9, 0x93c98063u},
+		{31, 0xe7b20ffau}, {32, 0x7d17c836u}, {33, 0x16a12170u}, {100, 0x61839005u}};
+	unsigned char bytes[100];
+	for (unsigned i = 0; i < sizeof(bytes); i++)
+		bytes[i] = (unsigned char)i;
+	for (unsigned k = 0; k < sizeof(kat) / sizeof(kat[0]); k++)
+		assert_int_equal(weft_sum32(bytes, kat[k].n), kat[k].sum);
+	assert_int_equal(weft_chunk_sum(WEFT_CHUNK_SUM, bytes, 100), 0x61839005u);
+	assert_int_equal(weft_chunk_sum(0, bytes, 100), weft_fnv1a(bytes, 100));
+	char err[256];
+	for (int z = 0; z < 2; z++) {
+		tb_chunk_flags = WEFT_CHUNK_SUM;
+		build(z);
+		tb_chunk_flags = 0;
+		struct weft_trace *t = load(err, sizeof(err));
+		assert_non_null(t);
+		assert_int_equal(t->nwarnings, 0);
+		assert_int_equal(t->procs[0].threads[0].nchunks, 2);
+		assert_true(t->procs[0].threads[0].chunks[0].flags & WEFT_CHUNK_SUM);
+		weft_trace_free(t);
+		/* a byte of the first frame damaged: found */
+		size_t at = sizeof(struct weft_file_header) + sizeof(struct weft_chunk_header) + 3;
+		ev.p[at] ^= 0x55;
+		t = load(err, sizeof(err));
+		assert_non_null(t);
+		assert_true(has_warning(t, "damaged bytes"));
+		assert_int_equal(t->procs[0].threads[0].nchunks, 1);
+		weft_trace_free(t);
+		ev.p[at] ^= 0x55;
+		/* the flag cleared: the sum is no FNV-1a of the bytes */
+		struct weft_chunk_header h;
+		memcpy(&h, ev.p + sizeof(struct weft_file_header), sizeof(h));
+		h.flags &= ~WEFT_CHUNK_SUM;
+		memcpy(ev.p + sizeof(struct weft_file_header), &h, sizeof(h));
+		t = load(err, sizeof(err));
+		assert_non_null(t);
+		assert_true(has_warning(t, "damaged bytes"));
+		weft_trace_free(t);
+	}
+}
+
 static void newer_major_is_refused(void **s)
 {
 	(void)s;
@@ -391,7 +439,8 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(reads_everything), cmocka_unit_test(truncated_keeps_complete_chunks),
-		cmocka_unit_test(corruption_is_skipped), cmocka_unit_test(newer_major_is_refused),
+		cmocka_unit_test(corruption_is_skipped), cmocka_unit_test(chunk_checksum_kinds),
+		cmocka_unit_test(newer_major_is_refused),
 		cmocka_unit_test(nothing_to_read), cmocka_unit_test(packing_round_trips),
 		cmocka_unit_test(packing_memory_records),
 		cmocka_unit_test(packing_v2_bytes), cmocka_unit_test(packing_v1_reads),
