@@ -28,7 +28,8 @@
                           *    SNAPSHOT metadata (snapshot requests and refusals);
                           *    CHUNK_INDEX metadata (the chunks' time index, chunkindex.h);
                           *    WINDOW metadata (flight recorder snapshots);
-                          * 9: the chunk checksum weft_sum32 (chunk flag WEFT_CHUNK_SUM) */
+                          * 9: the chunk checksum weft_sum32 (chunk flag WEFT_CHUNK_SUM);
+                          *    packing version 3 (memory records' words in columns) */
 #define WEFT_META_MAGIC "WEFTMETA"
 #define WEFT_EVENTS_MAGIC "WEFTEVTS"
 #define WEFT_CHUNK_MAGIC 0x4b4e4843u /* "CHNK" */
@@ -50,6 +51,7 @@ struct weft_file_header { /* 32 bytes */
 #define WEFT_CHUNK_PACKED 0x2u  /* records in packing version 1 (pack.h; format 1.0, read only) */
 #define WEFT_CHUNK_PACKED2 0x4u /* records in packing version 2 (pack.h) */
 #define WEFT_CHUNK_SUM 0x8u     /* checksum is weft_sum32, not FNV-1a (format 1.9) */
+#define WEFT_CHUNK_PACKED3 0x10u /* records in packing version 3 (pack.h; format 1.9) */
 struct weft_chunk_header { /* 40 bytes */
 	uint32_t magic;
 	uint32_t flags;
