@@ -6,6 +6,7 @@
  * and delta-decoded by two threads, since this is the bulk of converting a large trace.
  */
 #include "reader.h"
+#include "blob.h"
 #include "format.h"
 #include "symbols.h"
 #include "pack.h"
@@ -852,6 +853,7 @@ static void parse_events(struct weft_trace *t, const char *name, const unsigned 
 		struct weft_chunk_header h;
 		if (frame_ok(d, n, off, &h)) {
 			add_chunk(p, &h, d + off + sizeof(h));
+			weft_blob_release(d + off, sizeof(h) + h.stored_size); /* checked: read again when decoded */
 			off += sizeof(h) + h.stored_size;
 			continue;
 		}
@@ -1020,13 +1022,17 @@ static int decode(const struct weft_chunk_view *c, const struct weft_proc *prep,
 int weft_chunk_decode(const struct weft_chunk_view *c, uint64_t **buf, size_t *cap, size_t *nwords,
 		      const char **why)
 {
-	return decode(c, NULL, buf, cap, nwords, why);
+	int rc = decode(c, NULL, buf, cap, nwords, why);
+	weft_blob_release(c->stored, c->stored_size); /* (format/blob.h) */
+	return rc;
 }
 
 int weft_chunk_decode_prepared(const struct weft_chunk_view *c, const struct weft_proc *p, uint64_t **buf,
 			       size_t *cap, size_t *nwords, const char **why)
 {
-	return decode(c, p, buf, cap, nwords, why);
+	int rc = decode(c, p, buf, cap, nwords, why);
+	weft_blob_release(c->stored, c->stored_size); /* (format/blob.h) */
+	return rc;
 }
 
 int weft_chunk_headers(const struct weft_chunk_view *c, uint64_t **buf, size_t *cap,
@@ -1054,7 +1060,9 @@ int weft_chunk_headers(const struct weft_chunk_view *c, uint64_t **buf, size_t *
 			}
 			packed = (const uint8_t *)*buf;
 		}
-		if (weft_unpack_headers(packed, got, fmt, fn, ud)) {
+		int bad = weft_unpack_headers(packed, got, fmt, fn, ud);
+		weft_blob_release(c->stored, c->stored_size); /* (format/blob.h) */
+		if (bad) {
 			*why = "bad packed records";
 			return -EBADMSG;
 		}
@@ -1437,14 +1445,11 @@ int weft_trace_open_window(const char *const *dirs, size_t ndirs, const struct w
 			close(fd);
 			continue;
 		}
-		data[i] = xcalloc(1, (size_t)st.st_size + 1);
+		/* events files mapped (format/blob.h): a walk holds a few chunks' pages, not the file */
+		const char *dot = strrchr(base, '.');
 		size_t got = 0;
-		while (got < (size_t)st.st_size) {
-			ssize_t r = read(fd, data[i] + got, (size_t)st.st_size - got);
-			if (r <= 0)
-				break;
-			got += (size_t)r;
-		}
+		if (!(data[i] = weft_blob_load(fd, (size_t)st.st_size, dot && !strcmp(dot, ".wevents"), &got)))
+			weft_oom("reading the trace");
 		sizes[i] = got;
 		close(fd);
 	}
@@ -1549,7 +1554,7 @@ void weft_trace_free(struct weft_trace *t)
 		free(t->warnings[i]);
 	free(t->warnings);
 	for (size_t i = 0; i < t->nblobs; i++)
-		free(t->blobs[i]);
+		weft_blob_free(t->blobs[i]);
 	free(t->blobs);
 	free(t->dir);
 	free(t);
