@@ -106,6 +106,7 @@ struct mem_replay {
 	const struct weft_trace *t;
 	struct weft_mem_proc *mp;
 	weft_mem_block_fn on_block;
+	weft_mem_step_fn on_step;
 	void *ud;
 	size_t proc;
 	struct mem_thread *threads; /* one per thread */

@@ -225,6 +225,16 @@ static void block_done(struct mem_replay *rp, const struct mem_block *b, uint64_
 	rp->on_block(rp->ud, &bi);
 }
 
+/* A block's bytes coming or going, to the step hook (none at address 0: that block is never
+ * listed as a leak either). */
+static void step(struct mem_replay *rp, const struct mem_block *b, uint64_t ts, int64_t delta)
+{
+	if (!rp->on_step || !b->size || !b->addr)
+		return;
+	struct weft_mem_step st = {rp->proc, b->heap, b->stack ? rp->mp->stacks[b->stack].site : 0, ts, delta};
+	rp->on_step(rp->ud, &st);
+}
+
 /* Stack s's figures as at the peak are about to change: saved first if the peak moved since. */
 static struct mem_peak_stack *peak_touch(struct mem_heap_peak *hp, uint32_t s)
 {
@@ -272,6 +282,7 @@ static int do_free(struct mem_replay *rp, struct weft_mem_heap *h, struct mem_he
 	if (rp->last_alloc[b->thread].key == k && rp->last_alloc[b->thread].order == b->order)
 		tt->temporary += b->count;
 	block_done(rp, b, r->ts, thread, s ? s->serial : 0);
+	step(rp, b, r->ts, -(int64_t)b->size);
 	if (rp->acc.n)
 		weft_ranges__remove(&rp->ranges, b->addr, b->order, NULL); /* -ENOENT: an empty block */
 	tremove(&rp->blocks, b);
@@ -311,6 +322,7 @@ static void do_alloc(struct mem_replay *rp, struct weft_mem_heap *h, struct mem_
 		weft_oom("the memory analysis");
 	struct weft_mem_slice *s = slice_of(rp, thread, r->slice);
 	b->serial = s ? s->serial : 0;
+	step(rp, b, r->ts, (int64_t)bytes);
 	h->live += bytes;
 	h->allocs += count;
 	h->alloc_bytes += bytes;

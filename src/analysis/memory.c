@@ -41,7 +41,7 @@ static int cmp_slice(const void *a, const void *b)
 	return x->serial < y->serial ? -1 : x->serial > y->serial;
 }
 
-static void analyze_proc(const struct weft_trace *t, struct weft_mem_proc *mp, weft_mem_block_fn fn, void *ud,
+static void analyze_proc(const struct weft_trace *t, struct weft_mem_proc *mp, const struct weft_mem_hooks *hk,
 			 size_t proc)
 {
 	const struct weft_proc *p = mp->p;
@@ -51,7 +51,8 @@ static void analyze_proc(const struct weft_trace *t, struct weft_mem_proc *mp, w
 	weft_mem__intern(mp, 0, 0); /* stack 0: outside any slice (its own parent) */
 	if (!has_heaps(p))
 		return;
-	struct mem_replay rp = {.t = t, .mp = mp, .nthreads = p->nthreads, .on_block = fn, .ud = ud, .proc = proc,
+	struct mem_replay rp = {.t = t, .mp = mp, .nthreads = p->nthreads, .on_block = hk->block, .on_step = hk->step,
+				.ud = hk->ud, .proc = proc,
 				.seeded_thread = SIZE_MAX};
 	rp.threads = calloc(p->nthreads + 1, sizeof(*rp.threads));
 	rp.last_alloc = calloc(p->nthreads + 1, sizeof(*rp.last_alloc));
@@ -132,6 +133,13 @@ int weft_mem_analyze(const struct weft_trace *t, struct weft_mem **out, char *er
 int weft_mem_analyze_blocks(const struct weft_trace *t, weft_mem_block_fn fn, void *ud, struct weft_mem **out,
 			    char *err, size_t errlen)
 {
+	struct weft_mem_hooks hk = {.block = fn, .ud = ud};
+	return weft_mem_analyze_hooks(t, &hk, out, err, errlen);
+}
+
+int weft_mem_analyze_hooks(const struct weft_trace *t, const struct weft_mem_hooks *hk, struct weft_mem **out,
+			   char *err, size_t errlen)
+{
 	(void)err;
 	(void)errlen;
 	struct weft_mem *m = calloc(1, sizeof(*m));
@@ -141,7 +149,7 @@ int weft_mem_analyze_blocks(const struct weft_trace *t, weft_mem_block_fn fn, vo
 	m->big_alloc = weft_mem_large_alloc;
 	for (size_t i = 0; i < t->nprocs; i++) {
 		m->procs[i].p = &t->procs[i];
-		analyze_proc(t, &m->procs[i], fn, ud, i);
+		analyze_proc(t, &m->procs[i], hk, i);
 	}
 	*out = m;
 	return 0;

@@ -7,6 +7,7 @@ import json
 import os
 import re
 import sqlite3
+import subprocess
 import unittest
 from weftlib import TraceTest, main, run, sanitizer, WEFT, BUILD
 
@@ -602,6 +603,72 @@ class AccessSites(TraceTest):
         self.assertEqual(weft_threads, 0)
         (n, outside), = con.execute("select count(*), count(*) - count(allocation_id) from accesses").fetchall()
         self.assertLessEqual(outside, n // 50, (n, outside))
+
+# A malloc/free loop: argv[1] records (half allocations, half frees), 1024 blocks live at most.
+CHURN_C = r"""
+#include <stdlib.h>
+int main(int argc, char **argv)
+{
+	long n = argc > 1 ? atol(argv[1]) : 0;
+	static void *slot[1024];
+	unsigned x = 12345;
+	for (long i = 0; i < n / 2; i++) {
+		x = x * 1103515245u + 12345u;
+		unsigned k = (x >> 8) % 1024;
+		free(slot[k]);
+		slot[k] = malloc(16 + (x >> 20) % 2048);
+	}
+	return 0;
+}
+"""
+
+
+@unittest.skipIf(os.environ.get("WEFT_TEST_NO_PRELOAD") or sanitizer(), "needs weft record's allocation interposer")
+class BoundedAnalysis(TraceTest):
+    """The analyses stream through a trace in memory proportional to what is live, not to the
+    records (issue 21): each command's peak RSS (the kernel's count for the child, ru_maxrss) on a
+    trace of 2 M memory records is within a few MB of the same on 200 k records, where holding
+    each record (~100 B) or the trace file (~6 B each) adds 10-190 MB."""
+
+    GROWTH_KB = 6 << 10  # what 1.8 M more records may add: the counters' points are capped (~2.4 MB)
+
+    def setUp(self):
+        super().setUp()
+        src = os.path.join(self.tmp, "churn.c")
+        with open(src, "w") as f:
+            f.write(CHURN_C)
+        self.prog = os.path.join(self.tmp, "churn")
+        run(["gcc", "-O1", src, "-o", self.prog])
+
+    def trace(self, records):
+        data = os.path.join(self.tmp, f"c{records}.data")
+        run([WEFT, "record", "-q", "--memory", "--no-convert", "-o", data, "--", self.prog, str(records)])
+        return data
+
+    def peak_kb(self, *args):
+        """weft ARGS' peak resident set (KB); it must succeed."""
+        with open(os.path.join(self.tmp, "stderr"), "w+") as err:
+            p = subprocess.Popen([WEFT, *args], stdout=subprocess.DEVNULL, stderr=err)
+            _, status, ru = os.wait4(p.pid, 0)
+            p.returncode = os.waitstatus_to_exitcode(status)
+            err.seek(0)
+            self.assertEqual(p.returncode, 0, (args, err.read()))
+        return ru.ru_maxrss
+
+    def test_peak_rss_does_not_grow_with_the_records(self):
+        small, big = self.trace(200_000), self.trace(2_000_000)
+        out = os.path.join(self.tmp, "out")
+        for name, args in (("report --memory", ["report", "--memory"]),
+                           ("convert", ["convert", "-o", out + ".pftrace"]),
+                           ("plot heap", ["plot", "heap", "-o", out + ".png"]),
+                           # (a window of the first ms: drawing every block would take long)
+                           ("plot memory", ["plot", "memory", "--time", "0:1ms", "-o", out + ".png"])):
+            with self.subTest(name):
+                at = 2 if args[0] == "plot" else 1
+                a = self.peak_kb(*args[:at], small, *args[at:])
+                b = self.peak_kb(*args[:at], big, *args[at:])
+                self.assertLess(b - a, self.GROWTH_KB, f"{name}: {a} KB at 200 k records, {b} KB at 2 M")
+
 
 class NamedHeaps(TraceTest, PoolCounters):
     """weft_heap_* in a program linked with libweft, no preloading: runs in every build."""
