@@ -202,7 +202,8 @@ static void window_start(struct follow *f)
 {
 	f->started = 1;
 	if (f->pass == 1) {
-		memcpy(f->speak, f->slive, f->ncap * sizeof(*f->speak));
+		if (f->ncap)
+			memcpy(f->speak, f->slive, f->ncap * sizeof(*f->speak));
 		return;
 	}
 	memcpy(f->bs->peak, f->bs->live, f->nbands * sizeof(*f->bs->peak));
@@ -244,6 +245,8 @@ static void on_step(void *ud, const struct weft_mem_step *st)
 	if (st->proc != f->proc || st->heap != f->heap)
 		return;
 	uint32_t site = same_site(f, st->site);
+	if (f->pass == 1)
+		site_room(f, site);
 	if (f->in_group && st->ts != f->gts)
 		group_done(f);
 	if (st->ts >= f->t0 && !f->started)
@@ -258,7 +261,6 @@ static void on_step(void *ud, const struct weft_mem_step *st)
 		}
 	}
 	if (f->pass == 1) {
-		site_room(f, site);
 		if (f->started && st->ts > f->t1)
 			return;
 		f->slive[site] += (uint64_t)st->delta;
