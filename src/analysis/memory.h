@@ -27,6 +27,13 @@
  * before the call's record (malloc writes the new top chunk's header as the heap grows, calloc
  * zeroes, realloc copies): without this, every first touch of a growing heap is "unknown".
  * The SQLite export (export/sqlite-walk.c) joins the same way.
+ *
+ * The analysis streams through the trace (two walks, memory-internal.h): what it holds is
+ * proportional to what is live at one moment (blocks not yet freed, open slices), to the
+ * interned stacks and sites and to its results, never to the number of memory records; the
+ * sampled accesses, the weft_heap_usage reports and the slices that allocated are results and
+ * are kept. Outputs that want every block's life, or every change of a heap, take them through
+ * the hooks as the replay goes instead of collecting them.
  */
 #ifndef WEFT_ANALYSIS_MEMORY_H
 #define WEFT_ANALYSIS_MEMORY_H
