@@ -7,7 +7,8 @@
 # "records command build seconds maxrss_kb" lines. Traces live under TMP and are deleted.
 #   bench/rss/run.sh OLD_WEFT NEW_WEFT [SIZES...]     (default sizes 1000000 10000000 100000000)
 # OLD runs under `ulimit -v` OLD_LIMIT_KB (default 14 GB) so that a build that holds every record
-# fails instead of pushing the machine out of memory; a run it stops prints "limit".
+# fails instead of pushing the machine out of memory; a run it stops prints "limit". BUILDS="new"
+# runs only NEW (default "old new").
 set -eu
 OLD=$1 NEW=$2
 shift 2
@@ -15,6 +16,7 @@ SIZES=${*:-1000000 10000000 100000000}
 TMP=${TMP:-/tmp}/weft-rss.$$
 OLD_LIMIT_KB=${OLD_LIMIT_KB:-14000000}
 PLOT_MEMORY_MAX=${PLOT_MEMORY_MAX:-10000000}
+BUILDS=${BUILDS:-old new}
 mkdir -p "$TMP"
 trap 'rm -rf "$TMP"' EXIT
 cc -O2 -o "$TMP/allocloop" "$(dirname "$0")/allocloop.c"
@@ -37,21 +39,21 @@ measure() { # records label build weft args...
 for n in $SIZES; do
 	"$NEW" record -q --memory --no-convert -o "$TMP/t" -- "$TMP/allocloop" "$n" >/dev/null
 	echo "# $n records: $(du -sm "$TMP/t" | cut -f1) MB on disk"
-	for which in old new; do
+	for which in $BUILDS; do
 		[ "$which" = old ] && w=$OLD || w=$NEW
 		measure "$n" report "$which" "$w" report --memory "$TMP/t"
 	done
-	for which in old new; do
+	for which in $BUILDS; do
 		[ "$which" = old ] && w=$OLD || w=$NEW
 		measure "$n" convert "$which" "$w" convert "$TMP/t" -o "$TMP/t.pftrace"
 		rm -f "$TMP/t.pftrace"
 	done
-	for which in old new; do
+	for which in $BUILDS; do
 		[ "$which" = old ] && w=$OLD || w=$NEW
 		measure "$n" plot-heap "$which" "$w" plot heap "$TMP/t" -o "$TMP/t.png"
 	done
 	if [ "$n" -le "$PLOT_MEMORY_MAX" ]; then
-		for which in old new; do
+		for which in $BUILDS; do
 			[ "$which" = old ] && w=$OLD || w=$NEW
 			measure "$n" plot-memory "$which" "$w" plot memory "$TMP/t" -o "$TMP/t.png"
 		done

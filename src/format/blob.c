@@ -16,8 +16,10 @@
 
 struct mapped { uintptr_t addr; size_t len; };
 
-/* The most a read fault maps around it (the kernel's fault_around_bytes, 64 KiB by default). */
-#define FAULT_AROUND ((uintptr_t)64 << 10)
+/* The most a read fault maps before the page it hits: the aligned fault-around window (64 KiB by
+ * default) or the page cache's folio holding the page, which readahead makes as large as a PMD
+ * (2 MiB on x86-64; 128 KiB folios seen on this machine's kernel). */
+#define FAULT_AROUND ((uintptr_t)2 << 20)
 
 /* The mapped blobs: written by weft_blob_load and weft_blob_free, read by weft_blob_release,
  * all under `lock`. */
@@ -120,7 +122,7 @@ void weft_blob_release(const void *p, size_t n)
 		return;
 	/* whole pages, rounded outward (a page shared with the next chunk is read again if needed),
 	 * and the FAULT_AROUND bytes before: a read fault maps the cached pages of the aligned window
-	 * around it, which brings back pages of the chunk before, given back already */
+	 * or folio around it, which brings back pages of the chunk before, given back already */
 	uintptr_t s = a & ~(uintptr_t)(page() - 1), e = a + n < hi ? a + n : hi;
 	e = (e + page() - 1) & ~(uintptr_t)(page() - 1);
 	s = s - lo > FAULT_AROUND ? s - FAULT_AROUND : lo;

@@ -879,6 +879,7 @@ static void parse_events(struct weft_trace *t, const char *name, const unsigned 
 		p->bad_chunks++;
 		off = next;
 	}
+	weft_blob_release(d, n); /* what the last check's fault mapped past it (format/blob.h) */
 }
 
 /* What weft_records_prepare does to one record; inlined into the unpacking loop. */
