@@ -627,10 +627,10 @@ int main(int argc, char **argv)
 class BoundedAnalysis(TraceTest):
     """The analyses stream through a trace in memory proportional to what is live, not to the
     records (issue 21): each command's peak RSS (the kernel's count for the child, ru_maxrss) on a
-    trace of 2 M memory records is within a few MB of the same on 200 k records, where holding
-    each record (~100 B) or the trace file (~6 B each) adds 10-190 MB."""
+    trace of 1.5 M memory records is within 4 MB of the same on 150 k records, where holding
+    each record (~100 B) or the trace file (~5 B each) adds 7-140 MB."""
 
-    GROWTH_KB = 6 << 10  # what 1.8 M more records may add: the counters' points are capped (~2.4 MB)
+    GROWTH_KB = 4 << 10  # what 1.35 M more records may add (the counters' points are capped)
 
     def setUp(self):
         super().setUp()
@@ -656,7 +656,7 @@ class BoundedAnalysis(TraceTest):
         return ru.ru_maxrss
 
     def test_peak_rss_does_not_grow_with_the_records(self):
-        small, big = self.trace(200_000), self.trace(2_000_000)
+        small, big = self.trace(150_000), self.trace(1_500_000)
         out = os.path.join(self.tmp, "out")
         for name, args in (("report --memory", ["report", "--memory"]),
                            ("convert", ["convert", "-o", out + ".pftrace"]),
@@ -667,7 +667,7 @@ class BoundedAnalysis(TraceTest):
                 at = 2 if args[0] == "plot" else 1
                 a = self.peak_kb(*args[:at], small, *args[at:])
                 b = self.peak_kb(*args[:at], big, *args[at:])
-                self.assertLess(b - a, self.GROWTH_KB, f"{name}: {a} KB at 200 k records, {b} KB at 2 M")
+                self.assertLess(b - a, self.GROWTH_KB, f"{name}: {a} KB at 150 k records, {b} KB at 1.5 M")
 
 
 class NamedHeaps(TraceTest, PoolCounters):
