@@ -27,6 +27,13 @@
  * before the call's record (malloc writes the new top chunk's header as the heap grows, calloc
  * zeroes, realloc copies): without this, every first touch of a growing heap is "unknown".
  * The SQLite export (export/sqlite-walk.c) joins the same way.
+ *
+ * The analysis streams through the trace (two walks, memory-internal.h): what it holds is
+ * proportional to what is live at one moment (blocks not yet freed, open slices), to the
+ * interned stacks and sites and to its results, never to the number of memory records; the
+ * sampled accesses, the weft_heap_usage reports and the slices that allocated are results and
+ * are kept. Outputs that want every block's life, or every change of a heap, take them through
+ * the hooks as the replay goes instead of collecting them.
  */
 #ifndef WEFT_ANALYSIS_MEMORY_H
 #define WEFT_ANALYSIS_MEMORY_H
@@ -176,6 +183,26 @@ struct weft_mem_block_info {
 };
 typedef void (*weft_mem_block_fn)(void *ud, const struct weft_mem_block_info *b);
 
+/* A change of a heap's live bytes by one block, for outputs that follow them over time without
+ * holding every block (weft plot heap): given as the replay goes, in time order, +bytes at an
+ * allocation and -bytes at its free (bytes as the heap's figures count them). Blocks of no bytes
+ * give none. */
+struct weft_mem_step {
+	size_t proc;     /* index in t->procs */
+	uint32_t heap;   /* 0 the C heap, else the heap's site id */
+	uint32_t site;   /* the block's allocation site (as weft_mem_block_info's), 0: none */
+	uint64_t ts;     /* ns */
+	int64_t delta;   /* +bytes allocated, -bytes freed */
+};
+typedef void (*weft_mem_step_fn)(void *ud, const struct weft_mem_step *s);
+
+/* What a streaming output is given during the analysis (each may be NULL). */
+struct weft_mem_hooks {
+	weft_mem_block_fn block;
+	weft_mem_step_fn step;
+	void *ud;
+};
+
 /* Allocations at least this big are also instants in a .pftrace (default 1 MiB; the CLI's
  * convert --large-alloc sets it before converting). */
 extern uint64_t weft_mem_large_alloc;
@@ -187,6 +214,9 @@ int weft_mem_analyze(const struct weft_trace *t, struct weft_mem **out, char *er
 /* The same, calling fn for every block's life (in the order they end; the live ones last). */
 int weft_mem_analyze_blocks(const struct weft_trace *t, weft_mem_block_fn fn, void *ud, struct weft_mem **out,
 			    char *err, size_t errlen);
+/* The same, with both hooks. */
+int weft_mem_analyze_hooks(const struct weft_trace *t, const struct weft_mem_hooks *hk, struct weft_mem **out,
+			   char *err, size_t errlen);
 void weft_mem_free(struct weft_mem *m);
 
 /* The process's analysis, or NULL. */

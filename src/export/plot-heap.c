@@ -2,12 +2,14 @@
  * plot-heap.c - `weft plot heap`: one heap's live bytes over time, stacked by the slice that
  * allocated each block, as a PNG (cairo).
  *
- * The memory analysis (analysis/memory.h) hands over every block's life: its allocation and
- * free times, its bytes (scaled as the heap's own figures are, for sampled traces, so the top
- * edge is the same live-bytes curve the heap's counter shows) and the site of the innermost
- * slice open on the allocating thread (0: none, drawn as "[outside any slice]"). Each life becomes two
- * steps, +bytes at the allocation and -bytes at the free (a block never freed lives to the end),
- * sorted by time: per site, a step curve of live bytes.
+ * The memory analysis (analysis/memory.h) hands over every block's life as two steps in time
+ * order, +bytes at the allocation and -bytes at the free (a block never freed lives to the end):
+ * its bytes are scaled as the heap's own figures are, for sampled traces, so the top edge is the
+ * same live-bytes curve the heap's counter shows, and it belongs to the site of the innermost
+ * slice open on the allocating thread (0: none, drawn as "[outside any slice]"). Per site, a step
+ * curve of live bytes. Nothing is held per block: the analysis runs three times (first to find
+ * the process, the heap and the window), and each time the steps are followed as they come,
+ * one timestamp's steps at a time.
  *
  * A first pass over the steps finds each site's own peak within the window; the `top` sites with
  * the highest peaks get a band each (the highest at the bottom) and the rest fold into "other".
@@ -15,6 +17,10 @@
  * the bands at the moment within it when their sum is highest, so no peak of the total is lost
  * to the down-sampling and the bands always add up to the top edge. Bands are filled as whole
  * pixels, so a band's height in pixels is its bytes over the scale, rounded.
+ *
+ * With memory_stacks every analysis names the call stacks' frames as new sites of the process,
+ * appended in the same order each time: a site past those defined before a run is mapped back
+ * to the first counting run's id (same_site).
  *
  * `describe` prints the frame (plot area, time window, bytes per pixel) and each band (name,
  * colour, peak, legend swatch) as JSON lines, so a test can find the pixels it expects.
@@ -34,39 +40,30 @@
 #define MAX_TOP 20
 #define DEFAULT_TOP 8
 
-struct hblock { uint64_t t0, t1, bytes; uint32_t site, heap; size_t proc; };
-struct hstep { uint64_t ts; int64_t delta; uint32_t site; };
-
-struct hdata {
-	struct hblock *b;
-	size_t nb, cap;
+/* One timestamp's steps are applied together; then the sites (or bands) they moved are looked at. */
+struct bands;
+struct follow {
+	size_t proc;
+	uint32_t heap;
+	int pass;                 /* 1: each site's peak in the window; 2: the columns */
+	uint64_t t0, t1;
+	uint32_t first_end, end;  /* the last site defined when pass 1's run began, and this run
+				   * (same_site) */
+	int started;              /* a step at t0 or later came (or the end): the window began */
+	int in_group;             /* a group of steps with ts >= t0 is open */
+	uint64_t gts;             /* its time */
+	int active;               /* pass 2: it falls in a column */
+	/* pass 1: per site id */
+	uint64_t *slive, *speak;
+	uint8_t *dirty;
+	uint32_t *touched;
+	size_t ntouched, ncap;
+	/* pass 2 */
+	const uint32_t *band_of;  /* per site id (ncap of them); beyond: "other" */
+	size_t nbands, nnamed, ncol, c;
+	struct bands *bs;
+	uint64_t *cols, best, peak;
 };
-
-static void on_block(void *ud, const struct weft_mem_block_info *bi)
-{
-	struct hdata *d = ud;
-	if (!bi->bytes)
-		return;
-	if (d->nb == d->cap) {
-		d->cap = d->cap ? d->cap * 2 : 1024;
-		if (!(d->b = realloc(d->b, d->cap * sizeof(*d->b))))
-			weft_oom("drawing the plot");
-	}
-	d->b[d->nb++] = (struct hblock){bi->alloc_ts, bi->free_ts, bi->bytes, bi->alloc_site, bi->heap, bi->proc};
-}
-
-static int cmp_u32(const void *x, const void *y)
-{
-	uint32_t a = *(const uint32_t *)x, b = *(const uint32_t *)y;
-	return a < b ? -1 : a > b;
-}
-
-static int cmp_step(const void *x, const void *y)
-{
-	const struct hstep *a = x, *b = y;
-	return a->ts < b->ts ? -1 : a->ts > b->ts;
-}
-
 /* Sites ranked for the bands: by peak, highest first (then by id, so the order is stable). */
 struct rank { uint32_t idx; uint64_t peak; };
 static int cmp_rank(const void *x, const void *y)
@@ -139,13 +136,167 @@ struct bands {
 	uint64_t total;
 };
 
-static void apply_steps(struct bands *bs, const struct hstep *st, size_t from, size_t to, const uint32_t *band_of)
+/* The highest site id defined in p. */
+static uint32_t last_site(const struct weft_proc *p)
 {
-	for (size_t i = from; i < to; i++) {
-		uint32_t b = band_of[st[i].site];
-		bs->live[b] += (uint64_t)st[i].delta;
-		bs->total += (uint64_t)st[i].delta;
+	for (size_t i = p->nsites; i-- > 1;)
+		if (p->sites[i].defined)
+			return (uint32_t)i;
+	return 0;
+}
+
+/* A site id of this run as counting run 1 numbered it. */
+static uint32_t same_site(const struct follow *f, uint32_t site)
+{
+	return site > f->end ? site - f->end + f->first_end : site;
+}
+
+static void site_room(struct follow *f, uint32_t site)
+{
+	if (site < f->ncap)
+		return;
+	size_t n = f->ncap ? f->ncap : 64;
+	while (n <= site)
+		n *= 2;
+	f->slive = realloc(f->slive, n * sizeof(*f->slive));
+	f->speak = realloc(f->speak, n * sizeof(*f->speak));
+	f->dirty = realloc(f->dirty, n);
+	f->touched = realloc(f->touched, n * sizeof(*f->touched));
+	if (!f->slive || !f->speak || !f->dirty || !f->touched)
+		weft_oom("drawing the plot");
+	memset(f->slive + f->ncap, 0, (n - f->ncap) * sizeof(*f->slive));
+	memset(f->speak + f->ncap, 0, (n - f->ncap) * sizeof(*f->speak));
+	memset(f->dirty + f->ncap, 0, n - f->ncap);
+	f->ncap = n;
+}
+
+/* Pass 2: column c's end (the last column also takes t1 itself), its start and its end. */
+static uint64_t col_end(const struct follow *f, size_t c)
+{
+	return c + 1 == f->ncol ? f->t1 + 1
+				: f->t0 + (uint64_t)((double)(f->t1 - f->t0) * (double)(c + 1) / (double)f->ncol);
+}
+
+static void col_start(struct follow *f)
+{
+	if (f->c < f->ncol) {
+		memcpy(&f->cols[f->c * (f->nbands + 1)], f->bs->live, f->nbands * sizeof(*f->cols));
+		f->best = f->bs->total;
 	}
+}
+
+static void col_done(struct follow *f)
+{
+	/* a column's total: its bands' sum ("no band" steps are never live in the window) */
+	uint64_t *col = &f->cols[f->c * (f->nbands + 1)], sum = 0;
+	for (size_t k = 0; k < f->nbands; k++)
+		sum += col[k];
+	col[f->nbands] = sum;
+	f->peak = sum > f->peak ? sum : f->peak;
+	f->c++;
+	col_start(f);
+}
+
+/* The window begins: each site's (band's) peak starts at what is live at t0. */
+static void window_start(struct follow *f)
+{
+	f->started = 1;
+	if (f->pass == 1) {
+		if (f->ncap)
+			memcpy(f->speak, f->slive, f->ncap * sizeof(*f->speak));
+		return;
+	}
+	memcpy(f->bs->peak, f->bs->live, f->nbands * sizeof(*f->bs->peak));
+	f->c = 0;
+	col_start(f);
+}
+
+/* The open group of steps is complete. */
+static void group_done(struct follow *f)
+{
+	if (!f->in_group)
+		return;
+	f->in_group = 0;
+	if (f->pass == 1) {
+		for (size_t i = 0; i < f->ntouched; i++) {
+			uint32_t s = f->touched[i];
+			if (f->slive[s] > f->speak[s])
+				f->speak[s] = f->slive[s];
+			f->dirty[s] = 0;
+		}
+		f->ntouched = 0;
+		return;
+	}
+	if (!f->active)
+		return;
+	struct bands *bs = f->bs;
+	for (size_t k = 0; k < f->nbands; k++)
+		if (bs->live[k] > bs->peak[k])
+			bs->peak[k] = bs->live[k];
+	if (bs->total > f->best) {
+		f->best = bs->total;
+		memcpy(&f->cols[f->c * (f->nbands + 1)], bs->live, f->nbands * sizeof(*f->cols));
+	}
+}
+
+static void on_step(void *ud, const struct weft_mem_step *st)
+{
+	struct follow *f = ud;
+	if (st->proc != f->proc || st->heap != f->heap)
+		return;
+	uint32_t site = same_site(f, st->site);
+	if (f->pass == 1)
+		site_room(f, site);
+	if (f->in_group && st->ts != f->gts)
+		group_done(f);
+	if (st->ts >= f->t0 && !f->started)
+		window_start(f);
+	if (f->started && !f->in_group) { /* a new group: in the window (pass 1), in a column (pass 2)? */
+		f->in_group = 1;
+		f->gts = st->ts;
+		if (f->pass == 2) {
+			while (f->c < f->ncol && st->ts >= col_end(f, f->c))
+				col_done(f);
+			f->active = f->c < f->ncol;
+		}
+	}
+	if (f->pass == 1) {
+		if (f->started && st->ts > f->t1)
+			return;
+		f->slive[site] += (uint64_t)st->delta;
+		if (f->started && !f->dirty[site]) {
+			f->dirty[site] = 1;
+			f->touched[f->ntouched++] = site;
+		}
+		return;
+	}
+	if (f->started && !f->active)
+		return;
+	uint32_t b = site < f->ncap ? f->band_of[site] : (uint32_t)f->nnamed;
+	f->bs->live[b] += (uint64_t)st->delta;
+	f->bs->total += (uint64_t)st->delta;
+}
+
+/* One run of the analysis with f following the steps; 0 or its error. */
+static int follow_run(const struct weft_trace *t, struct follow *f, char *err, size_t errlen)
+{
+	const struct weft_proc *p = &t->procs[f->proc];
+	f->end = last_site(p);
+	if (f->pass == 1)
+		f->first_end = f->end;
+	struct weft_mem_hooks hk = {.step = on_step, .ud = f};
+	struct weft_mem *m = NULL;
+	int rc = weft_mem_analyze_hooks(t, &hk, &m, err, errlen);
+	weft_mem_free(m);
+	if (rc)
+		return rc;
+	group_done(f);
+	if (!f->started)
+		window_start(f);
+	if (f->pass == 2)
+		while (f->c < f->ncol)
+			col_done(f);
+	return 0;
 }
 
 int weft_plot_heap(const struct weft_trace *t, const struct weft_plot_opts *o, char *err, size_t errlen)
@@ -161,13 +312,10 @@ int weft_plot_heap(const struct weft_trace *t, const struct weft_plot_opts *o, c
 			return -ENOENT;
 		}
 	}
-	struct hdata d = {0};
-	struct weft_mem *mem = NULL;
-	int rc = weft_mem_analyze_blocks(t, on_block, &d, &mem, err, errlen);
-	if (rc) {
-		free(d.b);
+	struct weft_mem *mem = NULL; /* run 0: which process, which heap, the window */
+	int rc = weft_mem_analyze(t, &mem, err, errlen);
+	if (rc)
 		return rc;
-	}
 	const struct weft_mem_proc *mp = NULL;
 	for (size_t i = o->pid ? proc : 0; i < t->nprocs && !mp; i++) {
 		mp = weft_mem_for(mem, &t->procs[i]);
@@ -176,8 +324,8 @@ int weft_plot_heap(const struct weft_trace *t, const struct weft_plot_opts *o, c
 			break;
 	}
 	rc = -ENODATA;
-	struct hstep *st = NULL;
-	uint32_t *sites = NULL, *band_of = NULL;
+	struct follow f = {0};
+	uint32_t *band_of = NULL;
 	struct rank *rk = NULL;
 	uint64_t *cols = NULL, *speak = NULL, *blive = NULL;
 	cairo_t *cr = NULL;
@@ -227,61 +375,18 @@ int weft_plot_heap(const struct weft_trace *t, const struct weft_plot_opts *o, c
 	if (t1 <= t0)
 		t1 = t0 + 1;
 
-	/* this heap's blocks: their sites, and two steps each */
-	size_t nb = 0;
-	for (size_t i = 0; i < d.nb; i++)
-		if (d.b[i].proc == proc && d.b[i].heap == h->id)
-			d.b[nb++] = d.b[i];
-	sites = malloc((nb + 1) * sizeof(*sites));
-	st = malloc((2 * nb + 1) * sizeof(*st));
-	if (!sites || !st)
-		weft_oom("drawing the plot");
-	for (size_t i = 0; i < nb; i++)
-		sites[i] = d.b[i].site;
-	qsort(sites, nb, sizeof(*sites), cmp_u32);
-	size_t nsites = 0;
-	for (size_t i = 0; i < nb; i++)
-		if (!nsites || sites[i] != sites[nsites - 1])
-			sites[nsites++] = sites[i];
-	size_t nst = 0;
-	for (size_t i = 0; i < nb; i++) {
-		const uint32_t *s = bsearch(&d.b[i].site, sites, nsites, sizeof(*sites), cmp_u32);
-		uint32_t idx = (uint32_t)(s - sites);
-		st[nst++] = (struct hstep){d.b[i].t0, (int64_t)d.b[i].bytes, idx};
-		if (d.b[i].t1)
-			st[nst++] = (struct hstep){d.b[i].t1 > d.b[i].t0 ? d.b[i].t1 : d.b[i].t0, -(int64_t)d.b[i].bytes, idx};
-	}
-	qsort(st, nst, sizeof(*st), cmp_step);
-
 	/* pass 1: each site's own peak in the window (after each instant's steps) */
-	band_of = malloc((nsites + 1) * sizeof(*band_of));
-	speak = calloc(nsites + 1, sizeof(*speak));
-	uint64_t *slive = calloc(nsites + 1, sizeof(*slive));
-	if (!band_of || !speak || !slive)
-		weft_oom("drawing the plot");
-	for (size_t s = 0; s < nsites; s++)
-		band_of[s] = (uint32_t)s;
-	size_t e = 0;
-	struct bands sb = {nsites, slive, speak, 0};
-	while (e < nst && st[e].ts < t0)
-		e++;
-	apply_steps(&sb, st, 0, e, band_of);
-	memcpy(speak, slive, nsites * sizeof(*speak));
-	while (e < nst && st[e].ts <= t1) {
-		size_t g = e;
-		while (g < nst && st[g].ts == st[e].ts)
-			g++;
-		apply_steps(&sb, st, e, g, band_of);
-		for (size_t i = e; i < g; i++)
-			if (slive[st[i].site] > speak[st[i].site])
-				speak[st[i].site] = slive[st[i].site];
-		e = g;
-	}
-	free(slive);
+	f = (struct follow){.proc = proc, .heap = h->id, .pass = 1, .t0 = t0, .t1 = t1};
+	if ((rc = follow_run(t, &f, err, errlen)))
+		goto out;
+	rc = -ENODATA;
+	size_t nsites = f.ncap;
+	speak = f.speak;
 
 	/* the bands: the top sites by peak, then "other" */
 	rk = malloc((nsites + 1) * sizeof(*rk));
-	if (!rk)
+	band_of = malloc((nsites + 1) * sizeof(*band_of));
+	if (!rk || !band_of)
 		weft_oom("drawing the plot");
 	size_t nr = 0;
 	for (size_t s = 0; s < nsites; s++)
@@ -308,37 +413,19 @@ int weft_plot_heap(const struct weft_trace *t, const struct weft_plot_opts *o, c
 	if (!cols || !blive)
 		weft_oom("drawing the plot");
 	struct bands bs = {nbands + 1, blive, blive + nbands + 1, 0};
-	for (e = 0; e < nst && st[e].ts < t0; e++)
-		;
-	apply_steps(&bs, st, 0, e, band_of);
-	memcpy(bs.peak, bs.live, nbands * sizeof(*bs.peak));
-	uint64_t peak = 0;
-	for (size_t c = 0; c < ncol; c++) {
-		/* [cs, ce): the last column also takes t1 itself */
-		uint64_t ce = c + 1 == ncol ? t1 + 1 : t0 + (uint64_t)((double)(t1 - t0) * (double)(c + 1) / (double)ncol);
-		uint64_t *col = &cols[c * (nbands + 1)], best = bs.total;
-		memcpy(col, bs.live, nbands * sizeof(*col));
-		while (e < nst && st[e].ts < ce) {
-			size_t g = e;
-			while (g < nst && st[g].ts == st[e].ts)
-				g++;
-			apply_steps(&bs, st, e, g, band_of);
-			for (size_t k = 0; k < nbands; k++)
-				if (bs.live[k] > bs.peak[k])
-					bs.peak[k] = bs.live[k];
-			if (bs.total > best) {
-				best = bs.total;
-				memcpy(col, bs.live, nbands * sizeof(*col));
-			}
-			e = g;
-		}
-		/* a column's total: its bands' sum ("no band" steps are never live in the window) */
-		uint64_t sum = 0;
-		for (size_t k = 0; k < nbands; k++)
-			sum += col[k];
-		col[nbands] = sum;
-		peak = sum > peak ? sum : peak;
-	}
+	f.pass = 2;
+	f.started = f.in_group = f.active = 0;
+	f.band_of = band_of;
+	f.nbands = nbands;
+	f.nnamed = nnamed;
+	f.ncol = ncol;
+	f.c = 0;
+	f.bs = &bs;
+	f.cols = cols;
+	f.best = f.peak = 0;
+	if ((rc = follow_run(t, &f, err, errlen)))
+		goto out;
+	uint64_t peak = f.peak;
 	for (size_t k = 0; k < nnamed; k++)
 		bs.peak[k] = speak[rk[k].idx]; /* exact, whatever the column sampling */
 
@@ -413,7 +500,7 @@ int weft_plot_heap(const struct weft_trace *t, const struct weft_plot_opts *o, c
 		fmt_bytes(bs.peak[k], size, sizeof(size));
 		lnames[k] = "other";
 		if (k < nnamed) {
-			uint32_t site = sites[rk[k].idx];
+			uint32_t site = rk[k].idx;
 			lnames[k] = site ? weft_site_name(p, site) : WEFT_MEM_NO_SLICE;
 			if (!lnames[k]) {
 				snprintf(names[k], sizeof(names[k]), "site %" PRIu32, site);
@@ -461,10 +548,10 @@ out:
 	free(blive);
 	free(rk);
 	free(band_of);
-	free(speak);
-	free(sites);
-	free(st);
-	free(d.b);
+	free(f.slive);
+	free(f.speak);
+	free(f.dirty);
+	free(f.touched);
 	weft_mem_free(mem);
 	return rc;
 }

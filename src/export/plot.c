@@ -12,6 +12,12 @@
  * weft_plot_heap_lines: live bytes over time, one line per heap of one process (`weft plot heap
  * --lines`; the stacked picture by allocating slice is plot-heap.c's).
  *
+ * Nothing is held per allocation: the analysis runs three times, handing over every block's life
+ * each time (analysis/memory.h): first for the extent in time, then for the used address ranges
+ * (merged as they come), then to draw. The sampled accesses are kept (a sample per page).
+ * With memory_stacks every run names the call stacks' frames as new sites, appended in the same
+ * order each time: a site past those defined before a run is mapped back to the first run's id.
+ *
  * weft_plot_memory can describe what it drew (`describe`: one JSON line per allocation with its
  * pixel rectangle), so a test can look at the pixels where a known block must be.
  *
@@ -30,16 +36,30 @@
 #include <stdlib.h>
 #include <string.h>
 
-struct pblock { uint64_t addr, size, t0, t1; uint32_t site; };
 struct paccess { uint64_t ts, addr; };
 struct seg { uint64_t lo, hi; double y0, y1; };
+struct legend { uint32_t site; uint64_t bytes; };
+
+/* The address ranges closer than this are one segment of the picture. */
+#define SEG_GAP ((uint64_t)1 << 20)
 
 struct pdata {
 	size_t proc;
-	struct pblock *b;
-	size_t nb, bcap;
+	const struct weft_plot_opts *o;
+	int pass;                 /* 1: the extent in time; 2: the used ranges; 3: the drawing */
+	uint32_t first_end, end;  /* the last site defined when run 1 began, and this run */
+	uint64_t t0, t1;          /* pass 1: the blocks' extent; then the window */
 	struct paccess *a;
 	size_t na, acap;
+	struct seg *seg;          /* pass 2: the used ranges, merged, by address */
+	size_t nseg, segcap, nb;  /* nb: blocks in the window */
+	/* pass 3 */
+	const struct weft_proc *p;
+	cairo_t *cr;
+	double left, sx;
+	uint64_t draw_t1;
+	struct legend *leg;
+	size_t nleg, legcap;
 };
 
 static void *xgrow(void *p, size_t *cap, size_t n, size_t elem)
@@ -53,13 +73,86 @@ static void *xgrow(void *p, size_t *cap, size_t n, size_t elem)
 	return q;
 }
 
+/* [lo, hi) is used: merged with every segment within SEG_GAP of it (segments stay apart by more
+ * than that, so the result is the merge of the sorted ranges). */
+static void seg_add(struct pdata *d, uint64_t lo, uint64_t hi)
+{
+	size_t i = 0, n = d->nseg;
+	for (size_t l = 0, h = n; l < h;) { /* the first segment that ends near or past lo */
+		size_t mid = (l + h) / 2;
+		if (lo <= d->seg[mid].hi + SEG_GAP)
+			h = mid;
+		else
+			l = mid + 1;
+		i = h;
+	}
+	size_t j = i;
+	for (; j < n && d->seg[j].lo <= hi + SEG_GAP; j++) {
+		lo = d->seg[j].lo < lo ? d->seg[j].lo : lo;
+		hi = d->seg[j].hi > hi ? d->seg[j].hi : hi;
+	}
+	if (i == j) { /* a new segment */
+		d->seg = xgrow(d->seg, &d->segcap, d->nseg + 1, sizeof(*d->seg));
+		memmove(d->seg + i + 1, d->seg + i, (n - i) * sizeof(*d->seg));
+		d->nseg++;
+	} else {
+		memmove(d->seg + i + 1, d->seg + j, (n - j) * sizeof(*d->seg));
+		d->nseg -= j - i - 1;
+	}
+	d->seg[i] = (struct seg){lo, hi, 0, 0};
+}
+
+static void draw_block(struct pdata *d, const struct weft_mem_block_info *bi, uint32_t site);
+
+static uint32_t same_site(const struct pdata *d, uint32_t site)
+{
+	return site > d->end ? site - d->end + d->first_end : site;
+}
+
 static void on_block(void *ud, const struct weft_mem_block_info *bi)
 {
 	struct pdata *d = ud;
 	if (bi->proc != d->proc || !bi->size)
 		return;
-	d->b = xgrow(d->b, &d->bcap, d->nb, sizeof(*d->b));
-	d->b[d->nb++] = (struct pblock){bi->addr, bi->size, bi->alloc_ts, bi->free_ts, bi->alloc_site};
+	if (d->pass == 1) {
+		d->t0 = bi->alloc_ts < d->t0 ? bi->alloc_ts : d->t0;
+		uint64_t e = bi->free_ts ? bi->free_ts : bi->alloc_ts;
+		d->t1 = e > d->t1 ? e : d->t1;
+		return;
+	}
+	/* what lies in the window and the address range */
+	const struct weft_plot_opts *o = d->o;
+	uint64_t e = bi->free_ts ? bi->free_ts : d->t1;
+	if (e < d->t0 || bi->alloc_ts > d->t1 || (o->a_hi && (bi->addr >= o->a_hi || bi->addr + bi->size <= o->a_lo)))
+		return;
+	if (d->pass == 2) {
+		seg_add(d, bi->addr, bi->addr + bi->size);
+		d->nb++;
+		return;
+	}
+	draw_block(d, bi, same_site(d, bi->alloc_site));
+}
+
+/* The highest site id defined in p. */
+static uint32_t last_site(const struct weft_proc *p)
+{
+	for (size_t i = p->nsites; i-- > 1;)
+		if (p->sites[i].defined)
+			return (uint32_t)i;
+	return 0;
+}
+
+/* One run of the analysis for d's pass; 0 or its error. */
+static int plot_run(const struct weft_trace *t, struct pdata *d, int pass, char *err, size_t errlen)
+{
+	d->pass = pass;
+	d->end = last_site(&t->procs[d->proc]);
+	if (pass == 1)
+		d->first_end = d->end;
+	struct weft_mem *m = NULL;
+	int rc = weft_mem_analyze_blocks(t, on_block, d, &m, err, errlen);
+	weft_mem_free(m);
+	return rc;
 }
 
 static void on_event(void *ud, const struct weft_ev *ev)
@@ -71,36 +164,9 @@ static void on_event(void *ud, const struct weft_ev *ev)
 	d->a[d->na++] = (struct paccess){ev->ts, ev->addr};
 }
 
-static int cmp_iv(const void *x, const void *y)
+/* The used address ranges (merged into segments) laid out bottom (low addresses) to top. */
+static void layout(struct seg *iv, size_t m, double top, double bottom)
 {
-	const struct seg *a = x, *b = y;
-	return a->lo < b->lo ? -1 : a->lo > b->lo;
-}
-
-/* The used address ranges, merged into segments, laid out bottom (low addresses) to top. */
-static struct seg *layout(const struct pdata *d, size_t *nseg, double top, double bottom)
-{
-	size_t n = d->nb + d->na, k = 0;
-	struct seg *iv = malloc((n + 1) * sizeof(*iv));
-	if (!iv)
-		weft_oom("drawing the plot");
-	for (size_t i = 0; i < d->nb; i++)
-		iv[k++] = (struct seg){d->b[i].addr, d->b[i].addr + d->b[i].size, 0, 0};
-	for (size_t i = 0; i < d->na; i++) {
-		uint64_t page = d->a[i].addr & ~(uint64_t)4095;
-		iv[k++] = (struct seg){page, page + 4096, 0, 0};
-	}
-	qsort(iv, k, sizeof(*iv), cmp_iv);
-	size_t m = 0;
-	const uint64_t gap = 1u << 20;
-	for (size_t i = 0; i < k; i++) {
-		if (m && iv[i].lo <= iv[m - 1].hi + gap) {
-			if (iv[i].hi > iv[m - 1].hi)
-				iv[m - 1].hi = iv[i].hi;
-		} else {
-			iv[m++] = iv[i];
-		}
-	}
 	/* heights: proportional to size, at least 14 px each */
 	double avail = bottom - top, total = 0, minh = 14;
 	for (size_t i = 0; i < m; i++)
@@ -115,8 +181,6 @@ static struct seg *layout(const struct pdata *d, size_t *nseg, double top, doubl
 		iv[i].y1 = y - h; /* high at the top */
 		y -= h;
 	}
-	*nseg = m;
-	return iv;
 }
 
 static double addr_y(const struct seg *s, size_t n, uint64_t a)
@@ -269,7 +333,45 @@ int weft_draw_finish(cairo_t *cr, cairo_surface_t *sf, const char *path, char *e
 	return -EIO;
 }
 
-struct legend { uint32_t site; uint64_t bytes; };
+/* One allocation's rectangle, and its bytes for the legend. */
+static void draw_block(struct pdata *d, const struct weft_mem_block_info *bi, uint32_t site)
+{
+	cairo_t *cr = d->cr;
+	uint64_t t0 = d->t0, t1 = d->draw_t1;
+	double left = d->left, sx = d->sx;
+	uint64_t e = bi->free_ts && bi->free_ts < t1 ? bi->free_ts : t1, s = bi->alloc_ts > t0 ? bi->alloc_ts : t0;
+	double x0 = left + (double)(s - t0) * sx, x1 = left + (double)(e - t0) * sx;
+	double ya = addr_y(d->seg, d->nseg, bi->addr), yb = addr_y(d->seg, d->nseg, bi->addr + bi->size);
+	if (x1 - x0 < 1)
+		x1 = x0 + 1;
+	if (ya - yb < 1)
+		yb = ya - 1;
+	double r, g, bl;
+	colour_of(site, &r, &g, &bl);
+	cairo_set_source_rgba(cr, r, g, bl, 0.45);
+	cairo_rectangle(cr, x0, yb, x1 - x0, ya - yb);
+	cairo_fill_preserve(cr);
+	cairo_set_source_rgba(cr, r * 0.6, g * 0.6, bl * 0.6, 0.9);
+	cairo_set_line_width(cr, 1);
+	cairo_stroke(cr);
+	const char *name = site ? weft_site_name(d->p, site) : WEFT_MEM_NO_SLICE;
+	if (x1 - x0 > 70 && ya - yb > 14 && name) {
+		cairo_set_source_rgb(cr, 0.1, 0.1, 0.1);
+		weft_draw_text(cr, x0 + 3, yb + 12, name, 10);
+	}
+	if (d->o->describe)
+		printf("{\"addr\":%" PRIu64 ",\"size\":%" PRIu64 ",\"slice\":\"%s\",\"x0\":%.0f,\"y0\":%.0f,"
+		       "\"x1\":%.0f,\"y1\":%.0f}\n", bi->addr, bi->size, name ? name : "", x0, yb, x1, ya);
+	size_t k = 0;
+	while (k < d->nleg && d->leg[k].site != site)
+		k++;
+	if (k == d->nleg) {
+		d->leg = xgrow(d->leg, &d->legcap, d->nleg, sizeof(*d->leg));
+		d->leg[d->nleg++] = (struct legend){site, 0};
+	}
+	d->leg[k].bytes += bi->size;
+}
+
 static int cmp_leg(const void *x, const void *y)
 {
 	const struct legend *a = x, *b = y;
@@ -288,9 +390,8 @@ int weft_plot_memory(const struct weft_trace *t, const struct weft_plot_opts *o,
 		}
 	}
 	const struct weft_proc *p = &t->procs[proc];
-	struct pdata d = {.proc = proc};
-	struct weft_mem *mem = NULL;
-	int rc = weft_mem_analyze_blocks(t, on_block, &d, &mem, err, errlen);
+	struct pdata d = {.proc = proc, .o = o, .p = p, .t0 = UINT64_MAX};
+	int rc = plot_run(t, &d, 1, err, errlen); /* 1: the blocks' extent in time */
 	if (rc)
 		return rc;
 	uint64_t *buf = NULL;
@@ -301,12 +402,7 @@ int weft_plot_memory(const struct weft_trace *t, const struct weft_plot_opts *o,
 	}
 	free(buf);
 	/* the window: what was asked, else everything of this process */
-	uint64_t t0 = UINT64_MAX, t1 = 0;
-	for (size_t i = 0; i < d.nb; i++) {
-		t0 = d.b[i].t0 < t0 ? d.b[i].t0 : t0;
-		uint64_t e = d.b[i].t1 ? d.b[i].t1 : d.b[i].t0;
-		t1 = e > t1 ? e : t1;
-	}
+	uint64_t t0 = d.t0, t1 = d.t1;
 	for (size_t i = 0; i < d.na; i++) {
 		t0 = d.a[i].ts < t0 ? d.a[i].ts : t0;
 		t1 = d.a[i].ts > t1 ? d.a[i].ts : t1;
@@ -317,40 +413,43 @@ int weft_plot_memory(const struct weft_trace *t, const struct weft_plot_opts *o,
 		if (o->t_to && base + o->t_to < t1)
 			t1 = base + o->t_to;
 	}
-	/* keep what lies in the window and the address range */
-	size_t nb = 0, na = 0;
-	for (size_t i = 0; i < d.nb; i++) {
-		struct pblock b = d.b[i];
-		uint64_t e = b.t1 ? b.t1 : t1;
-		if (e < t0 || b.t0 > t1 || (o->a_hi && (b.addr >= o->a_hi || b.addr + b.size <= o->a_lo)))
-			continue;
-		d.b[nb++] = b;
-	}
+	d.t0 = t0;
+	d.t1 = t1;
+	/* keep the accesses in the window and the address range */
+	size_t na = 0;
 	for (size_t i = 0; i < d.na; i++) {
 		struct paccess a = d.a[i];
 		if (a.ts < t0 || a.ts > t1 || (o->a_hi && (a.addr >= o->a_hi || a.addr < o->a_lo)))
 			continue;
 		d.a[na++] = a;
 	}
-	d.nb = nb;
 	d.na = na;
-	if (!nb && !na) {
+	if ((rc = plot_run(t, &d, 2, err, errlen))) { /* 2: the used address ranges of those in the window */
+		free(d.a);
+		free(d.seg);
+		return rc;
+	}
+	for (size_t i = 0; i < d.na; i++) {
+		uint64_t page = d.a[i].addr & ~(uint64_t)4095;
+		seg_add(&d, page, page + 4096);
+	}
+	if (!d.nb && !na) {
 		if (!o->has_time && !o->a_hi && p->mem_recorded) /* no window: there were none at all */
 			weft_mem_why_none(t, p->pid, err, errlen);
 		else
 			snprintf(err, errlen, "nothing to draw: no allocations or accesses of process %d in that range",
 				 p->pid);
-		free(d.b);
 		free(d.a);
-		weft_mem_free(mem);
+		free(d.seg);
 		return -ENODATA;
 	}
 	if (t1 <= t0)
 		t1 = t0 + 1;
 	int W = o->width, H = o->height;
 	double left = 150, right = W - 300, top = 40, bottom = H - 50; /* right of it: gap labels, the legend */
-	size_t nseg;
-	struct seg *seg = layout(&d, &nseg, top, bottom);
+	size_t nseg = d.nseg;
+	struct seg *seg = d.seg;
+	layout(seg, nseg, top, bottom);
 	cairo_surface_t *sf;
 	cairo_t *cr = weft_draw_canvas(W, H, &sf);
 	char title[512];
@@ -382,42 +481,22 @@ int weft_plot_memory(const struct weft_trace *t, const struct weft_plot_opts *o,
 				printf("{\"gap\":%" PRIu64 ",\"label\":\"%s\"}\n", seg[i + 1].lo - seg[i].hi, lab);
 		}
 	}
-	/* allocations */
-	double sx = (right - left) / (double)(t1 - t0);
-	struct legend *leg = calloc(d.nb + 1, sizeof(*leg));
-	size_t nleg = 0;
-	for (size_t i = 0; i < d.nb; i++) {
-		const struct pblock *b = &d.b[i];
-		uint64_t e = b->t1 && b->t1 < t1 ? b->t1 : t1, s = b->t0 > t0 ? b->t0 : t0;
-		double x0 = left + (double)(s - t0) * sx, x1 = left + (double)(e - t0) * sx;
-		double ya = addr_y(seg, nseg, b->addr), yb = addr_y(seg, nseg, b->addr + b->size);
-		if (x1 - x0 < 1)
-			x1 = x0 + 1;
-		if (ya - yb < 1)
-			yb = ya - 1;
-		double r, g, bl;
-		colour_of(b->site, &r, &g, &bl);
-		cairo_set_source_rgba(cr, r, g, bl, 0.45);
-		cairo_rectangle(cr, x0, yb, x1 - x0, ya - yb);
-		cairo_fill_preserve(cr);
-		cairo_set_source_rgba(cr, r * 0.6, g * 0.6, bl * 0.6, 0.9);
-		cairo_set_line_width(cr, 1);
-		cairo_stroke(cr);
-		const char *name = b->site ? weft_site_name(p, b->site) : WEFT_MEM_NO_SLICE;
-		if (x1 - x0 > 70 && ya - yb > 14 && name) {
-			cairo_set_source_rgb(cr, 0.1, 0.1, 0.1);
-			weft_draw_text(cr, x0 + 3, yb + 12, name, 10);
-		}
-		if (o->describe)
-			printf("{\"addr\":%" PRIu64 ",\"size\":%" PRIu64 ",\"slice\":\"%s\",\"x0\":%.0f,\"y0\":%.0f,"
-			       "\"x1\":%.0f,\"y1\":%.0f}\n", b->addr, b->size, name ? name : "", x0, yb, x1, ya);
-		size_t k = 0;
-		while (k < nleg && leg[k].site != b->site)
-			k++;
-		if (k == nleg)
-			leg[nleg++].site = b->site;
-		leg[k].bytes += b->size;
+	/* allocations: drawn as the third run hands them over */
+	d.cr = cr;
+	d.left = left;
+	d.sx = (right - left) / (double)(t1 - t0);
+	d.draw_t1 = t1; /* (the window's end, at least t0 + 1, as the drawing has it) */
+	if ((rc = plot_run(t, &d, 3, err, errlen))) {
+		cairo_destroy(cr);
+		cairo_surface_destroy(sf);
+		free(d.leg);
+		free(d.a);
+		free(d.seg);
+		return rc;
 	}
+	struct legend *leg = d.leg;
+	size_t nleg = d.nleg;
+	double sx = d.sx;
 	/* accesses */
 	cairo_set_source_rgba(cr, 0.75, 0.05, 0.05, 0.8);
 	for (size_t i = 0; i < d.na; i++) {
@@ -466,9 +545,7 @@ int weft_plot_memory(const struct weft_trace *t, const struct weft_plot_opts *o,
 	weft_draw_text(cr, right + 86, ly, lab, 10);
 	free(leg);
 	free(seg);
-	free(d.b);
 	free(d.a);
-	weft_mem_free(mem);
 	return weft_draw_finish(cr, sf, o->out, err, errlen);
 }
 

@@ -7,6 +7,7 @@
  */
 #include "reader.h"
 #include "reader-internal.h"
+#include "blob.h"
 #include "format.h"
 #include "symbols.h"
 #include "pack.h"
@@ -64,6 +65,7 @@ void weft_rd_parse_events(struct weft_trace *t, const char *name, const unsigned
 		struct weft_chunk_header h;
 		if (frame_ok(d, n, off, &h)) {
 			add_chunk(p, &h, d + off + sizeof(h));
+			weft_blob_release(d + off, sizeof(h) + h.stored_size); /* checked: read again when decoded */
 			off += sizeof(h) + h.stored_size;
 			continue;
 		}
@@ -89,6 +91,7 @@ void weft_rd_parse_events(struct weft_trace *t, const char *name, const unsigned
 		p->bad_chunks++;
 		off = next;
 	}
+	weft_blob_release(d, n); /* what the last check's fault mapped past it (format/blob.h) */
 }
 
 /* What weft_records_prepare does to one record; inlined into the unpacking loop. */
@@ -234,13 +237,17 @@ static int decode(const struct weft_chunk_view *c, const struct weft_proc *prep,
 int weft_chunk_decode(const struct weft_chunk_view *c, uint64_t **buf, size_t *cap, size_t *nwords,
 		      const char **why)
 {
-	return decode(c, NULL, buf, cap, nwords, why);
+	int rc = decode(c, NULL, buf, cap, nwords, why);
+	weft_blob_release(c->stored, c->stored_size); /* (format/blob.h) */
+	return rc;
 }
 
 int weft_chunk_decode_prepared(const struct weft_chunk_view *c, const struct weft_proc *p, uint64_t **buf,
 			       size_t *cap, size_t *nwords, const char **why)
 {
-	return decode(c, p, buf, cap, nwords, why);
+	int rc = decode(c, p, buf, cap, nwords, why);
+	weft_blob_release(c->stored, c->stored_size); /* (format/blob.h) */
+	return rc;
 }
 
 int weft_chunk_headers(const struct weft_chunk_view *c, uint64_t **buf, size_t *cap,
@@ -268,7 +275,9 @@ int weft_chunk_headers(const struct weft_chunk_view *c, uint64_t **buf, size_t *
 			}
 			packed = (const uint8_t *)*buf;
 		}
-		if (weft_unpack_headers(packed, got, fmt, fn, ud)) {
+		int bad = weft_unpack_headers(packed, got, fmt, fn, ud);
+		weft_blob_release(c->stored, c->stored_size); /* (format/blob.h) */
+		if (bad) {
 			*why = "bad packed records";
 			return -EBADMSG;
 		}

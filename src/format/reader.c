@@ -6,6 +6,7 @@
  */
 #include "reader.h"
 #include "reader-internal.h"
+#include "blob.h"
 #include "format.h"
 #include "symbols.h"
 #include "pack.h"
@@ -389,14 +390,11 @@ int weft_trace_open_window(const char *const *dirs, size_t ndirs, const struct w
 			close(fd);
 			continue;
 		}
-		data[i] = weft_rd_xcalloc(1, (size_t)st.st_size + 1);
+		/* events files mapped (format/blob.h): a walk holds a few chunks' pages, not the file */
+		const char *dot = strrchr(base, '.');
 		size_t got = 0;
-		while (got < (size_t)st.st_size) {
-			ssize_t r = read(fd, data[i] + got, (size_t)st.st_size - got);
-			if (r <= 0)
-				break;
-			got += (size_t)r;
-		}
+		if (!(data[i] = weft_blob_load(fd, (size_t)st.st_size, dot && !strcmp(dot, ".wevents"), &got)))
+			weft_oom("reading the trace");
 		sizes[i] = got;
 		close(fd);
 	}

@@ -7,6 +7,7 @@
  */
 #include "reader.h"
 #include "reader-internal.h"
+#include "blob.h"
 #include "format.h"
 #include "symbols.h"
 #include "pack.h"
@@ -373,7 +374,7 @@ void weft_trace_free(struct weft_trace *t)
 		free(t->warnings[i]);
 	free(t->warnings);
 	for (size_t i = 0; i < t->nblobs; i++)
-		free(t->blobs[i]);
+		weft_blob_free(t->blobs[i]);
 	free(t->blobs);
 	free(t->dir);
 	free(t);

@@ -603,6 +603,92 @@ class AccessSites(TraceTest):
         (n, outside), = con.execute("select count(*), count(*) - count(allocation_id) from accesses").fetchall()
         self.assertLessEqual(outside, n // 50, (n, outside))
 
+# A malloc/free loop: argv[1] records (half allocations, half frees), 1024 blocks live at most.
+CHURN_C = r"""
+#include <stdlib.h>
+int main(int argc, char **argv)
+{
+	long n = argc > 1 ? atol(argv[1]) : 0;
+	static void *slot[1024];
+	unsigned x = 12345;
+	for (long i = 0; i < n / 2; i++) {
+		x = x * 1103515245u + 12345u;
+		unsigned k = (x >> 8) % 1024;
+		free(slot[k]);
+		slot[k] = malloc(16 + (x >> 20) % 2048);
+	}
+	return 0;
+}
+"""
+
+# Runs argv[1..] and prints its peak RSS in KB (wait4's ru_maxrss); exits as it did. A child of
+# this small process, not of Python: ru_maxrss counts the memory a process had before its exec.
+PEAK_C = r"""
+#include <stdio.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+int main(int argc, char **argv)
+{
+	pid_t pid = fork();
+	if (pid == 0) {
+		execv(argv[1], argv + 1);
+		_exit(127);
+	}
+	int st;
+	struct rusage ru;
+	if (argc < 2 || pid < 0 || wait4(pid, &st, 0, &ru) != pid)
+		return 126;
+	printf("%ld\n", ru.ru_maxrss);
+	return WIFEXITED(st) ? WEXITSTATUS(st) : 125;
+}
+"""
+
+
+@unittest.skipIf(os.environ.get("WEFT_TEST_NO_PRELOAD") or sanitizer(), "needs weft record's allocation interposer")
+class BoundedAnalysis(TraceTest):
+    """The analyses stream through a trace in memory proportional to what is live, not to the
+    records (issue 21): each command's peak RSS (the kernel's count for the child, ru_maxrss) on a
+    trace of 1.5 M memory records is within 4 MB of the same on 150 k records, where holding
+    each record (~100 B) or the trace file (~5 B each) adds 7-140 MB."""
+
+    GROWTH_KB = 4 << 10  # what 1.35 M more records may add (the counters' points are capped)
+
+    def setUp(self):
+        super().setUp()
+        for name, text in (("churn", CHURN_C), ("peak", PEAK_C)):
+            src = os.path.join(self.tmp, name + ".c")
+            with open(src, "w") as f:
+                f.write(text)
+            run(["gcc", "-O1", src, "-o", os.path.join(self.tmp, name)])
+        self.prog = os.path.join(self.tmp, "churn")
+
+    def trace(self, records):
+        data = os.path.join(self.tmp, f"c{records}.data")
+        run([WEFT, "record", "-q", "--memory", "--no-convert", "-o", data, "--", self.prog, str(records)])
+        return data
+
+    def peak_kb(self, *args):
+        """weft ARGS' peak resident set (KB); it must succeed (its stdout goes to a file)."""
+        out = os.path.join(self.tmp, "stdout")
+        p = run([os.path.join(self.tmp, "peak"), "/bin/sh", "-c", 'exec "$0" "$@" >"%s"' % out, WEFT, *args])
+        return int(p.stdout)
+
+    def test_peak_rss_does_not_grow_with_the_records(self):
+        small, big = self.trace(150_000), self.trace(1_500_000)
+        out = os.path.join(self.tmp, "out")
+        for name, args in (("report --memory", ["report", "--memory"]),
+                           ("convert", ["convert", "-o", out + ".pftrace"]),
+                           ("plot heap", ["plot", "heap", "-o", out + ".png"]),
+                           # (a window of the first ms: drawing every block would take long)
+                           ("plot memory", ["plot", "memory", "--time", "0:1ms", "-o", out + ".png"])):
+            with self.subTest(name):
+                at = 2 if args[0] == "plot" else 1
+                a = self.peak_kb(*args[:at], small, *args[at:])
+                b = self.peak_kb(*args[:at], big, *args[at:])
+                self.assertLess(b - a, self.GROWTH_KB, f"{name}: {a} KB at 150 k records, {b} KB at 1.5 M")
+
+
 class NamedHeaps(TraceTest, PoolCounters):
     """weft_heap_* in a program linked with libweft, no preloading: runs in every build."""
 
