@@ -669,7 +669,7 @@ static void sched_describe(char *buf, size_t n)
 {
 	snprintf(buf, n, "%s", mode == MODE_TRACEPOINTS ? "every task's scheduling on every CPU (tracepoints)"
 			       : mode == MODE_OWN ? "the program's own context switches"
-						  : "off");
+						  : "none here: the parent records every task's (tracepoints)");
 }
 
 const struct weft_source weft_source_sched = {

@@ -530,6 +530,10 @@ static void parse_meta(struct weft_trace *t, const char *name, const unsigned ch
 			p->notes = xrealloc(p->notes, (p->nnotes + 1) * sizeof(*p->notes));
 			p->notes[p->nnotes++] = xstrndup((const char *)r, bounded_len((const char *)r, len));
 			break;
+		case WEFT_M_SOURCES:
+			free(p->sources);
+			p->sources = xstrndup((const char *)r, bounded_len((const char *)r, len));
+			break;
 		case WEFT_M_PROCESS_NAME:
 			free(p->name);
 			p->name = xstrndup((const char *)r, bounded_len((const char *)r, len));
@@ -1507,6 +1511,7 @@ static void proc_free(struct weft_proc *p)
 	for (size_t k = 0; k < p->nnotes; k++)
 		free(p->notes[k]);
 	free(p->notes);
+	free(p->sources);
 	for (size_t k = 0; k < p->nsnaps; k++)
 		free(p->snaps[k].reason);
 	free(p->snaps);

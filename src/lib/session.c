@@ -364,8 +364,13 @@ int weft_stop(void)
 	atomic_store(&weft_g.run, WEFT_RUN_STOPPED);
 	if (weft_g.before_stop)
 		weft_g.before_stop();
-	/* every data source, in reverse order (the system sampler last: its last readings, while
-	 * events are still taken), before the writers flush */
+	/* what each data source that ran recorded (weft info), then every data source, in reverse
+	 * order (the system sampler last: its last readings, while events are still taken),
+	 * before the writers flush */
+	static char said[4096]; /* (under weft_g.lock; not on a small signal stack) */
+	size_t nsaid = weft_sources_describe(weft_sources(), said, sizeof(said));
+	if (nsaid)
+		weft_meta_write(WEFT_M_SOURCES, said, nsaid, "", 1);
 	weft_sources_stop(weft_sources());
 	weft_registry_reevaluate(); /* every site OFF: later events cost one load */
 	weft_threads_flush_all();
