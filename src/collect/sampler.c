@@ -403,10 +403,18 @@ static void sys_fork_child(void)
 
 static void sys_describe(char *buf, size_t n)
 {
-	snprintf(buf, n, "%s%s%severy %.3g ms%s", weft_cfg.cpu_mem ? "the process's CPU time and RSS, " : "",
-		 weft_cfg.power ? "CPU frequency and idle time, RAPL energy, " : "",
-		 weft_cfg.power || weft_cfg.gpu ? "NVIDIA GPU power, clocks and utilization (NVML), " : "",
-		 (double)weft_cfg.sample_period_ns / 1e6, weft_cfg.power || weft_cfg.gpu ? " (power: every power_period)" : "");
+	double sp = (double)weft_cfg.sample_period_ns / 1e6, pp = (double)weft_cfg.power_period_ns / 1e6;
+	size_t o = 0;
+	if (weft_cfg.cpu_mem)
+		o += (size_t)snprintf(buf + o, o < n ? n - o : 0, "the process's CPU time and RSS every %g ms; ", sp);
+	if (weft_cfg.power)
+		o += (size_t)snprintf(buf + o, o < n ? n - o : 0,
+				      "CPU frequency and idle time every %g ms, RAPL energy every %g ms; ", sp, pp);
+	if (weft_cfg.power || weft_cfg.gpu)
+		o += (size_t)snprintf(buf + o, o < n ? n - o : 0, "NVIDIA GPU power, clocks and utilization (NVML) every %g ms; ",
+				      pp);
+	if (o >= 2 && o - 2 < n)
+		buf[o - 2] = 0; /* (the last "; ") */
 }
 
 const struct weft_source weft_source_sys = {
