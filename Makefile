@@ -11,7 +11,7 @@ CONFIGURE = cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo $(CMAKE_FLA
 BUILD_CMD = cmake --build $(BUILD) -j$(JOBS)
 QUIET_MAKE = -- --no-print-directory
 
-.PHONY: all build demo test test-asan test-tsan test-gpu bench fuzz clean deps install pristine
+.PHONY: all build demo test test-asan test-tsan test-gpu test-python-next bench fuzz clean deps install pristine
 
 all: build
 
@@ -60,6 +60,11 @@ test-asan:
 test-tsan:
 	@WEFT_TEST_NO_FORK=1 WEFT_TEST_NO_PRELOAD=1 $(MAKE) --no-print-directory test BUILD=build-tsan \
 	  CMAKE_FLAGS="-DWEFT_SANITIZE=thread -DCMAKE_BUILD_TYPE=Debug"
+
+# the Python tests on CPython 3.13 (the sys.monitoring hook): weft built from this tree in a
+# Debian 13 root (debootstrap; made once, kept in /var/cache/weft/trixie); needs root
+test-python-next:
+	@scripts/python-next.sh
 
 # the GPU collector on real hardware and its ABI against the CUDA toolkit's headers; each part
 # says why it is skipped where the toolkit or a GPU is missing (docs/gpu.md)

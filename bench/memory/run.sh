@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
-# bench/memory/run.sh BUILD_DIR - malloc/free tracing, side by side: mem_bench (2 threads x
+# bench/memory/run.sh BUILD_DIR [PREV_BUILD_DIR] - malloc/free tracing, side by side: mem_bench (2 threads x
 # ITERS malloc+free pairs of 16..4096 bytes) untraced, under weft (preloaded with memory off,
 # record --memory, record --memory=stacks), heaptrack and LTTng-UST's libc wrapper with a session.
 # Rounds are interleaved (every configuration once per round, ROUNDS rounds); the tables show
-# medians. Rows whose tool is missing are skipped with a message. Env: ROUNDS (5), ITERS (500000).
+# medians. With PREV_BUILD_DIR (the previous commit's build) its weft rows run in the same rounds,
+# and a table compares the writer's CPU per event and the bytes per event of both. Rows whose tool is missing are skipped with a message. Env: ROUNDS (5), ITERS (500000).
 #   cpu ns/event:   CPU time of the benchmark's own threads (CLOCK_THREAD_CPUTIME_ID) / events
 #   wall ns/event:  wall time creation..join / events of one thread
 #   all-proc cpu:   user+sys CPU of the whole command and the processes it waited for (weft's
@@ -11,6 +12,7 @@
 #                   included, / events
 set -euo pipefail
 arg=${1:-build}
+parg=${2:-}
 here=$(cd "$(dirname "$0")" && pwd)
 ROUNDS=${ROUNDS:-5}
 ITERS=${ITERS:-500000}
@@ -41,6 +43,14 @@ fi
 [ -n "$weft" ] || notes+=("(weft not built in '$arg': weft record rows skipped)")
 [ -n "$preload" ] || notes+=("(libweft-preload.so not built in '$arg': preload row skipped)")
 if [ -n "$weft" ] && "$weft" record --help 2>&1 | grep -q -- '--memory'; then have_memory=1; fi
+pweft=""
+if [ -n "$parg" ]; then
+  if [ -x "$parg/weft" ] && "$parg/weft" record --help 2>&1 | grep -q -- '--memory'; then
+    pweft=$(cd "$parg" && pwd)/weft
+  else
+    notes+=("(no weft with --memory in '$parg': previous rows skipped)")
+  fi
+fi
 gcc -O2 -fno-omit-frame-pointer -pthread "$here/mem_bench.c" -o "$work/mem_bench"
 # the floor: rdtsc + a 32-byte record into a thread-local ring (4096 records: stays in cache;
 # 2M records: a stream through memory, as any tracer that keeps every record writes)
@@ -66,10 +76,12 @@ fi
 cfgs=("untraced:$THREADS" "floor:$THREADS" "floorstream:$THREADS")
 [ -n "$preload" ] && cfgs+=("off:$THREADS")
 [ "$have_memory" = 1 ] && cfgs+=("memory:$THREADS" "stacks:$THREADS")
+[ -n "$pweft" ] && cfgs+=("pmemory:$THREADS" "pstacks:$THREADS")
 [ "$have_ht" = 1 ] && cfgs+=("heaptrack:$THREADS")
 [ "$have_lttng" = 1 ] && cfgs+=("lttng:$THREADS")
 cfgs+=("untraced:1")
 [ "$have_memory" = 1 ] && cfgs+=("memory:1")
+[ -n "$pweft" ] && cfgs+=("pmemory:1")
 [ "$have_ht" = 1 ] && cfgs+=("heaptrack:1")
 mkdir -p res
 
@@ -88,6 +100,10 @@ run_cfg() {
                cmd=("$weft" record -q -o "$work/on$t.data" --no-convert --memory -- "${mb[@]}") ;;
     stacks)    rm -rf stacks.data stacks.data.old
                cmd=("$weft" record -q -o "$work/stacks.data" --no-convert --memory=stacks -- "${mb[@]}") ;;
+    pmemory)   rm -rf "pon$t.data" "pon$t.data.old"
+               cmd=("$pweft" record -q -o "$work/pon$t.data" --no-convert --memory -- "${mb[@]}") ;;
+    pstacks)   rm -rf pstacks.data pstacks.data.old
+               cmd=("$pweft" record -q -o "$work/pstacks.data" --no-convert --memory=stacks -- "${mb[@]}") ;;
     heaptrack) rm -f "ht$t".*; cmd=(heaptrack -o "$work/ht$t" "${mb[@]}") ;;
     lttng)     rm -rf lttng
                if ! lttng create membench --output="$work/lttng" >/dev/null 2>"res/$id.$t.stderr"; then
@@ -116,6 +132,16 @@ run_cfg() {
   printf '%s\n' "$line" | awk -v tm="$tm" -v ev="$((2 * ITERS * t))" '{
     for (i = 1; i <= NF; i++) { split($i, kv, "="); v[kv[1]] = kv[2] }
     printf "%s %s %.2f\n", v["cpu_ns_per_event"], v["wall_ns_per_event"], tm * 1e9 / ev }' >>"res/$id.$t"
+  # weft rows: the writer threads' CPU per event and the bytes per event (`weft info`)
+  local dir="" w="$weft"
+  case $id in
+    memory) dir="on$t.data" ;; stacks) dir=stacks.data ;;
+    pmemory) dir="pon$t.data"; w=$pweft ;; pstacks) dir=pstacks.data; w=$pweft ;;
+  esac
+  if [ -n "$dir" ] && [ -d "$dir" ]; then
+    "$w" info "$dir" 2>/dev/null | awk '/^events:/{e=$2} /^bytes disk:/{b=$3}
+      /overhead: writer threads/{c=$4} END{ if (e > 0) printf "%.2f %.3f\n", c * 1e6 / e, b / e }' >>"res/$id.$t.w"
+  fi
 }
 
 for ((r = 1; r <= ROUNDS; r++)); do
@@ -164,6 +190,10 @@ elif [ -n "$weft" ]; then
   na "weft record --memory=stacks" "--memory not built yet"
 fi
 if [ "$have_ht" = 1 ]; then row heaptrack "heaptrack"; fi
+if [ -n "$pweft" ]; then
+  row pmemory "previous: weft record --memory"
+  row pstacks "previous: weft record --memory=stacks"
+fi
 if [ "$have_lttng" = 1 ]; then row lttng "LTTng-UST libc wrapper, session"; fi
 echo
 echo "cpu: the benchmark threads' own CPU time; all-proc cpu: user+sys of the command and the processes it"
@@ -185,7 +215,29 @@ row2() {
 row2 untraced "untraced"
 if [ "$have_memory" = 1 ]; then row2 memory "weft record --memory"
 elif [ -n "$weft" ]; then printf "$fmt2" "weft record --memory" "n/a" "n/a" "n/a" "n/a" "-"; fi
+[ -n "$pweft" ] && row2 pmemory "previous: weft record --memory"
 if [ "$have_ht" = 1 ]; then row2 heaptrack "heaptrack"; fi
+
+if [ "$have_memory" = 1 ]; then
+  echo
+  echo "## the writer: CPU per event of weft's writer threads and bytes per event on disk (medians, $THREADS threads)"
+  echo
+  fmt4='| %-40s | %14s | %14s | %10s |\n'
+  printf "$fmt4" "configuration" "in-thread ns/ev" "writer ns/ev" "B/event"
+  printf '|%s|%s|%s|%s|\n' "------------------------------------------" "----------------" "----------------" "------------"
+  row4() { # ID LABEL
+    local f="res/$1.$THREADS"
+    [ -s "$f.w" ] || return 0
+    printf "$fmt4" "$2" "$(awk -v c="$(median "$f" 1)" -v b="$base" 'BEGIN{printf "%+.2f", c - b}')" \
+      "$(median "$f.w" 1)" "$(median "$f.w" 2)"
+  }
+  [ -n "$pweft" ] && row4 pmemory "previous: weft record --memory"
+  row4 memory "weft record --memory"
+  [ -n "$pweft" ] && row4 pstacks "previous: weft record --memory=stacks"
+  row4 stacks "weft record --memory=stacks"
+  echo
+  echo "in-thread: cpu ns/event over untraced; writer: the writer threads' CPU (\`weft info\` overhead) / events."
+fi
 
 echo
 echo "## trace size of the last round ($((2 * THREADS * ITERS)) malloc+free events; B/event: per event the trace holds, B/mem event: per malloc or free)"
@@ -211,6 +263,10 @@ info_row() { # label dir
 if [ "$have_memory" = 1 ]; then
   info_row "weft record --memory" "on$THREADS.data"
   info_row "weft record --memory=stacks" "stacks.data"
+  if [ -n "$pweft" ]; then
+    info_row "previous: weft record --memory" "pon$THREADS.data"
+    info_row "previous: weft record --memory=stacks" "pstacks.data"
+  fi
 elif [ -n "$weft" ]; then
   printf "$fmt3" "weft record --memory" "n/a" "" "" "" ""
   printf "$fmt3" "weft record --memory=stacks" "n/a" "" "" "" ""
@@ -224,7 +280,7 @@ if [ "$have_lttng" = 1 ] && [ -d lttng ]; then
   size_row "LTTng-UST libc wrapper" "-" "${lost:-0}" "$(du -sb lttng | cut -f1)"
 fi
 # page-fault access sampling: CPU per first touch, dry / preloaded / sampled, interleaved
-gcc -O2 "$here/pagefault_bench.c" -o "$work/pagefault_bench"
+gcc -O2 -D_DEFAULT_SOURCE "$here/pagefault_bench.c" -o "$work/pagefault_bench"
 if [ -n "$preload" ]; then
   for ((r = 1; r <= ROUNDS; r++)); do
     "$work/pagefault_bench" >>res/pf.dry

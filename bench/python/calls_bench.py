@@ -1,8 +1,8 @@
 #!/usr/bin/python3
 """Python call tracing cost: CPU time (user + system of the child process and its children,
 from wait4) per Python call over the untraced run, for weft record --python (and, to show the
-hook's floor, with every function filtered out), cProfile, an empty sys.setprofile callback and
-yappi, and weft record --python=c-calls (the profile hook, C calls recorded too). Three
+hook's floor, with every function filtered out), weft's fallback profile hook, cProfile, an
+empty sys.setprofile callback and yappi, and weft record --python=c-calls (the profile hook, C calls recorded too). Three
 workloads: fib(25) (242785 calls), a loop of 1M calls of an empty function and a loop of 1M
 calls of the builtin len() (C calls: recorded by c-calls, cProfile and yappi, not by the
 default --python mode). Rounds are interleaved (every mode once per round) and the median taken;
@@ -49,6 +49,11 @@ def modes(build, tmp):
                                    "--python=c-calls", "--", PY, W, *a],
         "c-calls none kept": lambda a: [weft, "record", "-q", "--no-convert", "-o", os.path.join(tmp, "w.data"),
                                          "--python=c-calls", "-F", "no-such-function", "--", PY, W, *a],
+        # the fallback hook (a C profile function: what 3.12+ had before the sys.monitoring hook)
+        "weft profile hook": lambda a: ["env", f"PYTHONPATH={os.path.join(build, 'python')}",
+                                        f"WEFT_OPTIONS=output={os.path.join(tmp, 'p.data')}", PY, "-c",
+                                        runner.format(setup="from weft import _record; _record.start('profile')"),
+                                        W, *a],
         "cProfile": lambda a: [PY, "-m", "cProfile", "-o", os.devnull, W, *a],
         "setprofile": lambda a: [PY, "-c", runner.format(setup="sys.setprofile(lambda f, e, a: None)"), W, *a],
         "yappi": lambda a: [PY, "-c", runner.format(setup="import yappi; yappi.start()"), W, *a],

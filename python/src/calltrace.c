@@ -27,10 +27,11 @@
  * Sites are never freed: the registry links them and the code objects point to them; a code
  * object seen while tracing is kept alive (one reference) until tracing stops.
  *
- * Other versions (and start(hook="profile") on 3.11, to test it): a C profile function
+ * CPython 3.12 and later: sys.monitoring (PEP 669), in monitor.c, with the same slices.
+ *
+ * Other versions (and start(hook="profile"), to test it): a C profile function
  * (PyEval_SetProfile; on 3.12+ PyEval_SetProfileAllThreads) with the same records, slower
- * (a reference count per event) and, on 3.11, for the calling thread only. On 3.12+ the
- * sys.monitoring API would be the fast hook; it is not written yet (nothing to test it here).
+ * (a reference count per event) and, on 3.11, for the calling thread only.
  *
  * C calls (start(c_calls=True), weft record --python=c-calls): the C functions Python code
  * calls (builtins, extension functions, methods of built-in types) are reported by CPython
@@ -58,6 +59,7 @@
 #include <stdint.h>
 #include "weft.h"
 #include "cstack.h"
+#include "calltrace.h"
 #include <stdlib.h>
 #include <string.h>
 
@@ -81,16 +83,17 @@ struct pysite {
 };
 
 /* Everything below is written with the GIL held (module calls, the hook's slow path). */
-static Py_ssize_t extra_index = -1; /* the code-extra slot, requested once */
+Py_ssize_t extra_index = -1; /* the code-extra slot, requested once */
+int extra_direct;              /* confirmed by check_extra_layout() */
 static struct pysite *held;         /* pysites whose code object we keep alive */
-static int active;                  /* 0 off, 1 the eval hook, 2 the profile hook */
+static int active;                  /* 0 off, 1 the eval hook, 2 the profile hook, 3 sys.monitoring */
 static int c_calls;                 /* record C calls too (the profile function) */
 static int py_by_profile;           /* the profile function records the Python calls (active 2) */
-static struct weft_site skip = {WEFT__SITE_OFF, WEFT_KIND_EVENT, 0, 0, 0, "", "python", 0, 0};
+struct weft_site skip = {WEFT__SITE_OFF, WEFT_KIND_EVENT, 0, 0, 0, "", "python", 0, 0};
 
 /* The code object's site, made on first sight (errors leave `skip`: that code is not traced).
  * The caller's pending exception, if any (a generator resumed by throw()), is kept. */
-static struct weft_site *first_sight(PyCodeObject *co)
+struct weft_site *first_sight(PyCodeObject *co)
 {
 	PyObject *et, *ev, *tb;
 	PyErr_Fetch(&et, &ev, &tb);
@@ -108,7 +111,7 @@ static struct weft_site *first_sight(PyCodeObject *co)
 		weft_site_source(&ps->site, ps->text + ln + 1, (unsigned)co->co_firstlineno);
 		s = &ps->site;
 	}
-	if (extra_index >= 0 && _PyCode_SetExtra((PyObject *)co, extra_index, s) == 0 && ps) {
+	if (extra_index >= 0 && ct_set_extra((PyObject *)co, extra_index, s) == 0 && ps) {
 		Py_INCREF(co);
 		ps->code = (PyObject *)co;
 		ps->next = held;
@@ -121,35 +124,6 @@ static struct weft_site *first_sight(PyCodeObject *co)
 	return s;
 }
 
-/* Reads the code-extra slot directly when the layout of CPython's code-extra block (a size,
- * then the pointers) was confirmed at start (extra_direct), else through _PyCode_GetExtra. */
-typedef struct {
-	Py_ssize_t size;
-	void *extras[1];
-} code_extra_block;
-static int extra_direct;
-
-static inline struct weft_site *site_of(PyCodeObject *co)
-{
-	void *v = NULL;
-	if (__builtin_expect(extra_direct, 1)) {
-		const code_extra_block *x = co->co_extra;
-		if (x && extra_index < x->size)
-			v = x->extras[extra_index];
-	} else {
-		_PyCode_GetExtra((PyObject *)co, extra_index, &v);
-	}
-	return __builtin_expect(v != NULL, 1) ? (struct weft_site *)v : first_sight(co);
-}
-
-static inline void end_of(uint32_t id, PyObject *result)
-{
-	if (__builtin_expect(result != NULL, 1))
-		weft__rec2(weft__hdr(id, WEFT_R_END, 0, 0));
-	else
-		weft__rec3(weft__hdr(id, WEFT_R_END, 1, 0), WEFT_END_EXCEPTION);
-}
-
 /* Threads: each stream is named after its threading.Thread. The thread is looked up in
  * threading's registry (threading._active, by ident) and its name read from the instance's
  * __dict__ (_name) - no Python code runs, nothing is created (current_thread() would make a
@@ -158,11 +132,10 @@ static inline void end_of(uint32_t id, PyObject *result)
  * NAME_TRIES times (a thread threading never registers keeps its OS name). threading is never
  * imported for this: a program that has not imported it has no names to give. The main thread
  * keeps the process's name. */
-#define NAME_TRIES 64
-static __thread unsigned name_tries __attribute__((tls_model("initial-exec")));
+__thread unsigned name_tries __attribute__((tls_model("initial-exec")));
 static unsigned long main_ident;
 
-static void name_thread(void)
+void name_thread(void)
 {
 	name_tries++;
 	unsigned long ident = PyThread_get_thread_ident();
@@ -272,7 +245,7 @@ static inline size_t chash(const PyMethodDef *ml, size_t cap)
 	return (size_t)(((uintptr_t)ml >> 4) * 0x9E3779B97F4A7C15ull >> 7) & (cap - 1);
 }
 
-static struct weft_site *csite_find(const PyMethodDef *ml)
+struct weft_site *csite_find(const PyMethodDef *ml)
 {
 	if (!csites)
 		return NULL;
@@ -321,10 +294,20 @@ static PyTypeObject *defining_type(PyTypeObject *type, const PyMethodDef *ml)
 		return type;
 	for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(mro); i++) {
 		PyObject *base = PyTuple_GET_ITEM(mro, i);
-		PyObject *dict = PyType_Check(base) ? ((PyTypeObject *)base)->tp_dict : NULL;
+		if (!PyType_Check(base))
+			continue;
+#if PY_VERSION_HEX >= 0x030C0000
+		/* a static built-in type's dict is the interpreter's there: tp_dict is NULL */
+		PyObject *dict = PyType_GetDict((PyTypeObject *)base); /* new */
+#else
+		PyObject *dict = ((PyTypeObject *)base)->tp_dict;
+		Py_XINCREF(dict);
+#endif
 		PyObject *d = dict ? PyDict_GetItemString(dict, ml->ml_name) : NULL; /* borrowed */
-		if (d && (Py_IS_TYPE(d, &PyMethodDescr_Type) || Py_IS_TYPE(d, &PyClassMethodDescr_Type)) &&
-		    ((PyMethodDescrObject *)d)->d_method == ml)
+		int found = d && (Py_IS_TYPE(d, &PyMethodDescr_Type) || Py_IS_TYPE(d, &PyClassMethodDescr_Type)) &&
+			    ((PyMethodDescrObject *)d)->d_method == ml;
+		Py_XDECREF(dict);
+		if (found)
 			return (PyTypeObject *)base;
 	}
 	return type;
@@ -333,7 +316,7 @@ static PyTypeObject *defining_type(PyTypeObject *type, const PyMethodDef *ml)
 /* The site of a C callable seen for the first time: `len`, `math.sqrt`, `list.append`. NULL
  * (not recorded) when it cannot be made. Called at PyTrace_C_CALL, with no exception pending;
  * leaves none. */
-static struct weft_site *csite_first_sight(PyCFunctionObject *fn)
+struct weft_site *csite_first_sight(PyCFunctionObject *fn)
 {
 	const PyMethodDef *ml = fn->m_ml;
 	PyObject *self = fn->m_self, *owner = NULL;
@@ -550,10 +533,10 @@ static void check_extra_layout(void)
 		return;
 	}
 	void *probe = &extra_direct;
-	if (_PyCode_SetExtra((PyObject *)co, extra_index, probe) == 0) {
+	if (ct_set_extra((PyObject *)co, extra_index, probe) == 0) {
 		const code_extra_block *x = co->co_extra;
 		extra_direct = x && extra_index < x->size && x->extras[extra_index] == probe;
-		_PyCode_SetExtra((PyObject *)co, extra_index, NULL);
+		ct_set_extra((PyObject *)co, extra_index, NULL);
 	}
 	PyErr_Clear();
 	Py_DECREF(co);
@@ -576,7 +559,7 @@ static int ensure_extra(void)
 {
 	if (extra_index >= 0)
 		return 0;
-	extra_index = _PyEval_RequestCodeExtraIndex(NULL);
+	extra_index = ct_request_extra(NULL);
 	if (extra_index < 0) {
 		PyErr_SetString(PyExc_RuntimeError, "weft: no code-extra slot left for the call tracer");
 		return -1;
@@ -587,11 +570,13 @@ static int ensure_extra(void)
 
 PyDoc_STRVAR(start_doc, "start(hook='auto', c_calls=False)\n--\n\n"
 	     "Record every Python call from now on, in every thread, as a slice (category 'python',\n"
-	     "args file and line). hook: 'auto' (the frame-evaluation hook on CPython 3.11, else the\n"
-	     "profile hook), 'eval' or 'profile'. c_calls=True records the C functions Python code\n"
-	     "calls too (category 'python-c', through a profile function: with 'eval' in every thread\n"
-	     "from its first call on, chained to a profile function the program sets; with 'profile'\n"
-	     "before 3.12 the calling thread and, through profile_thread, threads started later).\n"
+	     "args file and line). hook: 'auto' (the frame-evaluation hook on CPython 3.11,\n"
+	     "sys.monitoring on 3.12 and later, else the profile hook), 'eval', 'monitoring' or\n"
+	     "'profile'. c_calls=True records the C functions Python code calls too (category\n"
+	     "'python-c'; with 'eval' through a profile function in every thread from its first call\n"
+	     "on, chained to a profile function the program sets; with 'monitoring' through its\n"
+	     "CALL events, beside any profile function; with 'profile' before 3.12 the calling thread\n"
+	     "and, through profile_thread, threads started later).\n"
 	     "Starts weft's runtime if it is not running. Calling it again while tracing is a no-op;\n"
 	     "ValueError for a bad combination, RuntimeError if the hook cannot be installed.");
 static PyObject *ct_start(PyObject *mod, PyObject *args, PyObject *kw)
@@ -604,13 +589,16 @@ static PyObject *ct_start(PyObject *mod, PyObject *args, PyObject *kw)
 		return NULL;
 	int want;
 	if (!strcmp(hook, "auto"))
-		want = WEFT_PY_EVAL ? 1 : 2;
+		want = WEFT_PY_EVAL ? 1 : PY_VERSION_HEX >= 0x030C0000 ? 3 : 2;
 	else if (!strcmp(hook, "eval"))
 		want = 1;
 	else if (!strcmp(hook, "profile"))
 		want = 2;
+	else if (!strcmp(hook, "monitoring"))
+		want = 3;
 	else
-		return PyErr_Format(PyExc_ValueError, "hook must be 'auto', 'eval' or 'profile', not '%s'", hook);
+		return PyErr_Format(PyExc_ValueError, "hook must be 'auto', 'eval', 'profile' or 'monitoring', not '%s'",
+				    hook);
 	if (active)
 		Py_RETURN_NONE;
 	main_ident = PyThread_get_thread_ident(); /* start() runs on the main thread (sitecustomize) */
@@ -635,6 +623,10 @@ static PyObject *ct_start(PyObject *mod, PyObject *args, PyObject *kw)
 		return PyErr_Format(PyExc_RuntimeError, "weft: the frame-evaluation hook needs CPython 3.11 "
 				    "(this is %s); use hook='profile'", PY_VERSION);
 #endif
+	} else if (want == 3) {
+		if (ct_monitor_start(want_c) < 0)
+			return NULL;
+		c_calls = want_c;
 	} else {
 		if (!audit_added) {
 			if (PySys_AddAuditHook(setprofile_audit, NULL) < 0)
@@ -674,6 +666,8 @@ static PyObject *ct_stop(PyObject *mod, PyObject *unused)
 			ccalls_chained = 0;
 		}
 #endif
+	} else if (active == 3) {
+		ct_monitor_stop();
 	} else if (active == 2) {
 		set_profile(NULL);
 		if (profile_lost) {
@@ -693,14 +687,14 @@ static PyObject *ct_stop(PyObject *mod, PyObject *unused)
 	Py_RETURN_NONE;
 }
 
-PyDoc_STRVAR(active_doc, "active()\n--\n\nThe hook recording Python calls: 'eval', 'profile' or None.");
+PyDoc_STRVAR(active_doc, "active()\n--\n\nThe hook recording Python calls: 'eval', 'profile', 'monitoring' or None.");
 static PyObject *ct_active(PyObject *mod, PyObject *unused)
 {
 	(void)mod;
 	(void)unused;
 	if (!active)
 		Py_RETURN_NONE;
-	return PyUnicode_FromString(active == 1 ? "eval" : "profile");
+	return PyUnicode_FromString(active == 1 ? "eval" : active == 2 ? "profile" : "monitoring");
 }
 
 PyDoc_STRVAR(c_calls_doc, "c_calls()\n--\n\nWhether C calls are being recorded (start(c_calls=True)).");
@@ -760,7 +754,7 @@ static PyObject *ct_untraced(PyObject *mod, PyObject *obj)
 	if (ensure_extra() < 0)
 		return NULL;
 	/* a site made already stays held (and given back) as usual; the slot now says skip */
-	if (_PyCode_SetExtra(code, extra_index, &skip) < 0)
+	if (ct_set_extra(code, extra_index, &skip) < 0)
 		return NULL;
 	Py_INCREF(obj);
 	return obj;

@@ -6,9 +6,10 @@ handlers run last-registered first, so one registered at start-up runs after the
 own): the code objects it kept are given back before the interpreter goes away.
 
 Modes (WEFT_PYTHON, a comma-separated list): `calls` (every Python call; always on),
-`c-calls` (also the C functions Python code calls: a C profile function beside the
-frame-evaluation hook, which puts it in place in every thread; with hook="profile" before
-3.12 threading.setprofile too, so that threads started later get it: that imports threading)
+`c-calls` (also the C functions Python code calls: on 3.11 a C profile function beside the
+frame-evaluation hook, which puts it in place in every thread; on 3.12+ sys.monitoring's CALL
+events; with hook="profile" before 3.12 threading.setprofile too, so that threads started
+later get it: that imports threading)
 and `tasks` (each asyncio Task as an async slice, weft._tasks; this imports asyncio)."""
 import atexit
 import sys

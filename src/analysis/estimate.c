@@ -238,9 +238,16 @@ static size_t packed_sizes(const uint8_t *in, size_t len, int fmt, uint32_t *siz
 {
 	uint64_t mru[4] = {0, 0, 0, 0};
 	const uint8_t *p = in, *end = in + len;
-	size_t k = 0;
+	struct weft__cols col = {0, 0, 0, 0};
+	size_t m, k = 0;
+	if (fmt == 3) { /* a memory record's words are in the columns: counted with it */
+		if (weft__cols_find(in, len, &m, &col))
+			return (size_t)-1;
+		end = in + m;
+	}
 	while (p < end) {
 		const uint8_t *at = p;
+		size_t in_cols = 0;
 		uint64_t h, v;
 		unsigned small;
 		if (weft__unpack_hdr(&p, end, mru, &h, fmt, &small) < 0)
@@ -254,7 +261,15 @@ static size_t packed_sizes(const uint8_t *in, size_t len, int fmt, uint32_t *siz
 				return (size_t)-1;
 			p += 8;
 		}
-		if (fmt == 2 && weft_rec_is_mem(type)) {
+		if (fmt == 3 && weft_rec_is_mem(type)) {
+			for (unsigned j = 0; j < extra; j++) {
+				int addr = weft__mem_is_addr(type, j, extra);
+				const uint8_t **q = addr ? &col.a : &col.s, *from = *q;
+				if (weft__get_varint(q, addr ? col.a_end : col.s_end, &v))
+					return (size_t)-1;
+				in_cols += (size_t)(*q - from);
+			}
+		} else if (fmt == 2 && weft_rec_is_mem(type)) {
 			for (unsigned j = 0; j < extra; j++)
 				if (weft__get_varint(&p, end, &v))
 					return (size_t)-1;
@@ -265,7 +280,7 @@ static size_t packed_sizes(const uint8_t *in, size_t len, int fmt, uint32_t *siz
 		}
 		if (k == cap)
 			return (size_t)-1;
-		sizes[k++] = (uint32_t)(p - at);
+		sizes[k++] = (uint32_t)(p - at + in_cols);
 	}
 	return k;
 }

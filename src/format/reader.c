@@ -844,7 +844,7 @@ static int frame_ok(const unsigned char *d, size_t n, size_t off, struct weft_ch
 		return 0;
 	if (!(h->flags & WEFT_CHUNK_ZSTD) && !weft_chunk_packing(h->flags) && h->stored_size != h->raw_size)
 		return 0;
-	return weft_fnv1a(d + off + sizeof(*h), h->stored_size) == h->checksum;
+	return weft_chunk_sum(h->flags, d + off + sizeof(*h), h->stored_size) == h->checksum;
 }
 
 static void parse_events(struct weft_trace *t, const char *name, const unsigned char *d, size_t n,
@@ -988,6 +988,8 @@ static int decode(const struct weft_chunk_view *c, const struct weft_proc *prep,
 		size_t words;
 		if (!prep)
 			words = weft_unpack(dst, got, w, n, fmt, 1);
+		else if (fmt == 3)
+			words = weft_unpack_each(dst, got, w, n, 3, 1, prepare_rec, &x);
 		else if (fmt == 2)
 			words = weft_unpack_each(dst, got, w, n, 2, 1, prepare_rec, &x);
 		else

@@ -125,8 +125,8 @@ static size_t frame_decode(const struct fl_entry *e)
 		p = fl_packbuf;
 	}
 	size_t n = h->raw_size / 8;
-	if (h->flags & WEFT_CHUNK_PACKED2) {
-		if (weft_unpack(p, got, fl_raw, n, 2, 1) != n)
+	if (weft_chunk_packing(h->flags)) { /* the writers' packing (version 3), or 2 */
+		if (weft_unpack(p, got, fl_raw, n, weft_chunk_packing(h->flags), 1) != n)
 			return SIZE_MAX;
 		return n;
 	}

@@ -32,6 +32,7 @@ struct writer {
 	size_t zcap;
 	uint8_t *pbuf; /* packed records */
 	size_t pcap;
+	uint8_t *cbuf; /* packing version 3's columns while they are made: addresses, then sizes */
 	int failed;
 	_Atomic int running; /* set by the writer once its thread runs our code (fork waits for it) */
 };
@@ -80,14 +81,22 @@ static void write_chunk(struct writer *w, struct weft_chunk *c)
 	size_t need = weft_pack_bound(used / 8);
 	if (need > w->pcap) {
 		free(w->pbuf);
+		free(w->cbuf);
 		w->pbuf = malloc(need);
+		w->cbuf = malloc(2 * need);
+		if (!w->pbuf || !w->cbuf) {
+			free(w->pbuf);
+			free(w->cbuf);
+			w->pbuf = w->cbuf = NULL;
+		}
 		w->pcap = w->pbuf ? need : 0;
 	}
 	struct weft_index_rec ix; /* the chunk's time index entry (chunkindex.c), made in the same pass */
 	if (w->pbuf) { /* records packed, delta-coded on the way: ~1 byte/event for zstd to chew */
-		stored = weft_pack_indexed((const uint64_t *)c->data, used / 8, w->pbuf, &events, &dropped, &ix);
+		stored = weft_pack3_indexed((const uint64_t *)c->data, used / 8, w->pbuf, &events, &dropped, &ix,
+					    w->cbuf, w->cbuf + need);
 		payload = w->pbuf;
-		h.flags |= WEFT_CHUNK_PACKED2;
+		h.flags |= WEFT_CHUNK_PACKED3;
 	} else { /* no memory for packing: the records themselves, delta-coded */
 		weft_index_scan((const uint64_t *)c->data, used / 8, &ix); /* while they are absolute */
 		events = delta_encode((uint64_t *)c->data, used / 8, &dropped);
@@ -114,7 +123,8 @@ static void write_chunk(struct writer *w, struct weft_chunk *c)
 		}
 	}
 	h.stored_size = (uint32_t)stored;
-	h.checksum = weft_fnv1a(payload, stored);
+	h.flags |= WEFT_CHUNK_SUM;
+	h.checksum = weft_chunk_sum(h.flags, payload, stored);
 	if (weft_flight_active()) { /* the flight recorder: into its ring, not the file */
 		weft_flight_put(c, &h, payload, stored);
 		atomic_fetch_add(&weft_g.events, events);
@@ -249,6 +259,7 @@ void weft_writers_stop(void)
 			ZSTD_freeCCtx(w->cctx);
 			free(w->zbuf);
 			free(w->pbuf);
+			free(w->cbuf);
 		}
 	}
 	nwriters = 0;
@@ -282,6 +293,7 @@ void weft_writers_atfork_child(void)
 		ZSTD_freeCCtx(writers[i].cctx);
 		free(writers[i].zbuf);
 		free(writers[i].pbuf);
+		free(writers[i].cbuf);
 	}
 	nwriters = 0;
 }

@@ -5,8 +5,8 @@
  * the position, and a chunk switch would hand its half-written bytes to the writers), which is
  * why the fast path drops, and counts, a handler's event there.
  *
- * For the allocation recorder's own windows (memory.c's put_words brackets each with
- * weft_mem_in_put) that loss is avoidable: the handler's record goes into a small per-thread
+ * For the allocation recorder's own windows (memwindow.h: busy is WEFT_MEM_WINDOW there) that
+ * loss is avoidable: the handler's record goes into a small per-thread
  * queue instead, and the interrupted recorder writes the queue right after its own commit, so
  * the stream keeps the order of time (the interrupted record, taken first, then the handler's).
  * A record is queued only while busy is set, i.e. while no record of this thread can open, and
@@ -20,7 +20,7 @@
  * weft_mem_nested_lost, which the MEMORY record carries so `weft info` and `weft report
  * --memory` say how many.
  */
-#include "lib/internal.h"
+#include "memwindow.h"
 #include <link.h>
 #include <string.h>
 
@@ -31,17 +31,9 @@ struct pend {
 	unsigned n;
 	uint64_t w[PEND_WORDS];
 };
-/* The thread's queue: slots [head, tail) are complete records. tail is advanced by handlers
- * (claiming a slot before filling it), head by the writer; both only on this thread. */
+/* The thread's queue (its head and tail in weft_mem_tls, memwindow.h). */
 static __thread struct pend pend[PEND_SLOTS] WEFT_TLS;
-__thread unsigned weft_mem_pend_head WEFT_TLS, weft_mem_pend_tail WEFT_TLS;
-/* Set (by memory.c's put_words and by weft_mem_flush) around a window of the allocation
- * recorder, which writes the queue after its commit; saved and restored by each, so a nested
- * put leaves the outer one's value. */
-__thread int weft_mem_in_put WEFT_TLS;
-/* Set by memory.c around its own calls into libc that allocate (pthread_getattr_np): what they
- * allocate is weft's, whatever the caller's address. */
-__thread int weft_mem_own WEFT_TLS;
+__thread struct weft_mem_tls weft_mem_tls WEFT_TLS;
 /* Allocation calls of handlers that could be neither written nor queued. Relaxed adds, from any
  * thread and from handlers; read at stop. */
 static _Atomic uint64_t nested_lost;
@@ -77,7 +69,7 @@ void weft_mem_nested_start(void)
  * a handler: it does not in practice, pthread_setspecific only beyond 32 keys.) */
 int weft_mem_nested(const void *caller)
 {
-	if (weft_thread_ended || !weft__tls.busy || weft_mem_own)
+	if (weft_thread_ended || !weft__tls.busy || weft_mem_tls.own)
 		return 0;
 	if (!weft_in_runtime)
 		return 1;
@@ -93,17 +85,17 @@ static void lost(void)
 /* From a handler, with busy set: queue the record (n words), or count it. */
 void weft_mem_stash(const uint64_t *w, unsigned n)
 {
-	if (!weft_mem_in_put || n > PEND_WORDS) {
+	if (weft__tls.busy != WEFT_MEM_WINDOW || n > PEND_WORDS) {
 		lost(); /* nothing would write the queue in order after this window */
 		return;
 	}
-	unsigned t = __atomic_load_n(&weft_mem_pend_tail, __ATOMIC_RELAXED);
+	unsigned t = __atomic_load_n(&weft_mem_tls.pend_tail, __ATOMIC_RELAXED);
 	do {
-		if (t - __atomic_load_n(&weft_mem_pend_head, __ATOMIC_RELAXED) >= PEND_SLOTS) {
+		if (t - __atomic_load_n(&weft_mem_tls.pend_head, __ATOMIC_RELAXED) >= PEND_SLOTS) {
 			lost();
 			return;
 		}
-	} while (!__atomic_compare_exchange_n(&weft_mem_pend_tail, &t, t + 1, 0, __ATOMIC_RELAXED,
+	} while (!__atomic_compare_exchange_n(&weft_mem_tls.pend_tail, &t, t + 1, 0, __ATOMIC_RELAXED,
 					      __ATOMIC_RELAXED));
 	struct pend *e = &pend[t % PEND_SLOTS];
 	memcpy(e->w, w, n * 8);
@@ -115,30 +107,26 @@ void weft_mem_stash(const uint64_t *w, unsigned n)
  * that comes meanwhile queues behind). Called with busy clear. */
 void weft_mem_flush(void)
 {
-	while (__atomic_load_n(&weft_mem_pend_head, __ATOMIC_RELAXED) !=
-	       __atomic_load_n(&weft_mem_pend_tail, __ATOMIC_RELAXED)) {
-		int was = weft_mem_in_put;
-		weft_mem_in_put = 1;
-		__atomic_signal_fence(__ATOMIC_SEQ_CST);
-		uint64_t *p = weft__reserve(PEND_WORDS * 8);
-		unsigned h = __atomic_load_n(&weft_mem_pend_head, __ATOMIC_RELAXED);
+	while (__atomic_load_n(&weft_mem_tls.pend_head, __ATOMIC_RELAXED) !=
+	       __atomic_load_n(&weft_mem_tls.pend_tail, __ATOMIC_RELAXED)) {
+		uint64_t *p = weft_mem_open(PEND_WORDS * 8);
+		unsigned h = __atomic_load_n(&weft_mem_tls.pend_head, __ATOMIC_RELAXED);
 		if (p) {
 			/* inside the window nothing else takes from the queue: the record at head is
 			 * still there, unless a handler before the window wrote it (then: the next) */
-			if (h != __atomic_load_n(&weft_mem_pend_tail, __ATOMIC_RELAXED)) {
+			if (h != __atomic_load_n(&weft_mem_tls.pend_tail, __ATOMIC_RELAXED)) {
 				const struct pend *e = &pend[h % PEND_SLOTS];
 				memcpy(p, e->w, e->n * 8);
 				p += e->n;
-				__atomic_store_n(&weft_mem_pend_head, h + 1, __ATOMIC_RELAXED);
+				__atomic_store_n(&weft_mem_tls.pend_head, h + 1, __ATOMIC_RELAXED);
 			}
 			weft__commit(p);
-		} else if (h != __atomic_load_n(&weft_mem_pend_tail, __ATOMIC_RELAXED)) {
+		} else if (h != __atomic_load_n(&weft_mem_tls.pend_tail, __ATOMIC_RELAXED)) {
 			/* no room (the run stopped, or buffers full): the runtime counted it; it goes */
-			__atomic_compare_exchange_n(&weft_mem_pend_head, &h, h + 1, 0, __ATOMIC_RELAXED,
+			__atomic_compare_exchange_n(&weft_mem_tls.pend_head, &h, h + 1, 0, __ATOMIC_RELAXED,
 						    __ATOMIC_RELAXED);
 		}
 		__atomic_signal_fence(__ATOMIC_SEQ_CST);
-		weft_mem_in_put = was;
 	}
 }
 

@@ -27,7 +27,7 @@
  * heapprofd/jemalloc method; the converters scale every total back) and remembers the sampled
  * addresses in a lock-free set, so only their frees are recorded.
  */
-#include "lib/internal.h"
+#include "memwindow.h"
 #include "collect/source.h"
 #include <dlfcn.h>
 #include <errno.h>
@@ -247,17 +247,8 @@ static inline int may_record(void)
 	return !(weft_in_runtime | weft__tls.busy | weft_thread_ended);
 }
 
-/* memnested.c: a signal handler's records inside another record of its thread */
-extern __thread unsigned weft_mem_pend_head WEFT_TLS, weft_mem_pend_tail WEFT_TLS;
-extern __thread int weft_mem_in_put WEFT_TLS, weft_mem_own WEFT_TLS;
-int weft_mem_nested(const void *caller);
-void weft_mem_stash(const uint64_t *w, unsigned n);
-void weft_mem_flush(void);
-void weft_mem_nested_start(void);
-uint64_t weft_mem_nested_lost(void);
-
 /* may_record, or a signal handler's call (from caller) inside another record of this thread,
- * which put_words queues or counts. */
+ * which put_words queues or counts (memnested.c). */
 static inline __attribute__((always_inline)) int may_record_from(const void *caller)
 {
 	if (__builtin_expect(may_record(), 1))
@@ -269,44 +260,68 @@ static inline __attribute__((always_inline)) int may_record_from(const void *cal
 
 /* One record of n words. Inside another record of this thread (a signal handler's call) it is
  * queued; else written, with whatever handlers queued before and during its window after it. */
-static inline __attribute__((always_inline)) void put_words(const uint64_t *v, unsigned n)
+static void put_words(const uint64_t *v, unsigned n)
 {
 	if (__builtin_expect(weft__tls.busy, 0)) {
 		weft_mem_stash(v, n);
 		return;
 	}
-	if (__builtin_expect(weft_mem_pend_head != weft_mem_pend_tail, 0))
+	if (__builtin_expect(weft_mem_tls.pend_head != weft_mem_tls.pend_tail, 0))
 		weft_mem_flush(); /* older than this one */
-	int was = weft_mem_in_put;
-	weft_mem_in_put = 1;
-	__atomic_signal_fence(__ATOMIC_SEQ_CST);
-	uint64_t *w = weft__reserve(n * 8);
+	uint64_t *w = weft_mem_open(n * 8);
 	if (__builtin_expect(w != 0, 1)) {
 		memcpy(w, v, n * 8);
 		weft__commit(w + n);
 	}
-	__atomic_signal_fence(__ATOMIC_SEQ_CST);
-	weft_mem_in_put = was;
-	if (__builtin_expect(weft_mem_pend_head != weft_mem_pend_tail, 0))
-		weft_mem_flush();
+	weft_mem_after();
 }
 
-static inline void put_alloc(uint64_t t, unsigned heap, unsigned fn, const void *p, size_t n)
+static void put_alloc(uint64_t t, unsigned heap, unsigned fn, const void *p, size_t n)
 {
 	uint64_t w[4] = {t, weft__hdr(heap, WEFT_R_ALLOC, 2, fn), (uint64_t)(uintptr_t)p, n};
 	put_words(w, 4);
 }
 
-static inline void put_free(uint64_t t, unsigned heap, unsigned fn, const void *p)
+static void put_free(uint64_t t, unsigned heap, unsigned fn, const void *p)
 {
 	uint64_t w[3] = {t, weft__hdr(heap, WEFT_R_FREE, 1, fn), (uint64_t)(uintptr_t)p};
 	put_words(w, 3);
 }
 
-static inline void put_realloc(uint64_t t, unsigned heap, unsigned fn, const void *old, const void *p, size_t n)
+static void put_realloc(uint64_t t, unsigned heap, unsigned fn, const void *old, const void *p, size_t n)
 {
 	uint64_t w[5] = {t, weft__hdr(heap, WEFT_R_REALLOC, 3, fn), (uint64_t)(uintptr_t)old, (uint64_t)(uintptr_t)p, n};
 	put_words(w, 5);
+}
+
+/* The fast path of MEM_ALL, for a thread that may record (may_record(): so in no window, busy
+ * clear, and no queued record: a queue is written before the window it was made in closes):
+ * the words go straight into the window, with no copy and no second look at busy. */
+static inline __attribute__((always_inline)) void fast_alloc(unsigned fn, const void *p, size_t n)
+{
+	uint64_t t = weft__ticks();
+	uint64_t *w = weft_mem_open(32);
+	if (__builtin_expect(w != 0, 1)) {
+		w[0] = t;
+		w[1] = weft__hdr(0, WEFT_R_ALLOC, 2, fn);
+		w[2] = (uint64_t)(uintptr_t)p;
+		w[3] = n;
+		weft__commit(w + 4);
+	}
+	weft_mem_after();
+}
+
+static inline __attribute__((always_inline)) void fast_free(unsigned fn, const void *p)
+{
+	uint64_t t = weft__ticks();
+	uint64_t *w = weft_mem_open(24);
+	if (__builtin_expect(w != 0, 1)) {
+		w[0] = t;
+		w[1] = weft__hdr(0, WEFT_R_FREE, 1, fn);
+		w[2] = (uint64_t)(uintptr_t)p;
+		weft__commit(w + 3);
+	}
+	weft_mem_after();
 }
 
 /* ---- sampling: the per-thread byte countdown and the set of sampled addresses ---- */
@@ -414,7 +429,7 @@ static __thread struct stack_seen { uint64_t hash; const char *chunk; } stack_se
 static void thread_stack_bounds(void)
 {
 	weft_in_runtime++; /* pthread_getattr_np allocates (and reads /proc for the main thread) */
-	weft_mem_own++;    /* even in a signal handler inside a record (memnested.c) */
+	weft_mem_tls.own++;    /* even in a signal handler inside a record (memnested.c) */
 	pthread_attr_t a;
 	void *addr;
 	size_t size;
@@ -426,7 +441,7 @@ static void thread_stack_bounds(void)
 		}
 		pthread_attr_destroy(&a);
 	}
-	weft_mem_own--;
+	weft_mem_tls.own--;
 	weft_in_runtime--;
 }
 
@@ -596,13 +611,10 @@ static void put_with_stack(uint64_t t, unsigned fn, const void *old, const void 
 		weft_mem_stash(v, head + 2 + nf);
 		return;
 	}
-	if (__builtin_expect(weft_mem_pend_head != weft_mem_pend_tail, 0))
+	if (__builtin_expect(weft_mem_tls.pend_head != weft_mem_tls.pend_tail, 0))
 		weft_mem_flush();
-	int was = weft_mem_in_put;
-	weft_mem_in_put = 1;
-	__atomic_signal_fence(__ATOMIC_SEQ_CST);
 	unsigned head = old ? 5 : 4;
-	uint64_t *w = weft__reserve((head + 2 + nf) * 8);
+	uint64_t *w = weft_mem_open((head + 2 + nf) * 8);
 	if (__builtin_expect(w != 0, 1)) {
 		alloc_words(w, t, fn, old, p, n);
 		struct stack_seen *seen = &stack_seen[h & 255];
@@ -616,10 +628,7 @@ static void put_with_stack(uint64_t t, unsigned fn, const void *old, const void 
 		}
 		weft__commit(w + head + 2 + (known ? 0 : nf));
 	}
-	__atomic_signal_fence(__ATOMIC_SEQ_CST);
-	weft_mem_in_put = was;
-	if (__builtin_expect(weft_mem_pend_head != weft_mem_pend_tail, 0))
-		weft_mem_flush();
+	weft_mem_after();
 }
 
 /* ---- the C heap ---- */
@@ -629,15 +638,24 @@ static void put_with_stack(uint64_t t, unsigned fn, const void *old, const void 
 static __thread int probing WEFT_TLS;
 static int probe_seen;
 
-/* With a threshold, sampling or stacks (MEM_FILTERED): out of line. */
-static __attribute__((noinline)) void on_alloc_filtered(unsigned fn, void *p, size_t n, void *frame)
+/* Out of line, all but the common case: a signal handler's call inside a record, a call of the
+ * runtime's own, a threshold, sampling or stacks (MEM_FILTERED), find_allocator's probe. */
+static __attribute__((noinline)) void on_alloc_slow(unsigned fn, void *p, size_t n, void *frame,
+						    const void *caller)
 {
-	if (__builtin_expect(mem_mode == MEM_PROBE, 0)) {
+	if (!may_record_from(caller))
+		return;
+	int m = __atomic_load_n(&mem_mode, __ATOMIC_RELAXED);
+	if (m == MEM_ALL) {
+		put_alloc(weft__ticks(), 0, fn, p, n);
+		return;
+	}
+	if (__builtin_expect(m == MEM_PROBE, 0)) {
 		if (probing)
 			probe_seen = 1;
 		return;
 	}
-	if (!keep_alloc(p, n))
+	if (m == MEM_OFF || !keep_alloc(p, n))
 		return;
 	if (with_stacks)
 		put_with_stack(weft__ticks(), fn, NULL, p, n, frame);
@@ -645,23 +663,24 @@ static __attribute__((noinline)) void on_alloc_filtered(unsigned fn, void *p, si
 		put_alloc(weft__ticks(), 0, fn, p, n);
 }
 
-/* The common case inline: recording every block, one record. */
+/* A new block p of n bytes. Off: one load and a branch. Recording every block (MEM_ALL) on a
+ * thread that may record: one record, inline; the rest out of line. */
 static inline __attribute__((always_inline)) void on_alloc(unsigned fn, void *p, size_t n, void *frame)
 {
-	if (!p || !may_record_from(CALLER))
+	int m = __atomic_load_n(&mem_mode, __ATOMIC_RELAXED);
+	if (__builtin_expect(m == MEM_OFF, 1) || !p)
 		return;
-	if (__builtin_expect(mem_mode == MEM_ALL, 1))
-		put_alloc(weft__ticks(), 0, fn, p, n);
+	if (__builtin_expect(m == MEM_ALL, 1) && __builtin_expect(may_record(), 1))
+		fast_alloc(fn, p, n);
 	else
-		on_alloc_filtered(fn, p, n, frame);
+		on_alloc_slow(fn, p, n, frame, CALLER);
 }
 #define FRAME __builtin_frame_address(0)
 
 EXPORT void *malloc(size_t n)
 {
 	void *p = ready() ? next.malloc(n) : boot_alloc(n, 16);
-	if (recording() && p)
-		on_alloc(WEFT_MEM_MALLOC, p, n, FRAME);
+	on_alloc(WEFT_MEM_MALLOC, p, n, FRAME);
 	return p;
 }
 
@@ -671,26 +690,37 @@ EXPORT void *calloc(size_t k, size_t n)
 	if (!ready()) /* the area is zeroed static memory */
 		return __builtin_mul_overflow(k, n, &bytes) ? NULL : boot_alloc(bytes, 16);
 	void *p = next.calloc(k, n);
-	if (recording() && p)
-		on_alloc(WEFT_MEM_CALLOC, p, k * n, FRAME);
+	on_alloc(WEFT_MEM_CALLOC, p, k * n, FRAME);
 	return p;
 }
 
-static inline __attribute__((always_inline)) void on_free(unsigned fn, void *p)
+static __attribute__((noinline)) void on_free_slow(unsigned fn, void *p, const void *caller)
 {
-	if (!may_record_from(CALLER))
+	if (!may_record_from(caller))
 		return;
-	if (__builtin_expect(mem_mode != MEM_ALL, 0) && (mem_mode == MEM_PROBE || !keep_free(p)))
+	int m = __atomic_load_n(&mem_mode, __ATOMIC_RELAXED);
+	if (m != MEM_ALL && (m == MEM_OFF || m == MEM_PROBE || !keep_free(p)))
 		return;
 	put_free(weft__ticks(), 0, fn, p);
+}
+
+/* The free of p (not a bootstrap block), as on_alloc. */
+static inline __attribute__((always_inline)) void on_free(unsigned fn, void *p)
+{
+	int m = __atomic_load_n(&mem_mode, __ATOMIC_RELAXED);
+	if (__builtin_expect(m == MEM_OFF, 1) || !p)
+		return;
+	if (__builtin_expect(m == MEM_ALL, 1) && __builtin_expect(may_record(), 1))
+		fast_free(fn, p);
+	else
+		on_free_slow(fn, p, CALLER);
 }
 
 EXPORT void free(void *p)
 {
 	if (__builtin_expect(is_boot(p), 0))
 		return; /* a bootstrap block: never given back */
-	if (recording() && p)
-		on_free(WEFT_MEM_FREE, p); /* before the block can go to another thread */
+	on_free(WEFT_MEM_FREE, p); /* before the block can go to another thread */
 	if (ready())
 		next.free(p);
 }
@@ -756,8 +786,7 @@ EXPORT void *reallocarray(void *old, size_t k, size_t n)
 EXPORT void *memalign(size_t align, size_t n)
 {
 	void *p = ready() ? next.memalign(align, n) : boot_alloc(n, align);
-	if (recording() && p)
-		on_alloc(WEFT_MEM_MEMALIGN, p, n, FRAME);
+	on_alloc(WEFT_MEM_MEMALIGN, p, n, FRAME);
 	return p;
 }
 
@@ -766,8 +795,7 @@ EXPORT void *memalign(size_t align, size_t n)
 EXPORT void *aligned_alloc(size_t align, size_t n)
 {
 	void *p = ready() ? next.aligned_alloc(align, n) : boot_alloc(n, align);
-	if (recording() && p)
-		on_alloc(WEFT_MEM_ALIGNED_ALLOC, p, n, FRAME);
+	on_alloc(WEFT_MEM_ALIGNED_ALLOC, p, n, FRAME);
 	return p;
 }
 
@@ -785,16 +813,14 @@ EXPORT int posix_memalign(void **out, size_t align, size_t n)
 			return ENOMEM;
 	}
 	*out = p;
-	if (recording())
-		on_alloc(WEFT_MEM_POSIX_MEMALIGN, p, n, FRAME);
+	on_alloc(WEFT_MEM_POSIX_MEMALIGN, p, n, FRAME);
 	return 0;
 }
 
 EXPORT void *valloc(size_t n)
 {
 	void *p = ready() ? next.valloc(n) : boot_alloc(n, 4096);
-	if (recording() && p)
-		on_alloc(WEFT_MEM_VALLOC, p, n, FRAME);
+	on_alloc(WEFT_MEM_VALLOC, p, n, FRAME);
 	return p;
 }
 

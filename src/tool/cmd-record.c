@@ -41,6 +41,8 @@ static void help(FILE *f)
 		"Code built with -finstrument-functions has every function entry and exit recorded.\n\n"
 		"  -o, --output DIR        trace directory (default weft.data; an old one is moved to DIR.old)\n"
 		"      --no-convert        do not write DIR/trace.pftrace at the end\n"
+		"      --open[=PORT]       then show DIR/trace.pftrace in the Perfetto UI, as weft open\n"
+		"                          does (served once on 127.0.0.1:PORT, default 9001)\n"
 		"      --host NAME         record as host NAME (default: the hostname)\n"
 		"  -b, --buffer-size SIZE  most buffer memory per process (default 256M, used as needed)\n"
 		"      --writers N         writer threads per process (default 1)\n"
@@ -108,16 +110,15 @@ static void help(FILE *f)
 		"                          branch-misses, task-clock, page-faults, context-switches,\n"
 		"                          cpu-migrations, ...); weft report --counters shows them\n"
 		"      --python[=MODES]    record every Python function call (CPython 3.11: a frame-\n"
-		"                          evaluation hook installed at start-up through a sitecustomize\n"
-		"                          module weft puts first on PYTHONPATH), nested with the\n"
-		"                          native functions on each thread; -F/-N select by qualified\n"
-		"                          name. `import weft` works in the program with or without it.\n"
+		"                          evaluation hook, 3.12+: sys.monitoring; installed at start-up\n"
+		"                          through a sitecustomize module weft puts first on\n"
+		"                          PYTHONPATH), nested with the native functions on each\n"
+		"                          thread; -F/-N select by qualified name. `import weft` works\n"
+		"                          in the program with or without it.\n"
 		"                          MODES, comma-separated: calls (the default), and with it\n"
 		"                          c-calls          the C functions Python calls too (len,\n"
 		"                                           list.append, math.sqrt: category python-c)\n"
-		"                                           through the slower profile hook; before\n"
-		"                                           CPython 3.12 in the main thread and threads\n"
-		"                                           started later through threading\n"
+		"                                           in every thread\n"
 		"                          tasks            each asyncio Task as an async slice from its\n"
 		"                                           creation to its end, named after its coroutine\n"
 		"      --flight-recorder[=SIZE[,AGE][,noexit]]\n"
@@ -380,12 +381,13 @@ int cmd_record(int argc, char **argv)
 		{"switch-output", required_argument, 0, 'X'}, {"switch-max-files", required_argument, 0, 'J'},
 		{"delay", required_argument, 0, 'y'}, {"control", required_argument, 0, 'c'},
 		WEFT_RECORD_TRIGGER_OPTIONS
+		{"open", optional_argument, 0, 0x4f50},
 		{"quiet", no_argument, 0, 'q'}, {"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
 	char names[1024] = "", why[256];
 	const char *host = NULL;
 	const char *outdir = "weft.data";
 	char extra[2048] = "", watch[1024] = "";
-	int convert = 1, quiet = 0, python = 0, gpu = 0, c;
+	int convert = 1, quiet = 0, python = 0, gpu = 0, open_port = 0, c;
 	optind = 1;
 	opterr = 0;
 #define ADD(...) snprintf(extra + strlen(extra), sizeof(extra) - strlen(extra), __VA_ARGS__)
@@ -525,6 +527,10 @@ int cmd_record(int argc, char **argv)
 			if (weft_record_trigger_option(c, optarg, extra, sizeof(extra)))
 				return WEFT_EXIT_USAGE;
 			break;
+		case 0x4f50: /* --open[=PORT] */
+			if ((open_port = optarg ? weft_open_port("record", optarg) : 9001) < 0)
+				return WEFT_EXIT_USAGE;
+			break;
 		case 'q': quiet = 1; break;
 		case 'h': help(stdout); return WEFT_EXIT_OK;
 		default:
@@ -537,6 +543,11 @@ int cmd_record(int argc, char **argv)
 	if (watch[0])
 		ADD(":watch=%s", watch);
 #undef ADD
+	if (open_port && (!convert || strstr(extra, ":flight=") || strstr(extra, ":switch_output="))) {
+		weft_cli_error("record", "--open shows DIR/trace.pftrace: not with --no-convert, --flight-recorder "
+			       "or --switch-output");
+		return WEFT_EXIT_USAGE;
+	}
 	if (optind < argc && !strcmp(argv[optind], "--"))
 		optind++;
 	if (optind >= argc) {
@@ -804,5 +815,5 @@ int cmd_record(int argc, char **argv)
 	}
 	weft_trace_free(t);
 	weft_jobdir_close(&jd);
-	return code;
+	return open_port ? weft_record_open(dir, open_port, quiet, code) : code;
 }

@@ -15,6 +15,7 @@ int cmd_estimate(int argc, char **argv);
 int cmd_export(int argc, char **argv);
 int cmd_plot(int argc, char **argv);
 int cmd_info(int argc, char **argv);
+int cmd_open(int argc, char **argv);
 int cmd_overhead(int argc, char **argv);
 int cmd_record(int argc, char **argv);
 int cmd_report(int argc, char **argv);
@@ -45,5 +46,10 @@ int weft_record_flight_option(const char *arg, char *extra, size_t n);
 int weft_record_flight_end(const char *dir, int quiet, int convert, int code);
 /* --switch-output / --switch-max-files: key switch_output or switch_max_files, checked */
 int weft_record_switch_option(const char *key, const char *arg, char *extra, size_t n);
+/* cmd-open.c: --port N checked (1..65535; -1 after a usage error); weft record --open[=PORT]:
+ * DIR/trace.pftrace served once to the Perfetto UI after recording; returns code if nonzero,
+ * else weft open's status (130 on Ctrl-C) */
+int weft_open_port(const char *cmd, const char *arg);
+int weft_record_open(const char *dir, int port, int quiet, int code);
 
 #endif

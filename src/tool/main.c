@@ -20,6 +20,7 @@ static const struct {
 	{"record", cmd_record, "run a program with tracing injected (functions, fork, exec) and record it"},
 	{"report", cmd_report, "functions and slices by total and self time, calls, tree"},
 	{"convert", cmd_convert, "convert a trace directory to .pftrace (Perfetto) or Chrome .json"},
+	{"open", cmd_open, "show a trace in the Perfetto UI: serve it once to ui.perfetto.dev and open the browser"},
 	{"info", cmd_info, "show processes, threads, events, drops, time span and sizes of a trace"},
 	{"export", cmd_export, "write a trace as a SQLite database (slices, allocations, accesses)"},
 	{"plot", cmd_plot_exec, "draw a trace's memory as PNG: address x time, or live bytes by allocating slice"},

@@ -5,6 +5,7 @@ the full stack with a C extension built with -finstrument-functions."""
 import json
 import os
 import re
+import sys
 
 from weftlib import BUILD, SRC, WEFT, TraceTest, main, run, sanitizer
 
@@ -45,6 +46,29 @@ EXPECTED = {
     "catch_at": (4, {"run_exc.<locals>.<genexpr>"}),
     "raiser": (1 + 2 + 3 + 4, {"catch_at", "raiser"}),
 }
+NEXT = sys.version_info >= (3, 12)  # the sys.monitoring hook; comprehensions inlined (PEP 709)
+if NEXT:  # the list comprehension runs in run_misc's frame: no call of its own
+    del EXPECTED["run_misc.<locals>.<listcomp>"]
+    EXPECTED["Klass.klass"] = (3, {"run_misc"})
+HOOK = "monitoring" if NEXT else "eval"
+
+
+def close_runs_frame():
+    """Does close() of a generator suspended at a yield outside any try run its frame, as a
+    profile function sees it? On 3.11 it does (GeneratorExit is thrown in); from 3.12 on
+    CPython just marks the generator finished, and no tracer sees anything run."""
+    def g():
+        yield
+
+    seen = []
+    x = g()
+    next(x)
+    sys.setprofile(lambda frame, event, arg: seen.append(event) if frame.f_code is g.__code__ else None)
+    try:
+        x.close()
+    finally:
+        sys.setprofile(None)
+    return "call" in seen
 
 
 class PythonCallsTest(TraceTest):
@@ -111,12 +135,16 @@ class PythonCallsTest(TraceTest):
         p = run([PY, "-m", "weft", prog("calls_prog.py")], cwd=self.tmp,
                 env={"PYTHONPATH": PYDIR, "WEFT_OPTIONS": f"output={out}"})
         self.assertEqual(p.stdout, CALLS_OUT)
-        pf, _ = self.convert(out, "m.pftrace")
+        pf, c = self.convert(out, "m.pftrace")
         self.check_calls(pf)
+        # the frames running when the hook was installed (runpy's, weft.__main__'s) end with no
+        # END in the trace: the hook wrote no BEGIN for them
+        self.assertNotIn("without a begin", c.stderr)
+        self.assertRegex(c.stderr, r"wrote .*: \d+ events")
 
     def test_profile_hook(self):
-        """The fallback hook (a C profile function; the only one before 3.11 and, until a
-        sys.monitoring hook is written, on 3.12+) records the same calls."""
+        """The fallback hook (a C profile function; the only one before 3.11) records the same
+        calls."""
         out = os.path.join(self.tmp, "p.data")
         code = ("import runpy, sys; from weft import _calltrace; _calltrace.start('profile'); "
                 f"sys.argv = [{prog('calls_prog.py')!r}]; runpy.run_path(sys.argv[0], run_name='__main__')")
@@ -139,9 +167,11 @@ class PythonCallsTest(TraceTest):
             self.assertEqual((p.returncode, p.stdout), (0, plain.stdout), (mode, p.stderr))
             rows, = self.tp(pf, "select name, count(*) c from slice where name in ('down', 'thread_down', "
                                 "'nested') group by name")
-            # nested: each level resumed by next() and once more when it is closed
+            # nested: each level resumed by next() and once more when it is closed (the innermost,
+            # at a plain yield, not on 3.12+: see close_runs_frame)
+            closes = n // 4 + 1 if close_runs_frame() else n // 4
             self.assertEqual({r["name"]: r["c"] for r in rows},
-                             {"down": n + 1, "thread_down": n + 1, "nested": 2 * (n // 4 + 1)}, mode)
+                             {"down": n + 1, "thread_down": n + 1, "nested": n // 4 + 1 + closes}, mode)
             js, _ = self.convert(os.path.dirname(pf), "deep.json")
             stacks, depth, deepest = {}, {}, {}
             for e in self.load_json(js)["traceEvents"]:
@@ -244,8 +274,23 @@ class PythonCallsTest(TraceTest):
         self.assertIn("user sitecustomize ran", p.stderr)
         p = run([WEFT, "record", "-q", "-o", out, "--no-convert", "--python", "--", PY, "-c", code],
                 env={"PYTHONPATH": user})
-        self.assertEqual(p.stdout, "weft eval\n")
+        self.assertEqual(p.stdout, f"weft {HOOK}\n")
         self.assertIn("user sitecustomize ran", p.stderr)
+
+    def test_filter_changed_inside_a_call(self):
+        """A call recorded when it began keeps its end when a filter changed inside it leaves it
+        out (the hook decides at the begin); the calls after the change follow the new
+        filter."""
+        pf, p = self.record("refilter_prog.py", opts=["--python"])
+        self.assertEqual(p.stdout, "refilter done\n")
+        rows, unbalanced = self.tp(
+            pf, "select s.name, p.name parent, count(*) c from slice s left join slice p on s.parent_id = p.id "
+                "where s.name in ('outer', 'inner') group by s.name, p.name",
+            "select count(*) n from slice where extract_arg(arg_set_id, 'debug.weft_unterminated') "
+            "or extract_arg(arg_set_id, 'debug.weft_unwound')")
+        self.assertEqual({(r["name"], r["parent"]): r["c"] for r in rows},
+                         {("outer", "<module>"): 1, ("inner", "outer"): 2, ("inner", "<module>"): 2})
+        self.assertEqual(unbalanced[0]["n"], 0)
 
     def test_json_args(self):
         """The JSON converter shows file/line on a Python slice and exception on one that
@@ -334,9 +379,12 @@ class PythonCallsTest(TraceTest):
         self.assertEqual({r["thread"]: r["c"] for r in rows}, {os.path.basename(PY): 4 * n, "other": n})
         note = ("python: the program set its own profile function (sys.setprofile, cProfile) 3 times: weft "
                 "called it from its own and went on recording C calls")
-        self.assertRegex(p.stderr, r"(?m)^weft: record: \d+ python3: " + re.escape(note) + "$")
         info = run([WEFT, "info", os.path.dirname(pf)])
-        self.assertIn(f"\n  note:     {note}\n", info.stdout)
+        if NEXT:  # sys.monitoring: weft's tool and the program's profilers are independent
+            self.assertNotIn("profile function", p.stderr + info.stdout)
+        else:
+            self.assertRegex(p.stderr, r"(?m)^weft: record: \d+ python3: " + re.escape(note) + "$")
+            self.assertIn(f"\n  note:     {note}\n", info.stdout)
         # the profile hook alone (start('profile'); 3.12+): the program's replaces weft's in
         # the main thread and in "other"; said, with the calls recorded until then
         out = os.path.join(self.tmp, "p.data")

@@ -134,6 +134,54 @@ static void corruption_is_skipped(void **s)
 	weft_trace_free(t);
 }
 
+/* weft_sum32 (format 1.9) as docs/format.md specifies it: known answers (the same as the
+ * Python version in tests/integration/test_damage.py), a reader that checks it where the flag
+ * says so, finds damage with it, and still checks FNV-1a where the flag is clear. */
+static void chunk_checksum_kinds(void **s)
+{
+	(void)s;
+	static const struct { unsigned n; uint32_t sum; } kat[] = {
+		{0, 0x76be81c4u}, {1, 0x6fa95859u}, {8, 0xcecd7661u}, {9, 0x93c98063u},
+		{31, 0xe7b20ffau}, {32, 0x7d17c836u}, {33, 0x16a12170u}, {100, 0x61839005u}};
+	unsigned char bytes[100];
+	for (unsigned i = 0; i < sizeof(bytes); i++)
+		bytes[i] = (unsigned char)i;
+	for (unsigned k = 0; k < sizeof(kat) / sizeof(kat[0]); k++)
+		assert_int_equal(weft_sum32(bytes, kat[k].n), kat[k].sum);
+	assert_int_equal(weft_chunk_sum(WEFT_CHUNK_SUM, bytes, 100), 0x61839005u);
+	assert_int_equal(weft_chunk_sum(0, bytes, 100), weft_fnv1a(bytes, 100));
+	char err[256];
+	for (int z = 0; z < 2; z++) {
+		tb_chunk_flags = WEFT_CHUNK_SUM;
+		build(z);
+		tb_chunk_flags = 0;
+		struct weft_trace *t = load(err, sizeof(err));
+		assert_non_null(t);
+		assert_int_equal(t->nwarnings, 0);
+		assert_int_equal(t->procs[0].threads[0].nchunks, 2);
+		assert_true(t->procs[0].threads[0].chunks[0].flags & WEFT_CHUNK_SUM);
+		weft_trace_free(t);
+		/* a byte of the first frame damaged: found */
+		size_t at = sizeof(struct weft_file_header) + sizeof(struct weft_chunk_header) + 3;
+		ev.p[at] ^= 0x55;
+		t = load(err, sizeof(err));
+		assert_non_null(t);
+		assert_true(has_warning(t, "damaged bytes"));
+		assert_int_equal(t->procs[0].threads[0].nchunks, 1);
+		weft_trace_free(t);
+		ev.p[at] ^= 0x55;
+		/* the flag cleared: the sum is no FNV-1a of the bytes */
+		struct weft_chunk_header h;
+		memcpy(&h, ev.p + sizeof(struct weft_file_header), sizeof(h));
+		h.flags &= ~WEFT_CHUNK_SUM;
+		memcpy(ev.p + sizeof(struct weft_file_header), &h, sizeof(h));
+		t = load(err, sizeof(err));
+		assert_non_null(t);
+		assert_true(has_warning(t, "damaged bytes"));
+		weft_trace_free(t);
+	}
+}
+
 static void newer_major_is_refused(void **s)
 {
 	(void)s;
@@ -178,6 +226,59 @@ static void unpacks_whole_and_every_cut(const uint8_t *packed, size_t len, const
 		size_t got = weft_unpack(packed, cut, back, 64, 2, 1);
 		assert_true(got == (size_t)-1 || (got < n && !memcmp(back, w, got * 8)));
 	}
+}
+
+/* Packing version 3 (format 1.9): the memory records' words in columns after the records. A
+ * mixed stream round trips (with the headers pass), is smaller than version 2 by the same words
+ * moved (plus its 8-byte trailer), and every cut, a damaged trailer and column bytes that no
+ * record takes are refused. */
+static void packing_v3_columns(void **s)
+{
+	(void)s;
+	uint64_t w[] = {900, HDR(3, WEFT_R_BEGIN, 0, 0),
+			1000, HDR(0, WEFT_R_ALLOC, 2, WEFT_MEM_MALLOC), 0x55d0c0a01230ull, 24,
+			1040, HDR(0, WEFT_R_FREE, 1, WEFT_MEM_FREE), 0x55d0c0a01230ull,
+			1050, HDR(3, WEFT_R_COUNTER_I64, 1, 0), 77,
+			1100, HDR(7, WEFT_R_REALLOC, 3, WEFT_MEM_REALLOC), 0x55d0c0a01230ull, 0x7f0000001000ull, 1ull << 40,
+			1101, HDR(0, WEFT_R_ALLOC, 2, WEFT_MEM_CALLOC), UINT64_MAX, UINT64_MAX,
+			1102, HDR(0, WEFT_R_FREE, 1, WEFT_MEM_FREE), 0,
+			0xabcdef0123456789ull, HDR(0, WEFT_R_STACK, 2, 0), 0x401234, 0x7f1234567890ull,
+			1200, HDR(3, WEFT_R_END, 0, 0)};
+	size_t n = sizeof(w) / 8;
+	uint8_t p2[512], p3[512], ca[512], cs[512];
+	uint32_t ev2 = 0, ev3 = 0, dr = 0;
+	struct weft_index_rec ix2, ix3;
+	memset(&ix2, 0, sizeof(ix2)); /* tid, file, seq and offset are the caller's */
+	memset(&ix3, 0, sizeof(ix3));
+	size_t len2 = weft_pack_indexed(w, n, p2, &ev2, &dr, &ix2);
+	size_t len3 = weft_pack3_indexed(w, n, p3, &ev3, &dr, &ix3, ca, cs);
+	assert_true(len3 <= weft_pack_bound(n));
+	assert_int_equal(len3, len2 + 8); /* the same bytes, moved, and the trailer */
+	assert_int_equal(ev3, ev2);
+	assert_memory_equal(&ix3, &ix2, sizeof(ix2));
+	uint64_t back[64];
+	assert_int_equal(weft_unpack(p3, len3, back, 64, 3, 1), n);
+	assert_memory_equal(back, w, n * 8);
+	assert_int_equal(weft_unpack(p3, len3, back, 64, 2, 1), (size_t)-1); /* not version 2 */
+	struct hdrs got = {0}, want = {0};
+	assert_int_equal(weft_unpack_headers(p3, len3, 3, collect_hdr, &got), 0);
+	assert_int_equal(weft_unpack_headers(p2, len2, 2, collect_hdr, &want), 0);
+	assert_int_equal(got.n, want.n);
+	assert_memory_equal(got.h, want.h, got.n * 8);
+	for (size_t cut = 0; cut < len3; cut++)
+		assert_int_equal(weft_unpack(p3, cut, back, 64, 3, 1), (size_t)-1);
+	uint8_t bad[512];
+	memcpy(bad, p3, len3);
+	uint32_t m;
+	memcpy(&m, bad + len3 - 8, 4);
+	m += 1000; /* the records' length beyond the payload */
+	memcpy(bad + len3 - 8, &m, 4);
+	assert_int_equal(weft_unpack(bad, len3, back, 64, 3, 1), (size_t)-1);
+	assert_int_equal(weft_unpack_headers(bad, len3, 3, collect_hdr, &got), -1);
+	memcpy(bad, p3, len3); /* one more size byte than the records take */
+	memmove(bad + len3 - 7, bad + len3 - 8, 8);
+	bad[len3 - 8] = 5;
+	assert_int_equal(weft_unpack(bad, len3 + 1, back, 64, 3, 1), (size_t)-1);
 }
 
 /* Memory records (format 1.3): extras as varints, addresses as differences; extremes round
@@ -391,9 +492,10 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(reads_everything), cmocka_unit_test(truncated_keeps_complete_chunks),
-		cmocka_unit_test(corruption_is_skipped), cmocka_unit_test(newer_major_is_refused),
+		cmocka_unit_test(corruption_is_skipped), cmocka_unit_test(chunk_checksum_kinds),
+		cmocka_unit_test(newer_major_is_refused),
 		cmocka_unit_test(nothing_to_read), cmocka_unit_test(packing_round_trips),
-		cmocka_unit_test(packing_memory_records),
+		cmocka_unit_test(packing_memory_records), cmocka_unit_test(packing_v3_columns),
 		cmocka_unit_test(packing_v2_bytes), cmocka_unit_test(packing_v1_reads),
 		cmocka_unit_test(reused_tids_are_separate_threads),
 	};

@@ -8,6 +8,9 @@
 
 struct tb { unsigned char *p; size_t n; };
 
+/* Flags tb_chunk adds to each chunk header (WEFT_CHUNK_SUM: the format 1.9 checksum). */
+static uint32_t tb_chunk_flags __attribute__((unused));
+
 static inline void tb_put(struct tb *b, const void *d, size_t n)
 {
 	b->p = realloc(b->p, b->n + n);
@@ -91,8 +94,9 @@ static inline void tb_chunk(struct tb *b, uint32_t tid, uint64_t seq, const uint
 		payload = z;
 		h.flags = WEFT_CHUNK_ZSTD;
 	}
+	h.flags |= tb_chunk_flags;
 	h.stored_size = (uint32_t)stored;
-	h.checksum = weft_fnv1a(payload, stored);
+	h.checksum = weft_chunk_sum(h.flags, payload, stored);
 	tb_put(b, &h, sizeof(h));
 	tb_put(b, payload, stored);
 	free(d);
