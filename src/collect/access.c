@@ -32,6 +32,7 @@
  */
 #include "lib/internal.h"
 #include "collect/perf_sample.h"
+#include "collect/source.h"
 #include <dlfcn.h>
 #include <link.h>
 #include <linux/hw_breakpoint.h>
@@ -83,7 +84,7 @@ static int first_errno;        /* why the first perf_event_open failed */
 static pthread_key_t ring_key; /* a thread's rings, marked ended by the key's destructor */
 static pthread_once_t key_once = PTHREAD_ONCE_INIT;
 
-/* watch=: set at start by weft_watch_start (before any ring of theirs exists), read-only after */
+/* watch=: set at start by watch_open (before any ring of theirs exists), read-only after */
 static struct { uint64_t addr; unsigned len; int src; char name[128]; } watches[WEFT_MAX_WATCH];
 static int nwatches;
 static _Atomic uint64_t watch_hits[WEFT_MAX_WATCH], watch_lost;
@@ -396,7 +397,7 @@ static void drain_all(void)
 }
 
 /* The last drain, on the thread that finishes the trace, while the run still takes events
- * (weft_stop calls it through weft_g.drain_sources, on every path: exit, _exit, exec, a fatal
+ * (weft_stop calls it through the sources' drain, on every path: exit, _exit, exec, a fatal
  * signal). The sampler's own last drain comes only after the run stopped, and at _exit or a
  * fatal signal not at all (it is not joined there): without this, what the rings held since
  * its last pass (up to DRAIN_NS of samples) was lost uncounted. From a signal handler or
@@ -543,11 +544,6 @@ static void stop_sampler(void)
 	write_totals();
 }
 
-void weft_access_stop(void) /* preload.c: before the trace stops */
-{
-	stop_sampler();
-}
-
 /* Fork (session.c runs these among the runtime's own handlers): the forking thread holds
  * rings_lock across the fork, so the child's list is whole - not copied while the sampler
  * was unlinking a ring, nor with the lock held for good. */
@@ -597,14 +593,13 @@ static void begin(void)
 		return;
 	start_sampler();
 	atexit(stop_sampler);
-	static const struct weft_fork_hooks hooks = {atfork_prepare, atfork_parent, atfork_child};
-	weft_fork_hooks_add(&hooks);
 }
 
-/* src: auto, pagefault, pebs or ibs. Returns 0, or -errno with the reason in why ("unavailable"
- * follows in the caller's line). */
-int weft_access_start(const char *src, char *why, size_t n)
+/* mem_access=: auto, pagefault, pebs or ibs: the best source this machine has (page faults
+ * everywhere). Returns 0, or -errno with the reason in why. */
+static int access_open(char *why, size_t n)
 {
+	const char *src = weft_cfg.mem_access;
 	struct perf_event_attr a, aux;
 	int needs_aux;
 	char w1[160] = "", w2[160] = "";
@@ -638,14 +633,13 @@ int weft_access_start(const char *src, char *why, size_t n)
 			 e == EACCES || e == EPERM ? " (kernel.perf_event_paranoid too high? run as root or lower it)" : "");
 		return -e;
 	}
-	begin();
 	return 0;
 }
 
 /* ---- watch= ---- */
 
 #define SELFTEST_WRITES 4
-/* The self-test's variable: written only by weft_watch_start's self-test, on the starting thread. */
+/* The self-test's variable: written only by watch_open's self-test, on the starting thread. */
 static volatile _Alignas(8) uint64_t selftest_var;
 
 struct selftest_count { uint64_t addr, got; };
@@ -688,10 +682,13 @@ static int selftest(char *why, size_t n)
 	return weft_watch_selftest_verdict(0, SELFTEST_WRITES, got, why, n);
 }
 
-/* Specs from watch=: the self-test, then each symbol's address; then every thread watches
- * them. Returns 0, or -errno with the reason in why (nothing is watched then). */
-int weft_watch_start(const struct weft_watch_spec *spec, int nspec, char *why, size_t n)
+/* Specs from watch=: the self-test (which a machine whose watchpoints do not fire fails),
+ * then each symbol's address; then every thread watches them. Returns 0, or -errno with the
+ * reason in why (nothing is watched then). */
+static int watch_open(char *why, size_t n)
 {
+	const struct weft_watch_spec *spec = weft_cfg.watch;
+	int nspec = weft_cfg.nwatch;
 	weft_in_runtime++;
 	int rc = selftest(why, n);
 	for (int i = 0; !rc && i < nspec && i < WEFT_MAX_WATCH; i++) {
@@ -738,6 +735,94 @@ int weft_watch_start(const struct weft_watch_spec *spec, int nspec, char *why, s
 		return -EBUSY;
 	}
 	weft_in_runtime--;
-	begin();
 	return 0;
 }
+
+/* ---- the sources' faces (collect/source.h) ---- */
+
+/* mem_access and watch share the sampler thread, the rings, the drain, the fork handlers and
+ * the stop: the watch row runs them only when mem_access did not open (sources[0] is set
+ * from mem_access's open on, and only then). */
+static int access_wanted(void)
+{
+	return weft_cfg.mem_access[0] != 0;
+}
+
+static void access_label(char *buf, size_t n)
+{
+	snprintf(buf, n, "mem-access=%s:", weft_cfg.mem_access);
+}
+
+static void access_describe(char *buf, size_t n)
+{
+	static const char *const names[] = {"", "page faults (first touch of each page)", "PEBS loads (latency) and stores",
+					    "PEBS stores", "IBS ops"};
+	unsigned k = (unsigned)sources[0];
+	snprintf(buf, n, "%s, every thread of the program", k < sizeof(names) / sizeof(names[0]) ? names[k] : "?");
+}
+
+const struct weft_source weft_source_mem_access = {
+	.name = "mem_access",
+	.option = "mem_access",
+	.wanted = access_wanted,
+	.label = access_label,
+	.open = access_open,
+	.start = begin,
+	.drain = weft_access_drain,
+	.fork_prepare = atfork_prepare,
+	.fork_parent = atfork_parent,
+	.fork_child = atfork_child,
+	.stop = stop_sampler,
+	.describe = access_describe,
+};
+
+static int watch_wanted(void)
+{
+	return weft_cfg.nwatch > 0;
+}
+
+static void watch_drain(void)
+{
+	if (!sources[0])
+		weft_access_drain();
+}
+
+static void watch_fork_prepare(void)
+{
+	if (!sources[0])
+		atfork_prepare();
+}
+
+static void watch_fork_parent(void)
+{
+	if (!sources[0])
+		atfork_parent();
+}
+
+static void watch_fork_child(void)
+{
+	if (!sources[0])
+		atfork_child();
+}
+
+static void watch_describe(char *buf, size_t n)
+{
+	size_t o = (size_t)snprintf(buf, n, "%d hardware watchpoint%s:", nwatches, nwatches == 1 ? "" : "s");
+	for (int i = 0; i < nwatches && o < n; i++)
+		o += (size_t)snprintf(buf + o, n - o, " %s%s", watches[i].name[0] ? watches[i].name : "address",
+				      watches[i].src == WEFT_ACC_WATCH_RW ? "/rw" : "/w");
+}
+
+const struct weft_source weft_source_watch = {
+	.name = "watch",
+	.option = "watch",
+	.wanted = watch_wanted,
+	.open = watch_open,
+	.start = begin,
+	.drain = watch_drain,
+	.fork_prepare = watch_fork_prepare,
+	.fork_parent = watch_fork_parent,
+	.fork_child = watch_fork_child,
+	.stop = stop_sampler,
+	.describe = watch_describe,
+};

@@ -9,7 +9,7 @@
  * Per-thread groups rather than one inherited group: an inherited counter read through the
  * parent's fd is the sum over every thread, and rdpmc reads only the event of the thread it
  * was opened for, so per-slice values need one group per thread anyway. The main thread's is
- * opened at start (weft_counters_start), every later thread's by the preload runtime's
+ * opened at start (its open), every later thread's by the preload runtime's
  * pthread_create wrapper (collect/access.c) before the thread's own code runs; threads the
  * wrapper did not see (made before start, or with clone) carry no counters. A fork child
  * opens its own for the forking thread.
@@ -22,6 +22,7 @@
  */
 #include "lib/internal.h"
 #include "collect/counters.h"
+#include "collect/source.h"
 #include "format/format.h"
 #include <errno.h>
 #include <pthread.h>
@@ -33,7 +34,7 @@
 
 #define NOINST __attribute__((no_instrument_function))
 
-/* Set once by weft_counters_start (before any thread of the program but the caller can read
+/* Set once by counters_open (before any thread of the program but the caller can read
  * them: later threads are created after), read-only after. */
 static const struct weft_ctr_def *defs[WEFT_CTR_MAX];
 static int ndefs;
@@ -208,9 +209,22 @@ static void atfork_child(void)
 	write_meta();
 }
 
-int weft_counters_start(const char *list, char *why, size_t n)
+/* ---- the source's face (collect/source.h) ---- */
+
+static int counters_wanted(void)
 {
-	int k = weft_ctr_parse(list, defs, why, n);
+	return weft_cfg.counters[0] != 0;
+}
+
+static void counters_label(char *buf, size_t n)
+{
+	snprintf(buf, n, "counters=%s:", weft_cfg.counters);
+}
+
+/* The calling (main) thread's group and the COUNTERS record: 0, or -errno with the reason. */
+static int counters_open(char *why, size_t n)
+{
+	int k = weft_ctr_parse(weft_cfg.counters, defs, why, n);
 	if (k < 0)
 		return k;
 	ndefs = k;
@@ -227,11 +241,32 @@ int weft_counters_start(const char *list, char *why, size_t n)
 	pthread_key_create(&key, thread_gone);
 	pthread_setspecific(key, &ct);
 	write_meta();
-	static const struct weft_fork_hooks hooks = {NULL, NULL, atfork_child}; /* after the child's trace restarted */
-	weft_fork_hooks_add(&hooks);
 	atomic_store_explicit(&on, 1, memory_order_release);
 	return 0;
 }
+
+/* Threads the program creates from now on open no group (nothing of theirs is recorded). */
+static void counters_stop(void)
+{
+	atomic_store(&on, 0);
+}
+
+static void counters_describe(char *buf, size_t n)
+{
+	snprintf(buf, n, "%s on every slice of each thread%s", weft_cfg.counters,
+		 exclude_kernel ? " (user space only)" : "");
+}
+
+const struct weft_source weft_source_counters = {
+	.name = "counters",
+	.option = "counters",
+	.wanted = counters_wanted,
+	.label = counters_label,
+	.open = counters_open,
+	.fork_child = atfork_child, /* after the child's trace restarted */
+	.stop = counters_stop,
+	.describe = counters_describe,
+};
 
 int weft_counters_on(void)
 {

@@ -29,6 +29,7 @@
  */
 #include "lib/internal.h"
 #include "collect/cupti_abi.h"
+#include "collect/source.h"
 #include <dlfcn.h>
 #include <errno.h>
 #include <stdio.h>
@@ -675,6 +676,7 @@ static int open_cupti(char *why, size_t n)
 }
 
 static pthread_mutex_t start_lock = PTHREAD_MUTEX_INITIALIZER;
+static int gpu_deferred(void);
 static int started; /* start_lock: tried in this process (once) */
 
 /* A fork child: CUDA does not survive fork, and the parent's counts are not the child's. Its
@@ -682,7 +684,7 @@ static int started; /* start_lock: tried in this process (once) */
  * site): reinitialised; what they guard is either published whole (sites) or dropped here
  * (the kernel names, the spare buffers: the parent's). Nothing here runs in the child before
  * this (callbacks need `active`). */
-static void atfork_child(void)
+static void gpu_atfork_child(void)
 {
 	pthread_mutex_init(&sites_lock, NULL);
 	pthread_mutex_init(&conv_lock, NULL);
@@ -695,8 +697,18 @@ static void atfork_child(void)
 	names_cap = names_n = 0;
 }
 
-int weft_gpu_start(char *why, size_t n)
+/* ---- the source's face (collect/source.h) ---- */
+
+static _Atomic int injected; /* InitializeInjection ran: CUDA asks for the collector now */
+
+/* Loads CUPTI and starts recording (once per process): 0, or -errno with why in why. Where
+ * CUDA_INJECTION64_PATH names this library, the trace's start leaves it to CUDA's driver
+ * (WEFT_SOURCE_IDLE), which calls InitializeInjection at cuInit in the processes that use
+ * CUDA only. */
+static int gpu_open(char *why, size_t n)
 {
+	if (!atomic_load(&injected) && gpu_deferred())
+		return WEFT_SOURCE_IDLE;
 	pthread_mutex_lock(&start_lock);
 	if (started) {
 		pthread_mutex_unlock(&start_lock);
@@ -718,21 +730,20 @@ int weft_gpu_start(char *why, size_t n)
 		clock_pair();
 		atomic_store(&next_clock_ticks, weft__ticks() + clock_step());
 		atomic_store(&active, 1);
-		static const struct weft_fork_hooks hooks = {NULL, NULL, atfork_child};
-		weft_fork_hooks_add(&hooks);
 	}
 	pthread_mutex_unlock(&start_lock);
 	return rc;
 }
 
-/* The end, from weft_stop before it stops the run and takes its lock: the last flush (what
- * CUPTI holds becomes records while the run still takes them), the totals, callbacks off. At
- * a fatal signal only when it did not come from inside CUPTI or a callback of this file on
- * this thread (CUPTI's locks may be held there); the callbacks then stay subscribed. */
-void weft_gpu_stop(int in_signal)
+/* The last flush, from weft_stop before it stops the run and takes its lock (what CUPTI holds
+ * becomes records while the run still takes them), and the totals. At a fatal signal only
+ * when it did not come from inside CUPTI or a callback of this file on this thread (CUPTI's
+ * locks may be held there). */
+static _Atomic int drained;
+static void gpu_drain(void)
 {
 	static _Atomic int stopping;
-	if (!atomic_load(&active) || (in_signal && in_collector) || atomic_exchange(&stopping, 1))
+	if (!atomic_load(&active) || (weft_g.in_signal && in_collector) || atomic_exchange(&stopping, 1))
 		return;
 	in_collector++;
 	cu.activity_flush_all(WEFT_CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
@@ -744,10 +755,17 @@ void weft_gpu_stop(int in_signal)
 	meta_state(1, text);
 	pthread_mutex_unlock(&conv_lock);
 	atomic_store(&active, 0);
-	if (in_signal) {
-		in_collector--;
+	atomic_store(&drained, 1);
+	in_collector--;
+}
+
+/* Callbacks off, after the drain (a fatal signal's stop leaves them subscribed: CUPTI's own
+ * state may be mid-change on another thread). */
+static void gpu_stop(void)
+{
+	if (!atomic_exchange(&drained, 0) || weft_g.in_signal)
 		return;
-	}
+	in_collector++;
 	cu.enable_domain(0, sub, WEFT_CUPTI_DOMAIN_RUNTIME_API);
 	cu.enable_domain(0, sub, WEFT_CUPTI_DOMAIN_DRIVER_API);
 	for (size_t j = 0; j < NKINDS; j++)
@@ -756,29 +774,54 @@ void weft_gpu_stop(int in_signal)
 	in_collector--;
 }
 
-/* Does CUDA_INJECTION64_PATH name this library? Then the driver calls InitializeInjection at
- * cuInit, in the processes that use CUDA only, and the trace's start leaves CUPTI alone. */
-int weft_gpu_deferred(void)
+/* Does CUDA_INJECTION64_PATH name this library? */
+static int gpu_deferred(void)
 {
 	const char *inj = getenv("CUDA_INJECTION64_PATH");
 	Dl_info di;
 	char a[4096], b[4096];
-	if (!inj || !*inj || !dladdr((void *)weft_gpu_start, &di) || !di.dli_fname)
+	if (!inj || !*inj || !dladdr((void *)gpu_open, &di) || !di.dli_fname)
 		return 0;
 	if (!realpath(inj, a) || !realpath(di.dli_fname, b))
 		return 0;
 	return !strcmp(a, b);
 }
 
+static int gpu_wanted(void)
+{
+	return weft_cfg.gpu;
+}
+
+static void gpu_label(char *buf, size_t n)
+{
+	snprintf(buf, n, "gpu"); /* "gpu unavailable: why", as documented */
+}
+
+static void gpu_describe(char *buf, size_t n)
+{
+	snprintf(buf, n, "%s (CUPTI API version %u): kernels, copies, memsets, CUDA calls, device memory", lib_path,
+		 cupti_version);
+}
+
+const struct weft_source weft_source_gpu = {
+	.name = "gpu",
+	.option = "gpu",
+	.wanted = gpu_wanted,
+	.label = gpu_label,
+	.open = gpu_open,
+	.drain = gpu_drain,
+	.fork_child = gpu_atfork_child,
+	.stop = gpu_stop,
+	.describe = gpu_describe,
+};
+
 /* CUDA's injection entry (CUDA_INJECTION64_PATH names libweft-preload.so under `weft record
  * --gpu`): the driver calls it at cuInit. Starts the collector if weft runs with gpu=1 and
  * it has not started yet. */
 WEFT_API int InitializeInjection(void)
 {
-	if (weft_ensure_started() == 0 && weft_cfg.gpu) {
-		char why[600] = "";
-		if (weft_gpu_start(why, sizeof(why)) && why[0])
-			weft_log(WEFT_LOG_WARN, "gpu unavailable: %s", why);
-	}
+	atomic_store(&injected, 1);
+	if (weft_ensure_started() == 0)
+		weft_sources_start_late(weft_sources(), "gpu");
 	return 1;
 }

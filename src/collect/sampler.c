@@ -19,10 +19,11 @@
  * that holds the trace directory's lock, an abstract unix socket named after the directory's
  * device and inode (released by the kernel when the process ends, nothing left on disk). The
  * other processes stand by and try again every power_period, so a child takes over when the
- * first process ends. A fork child starts its own thread (weft_sys_atfork_child) and stands by.
+ * first process ends. A fork child starts its own thread (its fork_child) and stands by.
  */
 #include "lib/internal.h"
 #include "collect/sampler.h"
+#include "collect/source.h"
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -59,10 +60,10 @@ enum { S_OFF, S_ACTIVE, S_STANDBY, S_UNAVAILABLE };
 static int state[NSOURCES]; /* sampler thread */
 static uint32_t sampler_tid;
 
-/* The thread's life: started at trace start or in a fork child, ended by weft_sys_stop. */
+/* The thread's life: started at trace start or in a fork child, ended by sys_stop. */
 static pthread_t thread;
 static int have_thread;  /* weft_g.lock (start, stop) */
-static _Atomic int quit; /* set by weft_sys_stop; the thread takes a last sample and ends */
+static _Atomic int quit; /* set by sys_stop; the thread takes a last sample and ends */
 static pthread_mutex_t wake_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t wake;
 static int lock_fd = -1; /* the system-wide lock, while this process holds it */
@@ -335,14 +336,17 @@ static void init_wake(void)
 	pthread_mutex_init(&wake_lock, NULL);
 }
 
-static void start_thread(void)
+/* A fresh state for this process's thread: the trace's start, or a fork child. */
+static void reset(void)
 {
-	if (!weft_cfg.cpu_mem && !weft_cfg.power && !weft_cfg.gpu)
-		return;
 	init_wake();
 	atomic_store(&quit, 0);
 	nchannels = 0;
 	memset(state, 0, sizeof(state));
+}
+
+static void start_thread(void)
+{
 	sigset_t all, old;
 	sigfillset(&all);
 	pthread_sigmask(SIG_SETMASK, &all, &old); /* signals are the program's */
@@ -350,12 +354,24 @@ static void start_thread(void)
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 }
 
-void weft_sys_start(void)
+/* ---- the source's face (collect/source.h) ---- */
+
+static int sys_wanted(void)
 {
-	start_thread();
+	return weft_cfg.cpu_mem || weft_cfg.power || weft_cfg.gpu;
 }
 
-void weft_sys_stop(void)
+/* Each periodic source says on the thread, in its SYS_SOURCE record, what it samples or why it
+ * cannot: the sampler itself only needs its thread. */
+static int sys_open(char *why, size_t n)
+{
+	(void)why;
+	(void)n;
+	reset();
+	return 0;
+}
+
+static void sys_stop(void)
 {
 	if (!have_thread)
 		return;
@@ -368,21 +384,49 @@ void weft_sys_stop(void)
 		pthread_join(thread, NULL);
 }
 
-void weft_sys_atfork_child(void)
+static void sys_fork_child(void)
 {
 	/* the parent's thread is not in the child; its lock is the parent's to hold */
 	if (lock_fd >= 0) {
 		close(lock_fd);
 		lock_fd = -1;
 	}
-	if (!have_thread)
+	if (!have_thread || atomic_load(&weft_g.run) != WEFT_RUN_ON)
 		return;
 	for (size_t i = 0; i < NSOURCES; i++)
 		if (state[i] == S_ACTIVE)
 			all_sources[i]->close(1);
 	have_thread = 0;
+	reset();
 	start_thread();
 }
+
+static void sys_describe(char *buf, size_t n)
+{
+	double sp = (double)weft_cfg.sample_period_ns / 1e6, pp = (double)weft_cfg.power_period_ns / 1e6;
+	size_t o = 0;
+	if (weft_cfg.cpu_mem)
+		o += (size_t)snprintf(buf + o, o < n ? n - o : 0, "the process's CPU time and RSS every %g ms; ", sp);
+	if (weft_cfg.power)
+		o += (size_t)snprintf(buf + o, o < n ? n - o : 0,
+				      "CPU frequency and idle time every %g ms, RAPL energy every %g ms; ", sp, pp);
+	if (weft_cfg.power || weft_cfg.gpu)
+		o += (size_t)snprintf(buf + o, o < n ? n - o : 0, "NVIDIA GPU power, clocks and utilization (NVML) every %g ms; ",
+				      pp);
+	if (o >= 2 && o - 2 < n)
+		buf[o - 2] = 0; /* (the last "; ") */
+}
+
+const struct weft_source weft_source_sys = {
+	.name = "sampler",
+	.option = "cpu_mem,power,gpu",
+	.wanted = sys_wanted,
+	.open = sys_open,
+	.start = start_thread,
+	.fork_child = sys_fork_child,
+	.stop = sys_stop,
+	.describe = sys_describe,
+};
 
 int weft_sys_fd_budget(void)
 {

@@ -32,6 +32,7 @@
 #include "lib/internal.h"
 #include "collect/sched_tp.h"
 #include "collect/cpusets.h"
+#include "collect/source.h"
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/perf_event.h>
@@ -66,7 +67,7 @@ struct cpu_ring {
 	int on_cpu_known;
 };
 
-/* Set by weft_sched_start before the readers exist, read-only while they run; cleared in a
+/* Set by sched_open before the readers exist, read-only while they run; cleared in a
  * fork child. */
 static struct cpu_ring *rings;
 static int nrings;
@@ -530,7 +531,7 @@ static void write_meta(void)
 
 static int started;
 
-void weft_sched_stop(void) /* preload.c: before the trace stops */
+static void sched_stop(void) /* before the trace stops */
 {
 	if (!started)
 		return;
@@ -604,15 +605,19 @@ static int paranoid(void)
 	return v;
 }
 
-/* Returns 0 (running), 1 (another process of the session records every task), or -errno
- * with the reason in why. *notice is set to a line to show (the own-switches fallback). */
-int weft_sched_start(char *why, size_t n, char *notice, size_t nn)
+/* ---- the source's face (collect/source.h) ---- */
+
+/* Opens the rings and starts their readers: 0 (running), WEFT_SOURCE_IDLE (another process of
+ * the session records every task), or -errno with the reason in why. The own-switches
+ * fallback is said in one line. */
+static int sched_open(char *why, size_t n)
 {
-	notice[0] = 0;
+	char notice[300] = "";
+	size_t nn = sizeof(notice);
 	weft_in_runtime++;
 	if (!first_in_session()) {
 		weft_in_runtime--;
-		return 1;
+		return WEFT_SOURCE_IDLE;
 	}
 	char tpwhy[200] = "";
 	int rc = open_tracepoints(tpwhy, sizeof(tpwhy));
@@ -637,7 +642,6 @@ int weft_sched_start(char *why, size_t n, char *notice, size_t nn)
 			mode = MODE_OFF;
 			write_meta();
 			weft_in_runtime--;
-			notice[0] = 0;
 			return rc;
 		}
 		mode = MODE_OWN;
@@ -645,17 +649,35 @@ int weft_sched_start(char *why, size_t n, char *notice, size_t nn)
 	started = 1;
 	start_readers();
 	weft_in_runtime--;
+	if (notice[0])
+		weft_log(WEFT_LOG_WARN, "%s", notice);
 	if (mode == MODE_OFF) {
 		snprintf(why, n, "%s", why_off);
 		write_meta();
 		started = 0;
 		return -EAGAIN;
 	}
-	static int once;
-	if (!once++) {
-		/* the child's readers start after its trace restarted, inside the runtime */
-		static const struct weft_fork_hooks hooks = {NULL, NULL, atfork_child};
-		weft_fork_hooks_add(&hooks);
-	}
 	return 0;
 }
+
+static int sched_wanted(void)
+{
+	return weft_cfg.sched;
+}
+
+static void sched_describe(char *buf, size_t n)
+{
+	snprintf(buf, n, "%s", mode == MODE_TRACEPOINTS ? "every task's scheduling on every CPU (tracepoints)"
+			       : mode == MODE_OWN ? "the program's own context switches"
+						  : "none here: the parent records every task's (tracepoints)");
+}
+
+const struct weft_source weft_source_sched = {
+	.name = "sched",
+	.option = "sched",
+	.wanted = sched_wanted,
+	.open = sched_open,
+	.fork_child = atfork_child, /* the child's readers start after its trace restarted */
+	.stop = sched_stop,
+	.describe = sched_describe,
+};

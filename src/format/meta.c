@@ -267,6 +267,10 @@ void weft_rd_parse_meta(struct weft_trace *t, const char *name, const unsigned c
 			p->notes = weft_rd_xrealloc(p->notes, (p->nnotes + 1) * sizeof(*p->notes));
 			p->notes[p->nnotes++] = weft_rd_xstrndup((const char *)r, bounded_len((const char *)r, len));
 			break;
+		case WEFT_M_SOURCES:
+			free(p->sources);
+			p->sources = weft_rd_xstrndup((const char *)r, bounded_len((const char *)r, len));
+			break;
 		case WEFT_M_PROCESS_NAME:
 			free(p->name);
 			p->name = weft_rd_xstrndup((const char *)r, bounded_len((const char *)r, len));

@@ -82,6 +82,7 @@ struct weft_proc {
 			 * several directories are loaded */
 	char *name, *host, *options;
 	char **notes; /* NOTE records' texts, in order */
+	char *sources; /* SOURCES: "NAME: what it records\n" per data source that ran, or NULL */
 	size_t nnotes;
 	char **argv;
 	int argc;

@@ -323,6 +323,7 @@ static void proc_free(struct weft_proc *p)
 	for (size_t k = 0; k < p->nnotes; k++)
 		free(p->notes[k]);
 	free(p->notes);
+	free(p->sources);
 	for (size_t k = 0; k < p->nsnaps; k++)
 		free(p->snaps[k].reason);
 	free(p->snaps);

@@ -212,11 +212,6 @@ WEFT_HIDDEN void weft_writers_atfork_prepare(void);
 WEFT_HIDDEN void weft_writers_atfork_parent(void);
 WEFT_HIDDEN void weft_writers_atfork_child(void);
 
-/* ---- collect/sampler.c: the system sampler thread (cpu_mem=, power=) ---- */
-WEFT_HIDDEN void weft_sys_start(void); /* session start (under weft_g.lock): starts the thread if asked */
-WEFT_HIDDEN void weft_sys_stop(void);  /* weft_stop: a last sample, then the thread ends */
-WEFT_HIDDEN void weft_sys_atfork_child(void); /* the child's own thread (its trace is running) */
-
 /* ---- session.c: global state ---- */
 enum weft_run_state { WEFT_RUN_NEW = 0, WEFT_RUN_ON = 1, WEFT_RUN_FAILED = 2, WEFT_RUN_STOPPED = 3 };
 struct weft_global {
@@ -228,11 +223,9 @@ struct weft_global {
 	_Atomic uint64_t events, dropped, after_stop, bytes_raw, bytes_written, chunks;
 	_Atomic uint64_t func_filtered; /* function events left out by func_depth/func_min */
 	int in_signal; /* weft_stop runs from a fatal-signal handler: free nothing */
-	void (*before_stop)(void); /* set by the preload library: fold its counters in */
-	/* set by the preload library: the collectors' last drain into the trace, called by
-	 * weft_stop while the run still takes events (every path that finishes a trace: exit,
-	 * _exit, exec, a fatal signal, weft_stop itself) */
-	void (*drain_sources)(void);
+	/* set by the preload library: its function hooks stop and fold their counts in (the run
+	 * stopped, before the data sources stop: collect/source.h) */
+	void (*before_stop)(void);
 	_Atomic uint64_t writer_cpu_ns, slow_paths; /* the run's own overhead */
 	/* Run-time control (control.c): `paused` is set and cleared by the control thread (the
 	 * `disable` and `enable` commands, weft record --delay) and read by the registry and the
@@ -254,7 +247,9 @@ WEFT_HIDDEN void weft_thread_own(const char *name);
 WEFT_HIDDEN int weft_parse_duration(const char *s, uint64_t *ns);
 WEFT_HIDDEN extern struct weft_global weft_g;
 WEFT_HIDDEN int weft_ensure_started(void);
-/* A collector's fork handlers, run by the runtime's own (pthread_atfork alone orders handlers
+/* The fork handlers of a part of the runtime that is not a data source (snapshot.c, control.c;
+ * a data source has them in its row, collect/source.h, run before these in prepare and after
+ * them in parent and child), run by the runtime's own (pthread_atfork alone orders handlers
  * by registration, and a child handler that starts a thread could run before another's lock
  * is reinitialised). prepare: after weft_g.lock and before every other runtime lock, newest
  * first; parent: after the runtime's locks are released, oldest first; child: once the child's
@@ -272,19 +267,9 @@ WEFT_HIDDEN int weft_fork_hooks_add(const struct weft_fork_hooks *h);
 WEFT_HIDDEN void weft_heaps_atfork_prepare(void);
 WEFT_HIDDEN void weft_heaps_atfork_parent(void);
 WEFT_HIDDEN void weft_heaps_atfork_child(void);
-/* ---- collect/cupti.c (gpu=1) ---- */
-/* Loads CUPTI and starts recording (once per process): 0, or -errno with why in why. */
-WEFT_HIDDEN int weft_gpu_start(char *why, size_t n);
-/* 1 when CUDA_INJECTION64_PATH names this library: CUDA's driver starts the collector at
- * cuInit (InitializeInjection), in the processes that use CUDA only. */
-WEFT_HIDDEN int weft_gpu_deferred(void);
-/* The last flush and the totals (in_signal: a fatal signal, flush only when safe). */
-WEFT_HIDDEN void weft_gpu_stop(int in_signal);
-/* collect/counters.c: per-slice counters. start opens the calling thread's group and writes
- * the COUNTERS record (0, or -errno with the reason in why); thread opens the calling
- * thread's (a new thread, before its code); read fills v with the calling thread's values
- * now and returns how many (0: none). */
-WEFT_HIDDEN int weft_counters_start(const char *list, char *why, size_t n);
+/* collect/counters.c: per-slice counters (a data source: collect/source.h). thread opens the
+ * calling thread's group (a new thread, before its code); read fills v with the calling
+ * thread's values now and returns how many (0: none). */
 WEFT_HIDDEN void weft_counters_thread(void);
 WEFT_HIDDEN int weft_counters_on(void);
 WEFT_HIDDEN int weft_counters_read(uint64_t *v);

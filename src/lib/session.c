@@ -7,6 +7,7 @@
  * every call-site id stays valid, and the writers are restarted in the child.
  */
 #include "internal.h"
+#include "collect/source.h"
 #include <errno.h>
 #include <limits.h>
 #include <stdarg.h>
@@ -174,12 +175,7 @@ static void start_locked(void)
 	}
 	atomic_store(&weft_g.run, WEFT_RUN_ON);
 	weft_snapshot_start();
-	weft_sys_start();
-	if (weft_cfg.gpu && !weft_gpu_deferred()) {
-		char why[600];
-		if (weft_gpu_start(why, sizeof(why)) && why[0])
-			weft_log(WEFT_LOG_WARN, "gpu unavailable: %s", why);
-	}
+	weft_sources_start(weft_sources()); /* collect/source.h: every data source, in order */
 }
 
 static void at_exit(void)
@@ -227,6 +223,7 @@ int weft_fork_hooks_add(const struct weft_fork_hooks *h)
 static void fork_prepare(void)
 {
 	pthread_mutex_lock(&weft_g.lock);
+	weft_sources_fork_prepare(weft_sources());
 	int n = atomic_load_explicit(&nfork_hooks, memory_order_acquire);
 	for (int i = n - 1; i >= 0; i--)
 		if (fork_hooks[i].prepare)
@@ -251,6 +248,7 @@ static void fork_parent(void)
 	for (int i = 0; i < nfork_prepared; i++)
 		if (fork_hooks[i].parent)
 			fork_hooks[i].parent();
+	weft_sources_fork_parent(weft_sources());
 	pthread_mutex_unlock(&weft_g.lock);
 }
 
@@ -267,6 +265,7 @@ static void fork_child(void)
 	for (int i = 0; i < n; i++)
 		if (fork_hooks[i].child)
 			fork_hooks[i].child();
+	weft_sources_fork_child(weft_sources());
 	weft_in_runtime--;
 }
 
@@ -295,10 +294,8 @@ static void fork_child_locked(void)
 		weft_meta_process();
 		weft_registry_write_all();
 		weft_threads_after_fork();
-		if (weft_writers_start(weft_g.dir, weft_g.stem, pid) == 0) {
-			weft_sys_atfork_child();
+		if (weft_writers_start(weft_g.dir, weft_g.stem, pid) == 0)
 			return;
-		}
 	}
 	atomic_store(&weft_g.run, WEFT_RUN_FAILED);
 }
@@ -352,14 +349,11 @@ int weft_stop(void)
 	 * path (not from inside the runtime, where a new chunk would be refused) */
 	if (!weft_g.in_signal && !weft_in_runtime && atomic_load(&weft_g.run) == WEFT_RUN_ON)
 		weft_rates_flush();
-	/* CUPTI's last buffers, while the run takes events, outside the runtime's lock (CUPTI's
-	 * own threads may be inside a callback that needs it) */
+	/* the data sources' last samples (CUPTI's buffers, the perf rings), while the run takes
+	 * them, outside the runtime's lock (CUPTI's own threads may be inside a callback that
+	 * needs it): _exit, exec and a fatal signal end the process with no later drain */
 	if (!weft_in_runtime && atomic_load(&weft_g.run) == WEFT_RUN_ON)
-		weft_gpu_stop(weft_g.in_signal);
-	/* the collectors' last samples (perf rings), while the run takes them: _exit, exec and a
-	 * fatal signal end the process with no later drain */
-	if (!weft_in_runtime && atomic_load(&weft_g.run) == WEFT_RUN_ON && weft_g.drain_sources)
-		weft_g.drain_sources();
+		weft_sources_drain(weft_sources());
 	weft_in_runtime++;
 	pthread_mutex_lock(&weft_g.lock);
 	if (atomic_load(&weft_g.run) != WEFT_RUN_ON) {
@@ -370,7 +364,14 @@ int weft_stop(void)
 	atomic_store(&weft_g.run, WEFT_RUN_STOPPED);
 	if (weft_g.before_stop)
 		weft_g.before_stop();
-	weft_sys_stop(); /* its last readings, while events are still taken */
+	/* what each data source that ran recorded (weft info), then every data source, in reverse
+	 * order (the system sampler last: its last readings, while events are still taken),
+	 * before the writers flush */
+	static char said[4096]; /* (under weft_g.lock; not on a small signal stack) */
+	size_t nsaid = weft_sources_describe(weft_sources(), said, sizeof(said));
+	if (nsaid)
+		weft_meta_write(WEFT_M_SOURCES, said, nsaid, "", 1);
+	weft_sources_stop(weft_sources());
 	weft_registry_reevaluate(); /* every site OFF: later events cost one load */
 	weft_threads_flush_all();
 	weft_writers_stop();

@@ -28,6 +28,7 @@
  * addresses in a lock-free set, so only their frees are recorded.
  */
 #include "memwindow.h"
+#include "collect/source.h"
 #include <dlfcn.h>
 #include <errno.h>
 #include <link.h>
@@ -993,14 +994,16 @@ static void fork_child(void)
 	weft_meta_write(WEFT_M_FORK, head, sizeof(head), &fork_ticks, sizeof(fork_ticks));
 }
 
-void weft_memory_start(void)
+/* ---- the source's face (collect/source.h) ---- */
+
+static int memory_open(char *why, size_t n)
 {
-	if (!weft_cfg.memory)
-		return;
+	(void)why;
+	(void)n;
 #ifdef WEFT_NO_MEMORY_INTERPOSER
 	weft_log(WEFT_LOG_WARN, "memory: this sanitizer build of weft has no allocation interposer "
 		 "(weft_heap_* still works)");
-	return;
+	return -ENOTSUP; /* (said above, in its own words) */
 #endif
 	mem_flags = MEMF_ON | (weft_cfg.memory_stacks ? MEMF_STACKS : 0);
 	weft_mem_nested_start();
@@ -1018,20 +1021,41 @@ void weft_memory_start(void)
 		}
 	}
 	mmap_heap = weft_heap("mmap");
-	static int forks; /* registered once: after the runtime's own handlers (see fork_child) */
-	if (!forks++)
-		pthread_atfork(fork_prepare, NULL, fork_child);
 	if (weft_cfg.memory_stacks)
 		find_text_segments();
 	with_stacks = weft_cfg.memory_stacks;
 	write_memory_record();
 	__atomic_store_n(&mem_mode, threshold || sample_mean || with_stacks ? MEM_FILTERED : MEM_ALL, __ATOMIC_RELEASE);
+	return 0;
 }
 
-void weft_memory_stop(void)
+static void memory_stop(void)
 {
 	if (!__atomic_load_n(&mem_mode, __ATOMIC_RELAXED))
 		return;
 	__atomic_store_n(&mem_mode, MEM_OFF, __ATOMIC_RELEASE);
 	write_memory_record();
 }
+
+static int memory_wanted(void)
+{
+	return weft_cfg.memory;
+}
+
+static void memory_describe(char *buf, size_t n)
+{
+	snprintf(buf, n, "allocations and frees (malloc family, anonymous mmap)%s%s%s",
+		 with_stacks ? ", with call stacks" : "", threshold ? ", blocks over memory_threshold" : "",
+		 sample_mean ? ", a sample by bytes (memory_sample)" : "");
+}
+
+const struct weft_source weft_source_memory = {
+	.name = "memory",
+	.option = "memory",
+	.wanted = memory_wanted,
+	.open = memory_open,
+	.fork_prepare = fork_prepare,
+	.fork_child = fork_child, /* after the runtime's child handler opened the child's metadata */
+	.stop = memory_stop,
+	.describe = memory_describe,
+};

@@ -66,60 +66,14 @@ static void count_filtered(uint64_t n)
 	__atomic_store_n(my_counter, __atomic_load_n(my_counter, __ATOMIC_RELAXED) + n, __ATOMIC_RELAXED);
 }
 
-/* Set at stop (before_stop): every later function event goes the filtered way, where it is
+/* Set at stop (functions_stop): every later function event goes the filtered way, where it is
  * counted as after_stop (weft.h's promise) instead of written into a stale buffer window. */
 static int func_stopped;
 
-void weft_memory_start(void); /* memory.c */
-void weft_memory_stop(void);
-int weft_access_start(const char *src, char *why, size_t n); /* collect/access.c */
-void weft_access_stop(void);
-void weft_access_drain(void);
-int weft_watch_start(const struct weft_watch_spec *spec, int nspec, char *why, size_t n);
-int weft_sched_start(char *why, size_t n, char *notice, size_t nn); /* collect/sched.c */
-void weft_sched_stop(void);
-
-/* sched=1: every task's scheduling (root), else the program's own context switches, said in
- * one line; neither: "unavailable", and the program runs on. */
-static void sched_start(void)
+/* weft_stop, the run stopped (before the data sources stop): every later function event goes
+ * the filtered way, and the filtered counts go into the totals. */
+static void functions_stop(void)
 {
-	if (!weft_cfg.sched)
-		return;
-	char why[256] = "", notice[300] = "";
-	int rc = weft_sched_start(why, sizeof(why), notice, sizeof(notice));
-	if (notice[0])
-		weft_log(WEFT_LOG_WARN, "%s", notice);
-	if (rc < 0)
-		weft_log(WEFT_LOG_WARN, "sched: unavailable: %s", why);
-}
-
-/* mem_access=: the best source this machine has (page faults everywhere); a source it lacks
- * is refused in one line, and the program runs on without it. */
-static void access_start(void)
-{
-	const char *src = weft_cfg.mem_access;
-	char why[256] = "";
-	if (*src && weft_access_start(src, why, sizeof(why)))
-		weft_log(WEFT_LOG_WARN, "mem-access=%s: unavailable: %s", src, why);
-	/* watch=: after a self-test, which a machine whose watchpoints do not fire fails */
-	if (weft_cfg.nwatch && weft_watch_start(weft_cfg.watch, weft_cfg.nwatch, why, sizeof(why)))
-		weft_log(WEFT_LOG_WARN, "watch: unavailable: %s", why);
-}
-
-/* counters=: the main thread's group now; later threads' in access.c's pthread_create
- * wrapper. Counters this machine lacks are refused in one line; the program runs on. */
-static void counters_start(void)
-{
-	char why[512] = "";
-	if (weft_cfg.counters[0] && weft_counters_start(weft_cfg.counters, why, sizeof(why)))
-		weft_log(WEFT_LOG_WARN, "counters=%s: unavailable: %s", weft_cfg.counters, why);
-}
-
-static void sum_filtered(void)
-{
-	weft_sched_stop();
-	weft_access_stop();
-	weft_memory_stop();
 	func_stopped = 1;
 	__atomic_store_n(&func_filters, 1, __ATOMIC_RELAXED);
 	unsigned n = atomic_load(&ncounters);
@@ -497,20 +451,17 @@ __attribute__((constructor(101))) static void preload_init(void)
 		if (!func_min_ticks)
 			func_min_ticks = 1;
 	}
-	weft_g.before_stop = sum_filtered;
+	weft_g.before_stop = functions_stop;
 	/* the control channel's state (taken at start, or changed since): the function hooks follow */
 	weft_g.on_pause = func_pause;
 	func_pause(atomic_load(&weft_g.paused));
-	weft_g.drain_sources = weft_access_drain; /* the perf rings' last samples, on every way out */
 	record_maps();
 	/* a forked child writes its own metadata file: it needs the map too (this handler runs
 	 * after the runtime's, which opened that file) */
 	pthread_atfork(NULL, NULL, record_maps);
 	weft_signals_start();
-	weft_memory_start();
-	access_start();
-	sched_start();
-	counters_start();
+	/* the data sources (memory, mem_access, watch, sched, counters) started with the trace:
+	 * weft_start runs collect/sources.c's table */
 }
 
 

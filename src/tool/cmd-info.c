@@ -138,6 +138,12 @@ int cmd_info(int argc, char **argv)
 			printf("  options:  %s\n", p->options);
 		for (size_t k = 0; k < p->nnotes; k++)
 			printf("  note:     %s\n", p->notes[k]);
+		for (const char *l = p->sources; l && *l;) { /* each data source's describe line */
+			const char *e = strchr(l, '\n');
+			int n = e ? (int)(e - l) : (int)strlen(l);
+			printf("  source:   %.*s\n", n, l);
+			l += n + (e != NULL);
+		}
 		printf("  clock:    %s, %zu calibration points\n",
 		       p->clock_kind == 1 ? "tsc" : p->clock_kind == 2 ? "cntvct" : "boottime ns", p->nclock);
 		if (p->has_mpi) /* the MPI wrappers' record (libweft-mpi.so, docs/mpi.md) */
