@@ -153,7 +153,7 @@ enum weft_meta_type {
 				  * u32 tid, u32 file (writer index), u64 seq, u64 offset of the
 				  * frame, u64 first/last ticks, u64 first/last ns, i32 depth
 				  * delta, i32 depth min, u32 flags, u32 0 */
-	WEFT_M_SOURCES = 41, /* (1.8) at stop: the data sources that ran (collect/source.h), one line
+	WEFT_M_SOURCES = 41, /* (1.9) at stop: the data sources that ran (collect/source.h), one line
 			      * each, "NAME: what it records\n" (their describe), NUL-terminated */
 	WEFT_M_WINDOW = 37, /* (1.8) a flight recorder's snapshot (DIR/snapshot-N): u64 window start
 			     * ticks, u64 end ticks, u64 trigger ticks, u64 events not in the window (evicted
