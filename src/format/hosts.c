@@ -206,8 +206,16 @@ int weft_hosts_align(struct weft_trace *t)
 	struct weft_hosts *hs = &t->hosts;
 	if (!t->nprocs)
 		return 0;
-	/* the reference: world rank 0's host, else the first process's */
+	/* the reference: world rank 0's host, else the host where the run began (the process
+	 * whose first clock reading has the earliest wall time: not the first in file order,
+	 * which is by pid, and pids of different hosts say nothing), else the first process's */
 	const char *ref = host_of(&t->procs[0]);
+	uint64_t first = UINT64_MAX;
+	for (size_t i = 0; i < t->nprocs; i++)
+		if (t->procs[i].nclock && t->procs[i].clock[0].real_ns && t->procs[i].clock[0].real_ns < first) {
+			first = t->procs[i].clock[0].real_ns;
+			ref = host_of(&t->procs[i]);
+		}
 	for (size_t i = 0; i < t->nprocs; i++)
 		if (weft_proc_rank(&t->procs[i]) == 0) {
 			ref = host_of(&t->procs[i]);
