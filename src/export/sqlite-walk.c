@@ -677,8 +677,12 @@ void weft_sqlite_walk_proc(struct weft_sqlite_db *d, size_t proc, struct weft_ex
 {
 	const struct weft_proc *p = &d->t->procs[proc];
 	struct pwalk pw = {.d = d, .p = p, .upid = (int64_t)proc + 1, .n = p->nthreads};
-	pw.want_own = p->has_access;
-	for (size_t k = 0; k < p->nthreads; k++)
+	/* Accesses were sampled, or watchpoints hit: their totals say so (written at stop), or else
+	 * the sampler's stream (named by its first record - not there when the sampler first ran
+	 * after the run stopped: a short program, whose hits the last drain put in its own threads'
+	 * streams). */
+	pw.want_own = p->has_access || p->has_watch;
+	for (size_t k = 0; k < p->nthreads && !pw.want_own; k++)
 		if (p->threads[k].name && !strcmp(p->threads[k].name, "weft-access"))
 			pw.want_own = 1;
 	pw.th = calloc(pw.n + 1, sizeof(*pw.th));
