@@ -7,6 +7,7 @@ import json
 import os
 import re
 import sqlite3
+import subprocess
 import unittest
 from weftlib import TraceTest, main, run, sanitizer, WEFT, BUILD
 
@@ -597,6 +598,31 @@ class AccessSites(TraceTest):
         inside, = con.execute("select count(*) from accesses where (ip >= ? and ip < ?) or (addr >= ? and addr < ?)",
                               (lo, hi, lo, hi)).fetchone()
         self.assertEqual(inside, 0)
+
+    def test_threads_one_after_another_take_their_own_faults(self):
+        """memlist's four threads run one after another (one CPU, SCHED_FIFO: none is preempted,
+        as on a loaded machine now and then): each still takes its own faults in build_list. A
+        thread started after another had ended would be given that one's arena, its freed nodes
+        paged in already, and take none (test_faults_inside_malloc_join_their_block's 4 != 5)."""
+        def one_cpu_fifo():
+            os.sched_setaffinity(0, {min(os.sched_getaffinity(0))})
+            os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(1))
+        data, db = os.path.join(self.tmp, "s.data"), os.path.join(self.tmp, "s.db")
+        try:
+            p = subprocess.run([WEFT, "record", "-q", "--no-convert", "-o", data, "--memory", "--mem-access=pagefault",
+                                "--", os.path.join(BUILD, "memlist"), "threads"], cwd=self.tmp, capture_output=True,
+                               text=True, timeout=120, preexec_fn=one_cpu_fifo)
+        except subprocess.SubprocessError as e:  # (preexec_fn refused: no CAP_SYS_NICE)
+            self.skipTest(f"SCHED_FIFO is not permitted here: {e}")
+        self.assertEqual((p.returncode, p.stdout), (0, "built\n"), p.stderr)
+        run([WEFT, "export", "-q", data, "-o", db])
+        con = sqlite3.connect(db)
+        self.addCleanup(con.close)
+        rows = con.execute("select x.utid, count(*) from accesses x join slices s on s.id = x.slice_id "
+                           "where s.name = 'build_list' group by x.utid order by count(*) desc").fetchall()
+        self.assertEqual(len(rows), 5, rows)
+        for k, (utid, total) in enumerate(rows):
+            self.assertGreaterEqual(total, (200000 if k == 0 else 50000) * 64 // PAGE * 9 // 10, rows)
         weft_threads, = con.execute("select count(*) from accesses x join threads t using(utid) "
                                     "where t.name like 'weft-%'").fetchone()
         self.assertEqual(weft_threads, 0)
