@@ -4,8 +4,9 @@
  *                          untraced, the process dies of it; prints "survived" if it does not
  *   forkexec            the child makes 20 calls, then execl()s this program with "exec", which
  *                       makes 5 calls of exec_step() and ends with _exit(0)
- *   sigexit             calls step() in a loop until a SIGALRM handler ends the process with
- *                       _exit(3) (a signal may land anywhere, the runtime included)
+ *   sigexit             calls step() 200000 times, then in a loop until a SIGALRM handler (armed
+ *                       then) ends the process with _exit(3) (a signal may land anywhere, the
+ *                       runtime included)
  *   closefds LOG        makes calls that fill chunks, closes every descriptor above 2
  *                       (close_range), opens LOG and writes lines into it while making more
  *                       calls, so any write weft made through a stale descriptor would land in
@@ -72,9 +73,14 @@ int main(int argc, char **argv)
 			exec_step(i);
 		_exit(0);
 	} else if (!strcmp(mode, "sigexit")) {
+		/* the alarm is armed after 200000 calls (several chunks handed to the writers), not
+		 * at start: on a loaded machine 20 ms could pass before the first call */
+		int i = 0;
+		for (; i < 200000; i++)
+			step(i);
 		signal(SIGALRM, on_alarm_exit);
 		ualarm(20000, 0);
-		for (int i = 0;; i++)
+		for (;; i++)
 			step(i);
 	} else if (!strcmp(mode, "closefds") && argc > 2) {
 		steps(100000);
