@@ -97,6 +97,10 @@ chroot "$root" /usr/bin/env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME=/root LAN
     set -e
     b=/var/tmp/weft-build
     python3 --version
+    # a build made from another checkout (another path): CMake refuses it, so start afresh
+    if [ -f $b/CMakeCache.txt ] && ! grep -qx "CMAKE_HOME_DIRECTORY:INTERNAL=$WEFT_SRC" $b/CMakeCache.txt; then
+      rm -rf $b
+    fi
     cmake -S "$WEFT_SRC" -B $b -DCMAKE_BUILD_TYPE=RelWithDebInfo -DWEFT_BUILD_TESTS=ON >/dev/null
     # what the Python tests run: the CLI, the runtime, the Python package, the test extension
     targets="--target weft-cli weft-preload weft-python nativeext"
