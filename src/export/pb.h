@@ -108,4 +108,14 @@ static inline void pb_end(struct pb *b, size_t at)
 	b->p[at + 3] = (uint8_t)((len >> 21) & 0x7f);
 }
 
+/* One InternedString of an InternedData field (event names, categories, debug annotation
+ * names, function names, mapping paths): iid (1) and its text (2). */
+static inline void pb_interned_string(struct pb *b, unsigned field, uint64_t iid, const char *s)
+{
+	size_t m = pb_begin(b, field);
+	pb_varint(b, 1, iid);
+	pb_string(b, 2, s);
+	pb_end(b, m);
+}
+
 #endif

@@ -91,29 +91,20 @@ static void intern(struct seq_enc *e, const struct weft_ev *ev)
 	    ev->kind != WEFT_EV_COUNTER) {
 		e->named[id] = 1;
 		OPEN();
-		size_t m = pb_begin(b, ID_EVENT_NAMES);
-		pb_varint(b, 1, id);
-		pb_string(b, 2, p->sites[id].name);
-		pb_end(b, m);
+		pb_interned_string(b, ID_EVENT_NAMES, id, p->sites[id].name);
 	}
 	uint32_t ci = (id && id < p->nsites) ? e->cats->iid[id] : 0;
 	if (ci && !e->catted[ci] && ev->kind != WEFT_EV_END && ev->kind != WEFT_EV_COUNTER) {
 		e->catted[ci] = 1;
 		OPEN();
-		size_t m = pb_begin(b, ID_CATEGORIES);
-		pb_varint(b, 1, ci);
-		pb_string(b, 2, e->cats->names[ci]);
-		pb_end(b, m);
+		pb_interned_string(b, ID_CATEGORIES, ci, e->cats->names[ci]);
 	}
 	for (unsigned i = 0; i < ev->nargs; i++) {
 		uint32_t k = ev->args[i].key;
 		if (k && k < p->nsites && p->sites[k].defined && !e->keyed[k]) {
 			e->keyed[k] = 1;
 			OPEN();
-			size_t m = pb_begin(b, ID_DEBUG_NAMES);
-			pb_varint(b, 1, k);
-			pb_string(b, 2, p->sites[k].name);
-			pb_end(b, m);
+			pb_interned_string(b, ID_DEBUG_NAMES, k, p->sites[k].name);
 		}
 	}
 	if (open)

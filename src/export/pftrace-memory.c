@@ -167,11 +167,8 @@ static void interned_stacks(struct pb *b, const struct weft_mem_proc *mp, uint32
 	pb_varint(b, TP_SEQ_ID, seq);
 	pb_varint(b, TP_SEQ_FLAGS, SEQ_CLEARED);
 	size_t in = pb_begin(b, TP_INTERNED);
-	size_t m = pb_begin(b, ID_MAPPING_PATHS);
-	pb_varint(b, 1, 1);
-	pb_string(b, 2, "weft slices");
-	pb_end(b, m);
-	m = pb_begin(b, ID_MAPPINGS);
+	pb_interned_string(b, ID_MAPPING_PATHS, 1, "weft slices");
+	size_t m = pb_begin(b, ID_MAPPINGS);
 	pb_varint(b, 1, 1);
 	pb_varint(b, 4, 0x1000);
 	pb_varint(b, 5, 0x2000);
@@ -195,10 +192,7 @@ static void interned_stacks(struct pb *b, const struct weft_mem_proc *mp, uint32
 			name = buf;
 		}
 		uint64_t iid = root ? 1 : id + 2;
-		m = pb_begin(b, ID_FUNCTION_NAMES);
-		pb_varint(b, 1, iid);
-		pb_string(b, 2, name);
-		pb_end(b, m);
+		pb_interned_string(b, ID_FUNCTION_NAMES, iid, name);
 		m = pb_begin(b, ID_FRAMES);
 		pb_varint(b, 1, iid);
 		pb_varint(b, 2, iid);
