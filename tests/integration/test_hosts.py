@@ -9,6 +9,7 @@ import re
 import shutil
 import subprocess
 import sys
+import time
 import unittest
 
 from weftlib import BUILD, WEFT, TraceTest, main, run, sanitizer
@@ -145,6 +146,11 @@ class TwoHosts(TraceTest):
         f = self.fifo()
         d1, d2 = os.path.join(self.tmp, "D1"), os.path.join(self.tmp, "D2")
         a = subprocess.Popen([WEFT, "record", "-o", d1, "--", HOSTPAIR, "send", f])
+        # the reference host is the one where the run began: nodeB's recording starts once the
+        # sender runs (under a sanitizer either may otherwise take its first clock reading first)
+        while not os.path.exists(f + ".started"):
+            self.assertIsNone(a.poll(), "the sender ended before it started")
+            time.sleep(0.01)
         # nodeB's recording with every task's context switches (sched=1): that host's CPUs
         run(["sh", "-c", f"{NS} sh -c 'hostname nodeB && exec {WEFT} record --sched -o {d2} -- {HOSTPAIR} recv {f}'"])
         self.assertEqual(a.wait(timeout=60), 0)

@@ -3,7 +3,9 @@
  * sender's "send" slice writes it and sends a flow (id 0x77); the receiver's "recv" slice
  * begins once the read returned and ends that flow. Then "tick" instants carry the receiver's
  * own clock reading (weft_now_ns, the argument `boot_ns`) and a complete slice "mark" spans
- * [t, t + 1 us] of it, so a test can tell how the converters moved its times. */
+ * [t, t + 1 us] of it, so a test can tell how the converters moved its times. The sender
+ * first creates FIFO.started: its process has begun (and weft taken its first clock reading),
+ * so a test can start the other host's recording after it, deterministically. */
 #include <weft.h>
 #include <fcntl.h>
 #include <stdint.h>
@@ -16,6 +18,11 @@ int main(int argc, char **argv)
 	if (argc != 3)
 		return 2;
 	if (!strcmp(argv[1], "send")) {
+		char started[4096];
+		snprintf(started, sizeof(started), "%s.started", argv[2]);
+		int sf = open(started, O_WRONLY | O_CREAT, 0644);
+		if (sf >= 0)
+			close(sf);
 		int fd = open(argv[2], O_WRONLY);
 		if (fd < 0)
 			return 1;
