@@ -151,7 +151,8 @@ static unsigned walk_stack(void *frame, uint64_t *pcs)
 		if (!f[1])
 			break;
 		pcs[n++] = f[1];
-		uintptr_t next = f[0] > fp && f[0] + 16 <= hi && !(f[0] & 7) ? f[0] : 0;
+		/* (not f[0] + 16 <= hi: a garbage f[0] near the top of the address space wraps around) */
+		uintptr_t next = f[0] > fp && f[0] <= hi - 16 && !(f[0] & 7) ? f[0] : 0;
 		if (n == 1 && ntext_segs) {
 			unsigned k = first_gap(fp, next, hi, pcs + n, MAX_FRAMES - n);
 			n += k;
