@@ -38,53 +38,53 @@ struct ring {
 /* ---- access-ring.c ---- */
 
 /* Guarded by weft_acc__rings_lock; the sampler drains every ring on the list. */
-extern pthread_mutex_t weft_acc__rings_lock;
-extern struct ring *weft_acc__rings;
-extern pthread_key_t weft_acc__ring_key; /* a thread's rings, marked ended by the key's destructor */
+WEFT_HIDDEN extern pthread_mutex_t weft_acc__rings_lock;
+WEFT_HIDDEN extern struct ring *weft_acc__rings;
+WEFT_HIDDEN extern pthread_key_t weft_acc__ring_key; /* a thread's rings, marked ended by the key's destructor */
 /* What each thread opens (0: none): page faults, or PEBS loads + stores, or IBS. Set by
  * access_open at start (mem_access=), read-only after. */
-extern int weft_acc__sources[2];
+WEFT_HIDDEN extern int weft_acc__sources[2];
 /* perf_event_open failures of threads' rings (a sampling source's; a watchpoint's) */
-extern _Atomic uint64_t weft_acc__open_failures, weft_acc__watch_open_failures;
-extern int weft_acc__first_errno, weft_acc__watch_first_errno; /* why the first of each failed */
-extern _Atomic uint64_t weft_acc__own_samples; /* samples left out as weft's own */
+WEFT_HIDDEN extern _Atomic uint64_t weft_acc__open_failures, weft_acc__watch_open_failures;
+WEFT_HIDDEN extern int weft_acc__first_errno, weft_acc__watch_first_errno; /* why the first of each failed */
+WEFT_HIDDEN extern _Atomic uint64_t weft_acc__own_samples; /* samples left out as weft's own */
 
-void weft_acc__make_key(void); /* once, before a thread's first ring */
+WEFT_HIDDEN void weft_acc__make_key(void); /* once, before a thread's first ring */
 /* This thread's rings of the sampling sources (sources), or of the watchpoints (watches). */
-void weft_acc__open_sources(uint32_t tid);
-void weft_acc__open_watches(uint32_t tid);
+WEFT_HIDDEN void weft_acc__open_sources(uint32_t tid);
+WEFT_HIDDEN void weft_acc__open_watches(uint32_t tid);
 /* The current thread's rings of both (called on the thread itself). */
-void weft_acc__watch_this_thread(void);
-void weft_acc__free_ring(struct ring *r);
+WEFT_HIDDEN void weft_acc__watch_this_thread(void);
+WEFT_HIDDEN void weft_acc__free_ring(struct ring *r);
 /* Closes this thread's watchpoint rings (at start, when one of them could not be opened). */
-void weft_acc__drop_watch_rings(void);
+WEFT_HIDDEN void weft_acc__drop_watch_rings(void);
 /* Walks the ring's records from its tail to its head, each with its body (up to 512 bytes)
  * copied out, and gives the space back. */
-void weft_acc__ring_walk(struct ring *r, void (*on)(struct ring *r, const struct perf_event_header *eh,
+WEFT_HIDDEN void weft_acc__ring_walk(struct ring *r, void (*on)(struct ring *r, const struct perf_event_header *eh,
 						    const unsigned char *body, size_t len, void *ud),
 			 void *ud);
 /* weft's own memory: found once at start; then whether a thread created from creator is
  * weft's, and whether a sample is in weft's code or data (counted, then left out). */
-void weft_acc__find_own_extent(void);
-int weft_acc__own_thread(const void *creator);
-int weft_acc__own_sample(const struct weft_perf_sample *s);
+WEFT_HIDDEN void weft_acc__find_own_extent(void);
+WEFT_HIDDEN int weft_acc__own_thread(const void *creator);
+WEFT_HIDDEN int weft_acc__own_sample(const struct weft_perf_sample *s);
 
 /* ---- watch.c ---- */
 
 /* watch=: set at start by watch_open (before any ring of theirs exists), read-only after */
 struct weft_acc_watch { uint64_t addr; unsigned len; int src; char name[128]; };
-extern struct weft_acc_watch weft_acc__watches[WEFT_MAX_WATCH];
-extern int weft_acc__nwatches;
-extern _Atomic uint64_t weft_acc__watch_hits[WEFT_MAX_WATCH], weft_acc__watch_lost;
-void weft_acc__write_watch_totals(void); /* the WATCH metadata record, when watching */
+WEFT_HIDDEN extern struct weft_acc_watch weft_acc__watches[WEFT_MAX_WATCH];
+WEFT_HIDDEN extern int weft_acc__nwatches;
+WEFT_HIDDEN extern _Atomic uint64_t weft_acc__watch_hits[WEFT_MAX_WATCH], weft_acc__watch_lost;
+WEFT_HIDDEN void weft_acc__write_watch_totals(void); /* the WATCH metadata record, when watching */
 
 /* ---- access.c: the sampler both sources share ---- */
 
-void weft_acc__begin(void);        /* sampling starts in this process (once) */
-void weft_acc__stop(void);         /* the sampler's last drain, the totals */
-void weft_acc__fork_prepare(void);
-void weft_acc__fork_parent(void);
-void weft_acc__fork_child(void);
-void weft_access_drain(void);
+WEFT_HIDDEN void weft_acc__begin(void);        /* sampling starts in this process (once) */
+WEFT_HIDDEN void weft_acc__stop(void);         /* the sampler's last drain, the totals */
+WEFT_HIDDEN void weft_acc__fork_prepare(void);
+WEFT_HIDDEN void weft_acc__fork_parent(void);
+WEFT_HIDDEN void weft_acc__fork_child(void);
+WEFT_HIDDEN void weft_access_drain(void);
 
 #endif

@@ -215,7 +215,8 @@ EXPORT int pthread_create(pthread_t *th, const pthread_attr_t *attr, void *(*fn)
 	/* weft's own threads (writers, samplers, readers: created inside the runtime) are not
 	 * the program's: no rings, no counters. The fork child's writers are started before this
 	 * file's fork handler has reinitialised rings_lock (session.c orders them so). */
-	if (weft_in_runtime || (!atomic_load(&on) && !weft_counters_on()) || weft_acc__own_thread(__builtin_return_address(0)))
+	if (weft_in_runtime || (!atomic_load(&on) && !weft_counters_on()) ||
+	    weft_acc__own_thread(__builtin_return_address(0)))
 		return real(th, attr, fn, arg);
 	weft_in_runtime++;
 	struct tramp *t = malloc(sizeof(*t));

@@ -21,31 +21,32 @@
 
 /* The loaded library. Written by start (under weft_g.lock, before any callback is enabled),
  * read by the callbacks and stop. */
-extern struct weft_cupti_api weft_cu;
-extern _Atomic int weft_cupti__active; /* 1 from start to stop: callbacks record */
+WEFT_HIDDEN extern struct weft_cupti_api weft_cu;
+WEFT_HIDDEN extern _Atomic int weft_cupti__active; /* 1 from start to stop: callbacks record */
 /* inside a callback or a CUPTI call of ours (on this thread) */
-extern __thread int weft_cupti__in_collector WEFT_TLS;
+WEFT_HIDDEN extern __thread int weft_cupti__in_collector WEFT_TLS;
 /* the totals of the GPU metadata record: GPU records written, records CUPTI dropped, buffers
  * converted, CUDA calls seen, buffers out at once */
-extern _Atomic uint64_t weft_cupti__n_records, weft_cupti__n_dropped, weft_cupti__n_buffers, weft_cupti__n_api,
-	weft_cupti__n_buffers_out;
-void weft_cupti__clock_pair(void);     /* a GPU_CLOCK pair now */
-void weft_cupti__clock_pair_due(void); /* ... when 100 ms have passed (one thread takes it) */
+WEFT_HIDDEN extern _Atomic uint64_t weft_cupti__n_records, weft_cupti__n_dropped, weft_cupti__n_buffers,
+	weft_cupti__n_api, weft_cupti__n_buffers_out;
+WEFT_HIDDEN void weft_cupti__clock_pair(void);     /* a GPU_CLOCK pair now */
+WEFT_HIDDEN void weft_cupti__clock_pair_due(void); /* ... when 100 ms have passed (one thread takes it) */
 
 /* ---- cupti-api.c ---- */
 
-void weft_cupti__on_api(void *ud, int domain, uint32_t cbid, const void *data);
-void weft_cupti__api_atfork_child(void);
+WEFT_HIDDEN void weft_cupti__on_api(void *ud, int domain, uint32_t cbid, const void *data);
+WEFT_HIDDEN void weft_cupti__api_atfork_child(void);
 
 /* ---- cupti-activity.c ---- */
 
 /* Buffer conversion: under weft_cupti__conv_lock (CUPTI may hand buffers back on several
  * threads); tids: the threads that handed buffers back. */
-extern pthread_mutex_t weft_cupti__conv_lock;
-extern uint32_t weft_cupti__tids[MAX_TIDS];
-extern int weft_cupti__ntids;
-void weft_cupti__buffer_requested(uint8_t **buffer, size_t *size, size_t *max_records);
-void weft_cupti__buffer_completed(void *ctx, uint32_t stream, uint8_t *buffer, size_t size, size_t valid);
-void weft_cupti__activity_atfork_child(void);
+WEFT_HIDDEN extern pthread_mutex_t weft_cupti__conv_lock;
+WEFT_HIDDEN extern uint32_t weft_cupti__tids[MAX_TIDS];
+WEFT_HIDDEN extern int weft_cupti__ntids;
+WEFT_HIDDEN void weft_cupti__buffer_requested(uint8_t **buffer, size_t *size, size_t *max_records);
+WEFT_HIDDEN void weft_cupti__buffer_completed(void *ctx, uint32_t stream, uint8_t *buffer, size_t size,
+					      size_t valid);
+WEFT_HIDDEN void weft_cupti__activity_atfork_child(void);
 
 #endif
