@@ -1,8 +1,8 @@
 /*
  * cmd-record.c - `weft record [OPTIONS] -- PROGRAM [ARGS]`: runs an unmodified program with
  * libweft-preload.so injected (LD_PRELOAD, ahead of any the user set), so every process it
- * forks or execs records into the same trace directory. Exits with the program's status
- * (128+N if a signal N killed it). Ctrl-C reaches the program (same process group) while
+ * forks or execs records into the same trace directory. Exits with the program's status, or
+ * dies of the signal that killed it (after converting; cli.c). Ctrl-C reaches the program (same process group) while
  * weft waits it out; SIGTERM and SIGHUP sent to weft are passed on. Afterwards the trace is
  * converted to DIR/trace.pftrace and one line says what was recorded.
  *
@@ -312,9 +312,11 @@ int cmd_record(int argc, char **argv)
 	if ((rc = weft_record_launch(&launch, argv + optind, &status)))
 		return rc;
 	int code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-	if (WIFSIGNALED(status))
+	if (WIFSIGNALED(status)) {
+		weft_cli_program_signal(WTERMSIG(status));
 		weft_cli_error("record", "program killed by SIG%s%s", sigabbrev_np(WTERMSIG(status)) ?
 			       sigabbrev_np(WTERMSIG(status)) : "?", WCOREDUMP(status) ? " (core dumped)" : "");
+	}
 	if (setid) {
 		weft_cli_error("record", "%s is setuid/setgid: the loader ignores LD_PRELOAD for it, so nothing "
 			       "was traced", argv[optind]);

@@ -127,7 +127,7 @@ void weft_record_help(FILE *f)
 		"Under a job launcher (mpirun -np N weft record -o DIR -- ./app, mpiexec, srun) the\n"
 		"ranks share DIR: each writes files named HOST-rRANK-PID, and the last to end writes\n"
 		"DIR/trace.pftrace. Hosts without a shared DIR: weft convert D1 D2 ... -o FILE.\n\n"
-		"Exit status: the program's (128+N if signal N ended it); 1 if weft failed, 2 usage,\n"
+		"Exit status: the program's (weft dies of the signal that ended it); 1 if weft failed, 2 usage,\n"
 		"127 if the program could not be run.\n");
 }
 
