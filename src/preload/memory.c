@@ -46,6 +46,8 @@
 #define EXPORT __attribute__((visibility("default")))
 #endif
 
+/* What is recorded (MEM_*, memory-internal.h): written by memsource.c at open and stop, read
+ * relaxed by every call. The "mmap" heap: set at open, before the mode. */
 int weft_mem_mode;
 struct weft_site *weft_mem_mmap_heap;
 
