@@ -3,8 +3,10 @@
  *   sequence 1: a ClockSnapshot (BOOTTIME primary, REALTIME for wall time), then a
  *               TrackDescriptor per process, named track and counter track;
  *   one sequence per thread: its thread TrackDescriptor first (SEQ_INCREMENTAL_STATE_CLEARED,
- *               and TracePacketDefaults making the thread's track the default for its events),
- *               then its events with names, categories and argument keys interned per
+ *               and TracePacketDefaults making the thread's track the default for its events
+ *               and the sequence's incremental clock the default for their times), a
+ *               ClockSnapshot starting that clock, then its events, each time the delta from
+ *               the previous one (pftrace-enc.h: pfe_ts), with names, categories and argument keys interned per
  *               sequence (iid = the process's site id), lane and async track descriptors
  *               emitted just before their first use.
  * Named tracks: track -> one lane per (track, thread) under it, each lane named after its
