@@ -276,6 +276,18 @@ class Memory(TraceTest, PoolCounters):
         alloc, = self.tp(pf, "select sum(size) s from heap_profile_allocation where size > 0")
         self.assertEqual(alloc[0]["s"], heap["alloc_bytes"])
 
+    def test_stacks_stop_at_a_frame_pointer_holding_data(self):
+        # malloc called with the frame-pointer register holding -16 (a caller built without
+        # frame pointers; sigalloc's handler crashed the walk so, 1 run in 30 under load): the
+        # program runs as untraced, the block is charged to its caller
+        p = run([WEFT, "record", "-q", "-o", os.path.join(self.tmp, "bf.data"), "--memory=stacks", "--",
+                 os.path.join(BUILD, "memstacks"), "badframe"], cwd=self.tmp, check=False)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        doc = self.report_json(os.path.join(self.tmp, "bf.data"), "--leaks")
+        heap = next(h for h in doc[0]["heaps"] if h["heap"] == "malloc")
+        leak, = [l for l in heap["leaks"] if l["size"] == 99]
+        self.assertTrue(leak["stack"].endswith("bad_fp_malloc"), leak["stack"])
+
     def test_stacks_name_the_caller_not_the_allocator(self):
         # operator new, std::vector's growth and std::string's blocks (libstdc++ keeps no frame
         # pointers): each row names the function that allocated, never operator new or the
