@@ -1,11 +1,16 @@
 /*
- * writer.c - writer threads: they take full chunks from the queue, delta-encode timestamps,
- * compress with zstd, and append each chunk as one frame to their own events file
- * (P-K.wevents), so writers never contend on a file. Writer 0 also records a clock
+ * writer.c - writer threads: they take full chunks from the queue, pack them (pack4.h: records,
+ * then columns of numbers), compress with zstd, and append each chunk to their own events file
+ * (P-K.wevents), so writers never contend on a file. The records are one zstd frame at the
+ * chosen level (they repeat: zstd's matches are what shrink a function trace); each column is
+ * a frame of its own, at levels up to 1 Huffman-coded literals only: timestamp deltas,
+ * addresses and sizes hardly repeat, and zstd's search for matches in them cost more than it
+ * found (bench/RESULTS.md, issue 21, h22/memfloor). Writer 0 also records a clock
  * calibration point every 100 ms. Options: writers=N, writer_cpus=LIST (pinning, like
  * `perf record --threads`), compression=LEVEL. A failed write (disk full) is logged once;
  * the events of the chunk are counted as dropped and the file keeps its last complete frame.
  */
+#define ZSTD_STATIC_LINKING_ONLY /* ZSTD_c_literalCompressionMode: a parameter, refused by a zstd without it */
 #include "internal.h"
 #include <errno.h>
 #include <fcntl.h>
@@ -27,12 +32,13 @@ struct writer {
 	int idx;
 	struct weft_file file; /* the events file */
 	uint64_t at;           /* its size: where the next frame goes (for the chunk index) */
-	ZSTD_CCtx *cctx;
+	ZSTD_CCtx *cctx; /* the records */
+	ZSTD_CCtx *ccol; /* the columns */
 	void *zbuf;
 	size_t zcap;
 	uint8_t *pbuf; /* packed records */
 	size_t pcap;
-	uint8_t *cbuf; /* packing version 3's columns while they are made: addresses, then sizes */
+	uint8_t *cbuf; /* the columns while they are made (weft_pack4_scratch) */
 	int failed;
 	_Atomic int running; /* set by the writer once its thread runs our code (fork waits for it) */
 };
@@ -66,6 +72,43 @@ static uint32_t delta_encode(uint64_t *w, size_t nwords, uint32_t *dropped)
 	return events;
 }
 
+/* The columns' level: the records' above 1 (the user asked for fewer bytes), else literals only. */
+#define WEFT_COL_LITERALS (-1000) /* a step of 1000 bytes after each miss: no match search */
+
+/* Compresses packed bytes p[0..n) (version 4) into w->zbuf: the records, then each column with
+ * the trailer going with the last, each non-empty part one frame (a reader decompresses the
+ * concatenation). Returns the compressed size, or 0 on failure. */
+static size_t compress_chunk(struct writer *w, const uint8_t *p, size_t n)
+{
+	uint32_t t[4];
+	memcpy(t, p + n - WEFT_PACK4_TRAILER, sizeof(t));
+	size_t cut[5] = {t[0], t[1], t[2], t[3], n - t[0] - t[1] - t[2] - t[3]}, zneed = 0;
+	for (int k = 0; k < 5; k++)
+		zneed += ZSTD_compressBound(cut[k]);
+	if (zneed > w->zcap) {
+		free(w->zbuf);
+		w->zbuf = malloc(zneed);
+		w->zcap = w->zbuf ? zneed : 0;
+		if (!w->zbuf)
+			return 0;
+	}
+	int level = weft_cfg.compression;
+	ZSTD_CCtx_setParameter(w->cctx, ZSTD_c_compressionLevel, level);
+	ZSTD_CCtx_setParameter(w->ccol, ZSTD_c_compressionLevel, level > 1 ? level : WEFT_COL_LITERALS);
+	ZSTD_CCtx_setParameter(w->ccol, ZSTD_c_literalCompressionMode, level > 1 ? ZSTD_ps_auto : ZSTD_ps_enable);
+	size_t at = 0, o = 0;
+	for (int k = 0; k < 5; k++) {
+		if (!cut[k])
+			continue;
+		size_t z = ZSTD_compress2(k ? w->ccol : w->cctx, (uint8_t *)w->zbuf + o, w->zcap - o, p + at, cut[k]);
+		if (ZSTD_isError(z))
+			return 0;
+		at += cut[k];
+		o += z;
+	}
+	return o;
+}
+
 static void write_chunk(struct writer *w, struct weft_chunk *c)
 {
 	size_t used = c->used & ~(size_t)7;
@@ -83,7 +126,7 @@ static void write_chunk(struct writer *w, struct weft_chunk *c)
 		free(w->pbuf);
 		free(w->cbuf);
 		w->pbuf = malloc(need);
-		w->cbuf = malloc(2 * need);
+		w->cbuf = malloc(weft_pack4_scratch(used / 8));
 		if (!w->pbuf || !w->cbuf) {
 			free(w->pbuf);
 			free(w->cbuf);
@@ -93,10 +136,10 @@ static void write_chunk(struct writer *w, struct weft_chunk *c)
 	}
 	struct weft_index_rec ix; /* the chunk's time index entry (chunkindex.c), made in the same pass */
 	if (w->pbuf) { /* records packed, delta-coded on the way: ~1 byte/event for zstd to chew */
-		stored = weft_pack3_indexed((const uint64_t *)c->data, used / 8, w->pbuf, &events, &dropped, &ix,
-					    w->cbuf, w->cbuf + need);
+		stored = weft_pack4_indexed((const uint64_t *)c->data, used / 8, w->pbuf, &events, &dropped, &ix,
+					    w->cbuf);
 		payload = w->pbuf;
-		h.flags |= WEFT_CHUNK_PACKED3;
+		h.flags |= WEFT_CHUNK_PACKED4;
 	} else { /* no memory for packing: the records themselves, delta-coded */
 		weft_index_scan((const uint64_t *)c->data, used / 8, &ix); /* while they are absolute */
 		events = delta_encode((uint64_t *)c->data, used / 8, &dropped);
@@ -105,7 +148,14 @@ static void write_chunk(struct writer *w, struct weft_chunk *c)
 		weft_index_chunk(c, &ix, (unsigned)w->idx, w->at, NULL);
 	h.events = events;
 	h.dropped = dropped;
-	if (weft_cfg.compression != 0 && w->cctx) {
+	if (weft_cfg.compression != 0 && w->cctx && w->ccol && w->pbuf) {
+		size_t z = compress_chunk(w, w->pbuf, stored);
+		if (z && z < stored) {
+			payload = w->zbuf;
+			stored = z;
+			h.flags |= WEFT_CHUNK_ZSTD;
+		}
+	} else if (weft_cfg.compression != 0 && w->cctx) { /* the records unpacked: one frame */
 		size_t zneed = ZSTD_compressBound(stored);
 		if (zneed > w->zcap) {
 			free(w->zbuf);
@@ -231,6 +281,7 @@ int weft_writers_start(const char *dir, const char *stem, int pid)
 			return e;
 		}
 		w->cctx = ZSTD_createCCtx();
+		w->ccol = ZSTD_createCCtx();
 		/* Signals stay with the application's threads. */
 		sigset_t all, old;
 		sigfillset(&all);
@@ -240,6 +291,7 @@ int weft_writers_start(const char *dir, const char *stem, int pid)
 		if (rc) {
 			weft_file_close(&w->file);
 			ZSTD_freeCCtx(w->cctx);
+			ZSTD_freeCCtx(w->ccol);
 			weft_writers_stop();
 			return -rc;
 		}
@@ -257,6 +309,7 @@ void weft_writers_stop(void)
 		weft_file_close(&w->file);
 		if (!weft_g.in_signal) { /* the interrupted thread may hold malloc's lock */
 			ZSTD_freeCCtx(w->cctx);
+			ZSTD_freeCCtx(w->ccol);
 			free(w->zbuf);
 			free(w->pbuf);
 			free(w->cbuf);
@@ -291,6 +344,7 @@ void weft_writers_atfork_child(void)
 	for (int i = 0; i < nwriters; i++) {
 		weft_file_close(&writers[i].file);
 		ZSTD_freeCCtx(writers[i].cctx);
+		ZSTD_freeCCtx(writers[i].ccol);
 		free(writers[i].zbuf);
 		free(writers[i].pbuf);
 		free(writers[i].cbuf);
