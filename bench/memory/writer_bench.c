@@ -2,7 +2,8 @@
  * (bench/memory/run.sh, issue 21): each events file's chunks are read back to their records
  * (as the runtime's chunk held them), then each step the writer does is timed on them alone,
  * best of REPS passes (env, 7): packing (with the chunk's index entry), the checksum, and zstd
- * at each LEVEL given (default 1) of the packed bytes, in the packing the tree's writers use. One line per step:
+ * at each LEVEL given (default 1) of the packed bytes, in the packing and frames the tree's writers
+ * use (version 4: the records at LEVEL, each column apart). One line per step:
  *   step=pack ns_per_event=X bytes_per_event=Y
  * Tight loops over data already in memory, timed in thread CPU time, so a loaded machine disturbs
  * it less than a whole
@@ -97,46 +98,63 @@ static size_t zcompress(ZSTD_CCtx *cc, void *dst, size_t cap, const void *src, s
 	return ZSTD_compress2(cc, dst, cap, src, n);
 }
 
-/* zcompress with a block boundary at each of the packing's parts (env SPLIT=1, version 4) */
-static size_t zcompress_parts(ZSTD_CCtx *cc, void *dst, size_t cap, const uint8_t *src, size_t n, int level)
+#ifdef WEFT_CHUNK_PACKED4
+static size_t zpart(ZSTD_CCtx *cc, void *dst, size_t cap, const void *src, size_t n, int level, int lit)
+{
+	ZSTD_CCtx_reset(cc, ZSTD_reset_session_and_parameters);
+	ZSTD_CCtx_setParameter(cc, ZSTD_c_compressionLevel, lit ? -1000 : level);
+	ZSTD_CCtx_setParameter(cc, ZSTD_c_literalCompressionMode, lit ? ZSTD_ps_enable : ZSTD_ps_auto);
+	return ZSTD_compress2(cc, dst, cap, src, n);
+}
+#endif
+
+/* zcompress as the tree's writers do: version 4 (writer.c's compress_chunk): the records at
+ * level, then each non-empty column a frame; at levels up to 1 the deltas as literals only, the
+ * other columns as literals unless matches make them a fifth smaller, tried on a column of at
+ * least 4 KiB when not for 16 chunks (chunk: its number in the pass); older trees: one frame. */
+static size_t zcompress_tree(ZSTD_CCtx *cc, ZSTD_CCtx *ccol, void *dst, size_t cap, const uint8_t *src, size_t n,
+			     int level, size_t chunk)
 {
 #ifdef WEFT_CHUNK_PACKED4
-	if (getenv("SPLIT") && atoi(getenv("SPLIT"))) {
-		uint32_t t[4];
-		memcpy(t, src + n - 16, 16);
-		size_t cut[6] = {t[0], t[1], t[2], t[3], n - 16 - t[0] - t[1] - t[2] - t[3], 16};
-		if (atoi(getenv("SPLIT")) == 2) { /* a frame per part */
-			size_t at = 0, o = 0;
-			int lv[6] = {level, level, level, level, level, level};
-			if (getenv("PLEV")) /* each part's level */
-				sscanf(getenv("PLEV"), "%d,%d,%d,%d,%d", &lv[0], &lv[1], &lv[2], &lv[3], &lv[4]);
-			for (int k = 0; k < 6; k++) {
-				size_t z = ZSTD_compressCCtx(cc, (char *)dst + o, cap - o, src + at, cut[k], lv[k]);
-				if (ZSTD_isError(z))
-					return z;
-				at += cut[k];
-				o += z;
-			}
-			return o;
+	static uint8_t lit[5];
+	static unsigned age[5];
+	if (chunk == 0) /* a pass starts as a writer does */
+		memset(age, 0, sizeof(age)), memset(lit, 0, sizeof(lit));
+	uint32_t t[4];
+	memcpy(t, src + n - 16, 16);
+	size_t cut[5] = {t[0], t[1], t[2], t[3], n - t[0] - t[1] - t[2] - t[3]}, at = 0, o = 0;
+	for (int k = 0; k < 5; k++) {
+		if (!cut[k])
+			continue;
+		char *d = (char *)dst + o;
+		size_t z;
+		if (k == 0) {
+			z = zcompress(cc, d, cap - o, src + at, cut[k], level);
+		} else if (level > 1 || k == 1) {
+			z = zpart(ccol, d, cap - o, src + at, cut[k], level, level <= 1);
+		} else if (cut[k] >= 4096 && (!age[k] || age[k] >= 16)) {
+			size_t a = zpart(ccol, d, cap - o, src + at, cut[k], level, 1);
+			size_t m = zpart(ccol, d + a, cap - o - a, src + at, cut[k], level, 0);
+			lit[k] = a * 4 <= m * 5;
+			age[k] = 1;
+			if (!lit[k])
+				memmove(d, d + a, m);
+			z = lit[k] ? a : m;
+		} else {
+			age[k] += age[k] != 0;
+			z = zpart(ccol, d, cap - o, src + at, cut[k], level, lit[k]);
 		}
-		ZSTD_CCtx_reset(cc, ZSTD_reset_session_and_parameters);
-		ZSTD_CCtx_setParameter(cc, ZSTD_c_compressionLevel, level);
-		ZSTD_CCtx_setPledgedSrcSize(cc, n);
-		ZSTD_outBuffer out = {dst, cap, 0};
-		ZSTD_inBuffer in = {src, 0, 0};
-		for (int k = 0; k < 6; k++) {
-			in.size += cut[k];
-			size_t r;
-			do
-				r = ZSTD_compressStream2(cc, &out, &in, k == 5 ? ZSTD_e_end : ZSTD_e_flush);
-			while (r && !ZSTD_isError(r));
-			if (ZSTD_isError(r))
-				return r;
-		}
-		return out.pos;
+		if (ZSTD_isError(z))
+			return z;
+		at += cut[k];
+		o += z;
 	}
-#endif
+	return o;
+#else
+	(void)ccol;
+	(void)chunk;
 	return zcompress(cc, dst, cap, src, n, level);
+#endif
 }
 
 int main(int argc, char **argv)
@@ -210,8 +228,8 @@ int main(int argc, char **argv)
 	}
 #endif
 	printf("step=pack ns_per_event=%.2f bytes_per_event=%.2f\n", best * 1e9 / events, (double)total / events);
-	void *zbuf = malloc(ZSTD_compressBound(maxn * 10 + 16));
-	ZSTD_CCtx *cc = ZSTD_createCCtx();
+	void *zbuf = malloc(4 * ZSTD_compressBound(maxn * 10 + 16) + 512);
+	ZSTD_CCtx *cc = ZSTD_createCCtx(), *ccol = ZSTD_createCCtx();
 	int nlev = argc > 2 ? argc - 2 : 1;
 	for (int k = 0; k < nlev; k++) {
 		int level = argc > 2 ? atoi(argv[2 + k]) : 1;
@@ -223,7 +241,7 @@ int main(int argc, char **argv)
 			ztotal = 0;
 			for (size_t i = 0; i < nchunks; i++) {
 				double t0 = now();
-				size_t z = zcompress_parts(cc, zbuf, ZSTD_compressBound(plen[i]), packed[i], plen[i], level);
+				size_t z = zcompress_tree(cc, ccol, zbuf, 4 * ZSTD_compressBound(plen[i]) + 512, packed[i], plen[i], level, i);
 				double t1 = now();
 				sink += weft_chunk_sum(WEFT_CHUNK_SUM, zbuf, z);
 				double t2 = now();

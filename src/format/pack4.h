@@ -9,8 +9,8 @@
  *   deltas   timestamp deltas of 60 ticks or more of short-tag records: 1, 2, 4 or 8 bytes;
  *   codes    one byte per memory record: the widths of its address and size values;
  *   addrs    memory records' addresses, zigzag-coded differences to the previous address of
- *            a memory record of the chunk (starting at 0): 0 (the difference is 0), 1, 2, 4
- *            or 8 bytes;
+ *            a memory record of the chunk (starting at 0): 0 (the difference is 0) to 6 bytes,
+ *            or 8;
  *   sizes    memory records' sizes: 1, 2, 4 or 8 bytes;
  * then u32 the records' length, u32 the deltas', u32 the codes', u32 the addresses' (the sizes
  * fill the rest up to the trailer).
@@ -21,7 +21,7 @@
  * (a literal header, its 8 bytes follow) and 193 (list entry 3) are followed by word0 as in
  * version 2 (a varint for a timestamp delta, else 8 bytes).
  * A memory record of the usual shape (FREE with 1 extra word, ALLOC with 2, REALLOC with 3)
- * has one code byte: bits 0-2 the width code of its first address (0..4: 0, 1, 2, 4, 8 bytes),
+ * has one code byte: bits 0-2 the width code of its first address (0..7: 0 to 6 bytes, or 8),
  * bits 3-4 of its size (0..3: 1, 2, 4, 8 bytes; ALLOC and REALLOC), bits 5-7 of REALLOC's
  * second address; other bits and codes are malformed. A memory record of another shape has
  * no code byte: its addresses and sizes are varints in the two columns (as version 3).
@@ -63,19 +63,20 @@ static inline int weft__cols4_find(const uint8_t *in, size_t len, size_t *main, 
 	return 0;
 }
 
-/* Width codes: an address difference 0..4 (0, 1, 2, 4, 8 bytes), a delta or size 0..3 (1, 2,
- * 4, 8 bytes). */
+/* Width codes: a delta or size 0..3 (1, 2, 4, 8 bytes); an address difference 0..7 (0 to 6
+ * bytes, 7: 8 bytes): a heap address is 6 bytes, and zstd gets no zero bytes to skip. */
 static inline unsigned weft__w4_code(uint64_t v)
 {
 	return (unsigned)(v > 0xff) + (unsigned)(v > 0xffff) + (unsigned)(v > 0xffffffffu);
 }
 static inline unsigned weft__w4_acode(uint64_t z)
 {
-	return z ? 1 + weft__w4_code(z) : 0;
+	unsigned bytes = z ? (unsigned)(71 - __builtin_clzll(z)) / 8 : 0;
+	return bytes < 7 ? bytes : 7;
 }
 static inline unsigned weft__w4_abytes(unsigned code)
 {
-	return code ? 1u << (code - 1) : 0;
+	return code < 7 ? code : 8;
 }
 
 /* Writes v's low `bytes` bytes (little-endian; the room has 8 bytes: the format is little-endian
@@ -260,7 +261,7 @@ static inline int weft__unpack4_mem(struct weft__cols4 *c, uint64_t *x, unsigned
 			return -1;
 		unsigned code = *c->c++, nadd = type == WEFT_R_REALLOC ? 2 : 1;
 		unsigned ac[2] = {code & 7, code >> 5};
-		if (ac[0] > 4 || ac[1] > 4 || (type == WEFT_R_FREE && code > 4) || (type == WEFT_R_ALLOC && code >> 5))
+		if ((type == WEFT_R_FREE && code > 7) || (type == WEFT_R_ALLOC && code >> 5))
 			return -1;
 		for (unsigned j = 0; j < nadd; j++) {
 			uint64_t z;

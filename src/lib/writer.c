@@ -34,6 +34,8 @@ struct writer {
 	uint64_t at;           /* its size: where the next frame goes (for the chunk index) */
 	ZSTD_CCtx *cctx; /* the records */
 	ZSTD_CCtx *ccol; /* the columns */
+	uint8_t col_lit[5];   /* column k (1-4) as literals only: compress_chunk's last probe */
+	unsigned col_age[5];  /* chunks since that probe, + 1 (0: none yet) */
 	void *zbuf;
 	size_t zcap;
 	uint8_t *pbuf; /* packed records */
@@ -72,8 +74,22 @@ static uint32_t delta_encode(uint64_t *w, size_t nwords, uint32_t *dropped)
 	return events;
 }
 
-/* The columns' level: the records' above 1 (the user asked for fewer bytes), else literals only. */
-#define WEFT_COL_LITERALS (-1000) /* a step of 1000 bytes after each miss: no match search */
+/* The columns at levels up to 1: Huffman-coded literals, no match search (a step of 1000 bytes
+ * after each miss), for the deltas always (they never repeat); for the codes, addresses and
+ * sizes when the level's matches do not make them a fifth smaller: a real program's addresses
+ * and sizes repeat (a compiler's: 0.6x with matches), a malloc/free loop's hardly (0.85x, for
+ * 3.5x the time). Each writer tries both ways on a column of at least 4 KiB when it has not
+ * for 16 chunks (a smaller one says little) and keeps the choice in between. */
+#define WEFT_COL_LITERALS (-1000)
+#define WEFT_COL_PROBE 16
+#define WEFT_COL_PROBE_MIN 4096
+
+static size_t compress_part(ZSTD_CCtx *cc, void *dst, size_t cap, const uint8_t *src, size_t n, int level, int lit)
+{
+	ZSTD_CCtx_setParameter(cc, ZSTD_c_compressionLevel, lit ? WEFT_COL_LITERALS : level);
+	ZSTD_CCtx_setParameter(cc, ZSTD_c_literalCompressionMode, lit ? ZSTD_ps_enable : ZSTD_ps_auto);
+	return ZSTD_compress2(cc, dst, cap, src, n);
+}
 
 /* Compresses packed bytes p[0..n) (version 4) into w->zbuf: the records, then each column with
  * the trailer going with the last, each non-empty part one frame (a reader decompresses the
@@ -84,7 +100,7 @@ static size_t compress_chunk(struct writer *w, const uint8_t *p, size_t n)
 	memcpy(t, p + n - WEFT_PACK4_TRAILER, sizeof(t));
 	size_t cut[5] = {t[0], t[1], t[2], t[3], n - t[0] - t[1] - t[2] - t[3]}, zneed = 0;
 	for (int k = 0; k < 5; k++)
-		zneed += ZSTD_compressBound(cut[k]);
+		zneed += 2 * ZSTD_compressBound(cut[k]); /* twice: room for a probe's second try */
 	if (zneed > w->zcap) {
 		free(w->zbuf);
 		w->zbuf = malloc(zneed);
@@ -94,13 +110,32 @@ static size_t compress_chunk(struct writer *w, const uint8_t *p, size_t n)
 	}
 	int level = weft_cfg.compression;
 	ZSTD_CCtx_setParameter(w->cctx, ZSTD_c_compressionLevel, level);
-	ZSTD_CCtx_setParameter(w->ccol, ZSTD_c_compressionLevel, level > 1 ? level : WEFT_COL_LITERALS);
-	ZSTD_CCtx_setParameter(w->ccol, ZSTD_c_literalCompressionMode, level > 1 ? ZSTD_ps_auto : ZSTD_ps_enable);
 	size_t at = 0, o = 0;
 	for (int k = 0; k < 5; k++) {
 		if (!cut[k])
 			continue;
-		size_t z = ZSTD_compress2(k ? w->ccol : w->cctx, (uint8_t *)w->zbuf + o, w->zcap - o, p + at, cut[k]);
+		uint8_t *dst = (uint8_t *)w->zbuf + o;
+		size_t z;
+		if (k == 0) {
+			z = ZSTD_compress2(w->cctx, dst, w->zcap - o, p + at, cut[k]);
+		} else if (level > 1 || k == 1) {
+			z = compress_part(w->ccol, dst, w->zcap - o, p + at, cut[k], level, level <= 1);
+		} else if (cut[k] >= WEFT_COL_PROBE_MIN && (!w->col_age[k] || w->col_age[k] >= WEFT_COL_PROBE)) {
+			size_t lit = compress_part(w->ccol, dst, w->zcap - o, p + at, cut[k], level, 1);
+			if (ZSTD_isError(lit))
+				return 0;
+			size_t m = compress_part(w->ccol, dst + lit, w->zcap - o - lit, p + at, cut[k], level, 0);
+			if (ZSTD_isError(m))
+				return 0;
+			w->col_lit[k] = lit * 4 <= m * 5;
+			w->col_age[k] = 1;
+			if (!w->col_lit[k])
+				memmove(dst, dst + lit, m);
+			z = w->col_lit[k] ? lit : m;
+		} else { /* (before the first probe: with matches) */
+			w->col_age[k] += w->col_age[k] != 0;
+			z = compress_part(w->ccol, dst, w->zcap - o, p + at, cut[k], level, w->col_lit[k]);
+		}
 		if (ZSTD_isError(z))
 			return 0;
 		at += cut[k];

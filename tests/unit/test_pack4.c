@@ -165,7 +165,7 @@ static void damage_is_refused(void **s)
 	assert_int_equal(t[0], 2 * 9 + 2 + 1 + 3);
 	assert_int_equal(t[1], 3);
 	assert_int_equal(t[2], 5); /* a code byte for each memory record */
-	assert_int_equal(t[3], 8); /* the address: 48 bits zigzag-coded in 8 bytes, then 0 bytes (the same) */
+	assert_int_equal(t[3], 6); /* the address: 48 bits zigzag-coded in 6 bytes, then 0 bytes (the same) */
 	assert_int_equal(len - 16 - t[0] - t[1] - t[2] - t[3], 6); /* the sizes: 2 bytes each */
 	for (int k = 0; k < 4; k++) { /* a length beyond the payload */
 		memcpy(bad, p, len);
@@ -173,8 +173,8 @@ static void damage_is_refused(void **s)
 		memcpy(bad + len - 16 + 4 * k, &v, 4);
 		assert_int_equal(weft_unpack(bad, len, back, 64, 4, 1), (size_t)-1);
 	}
-	memcpy(bad, p, len); /* the free's code says 5: no such width */
-	bad[t[0] + t[1] + 1] = 5;
+	memcpy(bad, p, len); /* the free's address 8 bytes wide: the addresses column is short */
+	bad[t[0] + t[1] + 1] = 7;
 	assert_int_equal(weft_unpack(bad, len, back, 64, 4, 1), (size_t)-1);
 	memcpy(bad, p, len); /* the free's code with size bits */
 	bad[t[0] + t[1] + 1] = 1 << 3;
