@@ -109,8 +109,8 @@ static size_t zpart(ZSTD_CCtx *cc, void *dst, size_t cap, const void *src, size_
 #endif
 
 /* zcompress as the tree's writers do: version 4 (writer.c's compress_chunk): the records at
- * level, then each non-empty column a frame; at levels up to 1 the deltas as literals only, the
- * other columns as literals unless matches make them a fifth smaller, tried on a column of at
+ * level, then each non-empty column a frame; at levels up to 1 the deltas and codes as literals
+ * only, the other columns as literals unless matches make them a fifth smaller, tried on a column of at
  * least 4 KiB when not for 16 chunks (chunk: its number in the pass); older trees: one frame. */
 static size_t zcompress_tree(ZSTD_CCtx *cc, ZSTD_CCtx *ccol, void *dst, size_t cap, const uint8_t *src, size_t n,
 			     int level, size_t chunk)
@@ -130,7 +130,7 @@ static size_t zcompress_tree(ZSTD_CCtx *cc, ZSTD_CCtx *ccol, void *dst, size_t c
 		size_t z;
 		if (k == 0) {
 			z = zcompress(cc, d, cap - o, src + at, cut[k], level);
-		} else if (level > 1 || k == 1) {
+		} else if (level > 1 || k <= 2) {
 			z = zpart(ccol, d, cap - o, src + at, cut[k], level, level <= 1);
 		} else if (cut[k] >= 4096 && (!age[k] || age[k] >= 16)) {
 			size_t a = zpart(ccol, d, cap - o, src + at, cut[k], level, 1);
