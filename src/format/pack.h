@@ -10,7 +10,8 @@
  * each). word0 is, for records that carry a timestamp, the difference to the previous such
  * record as a LEB128 varint; for other records its 8 raw bytes.
  *
- * Version 2 (chunk flag WEFT_CHUNK_PACKED2, what writers write): the tag byte b
+ * Version 2 (chunk flag WEFT_CHUNK_PACKED2, written by formats 1.1 to 1.8 and by the flight
+ * recorder's snapshots, flight-snap.c): the tag byte b
  *   b < 192   header = list entry b >> 6 (0-2); low 6 bits d: for a timestamp record, d < 63
  *             is the delta itself (no word0 bytes follow) and d == 63 means the varint follows;
  *             for other records d is 63 and word0's 8 bytes follow;

@@ -1,6 +1,6 @@
 /*
  * pack4.h - packing version 4 (chunk flag WEFT_CHUNK_PACKED4, format 1.10, what writers write):
- * version 3's records with the numbers that vary from record to record taken out into columns of
+ * version 3's record stream with the numbers that vary from record to record taken out into columns of
  * fixed-width little-endian values, each value's width written once in a small code, so that
  * zstd sees five streams that are each regular in their own way and no varint's length bytes:
  *
@@ -25,8 +25,9 @@
  * bits 3-4 of its size (0..3: 1, 2, 4, 8 bytes; ALLOC and REALLOC), bits 5-7 of REALLOC's
  * second address; other bits and codes are malformed. A memory record of another shape has
  * no code byte: its addresses and sizes are varints in the two columns (as version 3).
- * A malloc/free stream costs zstd a third of version 3's time and packs into fewer bytes
- * (bench/RESULTS.md, issue 21, h22/memfloor).
+ * The writers compress each part as a zstd frame of its own (writer.c): a malloc/free stream
+ * then costs zstd about half of version 3's time in slightly fewer bytes, a compiler's
+ * allocations 0.9x the bytes (bench/RESULTS.md, issue 21, h22/memfloor).
  *
  * Included by pack.h (which dispatches to it); not on its own.
  */
