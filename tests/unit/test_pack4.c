@@ -121,19 +121,26 @@ static void adversarial_round_trips(void **s)
 		x ^= x << 17;
 		unsigned pick = (unsigned)(x % 9);
 		uint64_t dt = (x >> 8) % 7 == 0 ? (x >> 20) : (x >> 32) % 300; /* now and then any size */
-		t = (x >> 40) % 11 == 0 ? t - (x >> 50) : t + dt;       /* and now and then back */
-		uint64_t addr = 0x55d0c0000000ull + ((x >> 24) % 64) * 48, size = (x >> 3) % 5 == 0 ? x : (x >> 5) % 4096;
-		switch (pick) {
-		case 0: r[k] = t, r[k + 1] = HDR(0, WEFT_R_ALLOC, 2, WEFT_MEM_MALLOC), r[k + 2] = addr, r[k + 3] = size, k += 4; break;
-		case 1: r[k] = t, r[k + 1] = HDR(0, WEFT_R_FREE, 1, WEFT_MEM_FREE), r[k + 2] = addr, k += 3; break;
-		case 2: r[k] = t, r[k + 1] = HDR(0, WEFT_R_REALLOC, 3, WEFT_MEM_REALLOC), r[k + 2] = addr, r[k + 3] = x, r[k + 4] = size, k += 5; break;
-		case 3: r[k] = t, r[k + 1] = HDR((uint32_t)(x >> 45) % 7, WEFT_R_FUNC_ENTER, 0, 0), k += 2; break;
-		case 4: r[k] = t, r[k + 1] = HDR((uint32_t)(x >> 45) % 7, WEFT_R_FUNC_EXIT, 0, 0), k += 2; break;
-		case 5: r[k] = x, r[k + 1] = HDR(0, WEFT_R_STACK, 1, 0), r[k + 2] = x >> 1, k += 3; break;
-		case 6: r[k] = t, r[k + 1] = HDR((uint32_t)(x >> 30) % 5, WEFT_R_COUNTER_I64, 1, 0), r[k + 2] = x, k += 3; break;
-		case 7: r[k] = t, r[k + 1] = HDR(0, WEFT_R_FREE, 1, WEFT_MEM_MUNMAP), r[k + 2] = x, k += 3; break;
-		default: r[k] = t, r[k + 1] = HDR(0, WEFT_R_ALLOC, 2, WEFT_MEM_MMAP), r[k + 2] = x << 12, r[k + 3] = UINT64_MAX - (x & 0xff), k += 4; break;
-		}
+		t = (x >> 40) % 11 == 0 ? t - (x >> 50) : t + dt; /* and now and then back */
+		uint64_t addr = 0x55d0c0000000ull + ((x >> 24) % 64) * 48;
+		uint64_t size = (x >> 3) % 5 == 0 ? x : (x >> 5) % 4096;
+		uint32_t id = (uint32_t)(x >> 45) % 7;
+		/* one record: its header and extra words (word0 is t, or x for STACK) */
+		uint64_t rec[][4] = {
+			{HDR(0, WEFT_R_ALLOC, 2, WEFT_MEM_MALLOC), addr, size},
+			{HDR(0, WEFT_R_FREE, 1, WEFT_MEM_FREE), addr},
+			{HDR(0, WEFT_R_REALLOC, 3, WEFT_MEM_REALLOC), addr, x, size},
+			{HDR(id, WEFT_R_FUNC_ENTER, 0, 0)},
+			{HDR(id, WEFT_R_FUNC_EXIT, 0, 0)},
+			{HDR(0, WEFT_R_STACK, 1, 0), x >> 1},
+			{HDR(id % 5, WEFT_R_COUNTER_I64, 1, 0), x},
+			{HDR(0, WEFT_R_FREE, 1, WEFT_MEM_MUNMAP), x},
+			{HDR(0, WEFT_R_ALLOC, 2, WEFT_MEM_MMAP), x << 12, UINT64_MAX - (x & 0xff)},
+		};
+		unsigned extra = weft_rec_extra(rec[pick][0]);
+		r[k] = pick == 5 ? x : t;
+		memcpy(r + k + 1, rec[pick], (1 + extra) * 8);
+		k += 2 + extra;
 	}
 	uint8_t *big = malloc(weft_pack_bound(k));
 	size_t blen = round_trip(r, k, big);
