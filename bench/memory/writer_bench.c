@@ -2,7 +2,8 @@
  * (bench/memory/run.sh, issue 21): each events file's chunks are read back to their records
  * (as the runtime's chunk held them), then each step the writer does is timed on them alone,
  * best of REPS passes (env, 7): packing (with the chunk's index entry), the checksum, and zstd
- * at each LEVEL given (default 1) of the packed bytes, in the packing the tree's writers use. One line per step:
+ * at each LEVEL given (default 1) of the packed bytes, in the packing and frames the tree's writers
+ * use (version 4: the records at LEVEL, each column apart). One line per step:
  *   step=pack ns_per_event=X bytes_per_event=Y
  * Tight loops over data already in memory, timed in thread CPU time, so a loaded machine disturbs
  * it less than a whole
@@ -97,6 +98,65 @@ static size_t zcompress(ZSTD_CCtx *cc, void *dst, size_t cap, const void *src, s
 	return ZSTD_compress2(cc, dst, cap, src, n);
 }
 
+#ifdef WEFT_CHUNK_PACKED4
+static size_t zpart(ZSTD_CCtx *cc, void *dst, size_t cap, const void *src, size_t n, int level, int lit)
+{
+	ZSTD_CCtx_reset(cc, ZSTD_reset_session_and_parameters);
+	ZSTD_CCtx_setParameter(cc, ZSTD_c_compressionLevel, lit ? -1000 : level);
+	ZSTD_CCtx_setParameter(cc, ZSTD_c_literalCompressionMode, lit ? ZSTD_ps_enable : ZSTD_ps_auto);
+	return ZSTD_compress2(cc, dst, cap, src, n);
+}
+#endif
+
+/* zcompress as the tree's writers do: version 4 (writer.c's compress_chunk): the records at
+ * level, then each non-empty column a frame; at levels up to 1 the deltas and codes as literals
+ * only, the other columns as literals unless matches make them a fifth smaller, tried on a column of at
+ * least 4 KiB when not for 16 chunks (chunk: its number in the pass); older trees: one frame. */
+static size_t zcompress_tree(ZSTD_CCtx *cc, ZSTD_CCtx *ccol, void *dst, size_t cap, const uint8_t *src, size_t n,
+			     int level, size_t chunk)
+{
+#ifdef WEFT_CHUNK_PACKED4
+	static uint8_t lit[5];
+	static unsigned age[5];
+	if (chunk == 0) /* a pass starts as a writer does */
+		memset(age, 0, sizeof(age)), memset(lit, 0, sizeof(lit));
+	uint32_t t[4];
+	memcpy(t, src + n - 16, 16);
+	size_t cut[5] = {t[0], t[1], t[2], t[3], n - t[0] - t[1] - t[2] - t[3]}, at = 0, o = 0;
+	for (int k = 0; k < 5; k++) {
+		if (!cut[k])
+			continue;
+		char *d = (char *)dst + o;
+		size_t z;
+		if (k == 0) {
+			z = zcompress(cc, d, cap - o, src + at, cut[k], level);
+		} else if (level > 1 || k <= 2) {
+			z = zpart(ccol, d, cap - o, src + at, cut[k], level, level <= 1);
+		} else if (cut[k] >= 4096 && (!age[k] || age[k] >= 16)) {
+			size_t a = zpart(ccol, d, cap - o, src + at, cut[k], level, 1);
+			size_t m = zpart(ccol, d + a, cap - o - a, src + at, cut[k], level, 0);
+			lit[k] = a * 4 <= m * 5;
+			age[k] = 1;
+			if (!lit[k])
+				memmove(d, d + a, m);
+			z = lit[k] ? a : m;
+		} else {
+			age[k] += age[k] != 0;
+			z = zpart(ccol, d, cap - o, src + at, cut[k], level, lit[k]);
+		}
+		if (ZSTD_isError(z))
+			return z;
+		at += cut[k];
+		o += z;
+	}
+	return o;
+#else
+	(void)ccol;
+	(void)chunk;
+	return zcompress(cc, dst, cap, src, n, level);
+#endif
+}
+
 int main(int argc, char **argv)
 {
 	if (argc < 2) {
@@ -133,7 +193,7 @@ int main(int argc, char **argv)
 	for (size_t i = 0; i < nchunks; i++)
 		packed[i] = malloc(weft_pack_bound(chunks[i].n));
 	size_t colroom = weft_pack_bound(maxn);
-	uint8_t *cols = malloc(2 * colroom);
+	uint8_t *cols = malloc(3 * colroom + 64); /* version 4: weft_pack4_scratch(maxn) */
 	(void)cols;
 	double best = 1e9;
 	size_t total = 0;
@@ -143,7 +203,9 @@ int main(int argc, char **argv)
 		for (size_t i = 0; i < nchunks; i++) {
 			uint32_t ev, dr = 0;
 			struct weft_index_rec ix;
-#ifdef WEFT_CHUNK_PACKED3 /* what the tree's writers write */
+#if defined(WEFT_CHUNK_PACKED4) /* what the tree's writers write */
+			plen[i] = weft_pack4_indexed(chunks[i].w, chunks[i].n, packed[i], &ev, &dr, &ix, cols);
+#elif defined(WEFT_CHUNK_PACKED3)
 			plen[i] = weft_pack3_indexed(chunks[i].w, chunks[i].n, packed[i], &ev, &dr, &ix, cols, cols + colroom);
 #else
 			plen[i] = weft_pack_indexed(chunks[i].w, chunks[i].n, packed[i], &ev, &dr, &ix);
@@ -154,9 +216,20 @@ int main(int argc, char **argv)
 		if (t < best)
 			best = t;
 	}
+#ifdef WEFT_CHUNK_PACKED4 /* the packing round-trips (a check, not timed) */
+	for (size_t i = 0; i < nchunks; i++) {
+		uint64_t *back = malloc(chunks[i].n * 8 + 8);
+		if (weft_unpack(packed[i], plen[i], back, chunks[i].n, 4, 1) != chunks[i].n ||
+		    memcmp(back, chunks[i].w, chunks[i].n * 8)) {
+			fprintf(stderr, "writer_bench: chunk %zu does not round-trip\n", i);
+			return 1;
+		}
+		free(back);
+	}
+#endif
 	printf("step=pack ns_per_event=%.2f bytes_per_event=%.2f\n", best * 1e9 / events, (double)total / events);
-	void *zbuf = malloc(ZSTD_compressBound(maxn * 10 + 16));
-	ZSTD_CCtx *cc = ZSTD_createCCtx();
+	void *zbuf = malloc(4 * ZSTD_compressBound(maxn * 10 + 16) + 512);
+	ZSTD_CCtx *cc = ZSTD_createCCtx(), *ccol = ZSTD_createCCtx();
 	int nlev = argc > 2 ? argc - 2 : 1;
 	for (int k = 0; k < nlev; k++) {
 		int level = argc > 2 ? atoi(argv[2 + k]) : 1;
@@ -168,7 +241,7 @@ int main(int argc, char **argv)
 			ztotal = 0;
 			for (size_t i = 0; i < nchunks; i++) {
 				double t0 = now();
-				size_t z = zcompress(cc, zbuf, ZSTD_compressBound(plen[i]), packed[i], plen[i], level);
+				size_t z = zcompress_tree(cc, ccol, zbuf, 4 * ZSTD_compressBound(plen[i]) + 512, packed[i], plen[i], level, i);
 				double t1 = now();
 				sink += weft_chunk_sum(WEFT_CHUNK_SUM, zbuf, z);
 				double t2 = now();

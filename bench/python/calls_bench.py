@@ -9,8 +9,10 @@ default --python mode). Rounds are interleaved (every mode once per round) and t
 each mode is also run on an empty workload (N = 0) so that its start-up and exit cost (weft's
 runtime, cProfile's import and output) is taken off:
     ns/call = ((mode N) - (mode 0) - ((untraced N) - (untraced 0))) / calls
-usage: bench/python/calls_bench.py [BUILD] [--rounds R] [--modes M,M...] [--workloads W,W...]
-(BUILD default ./build; all modes and workloads by default; untraced is always run)
+usage: bench/python/calls_bench.py [BUILD] [--base BUILD0] [--rounds R] [--modes M,M...] [--workloads W,W...]
+(BUILD default ./build; all modes and workloads by default; untraced is always run; with
+--base, each weft mode is also run on BUILD0, the previous commit's build, as "base MODE", in
+the same rounds)
 Prints a table; nothing is written into the source tree."""
 import os
 import shutil
@@ -79,7 +81,7 @@ def main():
         rounds = int(args[i + 1])
         del args[i:i + 2]
     only = {}
-    for opt in ("--modes", "--workloads"):
+    for opt in ("--base", "--modes", "--workloads"):
         if opt in args:
             i = args.index(opt)
             only[opt] = args[i + 1].split(",")
@@ -91,6 +93,10 @@ def main():
         ms = modes(build, tmp)
         if "--modes" in only:
             ms = {k: v for k, v in ms.items() if k in ("untraced", "cProfile") or k in only["--modes"]}
+        if "--base" in only:
+            old = modes(os.path.abspath(only["--base"][0]), tmp)
+            for k in [k for k in ms if k not in ("untraced", "cProfile", "setprofile", "yappi")]:
+                ms["base " + k] = old[k]
         runs = {}
         for r in range(rounds):
             for kind, n, _ in workloads:
@@ -103,11 +109,11 @@ def main():
             base = med[("untraced", kind, n)] - med[("untraced", kind, 0)]
             print(f"\n{kind} {n}: {calls} calls; untraced {base / 1e6:.1f} ms of calls "
                   f"({base / calls:.1f} ns/call), start-up {med[('untraced', kind, 0)] / 1e6:.1f} ms")
-            print(f"  {'mode':<16} {'ms (N)':>9} {'ms (0)':>8} {'ns/call over untraced':>22} {'x cProfile':>11}")
+            print(f"  {'mode':<22} {'ms (N)':>9} {'ms (0)':>8} {'ns/call over untraced':>22} {'x cProfile':>11}")
             over = {name: (med[(name, kind, n)] - med[(name, kind, 0)] - base) / calls for name in ms}
             for name in ms:
                 ratio = over[name] / over["cProfile"] if over["cProfile"] > 0 else float("nan")
-                print(f"  {name:<16} {med[(name, kind, n)] / 1e6:9.1f} {med[(name, kind, 0)] / 1e6:8.1f} "
+                print(f"  {name:<22} {med[(name, kind, n)] / 1e6:9.1f} {med[(name, kind, 0)] / 1e6:8.1f} "
                       f"{over[name]:22.1f} {ratio:11.2f}")
     finally:
         shutil.rmtree(tmp, ignore_errors=True)

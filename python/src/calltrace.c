@@ -40,11 +40,8 @@
  * descriptor is bound to its self first), never a type (`int('x')` is not a C call here). So
  * this mode adds the profile function, for the C calls only (the eval hook still records the
  * Python calls; with hook='profile' the profile function records both), and each C callable
- * maps to a weft site
- * (category "python-c") cached by its PyMethodDef in a small pointer-keyed table (`csites`):
- * per C event one hash probe. The name is made once, at first sight: `len` for builtins,
- * `math.sqrt` for other modules' functions, `list.append` for methods (the class that defines
- * the method, found in the MRO of self's type, so a subclass's call is still `list.append`).
+ * maps to a weft site (csite.c: category "python-c", one per PyMethodDef, one hash probe per C
+ * event, named at first sight: `len`, `math.sqrt`, `list.append`).
  * A C call is recorded only under a Python frame that is itself recorded (not one filtered
  * out or marked untraced()), so it always nests under the function that called it.
  * On 3.11 a profile function belongs to one thread: the eval hook puts it in place in each
@@ -124,46 +121,6 @@ struct weft_site *first_sight(PyCodeObject *co)
 	return s;
 }
 
-/* Threads: each stream is named after its threading.Thread. The thread is looked up in
- * threading's registry (threading._active, by ident) and its name read from the instance's
- * __dict__ (_name) - no Python code runs, nothing is created (current_thread() would make a
- * dummy Thread for an unregistered one). A new thread is registered a few calls into
- * Thread._bootstrap, so the lookup is repeated on its calls until it succeeds, at most
- * NAME_TRIES times (a thread threading never registers keeps its OS name). threading is never
- * imported for this: a program that has not imported it has no names to give. The main thread
- * keeps the process's name. */
-__thread unsigned name_tries __attribute__((tls_model("initial-exec")));
-static unsigned long main_ident;
-
-void name_thread(void)
-{
-	name_tries++;
-	unsigned long ident = PyThread_get_thread_ident();
-	if (ident == main_ident) {
-		name_tries = NAME_TRIES;
-		return;
-	}
-	PyObject *et, *ev, *tb;
-	PyErr_Fetch(&et, &ev, &tb);
-	PyObject *mods = PySys_GetObject("modules"); /* borrowed */
-	PyObject *mod = mods ? PyDict_GetItemString(mods, "threading") : NULL;
-	PyObject *reg = mod ? PyObject_GetAttrString(mod, "_active") : NULL;
-	PyObject *key = reg && PyDict_Check(reg) ? PyLong_FromUnsignedLong(ident) : NULL;
-	PyObject *th = key ? PyDict_GetItemWithError(reg, key) : NULL; /* borrowed */
-	PyObject *dict = th ? PyObject_GenericGetDict(th, NULL) : NULL;
-	PyObject *name = dict && PyDict_Check(dict) ? PyDict_GetItemString(dict, "_name") : NULL;
-	const char *n = name && PyUnicode_Check(name) ? PyUnicode_AsUTF8(name) : NULL;
-	if (n) {
-		weft_thread_name(n);
-		name_tries = NAME_TRIES;
-	}
-	Py_XDECREF(dict);
-	Py_XDECREF(key);
-	Py_XDECREF(reg);
-	PyErr_Clear();
-	PyErr_Restore(et, ev, tb);
-}
-
 #if WEFT_PY_EVAL
 static _PyFrameEvalFunction chained; /* the evaluator ours calls (set at start) */
 /* C calls beside the eval hook, per thread: has ccalls_check() run in it, is one due (a
@@ -224,131 +181,6 @@ static PyObject *eval_frame(PyThreadState *ts, _PyInterpreterFrame *f, int throw
 	return eval_frame_here(ts, f, throwflag);
 }
 #endif
-
-/* C calls: one site per PyMethodDef, in an open-addressing table keyed by the pointer (linear
- * probing, at most half full, grown by doubling; entries are never removed). The PyMethodDef
- * tables of built-in and extension modules are static, so a key stays valid; a def freed and
- * reused at the same address would keep the first name. Written and read with the GIL held. */
-struct csite {
-	struct weft_site site; /* kind EVENT, category "python-c" */
-	char name[];
-};
-struct centry {
-	const PyMethodDef *key;
-	struct weft_site *site;
-};
-static struct centry *csites; /* the table; NULL until the first C call */
-static size_t csites_cap, csites_len;
-
-static inline size_t chash(const PyMethodDef *ml, size_t cap)
-{
-	return (size_t)(((uintptr_t)ml >> 4) * 0x9E3779B97F4A7C15ull >> 7) & (cap - 1);
-}
-
-struct weft_site *csite_find(const PyMethodDef *ml)
-{
-	if (!csites)
-		return NULL;
-	for (size_t i = chash(ml, csites_cap);; i = (i + 1) & (csites_cap - 1)) {
-		if (csites[i].key == ml)
-			return csites[i].site;
-		if (!csites[i].key)
-			return NULL;
-	}
-}
-
-static int csite_put(const PyMethodDef *ml, struct weft_site *site)
-{
-	if (2 * (csites_len + 1) > csites_cap) {
-		size_t cap = csites_cap ? 2 * csites_cap : 256;
-		struct centry *t = calloc(cap, sizeof(*t));
-		if (!t)
-			return -1;
-		for (size_t k = 0; k < csites_cap; k++) {
-			if (!csites[k].key)
-				continue;
-			size_t i = chash(csites[k].key, cap);
-			while (t[i].key)
-				i = (i + 1) & (cap - 1);
-			t[i] = csites[k];
-		}
-		free(csites);
-		csites = t;
-		csites_cap = cap;
-	}
-	size_t i = chash(ml, csites_cap);
-	while (csites[i].key)
-		i = (i + 1) & (csites_cap - 1);
-	csites[i].key = ml;
-	csites[i].site = site;
-	csites_len++;
-	return 0;
-}
-
-/* The class in type's MRO whose dict defines the method `ml` (a method or class-method
- * descriptor holding it), else type itself. Borrowed. */
-static PyTypeObject *defining_type(PyTypeObject *type, const PyMethodDef *ml)
-{
-	PyObject *mro = type->tp_mro;
-	if (!mro || !PyTuple_Check(mro))
-		return type;
-	for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(mro); i++) {
-		PyObject *base = PyTuple_GET_ITEM(mro, i);
-		if (!PyType_Check(base))
-			continue;
-#if PY_VERSION_HEX >= 0x030C0000
-		/* a static built-in type's dict is the interpreter's there: tp_dict is NULL */
-		PyObject *dict = PyType_GetDict((PyTypeObject *)base); /* new */
-#else
-		PyObject *dict = ((PyTypeObject *)base)->tp_dict;
-		Py_XINCREF(dict);
-#endif
-		PyObject *d = dict ? PyDict_GetItemString(dict, ml->ml_name) : NULL; /* borrowed */
-		int found = d && (Py_IS_TYPE(d, &PyMethodDescr_Type) || Py_IS_TYPE(d, &PyClassMethodDescr_Type)) &&
-			    ((PyMethodDescrObject *)d)->d_method == ml;
-		Py_XDECREF(dict);
-		if (found)
-			return (PyTypeObject *)base;
-	}
-	return type;
-}
-
-/* The site of a C callable seen for the first time: `len`, `math.sqrt`, `list.append`. NULL
- * (not recorded) when it cannot be made. Called at PyTrace_C_CALL, with no exception pending;
- * leaves none. */
-struct weft_site *csite_first_sight(PyCFunctionObject *fn)
-{
-	const PyMethodDef *ml = fn->m_ml;
-	PyObject *self = fn->m_self, *owner = NULL;
-	const char *prefix = NULL;
-	if (!self || PyModule_Check(self)) {
-		prefix = self ? PyModule_GetName(self) : NULL;
-		if (prefix && !strcmp(prefix, "builtins"))
-			prefix = NULL;
-	} else {
-		PyTypeObject *t = defining_type(PyType_Check(self) ? (PyTypeObject *)self : Py_TYPE(self), ml);
-		owner = PyObject_GetAttrString((PyObject *)t, "__qualname__");
-		prefix = owner && PyUnicode_Check(owner) ? PyUnicode_AsUTF8(owner) : NULL;
-		if (!prefix)
-			prefix = t->tp_name;
-	}
-	PyErr_Clear();
-	const char *mname = ml->ml_name ? ml->ml_name : "?";
-	size_t n = (prefix ? strlen(prefix) + 1 : 0) + strlen(mname) + 1;
-	struct csite *cs = calloc(1, sizeof(*cs) + n);
-	if (cs) {
-		snprintf(cs->name, n, "%s%s%s", prefix ? prefix : "", prefix ? "." : "", mname);
-		cs->site.kind = WEFT_KIND_EVENT;
-		cs->site.name = cs->name;
-		cs->site.category = "python-c";
-		if (csite_put(ml, &cs->site) < 0) {
-			free(cs);
-			cs = NULL;
-		}
-	}
-	Py_XDECREF(owner);
-	return cs ? &cs->site : NULL;
-}
 
 /* The code object a profile event's frame runs, borrowed. */
 static inline PyCodeObject *code_of(PyFrameObject *frame)

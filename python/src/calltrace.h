@@ -57,14 +57,16 @@ static inline void end_of(uint32_t id, PyObject *result)
 		weft__rec3(weft__hdr(id, WEFT_R_END, 1, 0), WEFT_END_EXCEPTION);
 }
 
-/* Threads' names: name_thread() looks the calling thread up in threading's registry and names
- * its stream; the hooks call it while name_tries < NAME_TRIES (see calltrace.c). */
+/* Threads' names (threadname.c): name_thread() looks the calling thread up in threading's
+ * registry and names its stream; the hooks call it while name_tries < NAME_TRIES. main_ident:
+ * the main thread's ident (set by start(); the main thread keeps the process's name). */
 #define NAME_TRIES 64
 extern __thread unsigned name_tries __attribute__((tls_model("initial-exec")));
+extern unsigned long main_ident;
 void name_thread(void);
 
-/* C functions: the site of a PyMethodDef (NULL: none yet), and the one made at a callable's
- * first sight (NULL: not recorded). */
+/* C functions (csite.c): the site of a PyMethodDef (NULL: none yet), and the one made at a
+ * callable's first sight (NULL: not recorded). */
 struct weft_site *csite_find(const PyMethodDef *ml);
 struct weft_site *csite_first_sight(PyCFunctionObject *fn);
 

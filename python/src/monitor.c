@@ -113,7 +113,7 @@ static inline int pop(void)
 	return (here.bits[d >> 6] >> (d & 63)) & 1;
 }
 
-static inline void begin(struct weft_site *s)
+static inline __attribute__((always_inline)) void begin(struct weft_site *s)
 {
 	int on = weft__on(s);
 	push(on);
@@ -124,10 +124,10 @@ static inline void begin(struct weft_site *s)
 	}
 }
 
-static inline void end(struct weft_site *s, int exc)
+/* The END of the innermost frame, of site s, when its BEGIN was written (pop() first: the
+ * site is looked up only for an END that is written). */
+static inline __attribute__((always_inline)) void end_on(struct weft_site *s, int exc)
 {
-	if (!pop())
-		return;
 	if (__builtin_expect(!exc, 1))
 		weft__rec2(weft__hdr(s->id, WEFT_R_END, 0, 0));
 	else
@@ -146,10 +146,11 @@ static PyObject *on_begin(PyObject *self, PyObject *const *args, size_t nargsf, 
 }
 
 /* PY_RETURN, PY_YIELD: (code, offset, value); PY_UNWIND: (code, offset, exception) */
-static inline PyObject *py_end(PyObject *const *args, Py_ssize_t nargs, int exc)
+static inline __attribute__((always_inline)) PyObject *py_end(PyObject *const *args, Py_ssize_t nargs,
+								int exc)
 {
-	if (__builtin_expect(nargs >= 1 && PyCode_Check(args[0]), 1))
-		end(site_of((PyCodeObject *)args[0]), exc);
+	if (__builtin_expect(nargs >= 1 && PyCode_Check(args[0]), 1) && pop())
+		end_on(site_of((PyCodeObject *)args[0]), exc);
 	Py_RETURN_NONE;
 }
 
@@ -221,8 +222,11 @@ static inline PyObject *c_end(PyObject *const *args, Py_ssize_t nargs, int exc)
 {
 	const PyMethodDef *ml = nargs >= 4 && PyCode_Check(args[0]) ? c_method(args[2], args[3]) : NULL;
 	if (ml) {
-		struct weft_site *c = csite_find(ml); /* made at the CALL where its BEGIN was written */
-		end(c ? c : &skip, exc);
+		if (pop()) {
+			struct weft_site *c = csite_find(ml); /* made at the CALL that wrote its BEGIN */
+			if (c)
+				end_on(c, exc);
+		}
 	}
 	Py_RETURN_NONE;
 }

@@ -25,7 +25,10 @@ struct pw_args {
 	PyObject *keep[PW_MAX_ARGS];
 };
 
-/* module.c */
+/* site.c */
+/* The shared state (the site dicts, threading): 0, or -1 with an exception. Called by the
+ * module's init; once. */
+int pw_shared_init(void);
 /* The process-lifetime site of (kind, category, name): created on first use, never freed
  * (libweft's registry keeps a pointer to it). category may be NULL or None (default
  * category); unit is for counters (may be NULL). Returns NULL with an exception set. */
@@ -48,6 +51,8 @@ struct weft_site *pw_exception_site(PyObject *category);
  * threading.current_thread().name. Written and read only by the owning thread. */
 extern __thread int pw_thread_named __attribute__((tls_model("initial-exec")));
 void pw_name_thread_slow(void);
+/* The index of the keyword `name` in kwnames (may be NULL), or -1. */
+Py_ssize_t pw_kw_index(PyObject *kwnames, const char *name);
 
 static inline __attribute__((always_inline)) void pw_thread_check(void)
 {
@@ -71,6 +76,13 @@ static inline __attribute__((always_inline)) void pw_end(struct weft_site *s, un
 	weft__rec2(weft__hdr(s->id, WEFT_R_END, 0, track));
 }
 
+/* events.c and control.c: their functions of the module (NULL-terminated; module.c gathers
+ * them into the module's table) */
+extern const PyMethodDef pw_event_methods[];
+extern const PyMethodDef pw_control_methods[];
+/* events.c: instant(name, category=None, **args) on `track` (0: the thread's own) */
+PyObject *pw_instant_on(unsigned track, PyObject *const *argv, Py_ssize_t nargs, PyObject *kwnames);
+
 /* decorator.c */
 extern PyTypeObject PwTrace_Type;         /* @weft.trace on a function: binds as a method */
 extern PyTypeObject PwTraceCallable_Type; /* on any other callable: binds as that callable */
@@ -87,7 +99,5 @@ extern PyTypeObject PwScope_Type;
 extern PyTypeObject PwTrack_Type;
 PyObject *pw_scope_make(PyObject *mod, PyObject *const *argv, Py_ssize_t nargs, PyObject *kwnames);
 PyObject *pw_track_make(PyObject *mod, PyObject *arg);
-/* instant(name, category=None, **args) on `track` (0: the thread's own) */
-PyObject *pw_instant_on(unsigned track, PyObject *const *argv, Py_ssize_t nargs, PyObject *kwnames);
 
 #endif

@@ -239,9 +239,14 @@ static size_t packed_sizes(const uint8_t *in, size_t len, int fmt, uint32_t *siz
 	uint64_t mru[4] = {0, 0, 0, 0};
 	const uint8_t *p = in, *end = in + len;
 	struct weft__cols col = {0, 0, 0, 0};
+	struct weft__cols4 c4 = {0, 0, 0, 0, 0, 0, 0, 0};
 	size_t m, k = 0;
 	if (fmt == 3) { /* a memory record's words are in the columns: counted with it */
 		if (weft__cols_find(in, len, &m, &col))
+			return (size_t)-1;
+		end = in + m;
+	} else if (fmt == 4) { /* and its delta too (version 4) */
+		if (weft__cols4_find(in, len, &m, &c4))
 			return (size_t)-1;
 		end = in + m;
 	}
@@ -253,15 +258,23 @@ static size_t packed_sizes(const uint8_t *in, size_t len, int fmt, uint32_t *siz
 		if (weft__unpack_hdr(&p, end, mru, &h, fmt, &small) < 0)
 			return (size_t)-1;
 		unsigned type = weft_rec_type(h), extra = weft_rec_extra(h);
-		if (weft_rec_has_ticks(type)) {
+		const uint8_t *c4_at[4] = {c4.d, c4.c, c4.a, c4.s};
+		if (fmt == 4 && weft_rec_has_ticks(type)) {
+			if (weft__unpack4_delta(small, &p, end, &c4, &v))
+				return (size_t)-1;
+		} else if (weft_rec_has_ticks(type)) {
 			if (small == WEFT_PACK_LONG && weft__get_varint(&p, end, &v))
 				return (size_t)-1;
 		} else {
-			if (small != WEFT_PACK_LONG || end - p < 8)
+			if (small < WEFT_PACK_LONG || end - p < 8)
 				return (size_t)-1;
 			p += 8;
 		}
-		if (fmt == 3 && weft_rec_is_mem(type)) {
+		if (fmt == 4 && weft_rec_is_mem(type)) {
+			uint64_t x[256], prev_addr = 0; /* (the values are not needed: only their lengths) */
+			if (weft__unpack4_mem(&c4, x, type, extra, &prev_addr))
+				return (size_t)-1;
+		} else if (fmt == 3 && weft_rec_is_mem(type)) {
 			for (unsigned j = 0; j < extra; j++) {
 				int addr = weft__mem_is_addr(type, j, extra);
 				const uint8_t **q = addr ? &col.a : &col.s, *from = *q;
@@ -280,6 +293,8 @@ static size_t packed_sizes(const uint8_t *in, size_t len, int fmt, uint32_t *siz
 		}
 		if (k == cap)
 			return (size_t)-1;
+		if (fmt == 4)
+			in_cols = (size_t)(c4.d - c4_at[0] + c4.c - c4_at[1] + c4.a - c4_at[2] + c4.s - c4_at[3]);
 		sizes[k++] = (uint32_t)(p - at + in_cols);
 	}
 	return k;

@@ -32,6 +32,7 @@
 #include "lib/internal.h"
 #include "collect/sched_tp.h"
 #include "collect/cpusets.h"
+#include "collect/clockgap.h"
 #include "collect/source.h"
 #include <errno.h>
 #include <fcntl.h>
@@ -84,14 +85,6 @@ static _Atomic uint64_t records, lost; /* written by the readers */
 static _Atomic uint64_t unreported;    /* ... switches the kernel did not report (a broken chain) */
 
 enum { MODE_OFF = 0, MODE_TRACEPOINTS = 1, MODE_OWN = 2 };
-
-static int64_t clock_gap(void)
-{
-	struct timespec b, m;
-	clock_gettime(CLOCK_MONOTONIC, &m);
-	clock_gettime(CLOCK_BOOTTIME, &b);
-	return ((int64_t)b.tv_sec - (int64_t)m.tv_sec) * 1000000000 + ((int64_t)b.tv_nsec - (int64_t)m.tv_nsec);
-}
 
 /* ---- opening ---- */
 
@@ -419,7 +412,7 @@ static void *reader_main(void *arg)
 		atomic_fetch_add(&pinned, 1);
 	for (;;) {
 		int last = atomic_load(&quit);
-		rd->gap = clock_gap(); /* the time suspended so far: the rings' offset */
+		rd->gap = weft_clock_gap(); /* the time suspended so far: the rings' offset */
 		for (int i = 0; i < nrings; i++)
 			if (owner[i] == rd->index)
 				drain(rd, &rings[i]);

@@ -33,6 +33,11 @@ enum {
 	DA_POINTER = 7, DA_NAME = 10,
 	TYPE_BEGIN = 1, TYPE_END = 2, TYPE_INSTANT = 3, TYPE_COUNTER = 4,
 	SEQ_CLEARED = 1, SEQ_NEEDS = 2,
+	/* timestamps: TracePacket.timestamp_clock_id and TracePacketDefaults.timestamp_clock_id;
+	 * BOOTTIME (the trace's clock) and a thread sequence's own incremental clock (64..127:
+	 * sequence-scoped) */
+	TP_CLOCK_ID = 58, TPD_CLOCK_ID = 58, PF_CLOCK_BOOT = 6, PF_CLOCK_SEQ = 64,
+	CS_CLOCKS = 1, CSC_ID = 1, CSC_TS = 2, CSC_INCREMENTAL = 3,
 };
 
 static inline uint64_t mix(uint64_t a, uint64_t b)
@@ -75,6 +80,7 @@ struct seq_enc {
 	const struct proc_cats *cats;
 	uint32_t seq;
 	uint64_t tuuid;
+	uint64_t clk;                     /* the sequence's incremental clock: the last time written */
 	uint8_t *named, *keyed, *catted; /* interned on this sequence, by id */
 	uint64_t *lanes_seen;            /* lane/async uuids already described here */
 	size_t nlanes, lanes_cap;
@@ -94,6 +100,41 @@ struct seq_enc {
 	int end_exact;                    /* ... and has exact readings at both ends: */
 	uint64_t exact_user, exact_sys, exact_rss; /* its deltas and the RSS at its end */
 };
+
+static inline uint8_t *pfe_varint(uint8_t *o, uint64_t v)
+{
+	while (v >= 0x80) {
+		*o++ = (uint8_t)(v | 0x80);
+		v >>= 7;
+	}
+	*o++ = (uint8_t)v;
+	return o;
+}
+
+/* A packet's time on a thread's sequence (at most 13 bytes at o): the delta from the last
+ * one, on the sequence's incremental clock (the default, pftrace.c: thread_descriptor); a
+ * time before the last (a complete event's end, followed by events inside it) is written
+ * whole, on BOOTTIME, which leaves the incremental clock where it was. */
+static inline uint8_t *pfe_ts(struct seq_enc *e, uint8_t *o, uint64_t ts)
+{
+	*o++ = TP_TIMESTAMP << 3;
+	if (ts >= e->clk) {
+		o = pfe_varint(o, ts - e->clk);
+		e->clk = ts;
+		return o;
+	}
+	o = pfe_varint(o, ts);
+	*o++ = (uint8_t)(((TP_CLOCK_ID << 3) & 0x7f) | 0x80);
+	*o++ = TP_CLOCK_ID >> 4;
+	*o++ = PF_CLOCK_BOOT;
+	return o;
+}
+
+static inline void pfe_ts_pb(struct seq_enc *e, struct pb *b, uint64_t ts)
+{
+	pb_reserve(b, 16);
+	b->n = (size_t)(pfe_ts(e, b->p + b->n, ts) - b->p);
+}
 
 /* The track of an event (a lane or async track described on first use), its TrackEvent packet,
  * the `received` instant ending arrows on an END, and the instant of a large allocation. */

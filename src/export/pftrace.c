@@ -3,8 +3,10 @@
  *   sequence 1: a ClockSnapshot (BOOTTIME primary, REALTIME for wall time), then a
  *               TrackDescriptor per process, named track and counter track;
  *   one sequence per thread: its thread TrackDescriptor first (SEQ_INCREMENTAL_STATE_CLEARED,
- *               and TracePacketDefaults making the thread's track the default for its events),
- *               then its events with names, categories and argument keys interned per
+ *               and TracePacketDefaults making the thread's track the default for its events
+ *               and the sequence's incremental clock the default for their times), a
+ *               ClockSnapshot starting that clock, then its events, each time the delta from
+ *               the previous one (pftrace-enc.h: pfe_ts), with names, categories and argument keys interned per
  *               sequence (iid = the process's site id), lane and async track descriptors
  *               emitted just before their first use.
  * Named tracks: track -> one lane per (track, thread) under it, each lane named after its
@@ -208,12 +210,15 @@ static void thread_descriptor(struct seq_enc *e, uint64_t ts)
 	struct pb *b = &e->out;
 	e->described = 1;
 	size_t pk = pb_begin(b, TRACE_PACKET);
-	if (ts)
+	if (ts) {
 		pb_varint(b, TP_TIMESTAMP, ts);
+		pb_varint(b, TP_CLOCK_ID, PF_CLOCK_BOOT); /* before the sequence's clock starts */
+	}
 	pb_varint(b, TP_SEQ_ID, e->seq);
 	pb_varint(b, TP_SEQ_FLAGS, SEQ_CLEARED);
 	pb_varint(b, TP_FIRST_ON_SEQ, 1);
 	size_t defs = pb_begin(b, TP_DEFAULTS);
+	pb_varint(b, TPD_CLOCK_ID, PF_CLOCK_SEQ);
 	size_t ted = pb_begin(b, TPD_TRACK_EVENT);
 	pb_varint(b, TED_TRACK_UUID, e->tuuid);
 	for (unsigned k = 0; k < p->nctr; k++)
@@ -239,6 +244,24 @@ static void thread_descriptor(struct seq_enc *e, uint64_t ts)
 	}
 	pb_end(b, thd);
 	pb_end(b, td);
+	pb_end(b, pk);
+	/* The sequence's incremental clock, at the trace's start on BOOTTIME: every snapshot gives
+	 * BOOTTIME the header's value (trace_processor refuses a snapshot that takes the trace's
+	 * clock back), and its events give deltas from there (pftrace-enc.h: pfe_ts). */
+	e->clk = e->t->first_ns;
+	pk = pb_begin(b, TRACE_PACKET);
+	pb_varint(b, TP_SEQ_ID, e->seq);
+	size_t cs = pb_begin(b, TP_CLOCK_SNAPSHOT);
+	size_t c = pb_begin(b, CS_CLOCKS);
+	pb_varint(b, CSC_ID, PF_CLOCK_BOOT);
+	pb_varint(b, CSC_TS, e->clk);
+	pb_end(b, c);
+	c = pb_begin(b, CS_CLOCKS);
+	pb_varint(b, CSC_ID, PF_CLOCK_SEQ);
+	pb_varint(b, CSC_TS, e->clk);
+	pb_varint(b, CSC_INCREMENTAL, 1);
+	pb_end(b, c);
+	pb_end(b, cs);
 	pb_end(b, pk);
 	weft_pfe_describe_slice_counters(e);
 }

@@ -199,6 +199,8 @@ static int decode(const struct weft_chunk_view *c, const struct weft_proc *prep,
 		size_t words;
 		if (!prep)
 			words = weft_unpack(dst, got, w, n, fmt, 1);
+		else if (fmt == 4)
+			words = weft_unpack_each(dst, got, w, n, 4, 1, prepare_rec, &x);
 		else if (fmt == 3)
 			words = weft_unpack_each(dst, got, w, n, 3, 1, prepare_rec, &x);
 		else if (fmt == 2)

@@ -16,7 +16,7 @@
 #include "weft_fastpath.h" /* record types and site kinds */
 
 #define WEFT_FMT_MAJOR 1
-#define WEFT_FMT_MINOR 9 /* 1: packing version 2; 2: thread serials (chunk seq, THREAD records);
+#define WEFT_FMT_MINOR 10 /* 1: packing version 2; 2: thread serials (chunk seq, THREAD records);
                           * 3: memory records (ALLOC..STACK), RUSAGE; 4: SOURCE records, END flags;
                           * 5: SCHED records and metadata; the system sampler (SAMPLE records,
                           *    SYS_SOURCE, SYS_CHANNEL, SYS_OVERHEAD); the COUNTERS record
@@ -29,7 +29,9 @@
                           *    CHUNK_INDEX metadata (the chunks' time index, chunkindex.h);
                           *    WINDOW metadata (flight recorder snapshots);
                           * 9: the chunk checksum weft_sum32 (chunk flag WEFT_CHUNK_SUM);
-                          *    packing version 3 (memory records' words in columns) */
+                          *    packing version 3 (memory records' words in columns);
+                          * 10: packing version 4 (deltas, memory widths, addresses and sizes in
+                          *    fixed-width columns, pack4.h) */
 #define WEFT_META_MAGIC "WEFTMETA"
 #define WEFT_EVENTS_MAGIC "WEFTEVTS"
 #define WEFT_CHUNK_MAGIC 0x4b4e4843u /* "CHNK" */
@@ -52,6 +54,7 @@ struct weft_file_header { /* 32 bytes */
 #define WEFT_CHUNK_PACKED2 0x4u /* records in packing version 2 (pack.h) */
 #define WEFT_CHUNK_SUM 0x8u     /* checksum is weft_sum32, not FNV-1a (format 1.9) */
 #define WEFT_CHUNK_PACKED3 0x10u /* records in packing version 3 (pack.h; format 1.9) */
+#define WEFT_CHUNK_PACKED4 0x20u /* records in packing version 4 (pack4.h; format 1.10) */
 struct weft_chunk_header { /* 40 bytes */
 	uint32_t magic;
 	uint32_t flags;

@@ -10,7 +10,8 @@
  * each). word0 is, for records that carry a timestamp, the difference to the previous such
  * record as a LEB128 varint; for other records its 8 raw bytes.
  *
- * Version 2 (chunk flag WEFT_CHUNK_PACKED2, what writers write): the tag byte b
+ * Version 2 (chunk flag WEFT_CHUNK_PACKED2, written by formats 1.1 to 1.8 and by the flight
+ * recorder's snapshots, flight-snap.c): the tag byte b
  *   b < 192   header = list entry b >> 6 (0-2); low 6 bits d: for a timestamp record, d < 63
  *             is the delta itself (no word0 bytes follow) and d == 63 means the varint follows;
  *             for other records d is 63 and word0's 8 bytes follow;
@@ -22,13 +23,14 @@
  * of the chunk (starting at 0), a size as itself. Every extra word of FREE is an address; of
  * ALLOC and REALLOC every one but the last, which is the size. A malloc or free near the
  * previous one packs into 5 to 9 bytes.
- * Version 3 (chunk flag WEFT_CHUNK_PACKED3, format 1.9, what writers write): version 2 with the
+ * Version 3 (chunk flag WEFT_CHUNK_PACKED3, format 1.9; read only since 1.10): version 2 with the
  * memory records' extra words in two columns after the records instead of among them: the
  * records (version 2, each memory record ending after its word0), then every address varint
  * of the chunk, then every size varint, then u32 the records' length and u32 the addresses'
  * length (little-endian). zstd finds the record stream's repeats (a malloc's tag, then its
  * free's) and codes each column's bytes with its own statistics: 0.3x less zstd time and 11%
  * fewer bytes on a malloc/free stream than version 2 (bench/RESULTS.md, issue 21).
+ * Version 4 (chunk flag WEFT_CHUNK_PACKED4, format 1.10, what writers write): pack4.h.
  * Version 1 (chunk flag WEFT_CHUNK_PACKED, written before format 1.1; read only): tag 0-3 is
  * list entry N, tag 4 a literal header; word0 always follows the tag. Timestamps in version 1
  * are deltas before packing: the writer delta-coded the chunk first.
@@ -45,10 +47,14 @@
 #define WEFT_PACK_ENTRY3 193u
 #define WEFT_PACK_LONG 63u /* low bits of a short tag: word0 follows */
 
-/* Which packing a chunk's flags say (1, 2 or 3), 0 for unpacked records. */
+/* Which packing a chunk's flags say (1 to 4), 0 for unpacked records. */
 static inline int weft_chunk_packing(uint32_t flags)
 {
-	return (flags & WEFT_CHUNK_PACKED3) ? 3 : (flags & WEFT_CHUNK_PACKED2) ? 2 : (flags & WEFT_CHUNK_PACKED) ? 1 : 0;
+	return (flags & WEFT_CHUNK_PACKED4)   ? 4
+	       : (flags & WEFT_CHUNK_PACKED3) ? 3
+	       : (flags & WEFT_CHUNK_PACKED2) ? 2
+	       : (flags & WEFT_CHUNK_PACKED)  ? 1
+					      : 0;
 }
 
 /* Version 3's parts: the records [in, in + main), the addresses, the sizes. 0, or -1 when the
@@ -291,8 +297,11 @@ static inline size_t weft_pack3_indexed(const uint64_t *w, size_t n, uint8_t *ou
 	return weft__pack(w, n, out, events, dropped, ix, addrs, sizes);
 }
 
+#include "pack4.h"
+
 /* Reads one record's tag (and literal header) at *p in packing `fmt`: the header, moved to
- * the front of mru, and in *small the delta the tag carries (WEFT_PACK_LONG: word0 follows).
+ * the front of mru, and in *small the delta the tag carries (WEFT_PACK_LONG: word0 follows;
+ * in version 4, tags 192 and 193 give WEFT_PACK4_INLINE).
  * Returns 1 for a literal header, 0 for a list entry, -1 if the input is malformed. */
 static inline __attribute__((always_inline)) int weft__unpack_hdr(const uint8_t **p, const uint8_t *end,
 								    uint64_t mru[4], uint64_t *out, int fmt,
@@ -307,11 +316,15 @@ static inline __attribute__((always_inline)) int weft__unpack_hdr(const uint8_t 
 		*small = b & WEFT_PACK_LONG;
 	} else if (fmt >= 2 && b == WEFT_PACK_ENTRY3) {
 		k = 3;
+		if (fmt == 4)
+			*small = WEFT_PACK4_INLINE;
 	} else if (fmt == 1 && b < 4) {
 		k = b;
 	} else if (b == (fmt >= 2 ? WEFT_PACK_LITERAL : 4u) && end - *p >= 8) {
 		k = 3;
 		literal = 1;
+		if (fmt == 4)
+			*small = WEFT_PACK4_INLINE;
 	} else {
 		return -1;
 	}
@@ -328,7 +341,7 @@ static inline __attribute__((always_inline)) int weft__unpack_hdr(const uint8_t 
 	return literal;
 }
 
-/* Unpacks packing `fmt` (1 or 2) into w (room for cap words); returns words written, or
+/* Unpacks packing `fmt` (1 to 4) into w (room for cap words); returns words written, or
  * (size_t)-1 if the input is malformed. With `undelta`, timestamps come out as running sums
  * of the deltas (absolute ticks), else as the deltas; `each`, when given, is then called on
  * every record in place: both save readers a second pass over the words (a constant `each`
@@ -341,9 +354,15 @@ weft_unpack_each(const uint8_t *in, size_t len, uint64_t *w, size_t cap, int fmt
 	uint64_t mru[4] = {0, 0, 0, 0};
 	const uint8_t *p = in, *end = in + len;
 	struct weft__cols col = {0, 0, 0, 0};
+	struct weft__cols4 c4 = {0, 0, 0, 0, 0, 0, 0, 0};
 	if (fmt == 3) {
 		size_t m;
 		if (weft__cols_find(in, len, &m, &col))
+			return (size_t)-1;
+		end = in + m;
+	} else if (fmt == 4) {
+		size_t m;
+		if (weft__cols4_find(in, len, &m, &c4))
 			return (size_t)-1;
 		end = in + m;
 	}
@@ -357,7 +376,14 @@ weft_unpack_each(const uint8_t *in, size_t len, uint64_t *w, size_t cap, int fmt
 		if (n + 2 + extra > cap)
 			return (size_t)-1;
 		uint64_t v = 0;
-		if (weft_rec_has_ticks(weft_rec_type(h))) {
+		if (fmt == 4 && weft_rec_has_ticks(weft_rec_type(h))) {
+			if (weft__unpack4_delta(small, &p, end, &c4, &v))
+				return (size_t)-1;
+			if (undelta) {
+				prev += v;
+				v = prev;
+			}
+		} else if (weft_rec_has_ticks(weft_rec_type(h))) {
 			if (small < WEFT_PACK_LONG) {
 				v = small;
 			} else {
@@ -377,14 +403,17 @@ weft_unpack_each(const uint8_t *in, size_t len, uint64_t *w, size_t cap, int fmt
 				v = prev;
 			}
 		} else {
-			if (small != WEFT_PACK_LONG || end - p < 8)
+			if (small < WEFT_PACK_LONG || end - p < 8) /* (WEFT_PACK4_INLINE only in version 4) */
 				return (size_t)-1;
 			memcpy(&v, p, 8);
 			p += 8;
 		}
 		w[n] = v;
 		w[n + 1] = h;
-		if (__builtin_expect(fmt == 3 && weft_rec_is_mem(weft_rec_type(h)), 0)) {
+		if (__builtin_expect(fmt == 4 && weft_rec_is_mem(weft_rec_type(h)), 0)) {
+			if (weft__unpack4_mem(&c4, w + n + 2, weft_rec_type(h), extra, &prev_addr))
+				return (size_t)-1;
+		} else if (__builtin_expect(fmt == 3 && weft_rec_is_mem(weft_rec_type(h)), 0)) {
 			unsigned type = weft_rec_type(h);
 			for (unsigned j = 0; j < extra; j++) {
 				uint64_t x;
@@ -414,12 +443,15 @@ weft_unpack_each(const uint8_t *in, size_t len, uint64_t *w, size_t cap, int fmt
 	}
 	if (fmt == 3 && (col.a != col.a_end || col.s != col.s_end))
 		return (size_t)-1; /* column bytes no record took */
+	if (fmt == 4 && !weft__cols4_done(&c4))
+		return (size_t)-1;
 	return n;
 }
 
 static inline size_t weft_unpack(const uint8_t *in, size_t len, uint64_t *w, size_t cap, int fmt, int undelta)
 {
-	return fmt == 3 ? weft_unpack_each(in, len, w, cap, 3, undelta, NULL, NULL)
+	return fmt == 4	  ? weft_unpack_each(in, len, w, cap, 4, undelta, NULL, NULL)
+	       : fmt == 3 ? weft_unpack_each(in, len, w, cap, 3, undelta, NULL, NULL)
 	       : fmt == 2 ? weft_unpack_each(in, len, w, cap, 2, undelta, NULL, NULL)
 			  : weft_unpack_each(in, len, w, cap, 1, undelta, NULL, NULL);
 }
@@ -433,18 +465,20 @@ static inline int weft_unpack_headers(const uint8_t *in, size_t len, int fmt, vo
 {
 	uint64_t mru[4] = {0, 0, 0, 0};
 	const uint8_t *p = in, *end = in + len;
-	if (fmt == 3) { /* the records alone: the columns hold no headers */
+	if (fmt >= 3) { /* the records alone: the columns hold no headers */
 		struct weft__cols col;
+		struct weft__cols4 c4;
 		size_t m;
-		if (weft__cols_find(in, len, &m, &col))
+		if (fmt == 3 ? weft__cols_find(in, len, &m, &col) : weft__cols4_find(in, len, &m, &c4))
 			return -1;
 		end = in + m;
 	}
 	while (p < end) {
 		uint64_t h;
 		unsigned small;
-		int literal = fmt >= 2 ? weft__unpack_hdr(&p, end, mru, &h, 2, &small)
-				       : weft__unpack_hdr(&p, end, mru, &h, 1, &small);
+		int literal = fmt == 4	? weft__unpack_hdr(&p, end, mru, &h, 4, &small)
+			      : fmt >= 2 ? weft__unpack_hdr(&p, end, mru, &h, 2, &small)
+					 : weft__unpack_hdr(&p, end, mru, &h, 1, &small);
 		if (literal < 0)
 			return -1;
 		if (literal)
@@ -452,7 +486,14 @@ static inline int weft_unpack_headers(const uint8_t *in, size_t len, int fmt, vo
 		size_t skip = (size_t)weft_rec_extra(h) * 8;
 		if (fmt >= 2 && weft_rec_is_mem(weft_rec_type(h)))
 			skip = 0; /* varints, skipped below (version 3: in the columns) */
-		if (weft_rec_has_ticks(weft_rec_type(h))) {
+		if (fmt == 4 && weft_rec_has_ticks(weft_rec_type(h))) {
+			if (small == WEFT_PACK4_INLINE) { /* skip the varint (else: in the tag or the deltas) */
+				while (p < end && (*p & 0x80))
+					p++;
+				if (p++ >= end)
+					return -1;
+			}
+		} else if (weft_rec_has_ticks(weft_rec_type(h))) {
 			if (small == WEFT_PACK_LONG) { /* skip the varint */
 				while (p < end && (*p & 0x80))
 					p++;
@@ -460,7 +501,7 @@ static inline int weft_unpack_headers(const uint8_t *in, size_t len, int fmt, vo
 					return -1;
 			}
 		} else {
-			if (small != WEFT_PACK_LONG)
+			if (small < WEFT_PACK_LONG)
 				return -1;
 			skip += 8;
 		}

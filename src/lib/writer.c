@@ -1,11 +1,16 @@
 /*
- * writer.c - writer threads: they take full chunks from the queue, delta-encode timestamps,
- * compress with zstd, and append each chunk as one frame to their own events file
- * (P-K.wevents), so writers never contend on a file. Writer 0 also records a clock
+ * writer.c - writer threads: they take full chunks from the queue, pack them (pack4.h: records,
+ * then columns of numbers), compress with zstd, and append each chunk to their own events file
+ * (P-K.wevents), so writers never contend on a file. The records are one zstd frame at the
+ * chosen level (they repeat: zstd's matches are what shrink a function trace); each column is
+ * a frame of its own, at levels up to 1 Huffman-coded literals only: timestamp deltas,
+ * addresses and sizes hardly repeat, and zstd's search for matches in them cost more than it
+ * found (bench/RESULTS.md, issue 21, h22/memfloor). Writer 0 also records a clock
  * calibration point every 100 ms. Options: writers=N, writer_cpus=LIST (pinning, like
  * `perf record --threads`), compression=LEVEL. A failed write (disk full) is logged once;
  * the events of the chunk are counted as dropped and the file keeps its last complete frame.
  */
+#define ZSTD_STATIC_LINKING_ONLY /* ZSTD_c_literalCompressionMode: a parameter, refused by a zstd without it */
 #include "internal.h"
 #include <errno.h>
 #include <fcntl.h>
@@ -27,12 +32,15 @@ struct writer {
 	int idx;
 	struct weft_file file; /* the events file */
 	uint64_t at;           /* its size: where the next frame goes (for the chunk index) */
-	ZSTD_CCtx *cctx;
+	ZSTD_CCtx *cctx; /* the records */
+	ZSTD_CCtx *ccol; /* the columns */
+	uint8_t col_lit[5];   /* column k (1-4) as literals only: compress_chunk's last probe */
+	unsigned col_age[5];  /* chunks since that probe, + 1 (0: none yet) */
 	void *zbuf;
 	size_t zcap;
 	uint8_t *pbuf; /* packed records */
 	size_t pcap;
-	uint8_t *cbuf; /* packing version 3's columns while they are made: addresses, then sizes */
+	uint8_t *cbuf; /* the columns while they are made (weft_pack4_scratch) */
 	int failed;
 	_Atomic int running; /* set by the writer once its thread runs our code (fork waits for it) */
 };
@@ -66,6 +74,77 @@ static uint32_t delta_encode(uint64_t *w, size_t nwords, uint32_t *dropped)
 	return events;
 }
 
+/* The columns at levels up to 1: Huffman-coded literals, no match search (a step of 1000 bytes
+ * after each miss), for the deltas and codes always (deltas never repeat; matches made the
+ * codes 0.7x for twice the time: less than a tenth of a byte per event); for the addresses and
+ * sizes when the level's matches do not make them a fifth smaller: a real program's addresses
+ * and sizes repeat (a compiler's: 0.6x with matches), a malloc/free loop's hardly (0.85x, for
+ * 3.5x the time). Each writer tries both ways on a column of at least 4 KiB when it has not
+ * for 16 chunks (a smaller one says little) and keeps the choice in between. */
+#define WEFT_COL_LITERALS (-1000)
+#define WEFT_COL_PROBE 16
+#define WEFT_COL_PROBE_MIN 4096
+
+static size_t compress_part(ZSTD_CCtx *cc, void *dst, size_t cap, const uint8_t *src, size_t n, int level, int lit)
+{
+	ZSTD_CCtx_setParameter(cc, ZSTD_c_compressionLevel, lit ? WEFT_COL_LITERALS : level);
+	ZSTD_CCtx_setParameter(cc, ZSTD_c_literalCompressionMode, lit ? ZSTD_ps_enable : ZSTD_ps_auto);
+	return ZSTD_compress2(cc, dst, cap, src, n);
+}
+
+/* Compresses packed bytes p[0..n) (version 4) into w->zbuf: the records, then each column with
+ * the trailer going with the last, each non-empty part one frame (a reader decompresses the
+ * concatenation). Returns the compressed size, or 0 on failure. */
+static size_t compress_chunk(struct writer *w, const uint8_t *p, size_t n)
+{
+	uint32_t t[4];
+	memcpy(t, p + n - WEFT_PACK4_TRAILER, sizeof(t));
+	size_t cut[5] = {t[0], t[1], t[2], t[3], n - t[0] - t[1] - t[2] - t[3]}, zneed = 0;
+	for (int k = 0; k < 5; k++)
+		zneed += 2 * ZSTD_compressBound(cut[k]); /* twice: room for a probe's second try */
+	if (zneed > w->zcap) {
+		free(w->zbuf);
+		w->zbuf = malloc(zneed);
+		w->zcap = w->zbuf ? zneed : 0;
+		if (!w->zbuf)
+			return 0;
+	}
+	int level = weft_cfg.compression;
+	ZSTD_CCtx_setParameter(w->cctx, ZSTD_c_compressionLevel, level);
+	size_t at = 0, o = 0;
+	for (int k = 0; k < 5; k++) {
+		if (!cut[k])
+			continue;
+		uint8_t *dst = (uint8_t *)w->zbuf + o;
+		size_t z;
+		if (k == 0) {
+			z = ZSTD_compress2(w->cctx, dst, w->zcap - o, p + at, cut[k]);
+		} else if (level > 1 || k <= 2) {
+			z = compress_part(w->ccol, dst, w->zcap - o, p + at, cut[k], level, level <= 1);
+		} else if (cut[k] >= WEFT_COL_PROBE_MIN && (!w->col_age[k] || w->col_age[k] >= WEFT_COL_PROBE)) {
+			size_t lit = compress_part(w->ccol, dst, w->zcap - o, p + at, cut[k], level, 1);
+			if (ZSTD_isError(lit))
+				return 0;
+			size_t m = compress_part(w->ccol, dst + lit, w->zcap - o - lit, p + at, cut[k], level, 0);
+			if (ZSTD_isError(m))
+				return 0;
+			w->col_lit[k] = lit * 4 <= m * 5;
+			w->col_age[k] = 1;
+			if (!w->col_lit[k])
+				memmove(dst, dst + lit, m);
+			z = w->col_lit[k] ? lit : m;
+		} else { /* (before the first probe: with matches) */
+			w->col_age[k] += w->col_age[k] != 0;
+			z = compress_part(w->ccol, dst, w->zcap - o, p + at, cut[k], level, w->col_lit[k]);
+		}
+		if (ZSTD_isError(z))
+			return 0;
+		at += cut[k];
+		o += z;
+	}
+	return o;
+}
+
 static void write_chunk(struct writer *w, struct weft_chunk *c)
 {
 	size_t used = c->used & ~(size_t)7;
@@ -83,7 +162,7 @@ static void write_chunk(struct writer *w, struct weft_chunk *c)
 		free(w->pbuf);
 		free(w->cbuf);
 		w->pbuf = malloc(need);
-		w->cbuf = malloc(2 * need);
+		w->cbuf = malloc(weft_pack4_scratch(used / 8));
 		if (!w->pbuf || !w->cbuf) {
 			free(w->pbuf);
 			free(w->cbuf);
@@ -93,10 +172,10 @@ static void write_chunk(struct writer *w, struct weft_chunk *c)
 	}
 	struct weft_index_rec ix; /* the chunk's time index entry (chunkindex.c), made in the same pass */
 	if (w->pbuf) { /* records packed, delta-coded on the way: ~1 byte/event for zstd to chew */
-		stored = weft_pack3_indexed((const uint64_t *)c->data, used / 8, w->pbuf, &events, &dropped, &ix,
-					    w->cbuf, w->cbuf + need);
+		stored = weft_pack4_indexed((const uint64_t *)c->data, used / 8, w->pbuf, &events, &dropped, &ix,
+					    w->cbuf);
 		payload = w->pbuf;
-		h.flags |= WEFT_CHUNK_PACKED3;
+		h.flags |= WEFT_CHUNK_PACKED4;
 	} else { /* no memory for packing: the records themselves, delta-coded */
 		weft_index_scan((const uint64_t *)c->data, used / 8, &ix); /* while they are absolute */
 		events = delta_encode((uint64_t *)c->data, used / 8, &dropped);
@@ -105,7 +184,14 @@ static void write_chunk(struct writer *w, struct weft_chunk *c)
 		weft_index_chunk(c, &ix, (unsigned)w->idx, w->at, NULL);
 	h.events = events;
 	h.dropped = dropped;
-	if (weft_cfg.compression != 0 && w->cctx) {
+	if (weft_cfg.compression != 0 && w->cctx && w->ccol && w->pbuf) {
+		size_t z = compress_chunk(w, w->pbuf, stored);
+		if (z && z < stored) {
+			payload = w->zbuf;
+			stored = z;
+			h.flags |= WEFT_CHUNK_ZSTD;
+		}
+	} else if (weft_cfg.compression != 0 && w->cctx) { /* the records unpacked: one frame */
 		size_t zneed = ZSTD_compressBound(stored);
 		if (zneed > w->zcap) {
 			free(w->zbuf);
@@ -231,6 +317,7 @@ int weft_writers_start(const char *dir, const char *stem, int pid)
 			return e;
 		}
 		w->cctx = ZSTD_createCCtx();
+		w->ccol = ZSTD_createCCtx();
 		/* Signals stay with the application's threads. */
 		sigset_t all, old;
 		sigfillset(&all);
@@ -240,6 +327,7 @@ int weft_writers_start(const char *dir, const char *stem, int pid)
 		if (rc) {
 			weft_file_close(&w->file);
 			ZSTD_freeCCtx(w->cctx);
+			ZSTD_freeCCtx(w->ccol);
 			weft_writers_stop();
 			return -rc;
 		}
@@ -257,6 +345,7 @@ void weft_writers_stop(void)
 		weft_file_close(&w->file);
 		if (!weft_g.in_signal) { /* the interrupted thread may hold malloc's lock */
 			ZSTD_freeCCtx(w->cctx);
+			ZSTD_freeCCtx(w->ccol);
 			free(w->zbuf);
 			free(w->pbuf);
 			free(w->cbuf);
@@ -291,6 +380,7 @@ void weft_writers_atfork_child(void)
 	for (int i = 0; i < nwriters; i++) {
 		weft_file_close(&writers[i].file);
 		ZSTD_freeCCtx(writers[i].cctx);
+		ZSTD_freeCCtx(writers[i].ccol);
 		free(writers[i].zbuf);
 		free(writers[i].pbuf);
 		free(writers[i].cbuf);

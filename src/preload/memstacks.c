@@ -140,19 +140,26 @@ static unsigned first_gap(uintptr_t fp, uintptr_t next, uintptr_t hi, uint64_t *
 }
 #endif
 
+/* A frame at v: inside the thread's stack with room for its two words, aligned (no overflow:
+ * a saved frame pointer can be any value where a function used the register for data, as a
+ * signal handler's caller built without frame pointers does). */
+static inline int frame_ok(uintptr_t v, uintptr_t lo, uintptr_t hi)
+{
+	return v >= lo && hi >= 16 && v <= hi - 16 && !(v & 7);
+}
+
 static unsigned walk_stack(void *frame, uint64_t *pcs)
 {
 	if (__builtin_expect(!stack_hi, 0))
 		thread_stack_bounds();
 	uintptr_t fp = (uintptr_t)frame, lo = stack_lo, hi = stack_hi;
 	unsigned n = 0;
-	while (n < MAX_FRAMES && fp >= lo && fp + 16 <= hi && !(fp & 7)) {
+	while (n < MAX_FRAMES && frame_ok(fp, lo, hi)) {
 		const uintptr_t *f = (const uintptr_t *)fp;
 		if (!f[1])
 			break;
 		pcs[n++] = f[1];
-		/* (not f[0] + 16 <= hi: a garbage f[0] near the top of the address space wraps around) */
-		uintptr_t next = f[0] > fp && f[0] <= hi - 16 && !(f[0] & 7) ? f[0] : 0;
+		uintptr_t next = f[0] > fp && frame_ok(f[0], lo, hi) ? f[0] : 0;
 		if (n == 1 && ntext_segs) {
 			unsigned k = first_gap(fp, next, hi, pcs + n, MAX_FRAMES - n);
 			n += k;

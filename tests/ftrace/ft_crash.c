@@ -1,8 +1,11 @@
 /* ft_crash segv | kill N | exit N | loop | loop-handled: dies of SIGSEGV inside c(), of SIGKILL
- * after N calls of step() (writers given time to write what was handed to them), or exits with
+ * after N calls of step() (once weft's writers have written every whole buffer of them, as its
+ * weft_stats_get says: all but the last 512 events), or exits with
  * status N. loop calls step() until SIGINT ends it, printing "ready" after 1000 calls; loop-handled catches
  * SIGINT instead, stops looping and prints how many calls of step() it made and how many
  * SIGINTs it received. */
+#include <weft.h>
+#include <dlfcn.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -28,7 +31,12 @@ int main(int argc, char **argv)
 		int n = atoi(argv[2]);
 		for (int i = 0; i < n; i++)
 			step(i);
-		usleep(300000);
+		/* weft record's runtime (preloaded) says how many events its writers wrote: wait for
+		 * them (at most a minute; a loaded machine's writer may be far behind) */
+		int (*stats)(struct weft_stats *) = (int (*)(struct weft_stats *))dlsym(RTLD_DEFAULT, "weft_stats_get");
+		struct weft_stats st = {.sz = sizeof(st)};
+		for (int k = 0; stats && k < 60000 && (stats(&st) || st.events < 2ull * (unsigned)n - 512); k++)
+			usleep(1000);
 		raise(SIGKILL);
 	} else if (argc > 1 && !strncmp(argv[1], "loop", 4)) {
 		if (!strcmp(argv[1], "loop-handled"))

@@ -143,7 +143,7 @@ class Undecodable(TraceTest):
         self.events = glob.glob(self.data + "/*.wevents")[0]
 
     def break_chunk(self, seq):
-        """Puts a byte that is no tag of packing version 2 into chunk `seq`, with a matching
+        """Puts a byte that is no tag of packing version 2 to 4 into chunk `seq`, with a matching
         checksum (a writer bug, not damage on disk). Returns the chunk's event count."""
         with open(self.events, "r+b") as f:
             d = bytearray(f.read())
@@ -152,7 +152,7 @@ class Undecodable(TraceTest):
                 magic, flags, tid, raw, stored, ck, cseq, events = struct.unpack_from("<IIIIIIQI", d, off)
                 body = off + 40
                 if cseq == seq:
-                    self.assertIn(flags & 0x17, (0x4, 0x10))  # packing version 2 or 3, not compressed
+                    self.assertIn(flags & 0x37, (0x4, 0x10, 0x20))  # packing version 2, 3 or 4, not compressed
                     d[body] = 194  # the first record's tag byte (a byte further in may be
                     # part of a timestamp varint, where 194 is valid: that depended on timing)
                     struct.pack_into("<I", d, off + 20, chunk_sum(flags, d[body:body + stored]))

@@ -1,0 +1,299 @@
+/*
+ * pack4.h - packing version 4 (chunk flag WEFT_CHUNK_PACKED4, format 1.10, what writers write):
+ * version 3's record stream with the numbers that vary from record to record taken out into columns of
+ * fixed-width little-endian values, each value's width written once in a small code, so that
+ * zstd sees five streams that are each regular in their own way and no varint's length bytes:
+ *
+ *   records  the tag bytes, literal headers and everything else (version 2's record stream,
+ *            each memory record ending after its tag);
+ *   deltas   timestamp deltas of 60 ticks or more of short-tag records: 1, 2, 4 or 8 bytes;
+ *   codes    one byte per memory record: the widths of its address and size values;
+ *   addrs    memory records' addresses, zigzag-coded differences to the previous address of
+ *            a memory record of the chunk (starting at 0): 0 (the difference is 0) to 6 bytes,
+ *            or 8;
+ *   sizes    memory records' sizes: 1, 2, 4 or 8 bytes;
+ * then u32 the records' length, u32 the deltas', u32 the codes', u32 the addresses' (the sizes
+ * fill the rest up to the trailer).
+ *
+ * A short tag (b < 192: list entry b >> 6) of a timestamp record carries in its low 6 bits d
+ * the delta itself (d < 60) or the width of the delta in the deltas column (60 + k: 1 << k
+ * bytes); of another record, d must be 63 and word0's 8 bytes follow in the records. Tags 192
+ * (a literal header, its 8 bytes follow) and 193 (list entry 3) are followed by word0 as in
+ * version 2 (a varint for a timestamp delta, else 8 bytes).
+ * A memory record of the usual shape (FREE with 1 extra word, ALLOC with 2, REALLOC with 3)
+ * has one code byte: bits 0-2 the width code of its first address (0..7: 0 to 6 bytes, or 8),
+ * bits 3-4 of its size (0..3: 1, 2, 4, 8 bytes; ALLOC and REALLOC), bits 5-7 of REALLOC's
+ * second address; other bits and codes are malformed. A memory record of another shape has
+ * no code byte: its addresses and sizes are varints in the two columns (as version 3).
+ * The writers compress each part as a zstd frame of its own (writer.c): a malloc/free stream
+ * then costs zstd about half of version 3's time in slightly fewer bytes, a compiler's
+ * allocations 0.9x the bytes (bench/RESULTS.md, issue 21, h22/memfloor).
+ *
+ * Included by pack.h (which dispatches to it); not on its own.
+ */
+#ifndef WEFT_PACK4_H
+#define WEFT_PACK4_H
+
+#define WEFT_PACK4_SMALL 60u  /* short tag low bits below this: the delta itself */
+#define WEFT_PACK4_INLINE 64u /* weft__unpack_hdr's *small for tags 192/193: word0 in the records */
+#define WEFT_PACK4_TRAILER 16u
+
+/* The columns of a version 4 chunk; main is the records' length. 0, or -1 when the trailer does
+ * not fit. */
+struct weft__cols4 {
+	const uint8_t *d, *d_end, *c, *c_end, *a, *a_end, *s, *s_end;
+};
+static inline int weft__cols4_find(const uint8_t *in, size_t len, size_t *main, struct weft__cols4 *c)
+{
+	uint32_t t[4];
+	if (len < WEFT_PACK4_TRAILER)
+		return -1;
+	memcpy(t, in + len - WEFT_PACK4_TRAILER, sizeof(t));
+	size_t room = len - WEFT_PACK4_TRAILER;
+	for (int k = 0; k < 4; k++) {
+		if (t[k] > room)
+			return -1;
+		room -= t[k];
+	}
+	*main = t[0];
+	c->d = in + t[0];
+	c->d_end = c->c = c->d + t[1];
+	c->c_end = c->a = c->c + t[2];
+	c->a_end = c->s = c->a + t[3];
+	c->s_end = in + len - WEFT_PACK4_TRAILER;
+	return 0;
+}
+
+/* Width codes: a delta or size 0..3 (1, 2, 4, 8 bytes); an address difference 0..7 (0 to 6
+ * bytes, 7: 8 bytes): a heap address is 6 bytes, and zstd gets no zero bytes to skip. */
+static inline unsigned weft__w4_code(uint64_t v)
+{
+	return (unsigned)(v > 0xff) + (unsigned)(v > 0xffff) + (unsigned)(v > 0xffffffffu);
+}
+static inline unsigned weft__w4_acode(uint64_t z)
+{
+	unsigned bytes = z ? (unsigned)(71 - __builtin_clzll(z)) / 8 : 0;
+	return bytes < 7 ? bytes : 7;
+}
+static inline unsigned weft__w4_abytes(unsigned code)
+{
+	return code < 7 ? code : 8;
+}
+
+/* Writes v's low `bytes` bytes (little-endian; the room has 8 bytes: the format is little-endian
+ * and so are the hosts weft runs on). */
+static inline uint8_t *weft__put_fixed(uint8_t *o, uint64_t v, unsigned bytes)
+{
+	memcpy(o, &v, 8);
+	return o + bytes;
+}
+
+/* Reads a `bytes`-byte value (0..8) at *p; -1 if it runs past end. */
+static inline int weft__get_fixed(const uint8_t **p, const uint8_t *end, unsigned bytes, uint64_t *out)
+{
+	size_t room = (size_t)(end - *p);
+	if (room < bytes)
+		return -1;
+	uint64_t v = 0;
+	if (room >= 8) {
+		memcpy(&v, *p, 8);
+		if (bytes < 8)
+			v &= ((uint64_t)1 << (bytes * 8)) - 1;
+	} else {
+		for (unsigned k = 0; k < bytes; k++)
+			v |= (uint64_t)(*p)[k] << (8 * k);
+	}
+	*p += bytes;
+	*out = v;
+	return 0;
+}
+
+/* Scratch room weft_pack4_indexed needs for n words: the deltas (8 bytes a record at most), the
+ * codes (1), the addresses and the sizes (a varint at most a word each), with slack. */
+static inline size_t weft_pack4_scratch(size_t nwords)
+{
+	return nwords * 25 + 64;
+}
+
+/* One record's address difference to *prev into the addresses column, its code returned. */
+static inline __attribute__((always_inline)) unsigned weft__pack4_addr(uint8_t **oa, uint64_t x, uint64_t *prev)
+{
+	uint64_t z = weft__zigzag(x, *prev);
+	unsigned c = weft__w4_acode(z);
+	*prev = x;
+	*oa = weft__put_fixed(*oa, z, weft__w4_abytes(c));
+	return c;
+}
+
+/* Packs w[0..n) (whole records, timestamps absolute) in version 4 into out (at most
+ * weft_pack_bound(n) bytes), with the chunk's index entry in ix as weft_pack_indexed does;
+ * scratch: weft_pack4_scratch(n) bytes for the columns while they are made. Returns the bytes
+ * written. */
+static inline size_t weft_pack4_indexed(const uint64_t *w, size_t n, uint8_t *out, uint32_t *events,
+					uint32_t *dropped, struct weft_index_rec *ix, uint8_t *scratch)
+{
+	uint8_t *d0 = scratch, *c0 = d0 + 4 * n + 16, *a0 = c0 + n + 16, *s0 = a0 + 10 * n + 16;
+	uint8_t *od = d0, *oc = c0, *oa = a0, *os = s0, *o = out;
+	uint64_t mru[4] = {0, 0, 0, 0}, prev = 0, prev_addr = 0;
+	struct weft__ix_acc acc;
+	weft__ix_init(&acc);
+	uint32_t ev = 0;
+	size_t i = 0;
+	while (i + 2 <= n) {
+		uint64_t h = w[i + 1], v = w[i];
+		unsigned type = weft_rec_type(h), extra = weft_rec_extra(h), b;
+		if (i + 2 + extra > n)
+			break;
+		__builtin_prefetch(w + i + 64); /* the chunk was just written on another core */
+		ev += (unsigned)weft_rec_is_event(type);
+		if (ix)
+			weft__ix_step(&acc, w, i, h, type, extra);
+		if (__builtin_expect(type == WEFT_R_DROPPED && extra, 0))
+			*dropped += (uint32_t)w[i + 2];
+		if (h == mru[0]) {
+			b = 0;
+		} else if (h == mru[1]) {
+			b = 64;
+			mru[1] = mru[0];
+		} else if (h == mru[2]) {
+			b = 128;
+			mru[2] = mru[1];
+			mru[1] = mru[0];
+		} else {
+			b = h == mru[3] ? WEFT_PACK_ENTRY3 : WEFT_PACK_LITERAL;
+			mru[3] = mru[2];
+			mru[2] = mru[1];
+			mru[1] = mru[0];
+		}
+		mru[0] = h;
+		int ticks = weft_rec_has_ticks(type);
+		if (ticks) {
+			uint64_t t = v;
+			v -= prev;
+			prev = t;
+		}
+		if (__builtin_expect(b < WEFT_PACK_LITERAL && ticks, 1)) {
+			if (v < WEFT_PACK4_SMALL) {
+				*o++ = (uint8_t)(b | v);
+			} else {
+				unsigned k = weft__w4_code(v);
+				*o++ = (uint8_t)(b | (WEFT_PACK4_SMALL + k));
+				od = weft__put_fixed(od, v, 1u << k);
+			}
+		} else {
+			*o++ = (uint8_t)(b < WEFT_PACK_LITERAL ? b | WEFT_PACK_LONG : b);
+			if (b == WEFT_PACK_LITERAL) {
+				memcpy(o, &h, 8);
+				o += 8;
+			}
+			if (ticks) {
+				o = weft__put_varint(o, v);
+			} else {
+				memcpy(o, &v, 8);
+				o += 8;
+			}
+		}
+		const uint64_t *x = w + i + 2;
+		if (__builtin_expect(!weft_rec_is_mem(type), 1)) {
+			memcpy(o, x, (size_t)extra * 8);
+			o += (size_t)extra * 8;
+		} else if (type == WEFT_R_FREE && extra == 1) {
+			*oc++ = (uint8_t)weft__pack4_addr(&oa, x[0], &prev_addr);
+		} else if (type == WEFT_R_ALLOC && extra == 2) {
+			unsigned c = weft__pack4_addr(&oa, x[0], &prev_addr), k = weft__w4_code(x[1]);
+			os = weft__put_fixed(os, x[1], 1u << k);
+			*oc++ = (uint8_t)(c | k << 3);
+		} else if (type == WEFT_R_REALLOC && extra == 3) {
+			unsigned c0 = weft__pack4_addr(&oa, x[0], &prev_addr);
+			unsigned c1 = weft__pack4_addr(&oa, x[1], &prev_addr), k = weft__w4_code(x[2]);
+			os = weft__put_fixed(os, x[2], 1u << k);
+			*oc++ = (uint8_t)(c0 | k << 3 | c1 << 5);
+		} else { /* another shape: varints, as version 3 */
+			for (unsigned j = 0; j < extra; j++) {
+				if (weft__mem_is_addr(type, j, extra)) {
+					oa = weft__put_varint(oa, weft__zigzag(x[j], prev_addr));
+					prev_addr = x[j];
+				} else {
+					os = weft__put_varint(os, x[j]);
+				}
+			}
+		}
+		i += 2 + extra;
+	}
+	*events = ev;
+	if (ix)
+		weft__ix_done(&acc, ix);
+	uint32_t t[4] = {(uint32_t)(o - out), (uint32_t)(od - d0), (uint32_t)(oc - c0), (uint32_t)(oa - a0)};
+	memcpy(o, d0, t[1]);
+	o += t[1];
+	memcpy(o, c0, t[2]);
+	o += t[2];
+	memcpy(o, a0, t[3]);
+	o += t[3];
+	memcpy(o, s0, (size_t)(os - s0));
+	o += os - s0;
+	memcpy(o, t, sizeof(t));
+	return (size_t)(o - out) + sizeof(t);
+}
+
+/* A version 4 record's timestamp delta after its tag (small: weft__unpack_hdr's): in the tag,
+ * the deltas column or the records. -1 if malformed. */
+static inline __attribute__((always_inline)) int weft__unpack4_delta(unsigned small, const uint8_t **p,
+								    const uint8_t *end, struct weft__cols4 *c,
+								    uint64_t *v)
+{
+	if (small < WEFT_PACK4_SMALL) {
+		*v = small;
+		return 0;
+	}
+	if (small < WEFT_PACK4_INLINE)
+		return weft__get_fixed(&c->d, c->d_end, 1u << (small - WEFT_PACK4_SMALL), v);
+	return weft__get_varint(p, end, v);
+}
+
+/* A version 4 memory record's extra words x[0..extra) from the columns. -1 if malformed. */
+static inline int weft__unpack4_mem(struct weft__cols4 *c, uint64_t *x, unsigned type, unsigned extra,
+				    uint64_t *prev_addr)
+{
+	unsigned shape = (type == WEFT_R_FREE && extra == 1) || (type == WEFT_R_ALLOC && extra == 2) ||
+			 (type == WEFT_R_REALLOC && extra == 3);
+	if (shape) {
+		if (c->c >= c->c_end)
+			return -1;
+		unsigned code = *c->c++, nadd = type == WEFT_R_REALLOC ? 2 : 1;
+		unsigned ac[2] = {code & 7, code >> 5};
+		if ((type == WEFT_R_FREE && code > 7) || (type == WEFT_R_ALLOC && code >> 5))
+			return -1;
+		for (unsigned j = 0; j < nadd; j++) {
+			uint64_t z;
+			if (weft__get_fixed(&c->a, c->a_end, weft__w4_abytes(ac[j]), &z))
+				return -1;
+			*prev_addr += (z >> 1) ^ (0 - (z & 1));
+			x[j] = *prev_addr;
+		}
+		if (type != WEFT_R_FREE && weft__get_fixed(&c->s, c->s_end, 1u << ((code >> 3) & 3), &x[nadd]))
+			return -1;
+		return 0;
+	}
+	for (unsigned j = 0; j < extra; j++) {
+		uint64_t v;
+		if (weft__mem_is_addr(type, j, extra)) {
+			if (weft__get_varint(&c->a, c->a_end, &v))
+				return -1;
+			*prev_addr += (v >> 1) ^ (0 - (v & 1));
+			v = *prev_addr;
+		} else if (weft__get_varint(&c->s, c->s_end, &v)) {
+			return -1;
+		}
+		x[j] = v;
+	}
+	return 0;
+}
+
+/* Whether every column of a version 4 chunk was read to its end. */
+static inline int weft__cols4_done(const struct weft__cols4 *c)
+{
+	return c->d == c->d_end && c->c == c->c_end && c->a == c->a_end && c->s == c->s_end;
+}
+
+#endif

@@ -1,0 +1,392 @@
+/* Packing version 4 (src/format/pack4.h, format 1.10): adversarial record sequences round trip
+ * exactly (huge and backwards timestamp deltas, maximal addresses and sizes, memory records
+ * of unusual shapes, header lists that spill to literals), with the same events, drops and
+ * index entry as version 2; every cut and damaged trailer, column or code is refused, never
+ * read out of bounds (run under ASan in the sanitizer job); and the reader gives the same
+ * records for a chunk written in version 3 (format 1.9) and in version 4, with a clear error
+ * for a truncated or short version 4 chunk. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <cmocka.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include "format/reader.h"
+#include "trace_builder.h"
+#include "format/pack.h"
+
+struct hdrs {
+	uint64_t h[512];
+	size_t n;
+};
+static void collect(uint64_t h, void *ud)
+{
+	struct hdrs *x = ud;
+	if (x->n < 512)
+		x->h[x->n++] = h;
+}
+
+/* Version 4 of w round trips and agrees with version 2 on events, drops, index and headers. */
+static size_t round_trip(const uint64_t *w, size_t n, uint8_t *p4)
+{
+	uint8_t *p2 = malloc(weft_pack_bound(n)), *scratch = malloc(weft_pack4_scratch(n));
+	uint32_t ev2 = 0, ev4 = 0, dr2 = 0, dr4 = 0;
+	struct weft_index_rec ix2, ix4;
+	memset(&ix2, 0, sizeof(ix2));
+	memset(&ix4, 0, sizeof(ix4));
+	size_t len2 = weft_pack_indexed(w, n, p2, &ev2, &dr2, &ix2);
+	size_t len4 = weft_pack4_indexed(w, n, p4, &ev4, &dr4, &ix4, scratch);
+	assert_true(len4 <= weft_pack_bound(n));
+	assert_int_equal(ev4, ev2);
+	assert_int_equal(dr4, dr2);
+	assert_memory_equal(&ix4, &ix2, sizeof(ix2));
+	uint64_t *back = malloc(n * 8 + 8);
+	assert_int_equal(weft_unpack(p4, len4, back, n, 4, 1), n);
+	assert_memory_equal(back, w, n * 8);
+	assert_int_equal(weft_unpack(p4, len4, back, n, 4, 0), n); /* deltas: as version 2 gives them */
+	uint64_t *back2 = malloc(n * 8 + 8);
+	assert_int_equal(weft_unpack(p2, len2, back2, n, 2, 0), n);
+	assert_memory_equal(back, back2, n * 8);
+	struct hdrs got = {.n = 0}, want = {.n = 0};
+	assert_int_equal(weft_unpack_headers(p4, len4, 4, collect, &got), 0);
+	assert_int_equal(weft_unpack_headers(p2, len2, 2, collect, &want), 0);
+	assert_int_equal(got.n, want.n);
+	assert_memory_equal(got.h, want.h, got.n * 8);
+	free(p2);
+	free(scratch);
+	free(back);
+	free(back2);
+	return len4;
+}
+
+/* Every cut of p4 is refused or a valid prefix of w; nothing reads past the cut. */
+static void every_cut(const uint8_t *p4, size_t len, const uint64_t *w, size_t n)
+{
+	uint64_t *back = malloc(n * 8 + 8);
+	for (size_t cut = 0; cut < len; cut++) {
+		uint8_t *copy = malloc(cut + 1); /* exactly cut bytes readable (ASan) */
+		memcpy(copy, p4, cut);
+		size_t got = weft_unpack(copy, cut, back, n, 4, 1);
+		assert_true(got == (size_t)-1 || (got <= n && !memcmp(back, w, got * 8)));
+		struct hdrs hs = {.n = 0};
+		weft_unpack_headers(copy, cut, 4, collect, &hs);
+		free(copy);
+	}
+	free(back);
+}
+
+static void adversarial_round_trips(void **s)
+{
+	(void)s;
+	const uint64_t A = 0x55d0c0a01230ull;
+	uint64_t w[] = {
+		0, HDR(3, WEFT_R_BEGIN, 0, 0),
+		59, HDR(3, WEFT_R_END, 0, 0), /* the largest delta a tag holds */
+		119, HDR(3, WEFT_R_BEGIN, 0, 0), /* 60: the smallest in the column */
+		375, HDR(3, WEFT_R_END, 0, 0), /* 256: two bytes */
+		375 + 65536, HDR(0, WEFT_R_ALLOC, 2, WEFT_MEM_MALLOC), A, 24, /* four bytes */
+		375 + 65536 + (1ull << 32), HDR(0, WEFT_R_FREE, 1, WEFT_MEM_FREE), A, /* eight */
+		UINT64_MAX, HDR(0, WEFT_R_ALLOC, 2, WEFT_MEM_MALLOC), UINT64_MAX, UINT64_MAX, /* huge */
+		5, HDR(0, WEFT_R_FREE, 1, WEFT_MEM_FREE), 0, /* backwards: another thread's clock */
+		4, HDR(0, WEFT_R_FREE, 1, WEFT_MEM_FREE), 1,
+		1ull << 63, HDR(7, WEFT_R_REALLOC, 3, WEFT_MEM_REALLOC), 1, UINT64_MAX, 0,
+		(1ull << 63) + 1, HDR(7, WEFT_R_REALLOC, 3, WEFT_MEM_REALLOC), A, A + 1, 1ull << 40,
+		(1ull << 63) + 2, HDR(0, WEFT_R_ALLOC, 2, WEFT_MEM_CALLOC), 0x8000000000000000ull, 255,
+		(1ull << 63) + 3, HDR(0, WEFT_R_ALLOC, 2, WEFT_MEM_CALLOC), 0x7fffffffffffffffull, 256,
+		(1ull << 63) + 4, HDR(0, WEFT_R_ALLOC, 3, WEFT_MEM_MALLOC), A, 1, 2, /* unusual shapes */
+		(1ull << 63) + 5, HDR(0, WEFT_R_FREE, 2, WEFT_MEM_FREE), A, UINT64_MAX,
+		(1ull << 63) + 6, HDR(0, WEFT_R_REALLOC, 0, WEFT_MEM_REALLOC),
+		(1ull << 63) + 7, HDR(0, WEFT_R_FREE, 0, WEFT_MEM_FREE),
+		0xabcdef0123456789ull, HDR(0, WEFT_R_STACK, 2, 0), 0x401234, 0x7f1234567890ull, /* no ticks */
+		3, HDR(1, WEFT_R_DROPPED, 1, 0), 17,
+		2, HDR(7, WEFT_R_HEAP_USAGE, 3, WEFT_MEM_HEAP_API), 1, 2, 3,
+		UINT64_MAX, HDR(9, WEFT_R_COUNTER_I64, 1, 0), UINT64_MAX,
+		1, HDR(0, WEFT_R_ALLOC, 2, WEFT_MEM_MALLOC), 0, 0,
+	};
+	size_t n = sizeof(w) / 8;
+	uint8_t p4[4096];
+	size_t len = round_trip(w, n, p4);
+	every_cut(p4, len, w, n);
+
+	/* many headers in turn (literals and list entry 3, word0 in the records) and a long
+	 * pseudo-random mixed stream */
+	enum { N = 60000 };
+	uint64_t *r = malloc(N * 8);
+	uint64_t x = 0x9e3779b97f4a7c15ull, t = 1000;
+	size_t k = 0;
+	while (k + 5 <= N) {
+		x ^= x << 13;
+		x ^= x >> 7;
+		x ^= x << 17;
+		unsigned pick = (unsigned)(x % 9);
+		uint64_t dt = (x >> 8) % 7 == 0 ? (x >> 20) : (x >> 32) % 300; /* now and then any size */
+		t = (x >> 40) % 11 == 0 ? t - (x >> 50) : t + dt; /* and now and then back */
+		uint64_t addr = 0x55d0c0000000ull + ((x >> 24) % 64) * 48;
+		uint64_t size = (x >> 3) % 5 == 0 ? x : (x >> 5) % 4096;
+		uint32_t id = (uint32_t)(x >> 45) % 7;
+		/* one record: its header and extra words (word0 is t, or x for STACK) */
+		uint64_t rec[][4] = {
+			{HDR(0, WEFT_R_ALLOC, 2, WEFT_MEM_MALLOC), addr, size},
+			{HDR(0, WEFT_R_FREE, 1, WEFT_MEM_FREE), addr},
+			{HDR(0, WEFT_R_REALLOC, 3, WEFT_MEM_REALLOC), addr, x, size},
+			{HDR(id, WEFT_R_FUNC_ENTER, 0, 0)},
+			{HDR(id, WEFT_R_FUNC_EXIT, 0, 0)},
+			{HDR(0, WEFT_R_STACK, 1, 0), x >> 1},
+			{HDR(id % 5, WEFT_R_COUNTER_I64, 1, 0), x},
+			{HDR(0, WEFT_R_FREE, 1, WEFT_MEM_MUNMAP), x},
+			{HDR(0, WEFT_R_ALLOC, 2, WEFT_MEM_MMAP), x << 12, UINT64_MAX - (x & 0xff)},
+		};
+		unsigned extra = weft_rec_extra(rec[pick][0]);
+		r[k] = pick == 5 ? x : t;
+		memcpy(r + k + 1, rec[pick], (1 + extra) * 8);
+		k += 2 + extra;
+	}
+	uint8_t *big = malloc(weft_pack_bound(k));
+	size_t blen = round_trip(r, k, big);
+	every_cut(big, blen < 3000 ? blen : 3000, r, k); /* the first cuts: all trailers wrong */
+	for (size_t cut = blen - 40; cut < blen; cut++) /* and the last: columns short */
+		assert_int_equal(weft_unpack(big, cut, r, k, 4, 1), (size_t)-1);
+	free(big);
+	free(r);
+}
+
+/* A damaged trailer, a code naming a width that does not exist, a column byte no record takes
+ * and a short column are refused. */
+static void damage_is_refused(void **s)
+{
+	(void)s;
+	uint64_t w[] = {1000, HDR(0, WEFT_R_ALLOC, 2, WEFT_MEM_MALLOC), 0x55d0c0a01230ull, 4000,
+			1040, HDR(0, WEFT_R_FREE, 1, WEFT_MEM_FREE), 0x55d0c0a01230ull,
+			2040, HDR(0, WEFT_R_ALLOC, 2, WEFT_MEM_MALLOC), 0x55d0c0a01230ull, 4000,
+			2080, HDR(0, WEFT_R_FREE, 1, WEFT_MEM_FREE), 0x55d0c0a01230ull,
+			2240, HDR(0, WEFT_R_ALLOC, 2, WEFT_MEM_MALLOC), 0x55d0c0a01230ull, 4000};
+	size_t n = sizeof(w) / 8;
+	uint8_t p[512], bad[520];
+	size_t len = round_trip(w, n, p);
+	uint64_t back[64];
+	uint32_t t[4];
+	memcpy(t, p + len - 16, 16);
+	/* the first two records' headers are literals (word0 a varint in the records); then the
+	 * ALLOC's 1000 ticks in 2 bytes of the deltas, the FREE's 40 in its tag, the ALLOC's 160 in 1 */
+	assert_int_equal(t[0], 2 * 9 + 2 + 1 + 3);
+	assert_int_equal(t[1], 3);
+	assert_int_equal(t[2], 5); /* a code byte for each memory record */
+	assert_int_equal(t[3], 6); /* the address: 48 bits zigzag-coded in 6 bytes, then 0 bytes (the same) */
+	assert_int_equal(len - 16 - t[0] - t[1] - t[2] - t[3], 6); /* the sizes: 2 bytes each */
+	for (int k = 0; k < 4; k++) { /* a length beyond the payload */
+		memcpy(bad, p, len);
+		uint32_t v = t[k] + 1000;
+		memcpy(bad + len - 16 + 4 * k, &v, 4);
+		assert_int_equal(weft_unpack(bad, len, back, 64, 4, 1), (size_t)-1);
+	}
+	memcpy(bad, p, len); /* the free's address 8 bytes wide: the addresses column is short */
+	bad[t[0] + t[1] + 1] = 7;
+	assert_int_equal(weft_unpack(bad, len, back, 64, 4, 1), (size_t)-1);
+	memcpy(bad, p, len); /* the free's code with size bits */
+	bad[t[0] + t[1] + 1] = 1 << 3;
+	assert_int_equal(weft_unpack(bad, len, back, 64, 4, 1), (size_t)-1);
+	memcpy(bad, p, len); /* the alloc's code with a second address */
+	bad[t[0] + t[1]] |= 1 << 5;
+	assert_int_equal(weft_unpack(bad, len, back, 64, 4, 1), (size_t)-1);
+	memcpy(bad, p, len); /* one more size byte than the records take */
+	memmove(bad + len - 15, bad + len - 16, 16);
+	bad[len - 16] = 7;
+	assert_int_equal(weft_unpack(bad, len + 1, back, 64, 4, 1), (size_t)-1);
+	memcpy(bad, p, len); /* the alloc's size 8 bytes wide: the sizes column is short */
+	bad[t[0] + t[1]] |= 3 << 3;
+	assert_int_equal(weft_unpack(bad, len, back, 64, 4, 1), (size_t)-1);
+	memcpy(bad, p, len); /* not version 3 or 2 */
+	assert_int_equal(weft_unpack(bad, len, back, 64, 3, 1), (size_t)-1);
+	assert_int_equal(weft_unpack(bad, len, back, 64, 2, 1), (size_t)-1);
+	assert_int_equal(weft_unpack(p, len, back, 3, 4, 1), (size_t)-1); /* no room */
+}
+
+/* ---- the reader: the same records in a version 3 and a version 4 chunk ---- */
+
+static struct tb meta, ev;
+
+/* One chunk of w in packing fmt (3 or 4), zstd-compressed as the writers do (version 4: the
+ * records, then each column, each non-empty part a frame; version 3: one frame). */
+static void put_chunk(struct tb *b, uint32_t tid, uint64_t seq, const uint64_t *w, size_t n, int fmt)
+{
+	uint8_t *packed = malloc(weft_pack_bound(n)), *scratch = malloc(weft_pack4_scratch(n) + 3 * weft_pack_bound(n));
+	uint32_t events = 0, dropped = 0;
+	struct weft_index_rec ix;
+	size_t len = fmt == 4 ? weft_pack4_indexed(w, n, packed, &events, &dropped, &ix, scratch)
+			      : weft_pack3_indexed(w, n, packed, &events, &dropped, &ix, scratch, scratch + weft_pack_bound(n));
+	size_t cut[5] = {len, 0, 0, 0, 0}, zcap = 5 * ZSTD_compressBound(len), z = 0, at = 0;
+	if (fmt == 4) {
+		uint32_t t[4];
+		memcpy(t, packed + len - 16, 16);
+		for (int k = 0; k < 4; k++)
+			cut[k] = t[k];
+		cut[4] = len - t[0] - t[1] - t[2] - t[3];
+	}
+	uint8_t *zb = malloc(zcap);
+	for (int k = 0; k < 5; k++) {
+		if (!cut[k])
+			continue;
+		size_t r = ZSTD_compress(zb + z, zcap - z, packed + at, cut[k], k ? -1000 : 1);
+		assert_false(ZSTD_isError(r));
+		z += r;
+		at += cut[k];
+	}
+	struct weft_chunk_header h;
+	memset(&h, 0, sizeof(h));
+	h.magic = WEFT_CHUNK_MAGIC;
+	h.tid = tid;
+	h.seq = seq;
+	h.raw_size = (uint32_t)(n * 8);
+	h.events = events;
+	h.dropped = dropped;
+	h.flags = WEFT_CHUNK_ZSTD | WEFT_CHUNK_SUM | (fmt == 4 ? WEFT_CHUNK_PACKED4 : WEFT_CHUNK_PACKED3);
+	h.stored_size = (uint32_t)z;
+	h.checksum = weft_chunk_sum(h.flags, zb, z);
+	tb_put(b, &h, sizeof(h));
+	tb_put(b, zb, z);
+	free(packed);
+	free(scratch);
+	free(zb);
+}
+
+enum { NRECS = 22 };
+static uint64_t recs[NRECS];
+static void fill_recs(void)
+{
+	uint64_t r[NRECS] = {
+	2000, HDR(1, WEFT_R_BEGIN, 0, 0),
+	2010, HDR(0, WEFT_R_ALLOC, 2, WEFT_MEM_MALLOC), 0x55d0c0a01230ull, 24,
+	2300, HDR(0, WEFT_R_FREE, 1, WEFT_MEM_FREE), 0x55d0c0a01230ull,
+	1900, HDR(0, WEFT_R_ALLOC, 2, WEFT_MEM_MALLOC), 0x7f0000001000ull, 1ull << 33, /* backwards */
+	1900 + (1ull << 40), HDR(0, WEFT_R_REALLOC, 3, WEFT_MEM_REALLOC), 0x7f0000001000ull, 0x55d0c0a02000ull, 100,
+	1901 + (1ull << 40), HDR(1, WEFT_R_END, 0, 0),
+	};
+	memcpy(recs, r, sizeof(r));
+}
+
+static void build(int fmt)
+{
+	fill_recs();
+	meta.n = ev.n = 0;
+	tb_header(&meta, WEFT_META_MAGIC, 1, 77);
+	tb_site(&meta, 1, 0, "work");
+	tb_clock(&meta, 1000, 5000000);
+	tb_clock(&meta, 3000, 5001000);
+	tb_header(&ev, WEFT_EVENTS_MAGIC, 1, 77);
+	put_chunk(&ev, 78, 0, recs, sizeof(recs) / 8, fmt);
+}
+
+static struct weft_trace *load(char *err, size_t n)
+{
+	const char *names[2] = {"77.wmeta", "77-0.wevents"};
+	const unsigned char *data[2] = {meta.p, ev.p};
+	size_t sizes[2] = {meta.n, ev.n};
+	struct weft_trace *t = NULL;
+	int rc = weft_trace_from_buffers(names, data, sizes, 2, &t, err, n);
+	return rc ? NULL : t;
+}
+
+static int has_warning(struct weft_trace *t, const char *needle)
+{
+	for (size_t i = 0; i < t->nwarnings; i++)
+		if (strstr(t->warnings[i], needle))
+			return 1;
+	return 0;
+}
+
+static void reader_same_records_v3_v4(void **s)
+{
+	(void)s;
+	uint64_t *words[2] = {NULL, NULL};
+	size_t nw[2] = {0, 0}, cap[2] = {0, 0};
+	for (int k = 0; k < 2; k++) {
+		build(3 + k);
+		char err[256];
+		struct weft_trace *t = load(err, sizeof(err));
+		assert_non_null(t);
+		assert_int_equal(t->nwarnings, 0);
+		struct weft_thread_data *th = &t->procs[0].threads[0];
+		assert_int_equal(th->nchunks, 1);
+		assert_int_equal(th->events, 6);
+		const char *why;
+		assert_int_equal(weft_chunk_decode(&th->chunks[0], &words[k], &cap[k], &nw[k], &why), 0);
+		weft_trace_free(t);
+	}
+	assert_int_equal(nw[0], sizeof(recs) / 8);
+	assert_int_equal(nw[1], nw[0]);
+	assert_memory_equal(words[1], words[0], nw[0] * 8);
+	assert_int_equal(words[1][16], 0x55d0c0a02000ull); /* the REALLOC's new address and size */
+	assert_int_equal(words[1][17], 100);
+	free(words[0]);
+	free(words[1]);
+}
+
+/* A version 4 chunk cut anywhere: a warning, never a crash; a chunk whose stored bytes are
+ * intact but whose packing is short (the checksum made for the short bytes): the decode says
+ * why. */
+static void reader_truncated_v4(void **s)
+{
+	(void)s;
+	build(4);
+	size_t full = ev.n;
+	char err[256];
+	for (size_t cut = sizeof(struct weft_file_header); cut < full; cut++) {
+		ev.n = cut;
+		struct weft_trace *t = load(err, sizeof(err));
+		assert_non_null(t);
+		struct weft_proc *p = &t->procs[0];
+		assert_int_equal(p->nthreads ? p->threads[0].nchunks : 0, 0);
+		if (cut > sizeof(struct weft_file_header))
+			assert_true(has_warning(t, "truncated or damaged"));
+		weft_trace_free(t);
+	}
+	ev.n = full;
+	/* the records packed, one column byte short, stored unpacked (no zstd) */
+	size_t n = sizeof(recs) / 8;
+	uint8_t *packed = malloc(weft_pack_bound(n)), *scratch = malloc(weft_pack4_scratch(n));
+	uint32_t events = 0, dropped = 0;
+	struct weft_index_rec ix;
+	size_t len = weft_pack4_indexed(recs, n, packed, &events, &dropped, &ix, scratch);
+	uint32_t t4[4];
+	memcpy(t4, packed + len - 16, 16);
+	memmove(packed + len - 17, packed + len - 16, 16); /* the sizes lose their last byte */
+	len--;
+	ev.n = 0;
+	tb_header(&ev, WEFT_EVENTS_MAGIC, 1, 77);
+	struct weft_chunk_header h;
+	memset(&h, 0, sizeof(h));
+	h.magic = WEFT_CHUNK_MAGIC;
+	h.tid = 78;
+	h.raw_size = (uint32_t)(n * 8);
+	h.events = events;
+	h.flags = WEFT_CHUNK_SUM | WEFT_CHUNK_PACKED4;
+	h.stored_size = (uint32_t)len;
+	h.checksum = weft_chunk_sum(h.flags, packed, len);
+	tb_put(&ev, &h, sizeof(h));
+	tb_put(&ev, packed, len);
+	struct weft_trace *t = load(err, sizeof(err));
+	assert_non_null(t);
+	uint64_t *buf = NULL;
+	size_t cap = 0, nw;
+	const char *why = NULL;
+	assert_int_equal(t->procs[0].threads[0].nchunks, 1);
+	assert_int_equal(weft_chunk_decode(&t->procs[0].threads[0].chunks[0], &buf, &cap, &nw, &why), -EBADMSG);
+	assert_string_equal(why, "bad packed records");
+	free(buf);
+	weft_trace_free(t);
+	free(packed);
+	free(scratch);
+	build(4);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(adversarial_round_trips),
+		cmocka_unit_test(damage_is_refused),
+		cmocka_unit_test(reader_same_records_v3_v4),
+		cmocka_unit_test(reader_truncated_v4),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
