@@ -166,6 +166,30 @@ static inline int weft__unpack_mem(const uint8_t **p, const uint8_t *end, uint64
 	return 0;
 }
 
+/* The tag bits of header h against the four most recently used headers (0, 64, 128: list
+ * entries 0-2; WEFT_PACK_ENTRY3; WEFT_PACK_LITERAL: none), h moved to the front (versions 2-4). */
+static inline __attribute__((always_inline)) unsigned weft__pack_mru(uint64_t mru[4], uint64_t h)
+{
+	unsigned b;
+	if (h == mru[0]) {
+		b = 0;
+	} else if (h == mru[1]) {
+		b = 64;
+		mru[1] = mru[0];
+	} else if (h == mru[2]) {
+		b = 128;
+		mru[2] = mru[1];
+		mru[1] = mru[0];
+	} else {
+		b = h == mru[3] ? WEFT_PACK_ENTRY3 : WEFT_PACK_LITERAL;
+		mru[3] = mru[2];
+		mru[2] = mru[1];
+		mru[1] = mru[0];
+	}
+	mru[0] = h;
+	return b;
+}
+
 /* weft_pack, and with ix the chunk's time index entry (chunkindex.h: what weft_index_scan
  * computes) in the same pass, for the writers: the walk over the records is paid once. With
  * addrs and sizes (version 3: scratch room of weft_pack_bound(n) bytes each) the memory records'
@@ -193,22 +217,7 @@ static inline __attribute__((always_inline)) size_t weft__pack(const uint64_t *w
 			weft__ix_step(&acc, w, i, h, type, extra);
 		if (__builtin_expect(type == WEFT_R_DROPPED && extra, 0))
 			*dropped += (uint32_t)w[i + 2];
-		if (h == mru[0]) {
-			b = 0;
-		} else if (h == mru[1]) {
-			b = 64;
-			mru[1] = mru[0];
-		} else if (h == mru[2]) {
-			b = 128;
-			mru[2] = mru[1];
-			mru[1] = mru[0];
-		} else {
-			b = h == mru[3] ? WEFT_PACK_ENTRY3 : WEFT_PACK_LITERAL;
-			mru[3] = mru[2];
-			mru[2] = mru[1];
-			mru[1] = mru[0];
-		}
-		mru[0] = h;
+		b = weft__pack_mru(mru, h);
 		int ticks = weft_rec_has_ticks(type);
 		if (ticks) {
 			uint64_t t = v;

@@ -150,22 +150,7 @@ static inline size_t weft_pack4_indexed(const uint64_t *w, size_t n, uint8_t *ou
 			weft__ix_step(&acc, w, i, h, type, extra);
 		if (__builtin_expect(type == WEFT_R_DROPPED && extra, 0))
 			*dropped += (uint32_t)w[i + 2];
-		if (h == mru[0]) {
-			b = 0;
-		} else if (h == mru[1]) {
-			b = 64;
-			mru[1] = mru[0];
-		} else if (h == mru[2]) {
-			b = 128;
-			mru[2] = mru[1];
-			mru[1] = mru[0];
-		} else {
-			b = h == mru[3] ? WEFT_PACK_ENTRY3 : WEFT_PACK_LITERAL;
-			mru[3] = mru[2];
-			mru[2] = mru[1];
-			mru[1] = mru[0];
-		}
-		mru[0] = h;
+		b = weft__pack_mru(mru, h);
 		int ticks = weft_rec_has_ticks(type);
 		if (ticks) {
 			uint64_t t = v;
