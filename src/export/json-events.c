@@ -28,7 +28,7 @@ static struct jent *add(struct jlist *L, uint64_t ts, unsigned flags)
 	e->off = L->text.n;
 	e->len = 0;
 	e->flags = flags;
-	e->dur = 0;
+	PUTS(&L->text, ",\n");
 	return e;
 }
 
@@ -67,8 +67,20 @@ static void note_lane(struct jthread *j, unsigned track)
 	j->lanes[j->nlanes++] = track;
 }
 
+/* `{"ph":"P","pid":..,"tid":..,"ts":..` (no tid for counters): on the thread's own row from the
+ * prefix made once (weft_json_thread_prefix), on a lane in full */
 static void head(struct jthread *j, struct pb *b, const char *ph, uint64_t ts, unsigned track, int with_tid)
 {
+	if (with_tid && !track && j->npre) {
+		pb_reserve(b, 8 + sizeof(j->pre));
+		uint8_t *o = b->p + b->n;
+		memcpy(o, "{\"ph\":\"", 7);
+		o[7] = (uint8_t)ph[0];
+		memcpy(o + 8, j->pre, sizeof(j->pre));
+		b->n += 8 + j->npre;
+		put_us(b, ts);
+		return;
+	}
 	PUTS(b, "{\"ph\":\"");
 	put(b, ph, strlen(ph));
 	PUTS(b, "\",\"pid\":");
@@ -81,27 +93,71 @@ static void head(struct jthread *j, struct pb *b, const char *ph, uint64_t ts, u
 	put_us(b, ts);
 }
 
+void weft_json_thread_prefix(struct jthread *j)
+{
+	struct pb b = {0};
+	PUTS(&b, "\",\"pid\":");
+	put_u64(&b, (uint64_t)(uint32_t)j->p->pid);
+	PUTS(&b, ",\"tid\":");
+	put_u64(&b, weft_json_lane_tid(j, 0));
+	PUTS(&b, ",\"ts\":");
+	memcpy(j->pre, b.p, b.n); /* at most 2 + 7 + 10 + 7 + 20 + 6 bytes */
+	j->npre = (unsigned)b.n;
+	free(b.p);
+}
+
 static int has_cat(const struct weft_proc *p, uint32_t id)
 {
 	return id < p->nsites && p->sites[id].defined && p->sites[id].cat[0];
 }
 
-static void name_cat(struct jthread *j, struct pb *b, const struct weft_ev *ev)
+static void put_cat(const struct weft_proc *p, struct pb *b, uint32_t id)
 {
-	const struct weft_proc *p = j->p;
+	if (has_cat(p, id)) {
+		PUTS(b, ",\"cat\":");
+		put_cstr(b, p->sites[id].cat);
+	}
+}
+
+/* One site's `,"name":..` and `,"cat":..` as an event of it has them. */
+static void site_name(const struct weft_proc *p, struct pb *b, uint32_t id)
+{
 	PUTS(b, ",\"name\":");
-	if (ev->kind == WEFT_EV_DROPPED)
-		PUTS(b, "\"weft: events dropped\"");
-	else if (ev->id < p->nsites && p->sites[ev->id].defined)
-		put_cstr(b, p->sites[ev->id].name);
+	if (id < p->nsites && p->sites[id].defined)
+		put_cstr(b, p->sites[id].name);
 	else {
 		char name[32];
-		snprintf(name, sizeof(name), "site#%u", ev->id);
+		snprintf(name, sizeof(name), "site#%u", id);
 		put_cstr(b, name);
 	}
-	if (has_cat(p, ev->id)) {
-		PUTS(b, ",\"cat\":");
-		put_cstr(b, p->sites[ev->id].cat);
+	put_cat(p, b, id);
+}
+
+void weft_json_names_build(const struct weft_proc *p, struct jnames *N)
+{
+	memset(N, 0, sizeof(*N));
+	N->off = malloc((p->nsites + 1) * sizeof(*N->off));
+	if (!N->off)
+		weft_oom("writing JSON");
+	size_t i = 0;
+	for (; i < p->nsites && N->text.n < UINT32_MAX / 2; i++) { /* past 2 GB (absurd): per event */
+		N->off[i] = (uint32_t)N->text.n;
+		site_name(p, &N->text, (uint32_t)i);
+	}
+	N->off[i] = (uint32_t)N->text.n;
+	N->n = i;
+}
+
+static void name_cat(struct jthread *j, struct pb *b, const struct weft_ev *ev)
+{
+	const struct jnames *N = j->names;
+	if (ev->kind == WEFT_EV_DROPPED) {
+		PUTS(b, ",\"name\":\"weft: events dropped\"");
+		put_cat(j->p, b, ev->id);
+	} else if (N && ev->id < N->n) {
+		put(b, (const char *)N->text.p + N->off[ev->id], N->off[ev->id + 1] - N->off[ev->id]);
+	} else {
+		site_name(j->p, b, ev->id);
 	}
 }
 
@@ -255,7 +311,7 @@ static void x_event(struct jthread *j, struct jlist *L, const struct weft_ev *ev
 		    const struct jendargs *more)
 {
 	struct pb *b = &L->text;
-	struct jent *e = add(L, ev->ts, JF_X);
+	struct jent *e = add(L, ev->ts, 0);
 	head(j, b, "X", ev->ts, ev->track, 1);
 	name_cat(j, b, ev);
 	put_bind(b, ev, bind);
@@ -275,12 +331,12 @@ static void x_event(struct jthread *j, struct jlist *L, const struct weft_ev *ev
 		put(b, (const char *)j->etext.p + more->off, more->len);
 		any = 1;
 	}
-	if (any)
-		e->flags |= JF_ARGS;
-	close_entry(L, e);
-	e->dur = dur & ~(JD_UNTERM | JD_EXC);
 	if (dur & JD_UNTERM)
-		e->flags |= JF_UNTERM;
+		put(b, any ? ",\"weft_unterminated\":true" : "\"weft_unterminated\":true", any ? 25 : 24);
+	PUTS(b, "},\"dur\":");
+	put_us(b, dur & ~(JD_UNTERM | JD_EXC));
+	PUTS(b, "}");
+	close_entry(L, e);
 }
 
 /* Pass 1: durations of slices (X style), lanes, and complete slices into the side list. */
@@ -358,7 +414,7 @@ static void pass1_event(void *ud, const struct weft_ev *ev)
 void weft_json_pass2_event(void *ud, const struct weft_ev *ev)
 {
 	struct jthread *j = ud;
-	struct jlist *L = &j->out;
+	struct jlist *L = j->fill;
 	struct pb *b = &L->text;
 	switch (ev->kind) {
 	case WEFT_EV_BEGIN: {

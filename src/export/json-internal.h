@@ -12,15 +12,15 @@
 #include <stdint.h>
 #include <string.h>
 
-#define JF_X 1u        /* text is an open X event; dur and closing come at output */
-#define JF_ARGS 2u     /* the X event's args object is non-empty */
-#define JF_UNTERM 4u
+/* An entry's text is the event's JSON after the ",\n" that separates it from the one before
+ * (add() writes it; the first event of the file skips it), so that entries formatted one after
+ * the other are one run of bytes, written out without a copy. */
+#define JF_BARE 1u /* the text has no separator before it (the GPU's list) */
 
 struct jent {
 	uint64_t ts;
 	uint64_t off;
 	uint32_t len, flags;
-	uint64_t dur;
 };
 
 struct jstack {
@@ -36,13 +36,28 @@ struct jlist { /* formatted entries and their text */
 	int unsorted;
 };
 
+/* A process's sites as JSON, escaped once before the passes: site i's `,"name":"..."` (and
+ * `,"cat":"..."` where it has a category) is text[off[i] .. off[i + 1]). */
+struct jnames {
+	struct pb text;
+	uint32_t *off;
+	size_t n; /* the process's nsites */
+};
+
 struct jthread {
 	const struct weft_proc *p;
+	const struct jnames *names;
+	char pre[64]; /* `","pid":P,"tid":T,"ts":`: the head of every event on the thread's own row */
+	unsigned npre;
 	const struct weft_thread_data *th;
 	size_t thread_index;
 	int style, pass;
 	uint64_t end_ns; /* closes slices left open */
-	struct jlist out;  /* pass 2: the current chunk's entries */
+	struct jlist out;  /* pass 2: the entries being merged (one chunk's or more) */
+	/* pass 2: the next entries, formatted ahead by a worker (json.c) while `out` is merged;
+	 * `fill` is the list the walker's events go to (spare, or out in pass 1's side use) */
+	struct jlist spare, *fill;
+	int spare_state; /* json.c's JS_*: guarded by the feed's lock */
 	struct jlist side; /* pass 1: complete slices */
 	struct jstack *stacks;
 	size_t nstacks;
@@ -115,18 +130,37 @@ static inline void put_i64(struct pb *b, int64_t v)
 	}
 }
 
-/* ns -> microseconds with three decimals */
+/* ns -> microseconds with three decimals, digits written back to front into a scratch word
+ * and copied once (every event has a timestamp) */
 static inline void put_us(struct pb *b, uint64_t ns)
 {
-	put_u64(b, ns / 1000);
-	unsigned r = (unsigned)(ns % 1000);
-	pb_reserve(b, 4);
-	char *o = (char *)b->p + b->n;
-	o[0] = '.';
-	o[1] = (char)('0' + r / 100);
-	o[2] = (char)('0' + r / 10 % 10);
-	o[3] = (char)('0' + r % 10);
-	b->n += 4;
+	static const char pairs[201] = "00010203040506070809101112131415161718192021222324252627282930313233343536373839"
+				       "40414243444546474849505152535455565758596061626364656667686970717273747576777879"
+				       "8081828384858687888990919293949596979899";
+	char tmp[32], *o = tmp + sizeof(tmp);
+	uint64_t v = ns / 1000;
+	unsigned r = (unsigned)(ns - v * 1000);
+	*--o = (char)('0' + r % 10);
+	r /= 10;
+	*--o = pairs[r * 2 + 1];
+	*--o = pairs[r * 2];
+	*--o = '.';
+	while (v >= 100) {
+		unsigned k = (unsigned)(v % 100) * 2;
+		v /= 100;
+		*--o = pairs[k + 1];
+		*--o = pairs[k];
+	}
+	if (v >= 10) {
+		*--o = pairs[v * 2 + 1];
+		*--o = pairs[v * 2];
+	} else {
+		*--o = (char)('0' + v);
+	}
+	size_t n = (size_t)(tmp + sizeof(tmp) - o);
+	pb_reserve(b, sizeof(tmp));
+	memcpy(b->p + b->n, o, n);
+	b->n += n;
 }
 
 static inline void put_double(struct pb *b, double d)
@@ -185,6 +219,11 @@ static inline void put_cstr(struct pb *b, const char *s)
 	put_str(b, s, strlen(s));
 }
 
+/* Escapes the names of p's sites into N. */
+void weft_json_names_build(const struct weft_proc *p, struct jnames *N);
+
+/* Makes j->pre from its pid and tid. */
+void weft_json_thread_prefix(struct jthread *j);
 /* Pass 1 of thread i of the array ud (struct jthread[]): durations, lanes, side list. */
 void weft_json_pass1(size_t i, void *ud);
 /* Pass 2's event callback: formats into the thread's out list. */
