@@ -8,6 +8,7 @@
 #include "export/json-internal.h"
 #include "export/json-gpu.h"
 #include "format/format.h"
+#include "format/pack.h"
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -67,6 +68,39 @@ static void note_lane(struct jthread *j, unsigned track)
 	j->lanes[j->nlanes++] = track;
 }
 
+/* put_us for the thread's events: the whole seconds' digits made once per second */
+static inline void put_ts(struct jthread *j, struct pb *b, uint64_t ns)
+{
+	static const char pairs[201] = "00010203040506070809101112131415161718192021222324252627282930313233343536373839"
+				       "40414243444546474849505152535455565758596061626364656667686970717273747576777879"
+				       "8081828384858687888990919293949596979899";
+	uint64_t us = ns / 1000, hi = us / 1000000;
+	if (!hi) {
+		put_us(b, ns);
+		return;
+	}
+	if (hi != j->ts_hi || !j->ts_n) {
+		struct pb t = {.p = (uint8_t *)j->ts_digits, .n = 0, .cap = sizeof(j->ts_digits)};
+		put_u64(&t, hi); /* at most 20 digits: no growth */
+		j->ts_n = (unsigned)t.n;
+		j->ts_hi = hi;
+	}
+	unsigned lo = (unsigned)(us - hi * 1000000), r = (unsigned)(ns - us * 1000);
+	pb_reserve(b, 40);
+	uint8_t *o = b->p + b->n;
+	memcpy(o, j->ts_digits, 16);
+	if (j->ts_n > 16)
+		memcpy(o + 16, j->ts_digits + 16, 8);
+	o += j->ts_n;
+	memcpy(o, pairs + (lo / 10000) * 2, 2);
+	memcpy(o + 2, pairs + (lo / 100 % 100) * 2, 2);
+	memcpy(o + 4, pairs + (lo % 100) * 2, 2);
+	o[6] = '.';
+	o[7] = (uint8_t)('0' + r / 100);
+	memcpy(o + 8, pairs + (r % 100) * 2, 2);
+	b->n = (size_t)(o + 10 - b->p);
+}
+
 /* `{"ph":"P","pid":..,"tid":..,"ts":..` (no tid for counters): on the thread's own row from the
  * prefix made once (weft_json_thread_prefix), on a lane in full */
 static void head(struct jthread *j, struct pb *b, const char *ph, uint64_t ts, unsigned track, int with_tid)
@@ -78,7 +112,7 @@ static void head(struct jthread *j, struct pb *b, const char *ph, uint64_t ts, u
 		o[7] = (uint8_t)ph[0];
 		memcpy(o + 8, j->pre, sizeof(j->pre));
 		b->n += 8 + j->npre;
-		put_us(b, ts);
+		put_ts(j, b, ts);
 		return;
 	}
 	PUTS(b, "{\"ph\":\"");
@@ -146,6 +180,7 @@ void weft_json_names_build(const struct weft_proc *p, struct jnames *N)
 	}
 	N->off[i] = (uint32_t)N->text.n;
 	N->n = i;
+	pb_reserve(&N->text, 16); /* put_padded reads past the last */
 }
 
 static void name_cat(struct jthread *j, struct pb *b, const struct weft_ev *ev)
@@ -155,7 +190,7 @@ static void name_cat(struct jthread *j, struct pb *b, const struct weft_ev *ev)
 		PUTS(b, ",\"name\":\"weft: events dropped\"");
 		put_cat(j->p, b, ev->id);
 	} else if (N && ev->id < N->n) {
-		put(b, (const char *)N->text.p + N->off[ev->id], N->off[ev->id + 1] - N->off[ev->id]);
+		put_padded(b, N->text.p + N->off[ev->id], N->off[ev->id + 1] - N->off[ev->id]);
 	} else {
 		site_name(j->p, b, ev->id);
 	}
@@ -615,10 +650,53 @@ static int cmp_endargs(const void *a, const void *b)
 	return x->begin < y->begin ? -1 : x->begin > y->begin;
 }
 
+/* Does a chunk hold anything pass 1 of the B/E style wants (complete slices, async slices and
+ * their arrows, lanes)? Function entries and exits and slices and instants on the thread's own
+ * row are what it skips: pass 2 formats those. */
+static void hdr_wanted(uint64_t h, void *ud)
+{
+	unsigned type = weft_rec_type(h);
+	if (type == WEFT_R_FUNC_ENTER || type == WEFT_R_FUNC_EXIT ||
+	    ((type == WEFT_R_BEGIN || type == WEFT_R_END || type == WEFT_R_INSTANT) && !weft_rec_track(h)))
+		return;
+	*(int *)ud = 1;
+}
+
+/* Pass 1 of the B/E style: only the chunks that hold something it wants are decoded and walked
+ * (where the chunk is packed, its headers tell without unpacking the records). */
+static void pass1_be(struct jthread *j)
+{
+	struct weft_walker w;
+	weft_walker_init(&w, j->p, pass1_event, j, &j->st);
+	for (size_t c = 0; c < j->th->nchunks; c++) {
+		const struct weft_chunk_view *cv = &j->th->chunks[c];
+		const char *why = NULL;
+		size_t n = 0;
+		int wanted = !weft_chunk_packing(cv->flags), rc = 0;
+		if (!wanted)
+			rc = weft_chunk_headers(cv, &j->buf, &j->bufcap, hdr_wanted, &wanted, &why);
+		if (!rc && !wanted) {
+			weft_walker_skip(&w);
+			continue;
+		}
+		if (!rc)
+			rc = weft_chunk_decode_prepared(cv, j->p, &j->buf, &j->bufcap, &n, &why);
+		if (rc) {
+			weft_walk_stats_refused(&j->st, rc, why);
+			continue;
+		}
+		weft_walker_feed_prepared(&w, j->buf, n);
+	}
+	weft_walker_finish(&w, j->end_ns);
+}
+
 void weft_json_pass1(size_t i, void *ud)
 {
 	struct jthread *j = &((struct jthread *)ud)[i];
-	weft_walk_thread(j->p, j->th, j->end_ns, pass1_event, j, &j->st, &j->buf, &j->bufcap);
+	if (j->style == WEFT_JSON_X) /* every slice's duration: the whole walk */
+		weft_walk_thread(j->p, j->th, j->end_ns, pass1_event, j, &j->st, &j->buf, &j->bufcap);
+	else
+		pass1_be(j);
 	if (j->neargs)
 		qsort(j->eargs, j->neargs, sizeof(*j->eargs), cmp_endargs);
 	if (j->side.unsorted)

@@ -49,6 +49,11 @@ struct jthread {
 	const struct jnames *names;
 	char pre[64]; /* `","pid":P,"tid":T,"ts":`: the head of every event on the thread's own row */
 	unsigned npre;
+	/* the digits of the last timestamp's whole seconds (ts / 10^9, when not 0): the next
+	 * timestamps share them (put_ts) */
+	uint64_t ts_hi;
+	char ts_digits[24];
+	unsigned ts_n;
 	const struct weft_thread_data *th;
 	size_t thread_index;
 	int style, pass;
@@ -93,6 +98,19 @@ static inline void put(struct pb *b, const char *s, size_t n)
 }
 #define PUTS(b, lit) put(b, lit, sizeof(lit) - 1)
 
+/* How many decimal digits v has. */
+static inline unsigned dec_digits(uint64_t v)
+{
+	static const uint64_t pow10[20] = {1ull, 10ull, 100ull, 1000ull, 10000ull, 100000ull, 1000000ull,
+					   10000000ull, 100000000ull, 1000000000ull, 10000000000ull,
+					   100000000000ull, 1000000000000ull, 10000000000000ull,
+					   100000000000000ull, 1000000000000000ull, 10000000000000000ull,
+					   100000000000000000ull, 1000000000000000000ull,
+					   10000000000000000000ull};
+	unsigned t = ((unsigned)(64 - __builtin_clzll(v | 1)) * 1233) >> 12; /* log10 from log2 */
+	return t + 1 - (v < pow10[t]) + !v; /* 0 has one digit */
+}
+
 /* v in decimal, two digits per division, written in place (the exporters' hottest code: every
  * event has a pid, a tid and a timestamp) */
 static inline void put_u64(struct pb *b, uint64_t v)
@@ -100,9 +118,7 @@ static inline void put_u64(struct pb *b, uint64_t v)
 	static const char pairs[201] = "00010203040506070809101112131415161718192021222324252627282930313233343536373839"
 				       "40414243444546474849505152535455565758596061626364656667686970717273747576777879"
 				       "8081828384858687888990919293949596979899";
-	unsigned len = 1;
-	for (uint64_t x = v; x >= 10; x /= 10)
-		len++;
+	unsigned len = dec_digits(v);
 	pb_reserve(b, 20);
 	char *o = (char *)b->p + b->n + len;
 	while (v >= 100) {
@@ -130,16 +146,19 @@ static inline void put_i64(struct pb *b, int64_t v)
 	}
 }
 
-/* ns -> microseconds with three decimals, digits written back to front into a scratch word
- * and copied once (every event has a timestamp) */
+/* ns -> microseconds with three decimals (every event has a timestamp): the digits written back
+ * to front in place */
 static inline void put_us(struct pb *b, uint64_t ns)
 {
 	static const char pairs[201] = "00010203040506070809101112131415161718192021222324252627282930313233343536373839"
 				       "40414243444546474849505152535455565758596061626364656667686970717273747576777879"
 				       "8081828384858687888990919293949596979899";
-	char tmp[32], *o = tmp + sizeof(tmp);
 	uint64_t v = ns / 1000;
 	unsigned r = (unsigned)(ns - v * 1000);
+	unsigned len = dec_digits(v);
+	pb_reserve(b, 24);
+	char *o = (char *)b->p + b->n + len + 4;
+	b->n += len + 4;
 	*--o = (char)('0' + r % 10);
 	r /= 10;
 	*--o = pairs[r * 2 + 1];
@@ -157,9 +176,15 @@ static inline void put_us(struct pb *b, uint64_t ns)
 	} else {
 		*--o = (char)('0' + v);
 	}
-	size_t n = (size_t)(tmp + sizeof(tmp) - o);
-	pb_reserve(b, sizeof(tmp));
-	memcpy(b->p + b->n, o, n);
+}
+
+/* n bytes from s, which may be read 16 bytes past its end, in 16-byte copies */
+static inline void put_padded(struct pb *b, const uint8_t *s, size_t n)
+{
+	pb_reserve(b, n + 16);
+	uint8_t *o = b->p + b->n;
+	for (size_t k = 0; k < n; k += 16)
+		memcpy(o + k, s + k, 16);
 	b->n += n;
 }
 
