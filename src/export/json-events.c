@@ -662,19 +662,66 @@ static void hdr_wanted(uint64_t h, void *ud)
 	*(int *)ud = 1;
 }
 
+/* The scan: the chunks of every thread as one sequence cut into pieces, a piece per call. */
+struct scan {
+	struct jthread *js;
+	size_t n, total, pieces;
+};
+
+static void scan_piece(size_t piece, void *ud)
+{
+	struct scan *sc = ud;
+	size_t from = piece * sc->total / sc->pieces, to = (piece + 1) * sc->total / sc->pieces;
+	uint64_t *buf = NULL;
+	size_t cap = 0, i = 0, base = 0;
+	while (i < sc->n && base + sc->js[i].th->nchunks <= from)
+		base += sc->js[i++].th->nchunks;
+	for (size_t f = from; f < to; f++) {
+		while (f - base >= sc->js[i].th->nchunks)
+			base += sc->js[i++].th->nchunks;
+		struct jthread *j = &sc->js[i];
+		size_t c = f - base;
+		const struct weft_chunk_view *cv = &j->th->chunks[c];
+		int wanted = !weft_chunk_packing(cv->flags);
+		if (!wanted) {
+			const char *why = NULL;
+			int rc = weft_chunk_headers(cv, &buf, &cap, hdr_wanted, &wanted, &why);
+			if (rc) {
+				wanted = rc;
+				j->want_why[c] = why;
+			}
+		}
+		j->want[c] = wanted;
+	}
+	free(buf);
+}
+
+void weft_json_scan(struct jthread *js, size_t n, int jobs)
+{
+	struct scan sc = {.js = js, .n = n};
+	for (size_t i = 0; i < n; i++) {
+		js[i].want = malloc((js[i].th->nchunks + 1) * sizeof(*js[i].want));
+		js[i].want_why = calloc(js[i].th->nchunks + 1, sizeof(*js[i].want_why));
+		if (!js[i].want || !js[i].want_why)
+			weft_oom("writing JSON");
+		sc.total += js[i].th->nchunks;
+	}
+	sc.pieces = (size_t)jobs * 4 < sc.total ? (size_t)jobs * 4 : sc.total;
+	if (sc.pieces)
+		weft_parallel_for(sc.pieces, jobs, scan_piece, &sc);
+}
+
 /* Pass 1 of the B/E style: only the chunks that hold something it wants are decoded and walked
- * (where the chunk is packed, its headers tell without unpacking the records). */
+ * (where the chunk is packed, its headers told weft_json_scan without unpacking the records). */
 static void pass1_be(struct jthread *j)
 {
 	struct weft_walker w;
 	weft_walker_init(&w, j->p, pass1_event, j, &j->st);
 	for (size_t c = 0; c < j->th->nchunks; c++) {
 		const struct weft_chunk_view *cv = &j->th->chunks[c];
-		const char *why = NULL;
+		const char *why = j->want_why[c];
 		size_t n = 0;
-		int wanted = !weft_chunk_packing(cv->flags), rc = 0;
-		if (!wanted)
-			rc = weft_chunk_headers(cv, &j->buf, &j->bufcap, hdr_wanted, &wanted, &why);
+		int wanted = j->want[c], rc = wanted < 0 ? wanted : 0;
 		if (!rc && !wanted) {
 			weft_walker_skip(&w);
 			continue;

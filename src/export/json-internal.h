@@ -86,6 +86,10 @@ struct jthread {
 	const uint64_t *aset; /* pass 2: every thread's aflows, sorted */
 	size_t naset;
 	const struct weft_mem_proc *mem; /* the process's memory analysis, or NULL */
+	/* B/E style: per chunk, whether pass 1 wants it (weft_json_scan): 0 no, 1 yes, or -errno where
+	 * its headers did not decode (the reason in want_why) */
+	int *want;
+	const char **want_why;
 };
 #define JD_UNTERM (1ull << 63)
 #define JD_EXC (1ull << 62) /* left by an exception */
@@ -249,6 +253,8 @@ void weft_json_names_build(const struct weft_proc *p, struct jnames *N);
 
 /* Makes j->pre from its pid and tid. */
 void weft_json_thread_prefix(struct jthread *j);
+/* B/E style, before pass 1: which chunks of the n threads pass 1 wants, on `jobs` threads. */
+void weft_json_scan(struct jthread *js, size_t n, int jobs);
 /* Pass 1 of thread i of the array ud (struct jthread[]): durations, lanes, side list. */
 void weft_json_pass1(size_t i, void *ud);
 /* Pass 2's event callback: formats into the thread's out list. */

@@ -279,6 +279,8 @@ int weft_export_json(const struct weft_trace *t, FILE *out, int style, int jobs,
 	}
 	weft_json_snapshot_marks(t, &js[n].out); /* stream 2n: no thread's (js[n] has none: finished) */
 	js[n].finished = 1;
+	if (style != WEFT_JSON_X)
+		weft_json_scan(js, n, weft_jobs(jobs));
 	weft_parallel_for(n, weft_jobs(jobs), weft_json_pass1, js);
 	for (size_t i = 0; i < n; i++)
 		if (js[i].mem && js[i].thread_index == 0)
@@ -428,6 +430,8 @@ int weft_export_json(const struct weft_trace *t, FILE *out, int style, int jobs,
 		free(j->side.text.p);
 		free(j->side.ents);
 		free(j->durs);
+		free(j->want);
+		free(j->want_why);
 		free(j->eargs);
 		free(j->etext.p);
 		free(j->lanes);
