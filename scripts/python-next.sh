@@ -9,10 +9,14 @@
 # bind-mounted into it at its own path (with ../shared beside it and the trace_processor cache,
 # read-only), and the build directory lives inside the root, so a second run rebuilds only what
 # changed. Every mount is undone on exit, failure or interruption.
+# WEFT_NEXT_SUITE and WEFT_NEXT_PYTHON choose another Debian and its default Python (e.g.
+# sid and 3.14: then the root is /var/cache/weft/sid).
 # Needs root (debootstrap, chroot, mounts). Exit status: ctest's (COMMAND's).
 set -euo pipefail
 src=$(cd "$(dirname "$0")/.." && pwd)
-root=${WEFT_NEXT_ROOT:-/var/cache/weft/trixie}
+suite=${WEFT_NEXT_SUITE:-trixie}
+pyver=${WEFT_NEXT_PYTHON:-3.13}
+root=${WEFT_NEXT_ROOT:-/var/cache/weft/$suite}
 mirror=${WEFT_DEBIAN_MIRROR:-http://deb.debian.org/debian}
 regex=${1:-python}
 run= # --run COMMAND: run COMMAND (bash, in the tree) there after the build instead of the tests
@@ -20,9 +24,10 @@ if [ "${1:-}" = --run ]; then
   run=${2:?python-next: --run needs a command}
   regex=python
 fi
-# the build and test packages of scripts/deps.sh that the Python tests need, for trixie's
-# python3 (3.13); nodejs runs trace_processor (tests/tp)
-pkgs="python3 python3-dev python3.13 python3.13-dev python3-pytest gcc g++ make cmake pkg-config
+# (sid's Release file may be past its Valid-Until on a mirror copy: that check is off)
+# the build and test packages of scripts/deps.sh that the Python tests need, for the suite's
+# python3 (trixie: 3.13); nodejs runs trace_processor (tests/tp)
+pkgs="python3 python3-dev python$pyver python$pyver-dev python3-pytest gcc g++ make cmake pkg-config
  libzstd-dev libelf-dev libdeflate-dev libsqlite3-dev libcairo2-dev libcmocka-dev protobuf-compiler
  nodejs ca-certificates"
 [ "$(id -u)" = 0 ] || { echo "python-next: needs root (debootstrap, chroot, mounts)" >&2; exit 1; }
@@ -57,10 +62,10 @@ sysmounts() {
 
 if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
   if [ ! -x "$root/usr/bin/apt-get" ]; then
-    echo "python-next: making the trixie root $root (debootstrap minbase)"
+    echo "python-next: making the $suite root $root (debootstrap minbase)"
     rm -rf --one-file-system "$root.part"
     mkdir -p "$(dirname "$root")"
-    debootstrap --variant=minbase trixie "$root.part" "$mirror" > "$root.log" 2>&1 ||
+    debootstrap --variant=minbase "$suite" "$root.part" "$mirror" > "$root.log" 2>&1 ||
       { tail -20 "$root.log" >&2; exit 1; }
     mv "$root.part" "$root"
   fi
@@ -73,7 +78,7 @@ if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
   echo "python-next: installing the build and test packages"
   sysmounts
   chroot "$root" /usr/bin/env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin DEBIAN_FRONTEND=noninteractive \
-    /bin/sh -c "apt-get update -qq && apt-get install -y -qq --no-install-recommends $(echo $pkgs) &&
+    /bin/sh -c "apt-get -o Acquire::Check-Valid-Until=false update -qq && apt-get install -y -qq --no-install-recommends $(echo $pkgs) &&
                 update-ca-certificates && apt-get clean" > "$root.log" 2>&1 ||
     { tail -20 "$root.log" >&2; exit 1; }
   cleanup
@@ -121,5 +126,5 @@ chroot "$root" /usr/bin/env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME=/root LAN
       echo "$out" | tail -1
     done
     exit $st' || status=$?
-echo "python-next: build and tests on Python 3.13 in $(( $(date +%s) - t1 )) s (exit $status)"
+echo "python-next: build and tests on Python $pyver ($suite) in $(( $(date +%s) - t1 )) s (exit $status)"
 exit $status

@@ -1,14 +1,17 @@
 /*
  * cli.c - what every weft executable shares: one-line errors on stderr ("weft: CMD: why"),
  * the warning for chunks that did not decode, and the out-of-memory handler of the readers
- * (one line, exit 1, never SIGABRT).
+ * (one line, exit 1, never SIGABRT), and `weft record` ending the way its program did.
  */
 #include "tool/cmd.h"
 #include "format/reader.h"
 #include <limits.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <string.h>
 #include <stdio.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 void weft_cli_error(const char *cmd, const char *fmt, ...)
@@ -80,4 +83,45 @@ const char *weft_cli_find_file(const char *name, char *out, size_t n)
 			return out;
 	}
 	return NULL;
+}
+
+static int program_signal; /* the signal that ended the recorded program (0: none) */
+static int die_of;         /* ... and weft is to end of it too, once its exit handlers ran */
+
+void weft_cli_program_signal(int sig)
+{
+	program_signal = sig;
+}
+
+/* Last of the exit handlers (registered first): weft dies of the program's signal, so a shell,
+ * make or a Python parent sees what it would have seen untraced (WIFSIGNALED, "Segmentation
+ * fault", a script that stops at Ctrl-C). Without a core of its own: the program's is the one
+ * that matters, and weft's would overwrite it in the same directory. */
+static void die_of_signal(void)
+{
+	int sig = die_of;
+	if (!sig)
+		return;
+	fflush(NULL);
+	struct rlimit none = {0, 0};
+	setrlimit(RLIMIT_CORE, &none);
+	prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
+	signal(sig, SIG_DFL);
+	sigset_t s;
+	sigemptyset(&s);
+	sigaddset(&s, sig);
+	sigprocmask(SIG_UNBLOCK, &s, NULL);
+	raise(sig);
+}
+
+void weft_cli_exit_setup(void)
+{
+	atexit(die_of_signal);
+}
+
+int weft_cli_exit(int rc)
+{
+	if (program_signal && rc == 128 + program_signal)
+		die_of = program_signal;
+	return rc;
 }

@@ -1,8 +1,8 @@
 /*
  * cmd-record.c - `weft record [OPTIONS] -- PROGRAM [ARGS]`: runs an unmodified program with
  * libweft-preload.so injected (LD_PRELOAD, ahead of any the user set), so every process it
- * forks or execs records into the same trace directory. Exits with the program's status
- * (128+N if a signal N killed it). Ctrl-C reaches the program (same process group) while
+ * forks or execs records into the same trace directory. Exits with the program's status, or
+ * dies of the signal that killed it (after converting; cli.c). Ctrl-C reaches the program (same process group) while
  * weft waits it out; SIGTERM and SIGHUP sent to weft are passed on. Afterwards the trace is
  * converted to DIR/trace.pftrace and one line says what was recorded.
  *
@@ -146,7 +146,7 @@ static void help(FILE *f)
 		"Under a job launcher (mpirun -np N weft record -o DIR -- ./app, mpiexec, srun) the\n"
 		"ranks share DIR: each writes files named HOST-rRANK-PID, and the last to end writes\n"
 		"DIR/trace.pftrace. Hosts without a shared DIR: weft convert D1 D2 ... -o FILE.\n\n"
-		"Exit status: the program's (128+N if signal N ended it); 1 if weft failed, 2 usage,\n"
+		"Exit status: the program's (weft dies of the signal that ended it); 1 if weft failed, 2 usage,\n"
 		"127 if the program could not be run.\n");
 }
 
@@ -694,9 +694,11 @@ int cmd_record(int argc, char **argv)
 		return 127;
 	}
 	int code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-	if (WIFSIGNALED(status))
+	if (WIFSIGNALED(status)) {
+		weft_cli_program_signal(WTERMSIG(status));
 		weft_cli_error("record", "program killed by SIG%s%s", sigabbrev_np(WTERMSIG(status)) ?
 			       sigabbrev_np(WTERMSIG(status)) : "?", WCOREDUMP(status) ? " (core dumped)" : "");
+	}
 	if (setid) {
 		weft_cli_error("record", "%s is setuid/setgid: the loader ignores LD_PRELOAD for it, so nothing "
 			       "was traced", argv[optind]);

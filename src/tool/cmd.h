@@ -28,6 +28,13 @@ void weft_cli_set_oom(const char *cmd);
  * (build tree) or in LIBDIR/weft (installed); NULL if it is not there. */
 const char *weft_cli_find_file(const char *name, char *out, size_t n);
 
+/* weft record's program ended by signal sig: weft_cli_exit(128 + sig) then has weft end of the
+ * same signal, after its exit handlers (weft_cli_exit_setup registers that first, in main);
+ * any other status is returned as it is. */
+void weft_cli_program_signal(int sig);
+void weft_cli_exit_setup(void);
+int weft_cli_exit(int rc);
+
 /* Prints "weft: CMD: message" on stderr. */
 void weft_cli_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* --format of the table commands (report, estimate, overhead): 0 text, 1 csv, 2 json; -1 after

@@ -81,7 +81,8 @@ int main(int argc, char **argv)
 	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
 		if (!strcmp(argv[1], commands[i].name)) {
 			weft_cli_set_oom(commands[i].name);
-			return commands[i].fn(argc - 1, argv + 1);
+			weft_cli_exit_setup();
+			return weft_cli_exit(commands[i].fn(argc - 1, argv + 1));
 		}
 	fprintf(stderr, "weft: unknown command '%s' (try 'weft --help')\n", argv[1]);
 	return WEFT_EXIT_USAGE;

@@ -187,8 +187,8 @@ int weft_report_counters(const struct weft_trace *t, int fmt, long limit)
 	} else {
 		printf("%12s", "calls");
 		for (unsigned k = 0; k < ncols; k++) {
-			char pc[48];
-			snprintf(pc, sizeof(pc), "%s/call", cols[k]);
+			char pc[sizeof(cols[0]) + 8];
+			snprintf(pc, sizeof(pc), "%.*s/call", (int)sizeof(cols[0]) - 1, cols[k]);
 			printf("  %16s  %19s", cols[k], pc);
 		}
 		printf("%s  name\n", ipc ? "    IPC" : "");

@@ -6,6 +6,7 @@ between snapshots, a fork child's own ring; memory stays bounded. Asserted with
 trace_processor SQL on the converted snapshots (tests/programs/flightsteps.c)."""
 import glob
 import os
+import signal
 import re
 import unittest
 from weftlib import TraceTest, main, run, sanitizer, WEFT, BUILD
@@ -199,7 +200,7 @@ class Flight(TraceTest):
         data = os.path.join(self.tmp, "c.data")
         p = run([WEFT, "record", "-o", data, "--flight-recorder=1M", "--options", "overflow=block", "--", PROG,
                  "crash", "20000"], check=False)
-        self.assertEqual(p.returncode, 139)
+        self.assertEqual(p.returncode, -signal.SIGSEGV)
         self.assertEqual(os.listdir(data), ["snapshot-1"])
         snap, out = self.snapshot(data, 1)
         (first, last, n), run_rows, bad = self.steps(out)

@@ -25,9 +25,9 @@ from weftlib import TraceTest, main, run, sanitizer, WEFT, BUILD
 STORM_RUNS = int(os.environ.get("WEFT_FORK_RUNS", "30"))
 STORM_TIMEOUT = 10  # a run takes well under a second; a hung one never ends
 PAGES, WRITES = 400, 8
-# how: (the exit status weft record passes on, the process whose trace holds the work)
+# how: (weft record's exit status (-N: it dies of signal N, as its program did), the process whose trace holds the work)
 ENDINGS = {"exit": (0, "self"), "_exit": (0, "self"), "_Exit": (0, "self"), "exec": (0, "self"),
-           "segv": (128 + signal.SIGSEGV, "self"), "abort": (128 + signal.SIGABRT, "self"),
+           "segv": (-signal.SIGSEGV, "self"), "abort": (-signal.SIGABRT, "self"),
            "fork": (0, "child")}
 
 

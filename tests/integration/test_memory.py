@@ -5,6 +5,7 @@ heap profile, the large-allocation instant) and protoc against Perfetto's schema
 accesses (tests/memory/touch.c) as counters per allocation site, against the SQLite export's join."""
 import json
 import os
+import signal
 import re
 import sqlite3
 import subprocess
@@ -317,7 +318,7 @@ class Memory(TraceTest, PoolCounters):
     def test_exit_paths_keep_the_records(self):
         # _exit, abort (SIGABRT) and a thread's pthread_exit: what was allocated before is in
         # the trace, the exit status is the program's
-        for mode, status in (("_exit", 3), ("abort", 134), ("thread", 0)):
+        for mode, status in (("_exit", 3), ("abort", -signal.SIGABRT), ("thread", 0)):
             with self.subTest(mode=mode):
                 data, _ = self.exits(mode, status)
                 rows = self.report_rows(data)

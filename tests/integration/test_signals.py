@@ -59,11 +59,6 @@ if __name__ == "__main__":
 WORDS = re.compile(r"@(ready|KeyboardInterrupt|finally|not interrupted)")
 
 
-def status(code):
-    """weft record's exit status for an untraced returncode (-N: killed by signal N)."""
-    return 128 - code if code < 0 else code
-
-
 @unittest.skipIf(os.environ.get("WEFT_TEST_NO_PRELOAD"), "preloading is not testable in this build (TSan)")
 class Signals(TraceTest):
     def rec(self, *cmd, opts=(), name="s.data", timeout=120, **kw):
@@ -126,7 +121,7 @@ class Signals(TraceTest):
                 self.assertEqual(untraced.returncode, -sig)
                 data, p = self.rec(SIGVIEW, "die", str(int(sig)), how, opts=("--no-convert",),
                                    name=f"{sig.name}.data")
-                self.assertEqual(p.returncode, status(untraced.returncode), p.stderr)
+                self.assertEqual(p.returncode, untraced.returncode, p.stderr)
                 self.assertNotIn("survived", p.stdout)
                 info = self.info(data)
                 self.assertNotIn("not finished", info)
@@ -150,7 +145,7 @@ class Signals(TraceTest):
                         proc.kill()
                         proc.stdout.close()
                 self.assertEqual(codes[0], -sig)
-                self.assertEqual(codes[1], status(codes[0]))
+                self.assertEqual(codes[1], codes[0])
                 info = self.info(data)
                 self.assertNotIn("not finished", info)
                 self.assertIn("ended by: " + signal.strsignal(sig), info)
@@ -176,7 +171,7 @@ class Signals(TraceTest):
                     tcode, tout = self.on_tty([WEFT, "record", "-o", data, *opts, "--", PY, script, mode])
                     tlines = WORDS.findall(tout)
                     self.assertEqual(tlines, lines, tout)
-                    self.assertEqual(tcode, status(code), tout)
+                    self.assertEqual(tcode, code, tout)
                     info = self.info(data)
                     self.assertNotIn("not finished", info)
                     if mode == "reraise":  # CPython ends by raising SIGINT with SIG_DFL set again
