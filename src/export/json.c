@@ -6,13 +6,19 @@
  * args.weft_unterminated = true. Named-track lanes become pseudo-threads (tid 0x40000000 +
  * track<<12 + thread index) named "track / thread".
  *
- * Two passes, memory bounded by a chunk per thread. Pass 1 (threads in parallel) walks each
+ * Two passes, memory bounded by two chunks per thread. Pass 1 (threads in parallel) walks each
  * thread to learn what the streaming pass cannot know in time: the duration of every slice
  * (for X events, written at their begin), the lanes used (their names come first), and the
  * complete slices, whose times lie in the past of the stream - those are formatted right away
- * into a side list. Pass 2 formats each thread one chunk at a time and merges the threads
- * (and side lists) by timestamp through a heap. GPU activities (json-gpu.c) are one more side
- * list in that merge, on rows of their own.
+ * into a side list. The B/E style needs no durations: its pass 1 decodes only the chunks whose
+ * record headers show something else than function entries and exits and plain slices and
+ * instants on the thread's own row (a parallel scan of the packed headers decides). Pass 2
+ * formats each thread one chunk at a time, a chunk ahead on worker threads (--jobs), and
+ * merges the threads (and side lists) by timestamp through a heap; the entries' bytes go out
+ * in runs from where they were formatted. GPU activities (json-gpu.c) are one more side list
+ * in that merge, on rows of their own. Formatting is table-driven where it is hot: each
+ * process's site names escaped once, each thread's `"pid":..,"tid":..` made once, and a
+ * timestamp's whole seconds printed once per second. The bytes do not depend on --jobs.
  */
 #include "export/json-internal.h"
 #include "export/export.h"
