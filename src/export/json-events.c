@@ -8,6 +8,7 @@
 #include "export/json-internal.h"
 #include "export/json-gpu.h"
 #include "format/format.h"
+#include "format/pack.h"
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -28,7 +29,7 @@ static struct jent *add(struct jlist *L, uint64_t ts, unsigned flags)
 	e->off = L->text.n;
 	e->len = 0;
 	e->flags = flags;
-	e->dur = 0;
+	PUTS(&L->text, ",\n");
 	return e;
 }
 
@@ -67,8 +68,53 @@ static void note_lane(struct jthread *j, unsigned track)
 	j->lanes[j->nlanes++] = track;
 }
 
+/* put_us for the thread's events: the whole seconds' digits made once per second */
+static inline void put_ts(struct jthread *j, struct pb *b, uint64_t ns)
+{
+	static const char pairs[201] = "00010203040506070809101112131415161718192021222324252627282930313233343536373839"
+				       "40414243444546474849505152535455565758596061626364656667686970717273747576777879"
+				       "8081828384858687888990919293949596979899";
+	uint64_t us = ns / 1000, hi = us / 1000000;
+	if (!hi) {
+		put_us(b, ns);
+		return;
+	}
+	if (hi != j->ts_hi || !j->ts_n) {
+		struct pb t = {.p = (uint8_t *)j->ts_digits, .n = 0, .cap = sizeof(j->ts_digits)};
+		put_u64(&t, hi); /* at most 20 digits: no growth */
+		j->ts_n = (unsigned)t.n;
+		j->ts_hi = hi;
+	}
+	unsigned lo = (unsigned)(us - hi * 1000000), r = (unsigned)(ns - us * 1000);
+	pb_reserve(b, 40);
+	uint8_t *o = b->p + b->n;
+	memcpy(o, j->ts_digits, 16);
+	if (j->ts_n > 16)
+		memcpy(o + 16, j->ts_digits + 16, 8);
+	o += j->ts_n;
+	memcpy(o, pairs + (lo / 10000) * 2, 2);
+	memcpy(o + 2, pairs + (lo / 100 % 100) * 2, 2);
+	memcpy(o + 4, pairs + (lo % 100) * 2, 2);
+	o[6] = '.';
+	o[7] = (uint8_t)('0' + r / 100);
+	memcpy(o + 8, pairs + (r % 100) * 2, 2);
+	b->n = (size_t)(o + 10 - b->p);
+}
+
+/* `{"ph":"P","pid":..,"tid":..,"ts":..` (no tid for counters): on the thread's own row from the
+ * prefix made once (weft_json_thread_prefix), on a lane in full */
 static void head(struct jthread *j, struct pb *b, const char *ph, uint64_t ts, unsigned track, int with_tid)
 {
+	if (with_tid && !track && j->npre) {
+		pb_reserve(b, 8 + sizeof(j->pre));
+		uint8_t *o = b->p + b->n;
+		memcpy(o, "{\"ph\":\"", 7);
+		o[7] = (uint8_t)ph[0];
+		memcpy(o + 8, j->pre, sizeof(j->pre));
+		b->n += 8 + j->npre;
+		put_ts(j, b, ts);
+		return;
+	}
 	PUTS(b, "{\"ph\":\"");
 	put(b, ph, strlen(ph));
 	PUTS(b, "\",\"pid\":");
@@ -81,27 +127,72 @@ static void head(struct jthread *j, struct pb *b, const char *ph, uint64_t ts, u
 	put_us(b, ts);
 }
 
+void weft_json_thread_prefix(struct jthread *j)
+{
+	struct pb b = {0};
+	PUTS(&b, "\",\"pid\":");
+	put_u64(&b, (uint64_t)(uint32_t)j->p->pid);
+	PUTS(&b, ",\"tid\":");
+	put_u64(&b, weft_json_lane_tid(j, 0));
+	PUTS(&b, ",\"ts\":");
+	memcpy(j->pre, b.p, b.n); /* at most 2 + 7 + 10 + 7 + 20 + 6 bytes */
+	j->npre = (unsigned)b.n;
+	free(b.p);
+}
+
 static int has_cat(const struct weft_proc *p, uint32_t id)
 {
 	return id < p->nsites && p->sites[id].defined && p->sites[id].cat[0];
 }
 
-static void name_cat(struct jthread *j, struct pb *b, const struct weft_ev *ev)
+static void put_cat(const struct weft_proc *p, struct pb *b, uint32_t id)
 {
-	const struct weft_proc *p = j->p;
+	if (has_cat(p, id)) {
+		PUTS(b, ",\"cat\":");
+		put_cstr(b, p->sites[id].cat);
+	}
+}
+
+/* One site's `,"name":..` and `,"cat":..` as an event of it has them. */
+static void site_name(const struct weft_proc *p, struct pb *b, uint32_t id)
+{
 	PUTS(b, ",\"name\":");
-	if (ev->kind == WEFT_EV_DROPPED)
-		PUTS(b, "\"weft: events dropped\"");
-	else if (ev->id < p->nsites && p->sites[ev->id].defined)
-		put_cstr(b, p->sites[ev->id].name);
+	if (id < p->nsites && p->sites[id].defined)
+		put_cstr(b, p->sites[id].name);
 	else {
 		char name[32];
-		snprintf(name, sizeof(name), "site#%u", ev->id);
+		snprintf(name, sizeof(name), "site#%u", id);
 		put_cstr(b, name);
 	}
-	if (has_cat(p, ev->id)) {
-		PUTS(b, ",\"cat\":");
-		put_cstr(b, p->sites[ev->id].cat);
+	put_cat(p, b, id);
+}
+
+void weft_json_names_build(const struct weft_proc *p, struct jnames *N)
+{
+	memset(N, 0, sizeof(*N));
+	N->off = malloc((p->nsites + 1) * sizeof(*N->off));
+	if (!N->off)
+		weft_oom("writing JSON");
+	size_t i = 0;
+	for (; i < p->nsites && N->text.n < UINT32_MAX / 2; i++) { /* past 2 GB (absurd): per event */
+		N->off[i] = (uint32_t)N->text.n;
+		site_name(p, &N->text, (uint32_t)i);
+	}
+	N->off[i] = (uint32_t)N->text.n;
+	N->n = i;
+	pb_reserve(&N->text, 16); /* put_padded reads past the last */
+}
+
+static void name_cat(struct jthread *j, struct pb *b, const struct weft_ev *ev)
+{
+	const struct jnames *N = j->names;
+	if (ev->kind == WEFT_EV_DROPPED) {
+		PUTS(b, ",\"name\":\"weft: events dropped\"");
+		put_cat(j->p, b, ev->id);
+	} else if (N && ev->id < N->n) {
+		put_padded(b, N->text.p + N->off[ev->id], N->off[ev->id + 1] - N->off[ev->id]);
+	} else {
+		site_name(j->p, b, ev->id);
 	}
 }
 
@@ -255,7 +346,7 @@ static void x_event(struct jthread *j, struct jlist *L, const struct weft_ev *ev
 		    const struct jendargs *more)
 {
 	struct pb *b = &L->text;
-	struct jent *e = add(L, ev->ts, JF_X);
+	struct jent *e = add(L, ev->ts, 0);
 	head(j, b, "X", ev->ts, ev->track, 1);
 	name_cat(j, b, ev);
 	put_bind(b, ev, bind);
@@ -275,12 +366,12 @@ static void x_event(struct jthread *j, struct jlist *L, const struct weft_ev *ev
 		put(b, (const char *)j->etext.p + more->off, more->len);
 		any = 1;
 	}
-	if (any)
-		e->flags |= JF_ARGS;
-	close_entry(L, e);
-	e->dur = dur & ~(JD_UNTERM | JD_EXC);
 	if (dur & JD_UNTERM)
-		e->flags |= JF_UNTERM;
+		put(b, any ? ",\"weft_unterminated\":true" : "\"weft_unterminated\":true", any ? 25 : 24);
+	PUTS(b, "},\"dur\":");
+	put_us(b, dur & ~(JD_UNTERM | JD_EXC));
+	PUTS(b, "}");
+	close_entry(L, e);
 }
 
 /* Pass 1: durations of slices (X style), lanes, and complete slices into the side list. */
@@ -358,7 +449,7 @@ static void pass1_event(void *ud, const struct weft_ev *ev)
 void weft_json_pass2_event(void *ud, const struct weft_ev *ev)
 {
 	struct jthread *j = ud;
-	struct jlist *L = &j->out;
+	struct jlist *L = j->fill;
 	struct pb *b = &L->text;
 	switch (ev->kind) {
 	case WEFT_EV_BEGIN: {
@@ -559,10 +650,100 @@ static int cmp_endargs(const void *a, const void *b)
 	return x->begin < y->begin ? -1 : x->begin > y->begin;
 }
 
+/* Does a chunk hold anything pass 1 of the B/E style wants (complete slices, async slices and
+ * their arrows, lanes)? Function entries and exits and slices and instants on the thread's own
+ * row are what it skips: pass 2 formats those. */
+static void hdr_wanted(uint64_t h, void *ud)
+{
+	unsigned type = weft_rec_type(h);
+	if (type == WEFT_R_FUNC_ENTER || type == WEFT_R_FUNC_EXIT ||
+	    ((type == WEFT_R_BEGIN || type == WEFT_R_END || type == WEFT_R_INSTANT) && !weft_rec_track(h)))
+		return;
+	*(int *)ud = 1;
+}
+
+/* The scan: the chunks of every thread as one sequence cut into pieces, a piece per call. */
+struct scan {
+	struct jthread *js;
+	size_t n, total, pieces;
+};
+
+static void scan_piece(size_t piece, void *ud)
+{
+	struct scan *sc = ud;
+	size_t from = piece * sc->total / sc->pieces, to = (piece + 1) * sc->total / sc->pieces;
+	uint64_t *buf = NULL;
+	size_t cap = 0, i = 0, base = 0;
+	while (i < sc->n && base + sc->js[i].th->nchunks <= from)
+		base += sc->js[i++].th->nchunks;
+	for (size_t f = from; f < to; f++) {
+		while (f - base >= sc->js[i].th->nchunks)
+			base += sc->js[i++].th->nchunks;
+		struct jthread *j = &sc->js[i];
+		size_t c = f - base;
+		const struct weft_chunk_view *cv = &j->th->chunks[c];
+		int wanted = !weft_chunk_packing(cv->flags);
+		if (!wanted) {
+			const char *why = NULL;
+			int rc = weft_chunk_headers(cv, &buf, &cap, hdr_wanted, &wanted, &why);
+			if (rc) {
+				wanted = rc;
+				j->want_why[c] = why;
+			}
+		}
+		j->want[c] = wanted;
+	}
+	free(buf);
+}
+
+void weft_json_scan(struct jthread *js, size_t n, int jobs)
+{
+	struct scan sc = {.js = js, .n = n};
+	for (size_t i = 0; i < n; i++) {
+		js[i].want = malloc((js[i].th->nchunks + 1) * sizeof(*js[i].want));
+		js[i].want_why = calloc(js[i].th->nchunks + 1, sizeof(*js[i].want_why));
+		if (!js[i].want || !js[i].want_why)
+			weft_oom("writing JSON");
+		sc.total += js[i].th->nchunks;
+	}
+	sc.pieces = (size_t)jobs * 4 < sc.total ? (size_t)jobs * 4 : sc.total;
+	if (sc.pieces)
+		weft_parallel_for(sc.pieces, jobs, scan_piece, &sc);
+}
+
+/* Pass 1 of the B/E style: only the chunks that hold something it wants are decoded and walked
+ * (where the chunk is packed, its headers told weft_json_scan without unpacking the records). */
+static void pass1_be(struct jthread *j)
+{
+	struct weft_walker w;
+	weft_walker_init(&w, j->p, pass1_event, j, &j->st);
+	for (size_t c = 0; c < j->th->nchunks; c++) {
+		const struct weft_chunk_view *cv = &j->th->chunks[c];
+		const char *why = j->want_why[c];
+		size_t n = 0;
+		int wanted = j->want[c], rc = wanted < 0 ? wanted : 0;
+		if (!rc && !wanted) {
+			weft_walker_skip(&w);
+			continue;
+		}
+		if (!rc)
+			rc = weft_chunk_decode_prepared(cv, j->p, &j->buf, &j->bufcap, &n, &why);
+		if (rc) {
+			weft_walk_stats_refused(&j->st, rc, why);
+			continue;
+		}
+		weft_walker_feed_prepared(&w, j->buf, n);
+	}
+	weft_walker_finish(&w, j->end_ns);
+}
+
 void weft_json_pass1(size_t i, void *ud)
 {
 	struct jthread *j = &((struct jthread *)ud)[i];
-	weft_walk_thread(j->p, j->th, j->end_ns, pass1_event, j, &j->st, &j->buf, &j->bufcap);
+	if (j->style == WEFT_JSON_X) /* every slice's duration: the whole walk */
+		weft_walk_thread(j->p, j->th, j->end_ns, pass1_event, j, &j->st, &j->buf, &j->bufcap);
+	else
+		pass1_be(j);
 	if (j->neargs)
 		qsort(j->eargs, j->neargs, sizeof(*j->eargs), cmp_endargs);
 	if (j->side.unsorted)

@@ -12,15 +12,15 @@
 #include <stdint.h>
 #include <string.h>
 
-#define JF_X 1u        /* text is an open X event; dur and closing come at output */
-#define JF_ARGS 2u     /* the X event's args object is non-empty */
-#define JF_UNTERM 4u
+/* An entry's text is the event's JSON after the ",\n" that separates it from the one before
+ * (add() writes it; the first event of the file skips it), so that entries formatted one after
+ * the other are one run of bytes, written out without a copy. */
+#define JF_BARE 1u /* the text has no separator before it (the GPU's list) */
 
 struct jent {
 	uint64_t ts;
 	uint64_t off;
 	uint32_t len, flags;
-	uint64_t dur;
 };
 
 struct jstack {
@@ -36,13 +36,33 @@ struct jlist { /* formatted entries and their text */
 	int unsorted;
 };
 
+/* A process's sites as JSON, escaped once before the passes: site i's `,"name":"..."` (and
+ * `,"cat":"..."` where it has a category) is text[off[i] .. off[i + 1]). */
+struct jnames {
+	struct pb text;
+	uint32_t *off;
+	size_t n; /* the process's nsites */
+};
+
 struct jthread {
 	const struct weft_proc *p;
+	const struct jnames *names;
+	char pre[64]; /* `","pid":P,"tid":T,"ts":`: the head of every event on the thread's own row */
+	unsigned npre;
+	/* the digits of the last timestamp's whole seconds (ts / 10^9, when not 0): the next
+	 * timestamps share them (put_ts) */
+	uint64_t ts_hi;
+	char ts_digits[24];
+	unsigned ts_n;
 	const struct weft_thread_data *th;
 	size_t thread_index;
 	int style, pass;
 	uint64_t end_ns; /* closes slices left open */
-	struct jlist out;  /* pass 2: the current chunk's entries */
+	struct jlist out;  /* pass 2: the entries being merged (one chunk's or more) */
+	/* pass 2: the next entries, formatted ahead by a worker (json.c) while `out` is merged;
+	 * `fill` is the list the walker's events go to (spare, or out in pass 1's side use) */
+	struct jlist spare, *fill;
+	int spare_state; /* json.c's JS_*: guarded by the feed's lock */
 	struct jlist side; /* pass 1: complete slices */
 	struct jstack *stacks;
 	size_t nstacks;
@@ -66,6 +86,10 @@ struct jthread {
 	const uint64_t *aset; /* pass 2: every thread's aflows, sorted */
 	size_t naset;
 	const struct weft_mem_proc *mem; /* the process's memory analysis, or NULL */
+	/* B/E style: per chunk, whether pass 1 wants it (weft_json_scan): 0 no, 1 yes, or -errno where
+	 * its headers did not decode (the reason in want_why) */
+	int *want;
+	const char **want_why;
 };
 #define JD_UNTERM (1ull << 63)
 #define JD_EXC (1ull << 62) /* left by an exception */
@@ -78,6 +102,19 @@ static inline void put(struct pb *b, const char *s, size_t n)
 }
 #define PUTS(b, lit) put(b, lit, sizeof(lit) - 1)
 
+/* How many decimal digits v has. */
+static inline unsigned dec_digits(uint64_t v)
+{
+	static const uint64_t pow10[20] = {1ull, 10ull, 100ull, 1000ull, 10000ull, 100000ull, 1000000ull,
+					   10000000ull, 100000000ull, 1000000000ull, 10000000000ull,
+					   100000000000ull, 1000000000000ull, 10000000000000ull,
+					   100000000000000ull, 1000000000000000ull, 10000000000000000ull,
+					   100000000000000000ull, 1000000000000000000ull,
+					   10000000000000000000ull};
+	unsigned t = ((unsigned)(64 - __builtin_clzll(v | 1)) * 1233) >> 12; /* log10 from log2 */
+	return t + 1 - (v < pow10[t]) + !v; /* 0 has one digit */
+}
+
 /* v in decimal, two digits per division, written in place (the exporters' hottest code: every
  * event has a pid, a tid and a timestamp) */
 static inline void put_u64(struct pb *b, uint64_t v)
@@ -85,9 +122,7 @@ static inline void put_u64(struct pb *b, uint64_t v)
 	static const char pairs[201] = "00010203040506070809101112131415161718192021222324252627282930313233343536373839"
 				       "40414243444546474849505152535455565758596061626364656667686970717273747576777879"
 				       "8081828384858687888990919293949596979899";
-	unsigned len = 1;
-	for (uint64_t x = v; x >= 10; x /= 10)
-		len++;
+	unsigned len = dec_digits(v);
 	pb_reserve(b, 20);
 	char *o = (char *)b->p + b->n + len;
 	while (v >= 100) {
@@ -115,18 +150,46 @@ static inline void put_i64(struct pb *b, int64_t v)
 	}
 }
 
-/* ns -> microseconds with three decimals */
+/* ns -> microseconds with three decimals (every event has a timestamp): the digits written back
+ * to front in place */
 static inline void put_us(struct pb *b, uint64_t ns)
 {
-	put_u64(b, ns / 1000);
-	unsigned r = (unsigned)(ns % 1000);
-	pb_reserve(b, 4);
-	char *o = (char *)b->p + b->n;
-	o[0] = '.';
-	o[1] = (char)('0' + r / 100);
-	o[2] = (char)('0' + r / 10 % 10);
-	o[3] = (char)('0' + r % 10);
-	b->n += 4;
+	static const char pairs[201] = "00010203040506070809101112131415161718192021222324252627282930313233343536373839"
+				       "40414243444546474849505152535455565758596061626364656667686970717273747576777879"
+				       "8081828384858687888990919293949596979899";
+	uint64_t v = ns / 1000;
+	unsigned r = (unsigned)(ns - v * 1000);
+	unsigned len = dec_digits(v);
+	pb_reserve(b, 24);
+	char *o = (char *)b->p + b->n + len + 4;
+	b->n += len + 4;
+	*--o = (char)('0' + r % 10);
+	r /= 10;
+	*--o = pairs[r * 2 + 1];
+	*--o = pairs[r * 2];
+	*--o = '.';
+	while (v >= 100) {
+		unsigned k = (unsigned)(v % 100) * 2;
+		v /= 100;
+		*--o = pairs[k + 1];
+		*--o = pairs[k];
+	}
+	if (v >= 10) {
+		*--o = pairs[v * 2 + 1];
+		*--o = pairs[v * 2];
+	} else {
+		*--o = (char)('0' + v);
+	}
+}
+
+/* n bytes from s, which may be read 16 bytes past its end, in 16-byte copies */
+static inline void put_padded(struct pb *b, const uint8_t *s, size_t n)
+{
+	pb_reserve(b, n + 16);
+	uint8_t *o = b->p + b->n;
+	for (size_t k = 0; k < n; k += 16)
+		memcpy(o + k, s + k, 16);
+	b->n += n;
 }
 
 static inline void put_double(struct pb *b, double d)
@@ -185,6 +248,13 @@ static inline void put_cstr(struct pb *b, const char *s)
 	put_str(b, s, strlen(s));
 }
 
+/* Escapes the names of p's sites into N. */
+void weft_json_names_build(const struct weft_proc *p, struct jnames *N);
+
+/* Makes j->pre from its pid and tid. */
+void weft_json_thread_prefix(struct jthread *j);
+/* B/E style, before pass 1: which chunks of the n threads pass 1 wants, on `jobs` threads. */
+void weft_json_scan(struct jthread *js, size_t n, int jobs);
 /* Pass 1 of thread i of the array ud (struct jthread[]): durations, lanes, side list. */
 void weft_json_pass1(size_t i, void *ud);
 /* Pass 2's event callback: formats into the thread's out list. */

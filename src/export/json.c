@@ -6,13 +6,19 @@
  * args.weft_unterminated = true. Named-track lanes become pseudo-threads (tid 0x40000000 +
  * track<<12 + thread index) named "track / thread".
  *
- * Two passes, memory bounded by a chunk per thread. Pass 1 (threads in parallel) walks each
+ * Two passes, memory bounded by two chunks per thread. Pass 1 (threads in parallel) walks each
  * thread to learn what the streaming pass cannot know in time: the duration of every slice
  * (for X events, written at their begin), the lanes used (their names come first), and the
  * complete slices, whose times lie in the past of the stream - those are formatted right away
- * into a side list. Pass 2 formats each thread one chunk at a time and merges the threads
- * (and side lists) by timestamp through a heap. GPU activities (json-gpu.c) are one more side
- * list in that merge, on rows of their own.
+ * into a side list. The B/E style needs no durations: its pass 1 decodes only the chunks whose
+ * record headers show something else than function entries and exits and plain slices and
+ * instants on the thread's own row (a parallel scan of the packed headers decides). Pass 2
+ * formats each thread one chunk at a time, a chunk ahead on worker threads (--jobs), and
+ * merges the threads (and side lists) by timestamp through a heap; the entries' bytes go out
+ * in runs from where they were formatted. GPU activities (json-gpu.c) are one more side list
+ * in that merge, on rows of their own. Formatting is table-driven where it is hot: each
+ * process's site names escaped once, each thread's `"pid":..,"tid":..` made once, and a
+ * timestamp's whole seconds printed once per second. The bytes do not depend on --jobs.
  */
 #include "export/json-internal.h"
 #include "export/export.h"
@@ -21,16 +27,33 @@
 #include "analysis/memory.h"
 #include "format/format.h"
 #include <errno.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <string.h>
 #include <stdlib.h>
 
-/* Pass 2: format the thread's next chunk; 0 when the thread has nothing more. */
-static int refill(struct jthread *j)
+/* Pass 2's producers. A thread's next chunk is formatted into its spare list by a worker (or
+ * by the merge itself while it waits) as the merge writes out the current one; a thread is
+ * queued for one fill at a time, so its walker moves through its chunks in order whoever runs
+ * it, and the entries, hence the bytes written, do not depend on the number of jobs. */
+enum { JS_IDLE, JS_QUEUED, JS_FILLING, JS_READY };
+
+struct feed {
+	struct jthread *js;
+	pthread_mutex_t lock;
+	pthread_cond_t cond; /* a fill queued or done, or quit */
+	size_t n;                       /* threads: js[n] is the snapshots' and the GPU's lists */
+	size_t *queue, head, tail, cap; /* thread indices; each at most once */
+	int quit;
+};
+
+/* Formats the thread's next chunk into its spare list: empty only when it has no more. */
+static void fill(struct jthread *j)
 {
-	struct jlist *L = &j->out;
+	struct jlist *L = &j->spare;
 	L->text.n = L->nents = L->pos = 0;
 	L->unsorted = 0;
+	j->fill = L;
 	while (!L->nents && !j->finished) {
 		if (j->chunk < j->th->nchunks) {
 			size_t n;
@@ -38,8 +61,8 @@ static int refill(struct jthread *j)
 			int rc = weft_chunk_decode(&j->th->chunks[j->chunk++], &j->buf, &j->bufcap, &n, &why);
 			if (!rc)
 				weft_walker_feed(&j->walker, j->buf, n);
-			else if (rc == -ENOMEM) /* other refusals were counted by pass 1 */
-				j->st.oom++;
+			else
+				weft_walk_stats_refused(&j->st, rc, why);
 		} else {
 			weft_walker_finish(&j->walker, j->end_ns);
 			j->finished = 1;
@@ -47,40 +70,129 @@ static int refill(struct jthread *j)
 	}
 	if (L->unsorted)
 		qsort(L->ents, L->nents, sizeof(struct jent), weft_json_cmp_ent);
-	return L->nents > 0;
+}
+
+/* Runs the oldest queued fill (the lock held, dropped meanwhile); 0 when none is queued. */
+static int feed_run_one(struct feed *f)
+{
+	if (f->head == f->tail)
+		return 0;
+	struct jthread *j = &f->js[f->queue[f->head++ % f->cap]];
+	j->spare_state = JS_FILLING;
+	pthread_mutex_unlock(&f->lock);
+	fill(j);
+	pthread_mutex_lock(&f->lock);
+	j->spare_state = JS_READY;
+	pthread_cond_broadcast(&f->cond);
+	return 1;
+}
+
+static void *feed_main(void *arg)
+{
+	struct feed *f = arg;
+	pthread_mutex_lock(&f->lock);
+	while (!f->quit)
+		if (!feed_run_one(f))
+			pthread_cond_wait(&f->cond, &f->lock);
+	pthread_mutex_unlock(&f->lock);
+	return NULL;
+}
+
+static void feed_queue(struct feed *f, size_t i) /* the lock held */
+{
+	f->js[i].spare_state = JS_QUEUED;
+	f->queue[f->tail++ % f->cap] = i;
+	pthread_cond_broadcast(&f->cond);
+}
+
+/* Thread i's next entries into its out list (its next fill queued): 0 when it has no more. */
+static int refill(struct feed *f, size_t i)
+{
+	struct jthread *j = &f->js[i];
+	pthread_mutex_lock(&f->lock);
+	if (j->spare_state == JS_IDLE) { /* no fill pending: the last one found the end */
+		pthread_mutex_unlock(&f->lock);
+		j->out.nents = j->out.pos = 0;
+		return 0;
+	}
+	while (j->spare_state != JS_READY)
+		if (!feed_run_one(f)) /* the merge helps rather than waits */
+			pthread_cond_wait(&f->cond, &f->lock);
+	struct jlist t = j->out;
+	j->out = j->spare;
+	j->spare = t;
+	j->spare_state = JS_IDLE;
+	int more = j->out.nents > 0;
+	if (more && !j->finished)
+		feed_queue(f, i);
+	pthread_mutex_unlock(&f->lock);
+	return more;
 }
 
 struct ctx {
 	FILE *out;
 	struct pb buf;
+	/* entries taken but not yet written: one run of bytes in one list's text (written before
+	 * that list is refilled) */
+	const uint8_t *run;
+	size_t nrun;
 	int err, first;
 };
+
+static void out_write(struct ctx *c, const void *p, size_t n)
+{
+	if (n && !c->err && fwrite(p, 1, n, c->out) != n)
+		c->err = errno ? errno : EIO;
+}
 
 static void out_flush(struct ctx *c, int force)
 {
 	if (c->buf.n >= (1u << 20) || (force && c->buf.n)) {
-		if (!c->err && fwrite(c->buf.p, 1, c->buf.n, c->out) != c->buf.n)
-			c->err = errno ? errno : EIO;
+		out_write(c, c->buf.p, c->buf.n);
 		c->buf.n = 0;
 	}
 }
 
+/* A long run goes out from where it lies, a short one through the buffer. */
+static void run_flush(struct ctx *c)
+{
+	if (!c->nrun)
+		return;
+	if (c->nrun >= (1u << 16)) {
+		out_flush(c, 1);
+		out_write(c, c->run, c->nrun);
+	} else {
+		put(&c->buf, (const char *)c->run, c->nrun);
+		out_flush(c, 0);
+	}
+	c->nrun = 0;
+}
+
 static void emit_ent(struct ctx *c, const struct jlist *L, const struct jent *e)
 {
-	struct pb *b = &c->buf;
-	if (!c->first)
-		PUTS(b, ",\n");
-	c->first = 0;
-	put(b, (const char *)L->text.p + e->off, e->len);
-	if (e->flags & JF_X) {
-		if (e->flags & JF_UNTERM)
-			put(b, (e->flags & JF_ARGS) ? ",\"weft_unterminated\":true" : "\"weft_unterminated\":true",
-			    (e->flags & JF_ARGS) ? 25 : 24);
-		PUTS(b, "},\"dur\":");
-		put_us(b, e->dur);
-		PUTS(b, "}");
+	const uint8_t *p = L->text.p + e->off;
+	size_t n = e->len;
+	if (e->flags & JF_BARE) {
+		run_flush(c);
+		if (!c->first)
+			PUTS(&c->buf, ",\n");
+		c->first = 0;
+		put(&c->buf, (const char *)p, n);
+		out_flush(c, 0);
+		return;
 	}
-	out_flush(c, 0);
+	if (c->first) { /* the file's first event: no separator */
+		p += 2;
+		n -= 2;
+		c->first = 0;
+	}
+	if (c->nrun && c->run + c->nrun == p) {
+		c->nrun += n;
+		return;
+	}
+	run_flush(c);
+	c->run = p;
+	c->nrun = n;
 }
 
 static void meta_event(struct ctx *c, int pid, uint64_t tid, const char *what, const char *name)
@@ -108,12 +220,12 @@ static struct jlist *stream_list(struct jthread *js, size_t s)
 	return s & 1 ? &js[s / 2].side : &js[s / 2].out;
 }
 
-static int stream_next(struct jthread *js, size_t s)
+static int stream_next(struct feed *f, size_t s)
 {
-	struct jlist *L = stream_list(js, s);
+	struct jlist *L = stream_list(f->js, s);
 	if (++L->pos < L->nents)
 		return 1;
-	return (s & 1) ? 0 : refill(&js[s / 2]);
+	return (s & 1) || s / 2 == f->n ? 0 : refill(f, s / 2);
 }
 
 int weft_export_json(const struct weft_trace *t, FILE *out, int style, int jobs,
@@ -143,6 +255,16 @@ int weft_export_json(const struct weft_trace *t, FILE *out, int style, int jobs,
 	}
 	for (size_t i = 0; i < n; i++)
 		js[i].mem = weft_mem_for(mem, js[i].p);
+	struct jnames *names = calloc(t->nprocs + 1, sizeof(*names)); /* after the memory analysis: it adds sites */
+	if (!names)
+		weft_oom("writing JSON");
+	for (size_t i = 0, k2 = 0; i < t->nprocs; i++) {
+		weft_json_names_build(&t->procs[i], &names[i]);
+		for (size_t h = 0; h < t->procs[i].nthreads; h++, k2++) {
+			js[k2].names = &names[i];
+			weft_json_thread_prefix(&js[k2]);
+		}
+	}
 	struct weft_json_gpu gpu; /* its events: the side list of js[n], a thread of no process */
 	if ((mrc = weft_json_gpu_build(t, &gpu, err, errlen))) {
 		weft_mem_free(mem);
@@ -158,11 +280,13 @@ int weft_export_json(const struct weft_trace *t, FILE *out, int style, int jobs,
 			weft_oom("writing JSON");
 		for (size_t i = 0; i < G->nents; i++) {
 			const struct weft_json_gpu_ent *e = &gpu.ents[gpu.nmeta + i];
-			G->ents[i] = (struct jent){e->ts, e->off, e->len, 0, 0};
+			G->ents[i] = (struct jent){e->ts, e->off, e->len, JF_BARE};
 		}
 	}
 	weft_json_snapshot_marks(t, &js[n].out); /* stream 2n: no thread's (js[n] has none: finished) */
 	js[n].finished = 1;
+	if (style != WEFT_JSON_X)
+		weft_json_scan(js, n, weft_jobs(jobs));
 	weft_parallel_for(n, weft_jobs(jobs), weft_json_pass1, js);
 	for (size_t i = 0; i < n; i++)
 		if (js[i].mem && js[i].thread_index == 0)
@@ -218,17 +342,27 @@ int weft_export_json(const struct weft_trace *t, FILE *out, int style, int jobs,
 		c.first = 0;
 		put(&c.buf, (const char *)gpu.text.p + gpu.ents[i].off, gpu.ents[i].len);
 	}
-	uint64_t pass1_events = 0;
 	for (size_t i = 0; i < n; i++) {
 		struct jthread *j = &js[i];
-		pass1_events += j->st.events;
-		sum->bad_chunks += j->st.bad_chunks; /* pass 2 decodes the same chunks */
-		if (!sum->bad_why)
-			sum->bad_why = j->st.bad_why;
-		sum->oom += j->st.oom;
+		sum->oom += j->st.oom; /* pass 2 counts the rest: it decodes the same chunks */
 		memset(&j->st, 0, sizeof(j->st));
 		weft_walker_init(&j->walker, j->p, weft_json_pass2_event, j, &j->st);
 	}
+	struct feed f = {.js = js, .n = n, .cap = n + 1};
+	pthread_mutex_init(&f.lock, NULL);
+	pthread_cond_init(&f.cond, NULL);
+	f.queue = malloc(f.cap * sizeof(*f.queue));
+	if (!f.queue)
+		weft_oom("writing JSON");
+	pthread_mutex_lock(&f.lock);
+	for (size_t i = 0; i < n; i++)
+		feed_queue(&f, i);
+	pthread_mutex_unlock(&f.lock);
+	pthread_t workers[16];
+	int nworkers = 0;
+	for (int w = 1; w < weft_jobs(jobs) && (size_t)w <= n; w++)
+		if (pthread_create(&workers[nworkers], NULL, feed_main, &f) == 0)
+			nworkers++;
 	/* the heap of streams, keyed by the timestamp of each stream's current entry */
 	size_t *heap = calloc(2 * n + 2, sizeof(size_t)), hn = 0;
 	if (!heap)
@@ -252,7 +386,7 @@ int weft_export_json(const struct weft_trace *t, FILE *out, int style, int jobs,
 		}                                                                        \
 	} while (0)
 	for (size_t s = 0; s < 2 * n + 2; s++) { /* 2n + 1: the GPU's list, 2n: the snapshots' */
-		int has = (s & 1) ? js[s / 2].side.nents > 0 : s < 2 * n ? refill(&js[s / 2]) : js[n].out.nents > 0;
+		int has = (s & 1) ? js[s / 2].side.nents > 0 : s < 2 * n ? refill(&f, s / 2) : js[n].out.nents > 0;
 		if (has)
 			heap[hn++] = s;
 	}
@@ -264,12 +398,24 @@ int weft_export_json(const struct weft_trace *t, FILE *out, int style, int jobs,
 		emit_ent(&c, L, &L->ents[L->pos]);
 		if (!(emitted & 0xffff)) /* the progress line's count */
 			atomic_fetch_add_explicit(&weft_export_progress, 0x10000, memory_order_relaxed);
-		if (!stream_next(js, s))
+		if (L->pos + 1 >= L->nents) /* its text is about to be reused */
+			run_flush(&c);
+		if (!stream_next(&f, s))
 			heap[0] = heap[--hn];
 		SIFT_DOWN(0);
 	}
 #undef SIFT_DOWN
 #undef KEY
+	pthread_mutex_lock(&f.lock);
+	f.quit = 1;
+	pthread_cond_broadcast(&f.cond);
+	pthread_mutex_unlock(&f.lock);
+	for (int w = 0; w < nworkers; w++)
+		pthread_join(workers[w], NULL);
+	pthread_mutex_destroy(&f.lock);
+	pthread_cond_destroy(&f.cond);
+	free(f.queue);
+	uint64_t events = 0;
 	uint64_t dropped = 0; /* the process totals: drops not attributed to a thread count too */
 	for (size_t i = 0; i < t->nprocs; i++)
 		dropped += weft_proc_dropped(&t->procs[i]);
@@ -279,16 +425,25 @@ int weft_export_json(const struct weft_trace *t, FILE *out, int style, int jobs,
 		sum->unterminated += j->st.unterminated;
 		sum->unwound += j->st.unwound;
 		sum->oom += j->st.oom;
+		events += j->st.events;
+		sum->bad_chunks += j->st.bad_chunks;
+		if (!sum->bad_why)
+			sum->bad_why = j->st.bad_why;
 		free(j->out.text.p);
 		free(j->out.ents);
+		free(j->spare.text.p);
+		free(j->spare.ents);
 		free(j->side.text.p);
 		free(j->side.ents);
 		free(j->durs);
+		free(j->want);
+		free(j->want_why);
 		free(j->eargs);
 		free(j->etext.p);
 		free(j->lanes);
 		free(j->buf);
 	}
+	run_flush(&c);
 	PUTS(&c.buf, "\n],\"metadata\":{\"weft-dropped-events\":");
 	put_u64(&c.buf, dropped);
 	PUTS(&c.buf, ",\"weft-unterminated-slices\":");
@@ -309,7 +464,12 @@ int weft_export_json(const struct weft_trace *t, FILE *out, int style, int jobs,
 		free(js[i].aflows); /* where the merge ran out of memory */
 	free(js);
 	weft_mem_free(mem);
-	sum->events = pass1_events;
+	for (size_t i = 0; i < t->nprocs; i++) {
+		free(names[i].text.p);
+		free(names[i].off);
+	}
+	free(names);
+	sum->events = events;
 	sum->dropped = dropped;
 	if (!c.err && fflush(out))
 		c.err = errno;

@@ -303,6 +303,11 @@ static uint64_t innermost(const struct weft_walker *w)
 	return best;
 }
 
+void weft_walker_skip(struct weft_walker *w)
+{
+	flush(w);
+}
+
 void weft_walker_feed(struct weft_walker *wk, uint64_t *r, size_t n)
 {
 	weft_records_prepare(wk->p, r, n);

@@ -113,6 +113,9 @@ void weft_walker_init(struct weft_walker *w, const struct weft_proc *p, weft_ev_
 void weft_walker_feed(struct weft_walker *w, uint64_t *records, size_t nwords);
 /* The same for records weft_chunk_decode_prepared (or weft_records_prepare) already prepared. */
 void weft_walker_feed_prepared(struct weft_walker *w, uint64_t *records, size_t nwords);
+/* A chunk left out of the walk (a pass that knows it holds nothing it wants): the pending event
+ * goes out now, so that arguments and flows after the gap attach to nothing before it. */
+void weft_walker_skip(struct weft_walker *w);
 /* Closes what is still open at end_ns and frees the walker's memory. */
 void weft_walker_finish(struct weft_walker *w, uint64_t end_ns);
 
