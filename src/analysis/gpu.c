@@ -51,7 +51,9 @@ static void fit_clock(const struct weft_proc *p, struct weft_gpu_proc *gp)
 	for (size_t i = 0; i < n; i++)
 		w[i] = p->gpu_clock[i].width;
 	qsort(w, n, sizeof(*w), cmp_u64);
-	uint64_t limit = 2 * w[n / 2] + 1000; /* and 1 us: pairs that close are all good */
+	uint64_t med = w[n / 2]; /* and 1 us: pairs that close are all good (no overflow: a damaged
+				  * width is near 2^64) */
+	uint64_t limit = med > (UINT64_MAX - 1000) / 2 ? UINT64_MAX : 2 * med + 1000;
 	free(w);
 	const struct weft_gpu_clock_pt *first = NULL;
 	long double sx = 0, sy = 0, sxx = 0, sxy = 0;
@@ -71,6 +73,8 @@ static void fit_clock(const struct weft_proc *p, struct weft_gpu_proc *gp)
 		m++;
 	}
 	gp->clock_points = m;
+	if (!first)
+		return;
 	gp->base_gpu = first->gpu_ns;
 	gp->base_host = first->boot_ns;
 	long double den = (long double)m * sxx - sx * sx;
@@ -284,7 +288,8 @@ static void find_launches(const struct weft_proc *p, struct weft_gpu_proc *gp, u
 			}
 		}
 	}
-	qsort(gp->launches, gp->nlaunches, sizeof(*gp->launches), cmp_launch);
+	if (gp->nlaunches)
+		qsort(gp->launches, gp->nlaunches, sizeof(*gp->launches), cmp_launch);
 }
 
 const struct weft_gpu_launch *weft_gpu_launch_of(const struct weft_gpu_proc *gp, uint32_t corr)
@@ -368,7 +373,8 @@ static void analyze_proc(const struct weft_proc *p, struct weft_gpu_proc *gp, in
 		gp->acts[i].start = to_host(gp, gp->acts[i].dev_start);
 		gp->acts[i].end = to_host(gp, gp->acts[i].dev_end);
 	}
-	qsort(gp->acts, gp->n, sizeof(*gp->acts), cmp_act);
+	if (gp->n)
+		qsort(gp->acts, gp->n, sizeof(*gp->acts), cmp_act);
 	mark_flow_ends(gp);
 	assign_lanes(gp);
 	if (with_launches)

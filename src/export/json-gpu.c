@@ -279,9 +279,12 @@ int weft_json_gpu_build(const struct weft_trace *t, struct weft_json_gpu *out, c
 	struct weft_json_gpu_ent *all = malloc((out->n ? out->n : 1) * sizeof(*all));
 	if (!all)
 		weft_oom("writing JSON");
-	memcpy(all, out->ents + nev, out->nmeta * sizeof(*all));
-	memcpy(all + out->nmeta, out->ents, nev * sizeof(*all));
-	qsort(all + out->nmeta, nev, sizeof(*all), cmp_ent);
+	if (out->nmeta)
+		memcpy(all, out->ents + nev, out->nmeta * sizeof(*all));
+	if (nev) {
+		memcpy(all + out->nmeta, out->ents, nev * sizeof(*all));
+		qsort(all + out->nmeta, nev, sizeof(*all), cmp_ent);
+	}
 	free(out->ents);
 	out->ents = all;
 	free(B.lanes);
