@@ -6,7 +6,7 @@ times exactly: compared with the Chrome JSON of the same directory (an independe
 import collections
 import os
 import re
-from weftlib import BUILD, SRC, WEFT, TraceTest, main, run
+from weftlib import BUILD, SRC, WEFT, TraceTest, main, run, sanitizer
 
 # complete slices whose range began before the event written just before them and ends after
 # the ones written just after them: both ends out of order on the thread's sequence
@@ -85,7 +85,9 @@ class PftraceTime(TraceTest):
         src, exe = os.path.join(self.tmp, "around.c"), os.path.join(self.tmp, "around")
         with open(src, "w") as f:
             f.write(AROUND)
-        run(["cc", "-O1", "-I", os.path.join(SRC, "include"), src, "-o", exe, "-L", BUILD, "-lweft",
+        san = sanitizer()  # a sanitizer build's libweft needs its runtime in the program too
+        run(["cc", "-O1", *([f"-fsanitize={san}"] if san else []), "-I", os.path.join(SRC, "include"), src,
+             "-o", exe, "-L", BUILD, "-lweft",
              "-Wl,-rpath," + BUILD])
         data = os.path.join(self.tmp, "a.data")
         run([exe], env={"WEFT_OPTIONS": f"output={data}"}, cwd=self.tmp)

@@ -8,6 +8,7 @@ import os
 import sqlite3
 import struct
 import sys
+import unittest
 
 sys.path.insert(0, os.path.dirname(__file__))
 from weftlib import TraceTest, run, WEFT, main  # noqa: E402
@@ -206,6 +207,7 @@ class TimeWindow(TraceTest):
         run_ts, = con.execute("select ts from slices where name = 'run'").fetchone()
         self.assertEqual(run_ts, [r for r in self.rows if r[0] == "run"][0][1])
 
+    @unittest.skipIf(os.environ.get("WEFT_TEST_NO_PRELOAD"), "preloading is not testable in this build (TSan)")
     def test_functions_of_weft_record(self):
         # -finstrument-functions under `weft record`: nested function slices on four threads,
         # symbolized; the window is the middle third of the slices' times
