@@ -164,6 +164,10 @@ static int decode(const struct weft_chunk_view *c, const struct weft_proc *prep,
 		  size_t *nwords, const char **why)
 {
 	*nwords = 0;
+	if (c->flags & ~(uint32_t)WEFT_CHUNK_KNOWN_FLAGS) { /* a packing or checksum of a later format */
+		*why = "written by a newer weft (chunk flags it does not know): use a newer weft";
+		return -EBADMSG;
+	}
 	/* packed records are decompressed behind the room for the words, then unpacked forward */
 	int fmt = weft_chunk_packing(c->flags);
 	size_t packed_room = fmt ? weft_pack_bound(c->raw_size / 8) : 0;

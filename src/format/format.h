@@ -55,6 +55,8 @@ struct weft_file_header { /* 32 bytes */
 #define WEFT_CHUNK_SUM 0x8u     /* checksum is weft_sum32, not FNV-1a (format 1.9) */
 #define WEFT_CHUNK_PACKED3 0x10u /* records in packing version 3 (pack.h; format 1.9) */
 #define WEFT_CHUNK_PACKED4 0x20u /* records in packing version 4 (pack4.h; format 1.10) */
+/* the flags this weft reads; a chunk with any other is a later format's: refused, said so */
+#define WEFT_CHUNK_KNOWN_FLAGS 0x3fu
 struct weft_chunk_header { /* 40 bytes */
 	uint32_t magic;
 	uint32_t flags;
