@@ -166,6 +166,22 @@ static inline int weft__unpack_mem(const uint8_t **p, const uint8_t *end, uint64
 	return 0;
 }
 
+/* A record's tag in its long form (versions 2-4): the tag, the literal header where the list
+ * did not hold it, then word0 (a varint for a timestamp delta, else 8 bytes). */
+static inline __attribute__((always_inline)) uint8_t *weft__pack_long(uint8_t *o, unsigned b, uint64_t h,
+									  uint64_t v, int ticks)
+{
+	*o++ = (uint8_t)(b < WEFT_PACK_LITERAL ? b | WEFT_PACK_LONG : b);
+	if (b == WEFT_PACK_LITERAL) {
+		memcpy(o, &h, 8);
+		o += 8;
+	}
+	if (ticks)
+		return weft__put_varint(o, v);
+	memcpy(o, &v, 8);
+	return o + 8;
+}
+
 /* The tag bits of header h against the four most recently used headers (0, 64, 128: list
  * entries 0-2; WEFT_PACK_ENTRY3; WEFT_PACK_LITERAL: none), h moved to the front (versions 2-4). */
 static inline __attribute__((always_inline)) unsigned weft__pack_mru(uint64_t mru[4], uint64_t h)
@@ -227,17 +243,7 @@ static inline __attribute__((always_inline)) size_t weft__pack(const uint64_t *w
 		if (b < WEFT_PACK_LITERAL && ticks && v < WEFT_PACK_LONG) {
 			*o++ = (uint8_t)(b | v);
 		} else {
-			*o++ = (uint8_t)(b < WEFT_PACK_LITERAL ? b | WEFT_PACK_LONG : b);
-			if (b == WEFT_PACK_LITERAL) {
-				memcpy(o, &h, 8);
-				o += 8;
-			}
-			if (ticks) {
-				o = weft__put_varint(o, v);
-			} else {
-				memcpy(o, &v, 8);
-				o += 8;
-			}
+			o = weft__pack_long(o, b, h, v, ticks);
 		}
 		if (__builtin_expect(weft_rec_is_mem(type), 0)) {
 			if (addrs && type == WEFT_R_FREE && extra == 1) { /* version 3: into the columns */

@@ -166,17 +166,7 @@ static inline size_t weft_pack4_indexed(const uint64_t *w, size_t n, uint8_t *ou
 				od = weft__put_fixed(od, v, 1u << k);
 			}
 		} else {
-			*o++ = (uint8_t)(b < WEFT_PACK_LITERAL ? b | WEFT_PACK_LONG : b);
-			if (b == WEFT_PACK_LITERAL) {
-				memcpy(o, &h, 8);
-				o += 8;
-			}
-			if (ticks) {
-				o = weft__put_varint(o, v);
-			} else {
-				memcpy(o, &v, 8);
-				o += 8;
-			}
+			o = weft__pack_long(o, b, h, v, ticks);
 		}
 		const uint64_t *x = w + i + 2;
 		if (__builtin_expect(!weft_rec_is_mem(type), 1)) {
