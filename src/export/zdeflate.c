@@ -4,6 +4,7 @@
  */
 #include "export/zdeflate.h"
 #include <stdlib.h>
+#include <string.h>
 
 #ifdef WEFT_HAVE_ISAL
 #include <isa-l/igzip_lib.h>
@@ -44,6 +45,7 @@ size_t weft_zdeflate(struct weft_zdeflate *z, const uint8_t *in, size_t n, uint8
 	struct isal_zstream s;
 	if (n > UINT32_MAX || cap > UINT32_MAX)
 		return 0;
+	memset(&s, 0, sizeof(s)); /* stateless_init leaves hist_bits (1-15: a smaller window) as found */
 	isal_deflate_stateless_init(&s);
 	s.level = WEFT_ISAL_LEVEL;
 	s.level_buf = z->level_buf;
