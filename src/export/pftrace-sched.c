@@ -547,10 +547,11 @@ void weft_pf_sched_finish(struct weft_pf_sched *s, struct pb *b, uint32_t seq, c
 	struct own *bycpu = s->nown ? malloc(s->nown * sizeof(*bycpu)) : NULL;
 	if (s->nown && !bycpu)
 		oom();
-	if (s->nown)
+	if (s->nown) { /* (qsort and memcpy of NULL: undefined even for 0) */
 		memcpy(bycpu, s->own, s->nown * sizeof(*bycpu));
-	qsort(bycpu, s->nown, sizeof(*bycpu), by_cpu_ts);
-	qsort(s->own, s->nown, sizeof(*s->own), by_tid_ts);
+		qsort(bycpu, s->nown, sizeof(*bycpu), by_cpu_ts);
+		qsort(s->own, s->nown, sizeof(*s->own), by_tid_ts);
+	}
 	for (size_t i = 0; i < s->nown;) {
 		uint32_t tid = s->own[i].tid;
 		uint64_t track = mix(mix(7, (uint64_t)(uint32_t)p->pid), tid);
