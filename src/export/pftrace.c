@@ -184,6 +184,34 @@ static void on_event(void *ud, const struct weft_ev *ev)
 	}
 }
 
+/* A plain begin or end (model.h: weft_plain_fn), before the walker fills in a weft_ev for it:
+ * where on_event would write it with packet_fast (the thread described, no sched bundle, no
+ * readings or open slices to note, the name interned, an end with no memory args), written
+ * here without the event; else (0) on_event gets it. */
+static int on_plain(void *ud, unsigned kind, uint64_t ts, uint32_t id, uint64_t serial)
+{
+	struct seq_enc *e = ud;
+	(void)serial;
+	if (__builtin_expect(!e->described || e->sched || e->sys || e->nopen, 0))
+		return 0;
+	uint32_t ci = 0;
+	if (kind == WEFT_EV_END) {
+		if (e->mem)
+			return 0;
+	} else {
+		const struct weft_proc *p = e->p;
+		if (!id || id >= p->nsites || !e->named[id])
+			return 0;
+		ci = e->cats->iid[id];
+		if (ci && !e->catted[ci])
+			return 0;
+	}
+	drain(e, 1u << 20);
+	e->end_known = e->end_exact = 0;
+	pfe_plain_packet(e, ts, kind == WEFT_EV_END ? TYPE_END : TYPE_BEGIN, id, ci);
+	return 1;
+}
+
 struct job {
 	const struct weft_trace *t;
 	struct seq_enc *encs;
@@ -278,7 +306,7 @@ static void encode_thread(size_t i, void *ud)
 		weft_oom("writing the .pftrace");
 	e->t = j->t;
 	weft_pf_sched_join(&e->sched, j->sched_ends, p, e->th);
-	weft_walk_thread(p, e->th, j->t->last_ns, on_event, e, &e->st, &e->buf, &e->cap);
+	weft_walk_thread_plain(p, e->th, j->t->last_ns, on_event, on_plain, e, &e->st, &e->buf, &e->cap);
 	weft_pf_sched_close(e->sched, &e->out);
 	if (!e->described) /* no event of its own (a sched reader): the end of the trace is after its start */
 		thread_descriptor(e, j->t->last_ns);
