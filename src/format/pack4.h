@@ -296,7 +296,7 @@ static inline uint32_t weft__slot4_info(uint64_t h)
 {
 	unsigned type = weft_rec_type(h), extra = weft_rec_extra(h);
 	int mem = weft_rec_is_mem(type), ticks = weft_rec_has_ticks(type);
-	return (mem ? WEFT__S4_MEM : extra * 8u) | (ticks ? WEFT__S4_TICKS : 8u);
+	return (mem ? WEFT__S4_MEM : extra * 8u) + (ticks ? WEFT__S4_TICKS : 8u);
 }
 
 /* Whether a version 4 header's record is its tag byte alone after a short tag (a timestamp
