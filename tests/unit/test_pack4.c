@@ -199,7 +199,7 @@ static void adversarial_round_trips(void **s)
 static void fast_readers_agree(void **s)
 {
 	(void)s;
-	enum { N = 40000 };
+	enum { N = 12000 };
 	uint64_t *r = malloc(N * 8);
 	uint64_t x = 0x2545f4914f6cdd1dull, t = 5;
 	size_t k = 0;
@@ -233,7 +233,7 @@ static void fast_readers_agree(void **s)
 	memcpy(&t0, p + len - 16, 4);
 	for (size_t cut = len - 64; cut <= len; cut++)
 		fast_agrees(p, cut, k);
-	for (int i = 0; i < 3000; i++) { /* one damaged byte */
+	for (int i = 0; i < 2000; i++) { /* one damaged byte */
 		x ^= x << 13;
 		x ^= x >> 7;
 		x ^= x << 17;
