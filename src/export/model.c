@@ -125,6 +125,45 @@ static inline void unlight(struct weft_walker *w)
 		fill_light(w);
 }
 
+/* The batch of plain events to plain; each one it leaves goes to fn in full. */
+static void batch_out(struct weft_walker *w)
+{
+	size_t n = w->nbatch, i = 0;
+	w->nbatch = 0;
+	while (i < n) {
+		i += w->plain(w->ud, w->batch + i, n - i);
+		if (i == n)
+			break;
+		const struct weft_plain_ev *b = &w->batch[i++];
+		struct weft_ev e;
+		e.kind = b->kind;
+		e.ts = b->ts;
+		e.id = b->id;
+		e.track = 0;
+		e.serial = b->serial;
+		e.flags = 0;
+		e.end_ts = 0;
+		e.value = 0;
+		e.is_double = 0;
+		e.nctr = 0;
+		e.has_cm = 0;
+		e.cm_user_ns = e.cm_sys_ns = e.cm_rss = 0;
+		e.nargs = e.nout = e.nin = 0;
+		e.stack_hash = 0;
+		e.nframes = 0;
+		e.frames = NULL;
+		w->fn(w->ud, &e);
+	}
+}
+
+/* An event to fn, after the plain ones before it. */
+static inline void deliver(struct weft_walker *w, const struct weft_ev *e)
+{
+	if (w->nbatch)
+		batch_out(w);
+	w->fn(w->ud, e);
+}
+
 static inline void flush(struct weft_walker *w)
 {
 	if (!w->pending)
@@ -132,14 +171,30 @@ static inline void flush(struct weft_walker *w)
 	if (w->pending == 1) /* an END (2) was counted when it closed its slice */
 		w->st->events++;
 	w->pending = 0;
-	if (w->light) { /* plain: offered as such first */
-		if (w->plain && w->plain(w->ud, w->ev.kind, w->ev.ts, w->ev.id, w->ev.serial)) {
-			w->light = 0;
+	if (w->light) { /* plain: into the batch for plain */
+		w->light = 0;
+		if (w->plain) {
+			struct weft_plain_ev *b = &w->batch[w->nbatch++];
+			b->ts = w->ev.ts;
+			b->serial = w->ev.serial;
+			b->id = w->ev.id;
+			b->kind = w->ev.kind;
+			if (w->nbatch == WEFT_PLAIN_BATCH)
+				batch_out(w);
 			return;
 		}
 		fill_light(w);
 	}
-	w->fn(w->ud, &w->ev);
+	deliver(w, &w->ev);
+}
+
+/* Everything pending out, plain or not (the end of a chunk: the callbacks see each chunk's
+ * events before the walker returns). */
+static void flush_all(struct weft_walker *w)
+{
+	flush(w);
+	if (w->nbatch)
+		batch_out(w);
 }
 
 /* An END closes its slice at once; where it is the end the records asked for (not an unwound
@@ -186,7 +241,7 @@ static void emit_end(struct weft_walker *w, uint64_t ts, uint32_t id, uint64_t s
 	if (keep)
 		w->pending = 2;
 	else
-		w->fn(w->ud, &tmp);
+		deliver(w, &tmp);
 }
 
 /* A BEGIN on the thread's own track, light (its serial the caller's to set). */
@@ -390,7 +445,7 @@ static uint64_t innermost(const struct weft_walker *w)
 
 void weft_walker_skip(struct weft_walker *w)
 {
-	flush(w);
+	flush_all(w);
 }
 
 void weft_walker_feed(struct weft_walker *wk, uint64_t *r, size_t n)
@@ -412,6 +467,7 @@ static void walk(struct weft_walker *wk, const uint64_t *r, size_t n)
 		unsigned type = weft_rec_type(h), extra = weft_rec_extra(h);
 		if (i + 2 + extra > n)
 			break; /* a record cut by the end of its chunk */
+		__builtin_prefetch(r + i + 128); /* decoded on another core (weft_walk_thread) */
 		uint32_t id = weft_rec_id(h);
 		unsigned track = weft_rec_track(h);
 		uint64_t x = extra ? r[i + 2] : 0;
@@ -578,7 +634,7 @@ static void walk(struct weft_walker *wk, const uint64_t *r, size_t n)
 	}
 	/* arguments never cross a chunk: what is pending is complete, and must go before the
 	 * chunk's memory is reused */
-	flush(wk);
+	flush_all(wk);
 }
 
 void weft_walker_finish(struct weft_walker *w, uint64_t end_ns)
@@ -597,6 +653,7 @@ void weft_walker_finish(struct weft_walker *w, uint64_t end_ns)
 		free(k->ids);
 		free(k->serials);
 	}
+	flush_all(w);
 	free(w->stacks);
 	w->stacks = NULL;
 	w->nstacks = 0;

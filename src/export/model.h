@@ -87,11 +87,19 @@ struct weft_walk_stats {
 void weft_walk_stats_refused(struct weft_walk_stats *st, int rc, const char *why);
 
 typedef void (*weft_ev_fn)(void *ud, const struct weft_ev *e);
-/* Optional, for converters that write function calls by the million: a plain BEGIN or END (on
+/* Optional, for converters that write function calls by the million: plain BEGINs and ENDs (on
  * the thread's own track, with nothing attached: no arguments, flows, counters, readings or
- * flags) offered as its fields alone, before a weft_ev is filled in for it. Returns 1 when it
- * took the event, 0 to be handed it through weft_ev_fn after all (the same event, in full). */
-typedef int (*weft_plain_fn)(void *ud, unsigned kind, uint64_t ts, uint32_t id, uint64_t serial);
+ * flags), as their fields alone, in batches of consecutive ones, before a weft_ev is filled in
+ * for any. Returns how many of the first ones it took; the walker hands the next one through
+ * weft_ev_fn (in full: the same event) and offers the rest again. */
+struct weft_plain_ev {
+	uint64_t ts;
+	uint64_t serial;
+	uint32_t id;
+	unsigned kind; /* WEFT_EV_BEGIN or WEFT_EV_END */
+};
+typedef size_t (*weft_plain_fn)(void *ud, const struct weft_plain_ev *ev, size_t n);
+#define WEFT_PLAIN_BATCH 64
 
 /* A walker is fed one thread's chunks in order, then finished. Events handed to fn point into
  * the chunk being fed: they are valid during the callback only. */
@@ -110,6 +118,8 @@ struct weft_walker {
 	int light; /* the pending event is plain so far: only kind, ts, id, track (0), serial set */
 	uint64_t last_ts;
 	struct { uint64_t env; size_t depth; } *jmps; /* setjmp buffers seen */
+	struct weft_plain_ev batch[WEFT_PLAIN_BATCH]; /* plain events not yet offered to plain */
+	size_t nbatch;
 	struct { int valid; uint32_t id; uint64_t user, sys, rss; } cm_end; /* a CPUMEM before an END */
 	size_t njmps, jcap;
 };

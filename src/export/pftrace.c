@@ -184,32 +184,33 @@ static void on_event(void *ud, const struct weft_ev *ev)
 	}
 }
 
-/* A plain begin or end (model.h: weft_plain_fn), before the walker fills in a weft_ev for it:
- * where on_event would write it with packet_fast (the thread described, no sched bundle, no
- * readings or open slices to note, the name interned, an end with no memory args), written
- * here without the event; else (0) on_event gets it. */
-static int on_plain(void *ud, unsigned kind, uint64_t ts, uint32_t id, uint64_t serial)
+/* Plain begins and ends (model.h: weft_plain_fn), before the walker fills in a weft_ev for
+ * them: where on_event would write one with packet_fast (the thread described, no sched bundle,
+ * no readings or open slices to note, the name interned, an end with no memory args), it is
+ * written here without the event; at the first that is not, on_event gets it. */
+static size_t on_plain(void *ud, const struct weft_plain_ev *ev, size_t n)
 {
 	struct seq_enc *e = ud;
-	(void)serial;
 	if (__builtin_expect(!e->described || e->sched || e->sys || e->nopen, 0))
 		return 0;
-	uint32_t ci = 0;
-	if (kind == WEFT_EV_END) {
-		if (e->mem)
-			return 0;
-	} else {
-		const struct weft_proc *p = e->p;
-		if (!id || id >= p->nsites || !e->named[id])
-			return 0;
-		ci = e->cats->iid[id];
-		if (ci && !e->catted[ci])
-			return 0;
-	}
-	drain(e, 1u << 20);
+	const struct weft_proc *p = e->p;
 	e->end_known = e->end_exact = 0;
-	pfe_plain_packet(e, ts, kind == WEFT_EV_END ? TYPE_END : TYPE_BEGIN, id, ci);
-	return 1;
+	for (size_t i = 0; i < n; i++) {
+		uint32_t id = ev[i].id, ci = 0;
+		if (ev[i].kind == WEFT_EV_END) {
+			if (e->mem)
+				return i;
+		} else {
+			if (!id || id >= p->nsites || !e->named[id])
+				return i;
+			ci = e->cats->iid[id];
+			if (ci && !e->catted[ci])
+				return i;
+		}
+		drain(e, 1u << 20);
+		pfe_plain_packet(e, ev[i].ts, ev[i].kind == WEFT_EV_END ? TYPE_END : TYPE_BEGIN, id, ci);
+	}
+	return n;
 }
 
 struct job {
