@@ -292,10 +292,15 @@ static inline __attribute__((always_inline)) unsigned weft__order_take(unsigned 
  * records: 0, their words are in the columns), 8 more for word0 where it is not a timestamp. */
 #define WEFT__S4_TICKS 0x10000u /* word0 is a timestamp delta */
 #define WEFT__S4_MEM 0x20000u   /* a memory record: its extra words in the columns */
+#define WEFT__S4_TICK_TYPES 0x07fe00feu /* bit t: weft_rec_has_ticks(t) */
+#define WEFT__S4_MEM_TYPES 0x03800000u  /* bit t: weft_rec_is_mem(t) */
 static inline uint32_t weft__slot4_info(uint64_t h)
 {
 	unsigned type = weft_rec_type(h), extra = weft_rec_extra(h);
-	int mem = weft_rec_is_mem(type), ticks = weft_rec_has_ticks(type);
+	/* weft_rec_has_ticks and weft_rec_is_mem as bit masks of the types (below 32: all of
+	 * them); test_pack4 checks them against the functions */
+	uint32_t bit = type < 32 ? 1u << type : 0;
+	uint32_t mem = bit & WEFT__S4_MEM_TYPES, ticks = bit & WEFT__S4_TICK_TYPES;
 	return (mem ? WEFT__S4_MEM : extra * 8u) + (ticks ? WEFT__S4_TICKS : 8u);
 }
 
@@ -326,10 +331,12 @@ static inline const uint8_t *weft__next_at_least(const uint8_t *p, const uint8_t
 
 /* weft_unpack_headers for version 4 (the same headers, in the same order). Only the size of what
  * follows each tag matters here, so the list is kept as what the scan needs of each entry
- * (weft__slot4_info), in order. While list entries 0 to j-1 are headers whose record is the
- * tag byte alone, a short tag naming one of them (a byte below 64 * j) is a one-byte record
- * that leaves entries j to 3 where they are and 0 to j-1 one-byte ones: the scan jumps from
- * one byte of 64 * j or more to the next. A trace of function calls is nearly all such bytes. */
+ * (weft__slot4_info), in order, and a bit per entry saying whether it is one-byte. While list
+ * entries 0 to j-1 are headers whose record is the tag byte alone, a short tag naming one of
+ * them (a byte below 64 * j) is a one-byte record that leaves entries j to 3 where they are and
+ * 0 to j-1 one-byte ones: the scan jumps from one byte of 64 * j or more to the next. A trace
+ * of function calls is nearly all such bytes, or nearly all literals (a program that calls
+ * many functions in turn), which take a few operations and no loop. */
 static inline int weft_unpack4_headers(const uint8_t *in, size_t len, void (*fn)(uint64_t h, void *ud), void *ud)
 {
 	struct weft__cols4 c4;
@@ -338,10 +345,10 @@ static inline int weft_unpack4_headers(const uint8_t *in, size_t len, void (*fn)
 		return -1;
 	const uint8_t *p = in, *end = in + m;
 	uint32_t e[4]; /* by list entry */
-	unsigned j = 0; /* entries 0..j-1 one-byte */
+	unsigned ones = 0, j = 0; /* bit k: entry k one-byte; entries 0..j-1 are */
 	e[0] = e[1] = e[2] = e[3] = weft__slot4_info(0);
 	while (p < end) {
-		if (j && (p = weft__next_at_least(p, end, j < 3 ? j : 3)) == end)
+		if (j && *p < 64 * j && (p = weft__next_at_least(p, end, j < 3 ? j : 3)) == end)
 			break;
 		unsigned b = *p++, k;
 		uint32_t x;
@@ -350,9 +357,6 @@ static inline int weft_unpack4_headers(const uint8_t *in, size_t len, void (*fn)
 			x = e[k];
 			if (!(x & WEFT__S4_TICKS) && (b & WEFT_PACK_LONG) != WEFT_PACK_LONG)
 				return -1; /* word0's 8 bytes must follow */
-		} else if (b == WEFT_PACK_ENTRY3) {
-			k = 3;
-			x = e[3];
 		} else if (b == WEFT_PACK_LITERAL && end - p >= 8) {
 			uint64_t h;
 			memcpy(&h, p, 8);
@@ -360,14 +364,20 @@ static inline int weft_unpack4_headers(const uint8_t *in, size_t len, void (*fn)
 			k = 3;
 			x = weft__slot4_info(h);
 			fn(h, ud);
+		} else if (b == WEFT_PACK_ENTRY3) {
+			k = 3;
+			x = e[3];
 		} else {
 			return -1;
 		}
-		for (; k > 0; k--)
-			e[k] = e[k - 1];
+		/* entry k to the front: 1..k take 0..k-1 */
+		e[3] = k >= 3 ? e[2] : e[3];
+		e[2] = k >= 2 ? e[1] : e[2];
+		e[1] = k >= 1 ? e[0] : e[1];
 		e[0] = x;
-		for (j = 0; j < 4 && weft__slot4_one(e[j]); j++)
-			;
+		unsigned low = (2u << k) - 1;
+		ones = (ones & ~low) | ((ones << 1) & low) | (unsigned)weft__slot4_one(x);
+		j = (unsigned)__builtin_ctz(~ones);
 		if (b >= WEFT_PACK_LITERAL && (x & WEFT__S4_TICKS)) { /* the delta a varint in the records */
 			while (p < end && (*p & 0x80))
 				p++;

@@ -199,6 +199,13 @@ static void adversarial_round_trips(void **s)
 static void fast_readers_agree(void **s)
 {
 	(void)s;
+	for (unsigned type = 0; type < 256; type++) { /* weft__slot4_info's masks of the types */
+		uint64_t h = (uint64_t)type << 32 | 3ull << 40;
+		uint32_t x = weft__slot4_info(h);
+		assert_int_equal(!!(x & WEFT__S4_TICKS), weft_rec_has_ticks(type));
+		assert_int_equal(!!(x & WEFT__S4_MEM), weft_rec_is_mem(type));
+		assert_int_equal(x & 0xffffu, (weft_rec_is_mem(type) ? 0 : 24) + (weft_rec_has_ticks(type) ? 0 : 8));
+	}
 	enum { N = 12000 };
 	uint64_t *r = malloc(N * 8);
 	uint64_t x = 0x2545f4914f6cdd1dull, t = 5;
