@@ -459,10 +459,38 @@ void weft_walker_feed_prepared(struct weft_walker *wk, uint64_t *r, size_t n)
 	walk(wk, r, n);
 }
 
+/* A run of function entries and exits with nothing of their own (the bulk of a trace of
+ * -finstrument-functions code) for a walker with a plain hook: what the general loop below does
+ * with them, without its dispatch. Stops at the first record that needs more (another type,
+ * extra words, a stack to grow, an exit that is not the innermost's); returns its index. */
+static size_t plain_run(struct weft_walker *wk, const uint64_t *r, size_t i, size_t n)
+{
+	struct weft_walk_stack *s = &wk->stacks[0]; /* the thread's own track's (the caller checked) */
+	for (; i + 2 <= n; i += 2) {
+		uint64_t h = r[i + 1];
+		uint32_t id = weft_rec_id(h);
+		__builtin_prefetch(r + i + 128);
+		if ((h >> 32) == WEFT_R_FUNC_ENTER) { /* (type, no extra words, track 0) */
+			if (s->n == s->cap)
+				break;
+			start_light(wk, r[i], id);
+			wk->ev.serial = ++wk->next_serial;
+			s->serials[s->n] = wk->next_serial;
+			s->ids[s->n++] = id;
+		} else if ((h >> 32) != WEFT_R_FUNC_EXIT || !end_plain(wk, r[i], id)) {
+			break;
+		}
+	}
+	return i;
+}
+
 static void walk(struct weft_walker *wk, const uint64_t *r, size_t n)
 {
 	struct weft_walk_stats *st = wk->st;
 	for (size_t i = 0; i + 2 <= n; i += 2 + weft_rec_extra(r[i + 1])) {
+		if (wk->plain && !wk->p->key_file && wk->nstacks && !wk->stacks[0].track &&
+		    (i = plain_run(wk, r, i, n)) + 2 > n)
+			break;
 		uint64_t h = r[i + 1];
 		unsigned type = weft_rec_type(h), extra = weft_rec_extra(h);
 		if (i + 2 + extra > n)

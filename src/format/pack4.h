@@ -280,12 +280,23 @@ static inline int weft__cols4_done(const struct weft__cols4 *c)
  * weft_unpack_headers on version 4 (test_pack4 checks them against each other). */
 #define WEFT__ORDER0 0xe4u
 
+/* The order after list entry k of order o moves to the front (its slot then entry 0's), as a
+ * table made by the compiler: one load a record. */
+#define WEFT__OT(o, k)                                                                                  \
+	((((o) & ~((4u << (2 * (k))) - 1) & 0xffu) | (((o) & ((1u << (2 * (k))) - 1)) << 2) |              \
+	  (((o) >> (2 * (k))) & 3)))
+#define WEFT__OT1(o) WEFT__OT(o, 0), WEFT__OT(o, 1), WEFT__OT(o, 2), WEFT__OT(o, 3)
+#define WEFT__OT4(o) WEFT__OT1(o), WEFT__OT1((o) + 1), WEFT__OT1((o) + 2), WEFT__OT1((o) + 3)
+#define WEFT__OT16(o) WEFT__OT4(o), WEFT__OT4((o) + 4), WEFT__OT4((o) + 8), WEFT__OT4((o) + 12)
+#define WEFT__OT64(o) WEFT__OT16(o), WEFT__OT16((o) + 16), WEFT__OT16((o) + 32), WEFT__OT16((o) + 48)
+static const uint8_t weft__order_next[256 * 4] = {WEFT__OT64(0), WEFT__OT64(64), WEFT__OT64(128),
+						   WEFT__OT64(192)};
+
 /* The slot of list entry k, moved to the front of *order. */
 static inline __attribute__((always_inline)) unsigned weft__order_take(unsigned *order, unsigned k)
 {
-	unsigned sh = 2 * k, o = *order, slot = (o >> sh) & 3;
-	*order = (o & ~((4u << sh) - 1) & 0xffu) | ((o & ((1u << sh) - 1)) << 2) | slot;
-	return slot;
+	*order = weft__order_next[*order * 4 + k];
+	return *order & 3;
 }
 
 /* What a reader needs of a header in version 4: its extra words' bytes in the records (memory
