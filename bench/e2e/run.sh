@@ -26,6 +26,7 @@ zstd_d_mb=${ZSTD_D_MB:-3}
 for f in bin/lua bin/zstd bin/db_bench data/input.bin data/input.bin.zst; do
   [ -e "$cache/$f" ] || { echo "run.sh: $cache/$f missing: run bench/e2e/build.sh" >&2; exit 1; }
 done
+[ -x /usr/bin/time ] || { echo "run.sh: /usr/bin/time missing (apt-get install time)" >&2; exit 1; }
 command -v uftrace >/dev/null || { echo "run.sh: uftrace missing (apt-get install uftrace)" >&2; exit 1; }
 rev=$(git -C "$src" rev-parse --short HEAD 2>/dev/null || echo '?')  # of run.sh's checkout, at the start
 work=$(mktemp -d /tmp/weft-e2e.XXXXXX)
@@ -44,13 +45,16 @@ prog() {
   esac
 }
 
-# time_it FILE CMD...: run CMD (output discarded), append its wall seconds to FILE
+# time_it FILE CMD...: run CMD (output discarded), append its wall seconds to FILE and its CPU
+# seconds (user + system, its children's included) to FILE.cpu
 time_it() {
   local out=$1; shift
   local t0=$EPOCHREALTIME
-  "$@" >/dev/null 2>"$work/err" || { echo "run.sh: failed: $*" >&2; cat "$work/err" >&2; exit 1; }
+  /usr/bin/time -f "%U %S" -o "$work/cpu" "$@" >/dev/null 2>"$work/err" ||
+    { echo "run.sh: failed: $*" >&2; cat "$work/err" >&2; exit 1; }
   local t1=$EPOCHREALTIME
   echo "$t0 $t1" | awk '{printf "%.3f\n", $2 - $1}' >>"$out"
+  awk '{printf "%.3f\n", $1 + $2}' "$work/cpu" >>"$out.cpu"
 }
 
 median() { sort -g "$1" | awk '{a[NR]=$1} END {if (NR % 2) print a[(NR+1)/2]; else printf "%.3f\n", (a[NR/2]+a[NR/2+1])/2}'; }
@@ -110,4 +114,16 @@ for p in $programs; do
     line="$line$(awk -v bn="$bn" -v bd="$bd" 'BEGIN { printf " %.2f | %.2f | %.2fx |", bn, bd, bd / bn }')"
   fi
   echo "$line"
+done
+
+# What converting during the run could hide at best: the core-seconds the recording left idle
+# (cores x noconv wall - noconv CPU) against the conversion's CPU (default CPU - noconv CPU)
+echo
+echo "| program | noconv wall | noconv CPU | idle core-s during noconv | default CPU | conversion CPU | idle / conversion |"
+echo "|---|---:|---:|---:|---:|---:|---:|"
+for p in $programs; do
+  n=$(median "$work/$p.noconv"); nc=$(median "$work/$p.noconv.cpu"); dc=$(median "$work/$p.default.cpu")
+  awk -v p="$p" -v n="$n" -v nc="$nc" -v dc="$dc" -v cores="$(nproc)" 'BEGIN {
+    idle = cores * n - nc; if (idle < 0) idle = 0; conv = dc - nc
+    printf "| %s | %.2f | %.2f | %.2f | %.2f | %.2f | %.0f%% |\n", p, n, nc, idle, dc, conv, (conv > 0 ? 100 * idle / conv : 0) }'
 done

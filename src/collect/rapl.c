@@ -47,7 +47,7 @@ static int open_rapl(char *desc, size_t n)
 	while ((de = readdir(d)) && k < MAX_ZONES) {
 		if (strncmp(de->d_name, "intel-rapl:", 11) || strlen(de->d_name) >= sizeof(names[0]))
 			continue;
-		snprintf(names[k], sizeof(names[k]), "%s", de->d_name);
+		memcpy(names[k], de->d_name, strlen(de->d_name) + 1); /* fits: checked above */
 		sorted[k] = names[k];
 		k++;
 	}

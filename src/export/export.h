@@ -26,8 +26,9 @@ int weft_export_result(const struct weft_export_summary *sum, int rc, char *err,
  * (relaxed): what the CLI's progress line counts (tool/progress.c). Defined in model.c. */
 extern _Atomic uint64_t weft_export_progress;
 
-/* deflate: level (1-12, libdeflate) for packets written as TracePacket.compressed_packets batches
- * (Perfetto inflates them on import; ~5x smaller for function traces), 0 for plain packets. */
+/* deflate: 1 for packets written as TracePacket.compressed_packets batches (zlib streams,
+ * zdeflate.h; Perfetto inflates them on import; 5-9x smaller for function traces), 0 for plain
+ * packets. */
 #define WEFT_PFTRACE_DEFLATE 1
 /* jobs: threads encoding (and as many deflating), 0: one per core (at most 16). */
 int weft_export_pftrace(const struct weft_trace *t, FILE *out, int jobs, int deflate,

@@ -3,7 +3,7 @@
  * head writes straight into the file; one encoded ahead of its turn writes into a file of its
  * own in $TMPDIR (unlinked), copied into the output when its turn comes; all under `lock`.
  * Compression: a sequence hands each batch to a queue and goes on encoding; a worker takes it,
- * deflates it with its own compressor and marks it done. The sequence writes its batches
+ * deflates it with its own compressor (zdeflate.h) and marks it done. The sequence writes its batches
  * oldest first, once done: with more than `limit` in flight it waits for the oldest, and
  * compresses it itself if no worker has taken it yet (so a busy or absent pool only slows it
  * down to compressing inline, as with no pool at all). A batch's buffers are reused, handed
@@ -16,22 +16,22 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-#include <libdeflate.h>
+#include "export/zdeflate.h"
 
 enum { QUEUED, TAKEN, DONE };
 
 struct weft_pf_batch {
 	struct pb in;                  /* its packets */
-	uint8_t *z;                    /* deflated: zn bytes (0: not, for want of memory: written plain) */
+	uint8_t *z;                    /* deflated: zn bytes (0: not, for want of memory or room: written plain) */
 	size_t zn, zcap;
 	int state;                     /* QUEUED, TAKEN, DONE: under qlock */
 	struct weft_pf_batch *next;    /* in the queue or the free list */
-	struct libdeflate_compressor *zc; /* the compressing sequence's (inline), or NULL */
+	struct weft_zdeflate *zc;      /* the compressing sequence's (inline), or NULL */
 };
 
 struct weft_pf_out {
 	FILE *f;
-	int level;
+	int deflate;                   /* batches compressed (zdeflate.h), or written plain */
 	pthread_mutex_t lock;          /* the file and what follows, up to qlock */
 	int err;
 	uint64_t bytes;
@@ -47,13 +47,14 @@ struct weft_pf_out {
 	size_t limit;                  /* batches in flight per sequence */
 };
 
-/* Deflates x->in into x->z with *zc (made at first use); zn stays 0 when memory fails. */
-static void deflate_batch(struct weft_pf_batch *x, struct libdeflate_compressor **zc, int level)
+/* Deflates x->in into x->z with *zc (made at first use); zn stays 0 when memory fails or the
+ * batch would not shrink into its bound (written plain then). */
+static void deflate_batch(struct weft_pf_batch *x, struct weft_zdeflate **zc)
 {
 	x->zn = 0;
-	if (!*zc && !(*zc = libdeflate_alloc_compressor(level)))
+	if (!*zc && !(*zc = weft_zdeflate_new()))
 		return;
-	size_t bound = libdeflate_zlib_compress_bound(*zc, x->in.n);
+	size_t bound = weft_zdeflate_bound(*zc, x->in.n);
 	if (bound > x->zcap) {
 		free(x->z);
 		x->zcap = 0;
@@ -61,13 +62,13 @@ static void deflate_batch(struct weft_pf_batch *x, struct libdeflate_compressor 
 			return;
 		x->zcap = bound;
 	}
-	x->zn = libdeflate_zlib_compress(*zc, x->in.p, x->in.n, x->z, x->zcap);
+	x->zn = weft_zdeflate(*zc, x->in.p, x->in.n, x->z, x->zcap);
 }
 
 static void *worker_main(void *arg)
 {
 	struct weft_pf_out *o = arg;
-	struct libdeflate_compressor *zc = NULL;
+	struct weft_zdeflate *zc = NULL;
 	pthread_mutex_lock(&o->qlock);
 	for (;;) {
 		while (!o->qhead && !o->stop)
@@ -80,24 +81,23 @@ static void *worker_main(void *arg)
 			o->qtail = NULL;
 		x->state = TAKEN;
 		pthread_mutex_unlock(&o->qlock);
-		deflate_batch(x, &zc, o->level);
+		deflate_batch(x, &zc);
 		pthread_mutex_lock(&o->qlock);
 		x->state = DONE;
 		pthread_cond_broadcast(&o->finished);
 	}
 	pthread_mutex_unlock(&o->qlock);
-	if (zc)
-		libdeflate_free_compressor(zc);
+	weft_zdeflate_free(zc);
 	return NULL;
 }
 
-struct weft_pf_out *weft_pf_out_open(FILE *f, int level, size_t nseq, int workers)
+struct weft_pf_out *weft_pf_out_open(FILE *f, int deflate, size_t nseq, int workers)
 {
 	struct weft_pf_out *o = calloc(1, sizeof(*o));
 	if (!o)
 		return NULL;
 	o->f = f;
-	o->level = level;
+	o->deflate = deflate;
 	o->n = nseq;
 	o->done = calloc(nseq + 1, 1);
 	o->ahead = calloc(nseq + 1, sizeof(FILE *));
@@ -111,7 +111,7 @@ struct weft_pf_out *weft_pf_out_open(FILE *f, int level, size_t nseq, int worker
 	pthread_mutex_init(&o->qlock, NULL);
 	pthread_cond_init(&o->work, NULL);
 	pthread_cond_init(&o->finished, NULL);
-	if (level && workers > 0 && (o->workers = calloc((size_t)workers, sizeof(pthread_t))))
+	if (deflate && workers > 0 && (o->workers = calloc((size_t)workers, sizeof(pthread_t))))
 		while (o->nworkers < workers && !pthread_create(&o->workers[o->nworkers], NULL, worker_main, o))
 			o->nworkers++;
 	/* enough in flight to keep the workers busy, shared among the sequences encoded at once
@@ -204,7 +204,7 @@ static void retire_oldest(struct weft_pf_out *o, struct weft_pf_seqout *s)
 			o->qtail = prev;
 		x->state = TAKEN;
 		pthread_mutex_unlock(&o->qlock);
-		deflate_batch(x, &x->zc, o->level);
+		deflate_batch(x, &x->zc);
 		pthread_mutex_lock(&o->qlock);
 		x->state = DONE;
 	}
@@ -231,7 +231,7 @@ void weft_pf_out_batch(struct weft_pf_out *o, struct weft_pf_seqout *s, struct p
 	if (x)
 		o->free = x->next;
 	pthread_mutex_unlock(&o->qlock);
-	if (!x && o->level)
+	if (!x && o->deflate)
 		x = calloc(1, sizeof(*x));
 	if (!x) { /* plain packets, or no memory for a batch: written as they are, in order */
 		while (s->npending)
@@ -247,7 +247,7 @@ void weft_pf_out_batch(struct weft_pf_out *o, struct weft_pf_seqout *s, struct p
 	x->next = NULL;
 	s->pending[(s->first + s->npending++) % WEFT_PF_INFLIGHT] = x;
 	if (!o->nworkers) {
-		deflate_batch(x, &x->zc, o->level);
+		deflate_batch(x, &x->zc);
 		x->state = DONE;
 		return;
 	}
@@ -306,8 +306,7 @@ int weft_pf_out_close(struct weft_pf_out *o, uint64_t *bytes)
 	while (o->free) {
 		struct weft_pf_batch *x = o->free;
 		o->free = x->next;
-		if (x->zc)
-			libdeflate_free_compressor(x->zc);
+		weft_zdeflate_free(x->zc);
 		free(x->in.p);
 		free(x->z);
 		free(x);

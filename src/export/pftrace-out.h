@@ -27,10 +27,10 @@ struct weft_pf_seqout {
 	size_t first, npending;
 };
 
-/* The output into f for nseq ordered sequences; level: libdeflate's (0: plain packets);
+/* The output into f for nseq ordered sequences; deflate: batches compressed (0: plain packets);
  * workers: compressing threads (0: each sequence compresses its own batches), best as many as
  * the threads encoding. NULL when memory fails. */
-struct weft_pf_out *weft_pf_out_open(FILE *f, int level, size_t nseq, int workers);
+struct weft_pf_out *weft_pf_out_open(FILE *f, int deflate, size_t nseq, int workers);
 /* b's whole packets as the sequence's next batch; b comes back empty (with a buffer to reuse). */
 void weft_pf_out_batch(struct weft_pf_out *o, struct weft_pf_seqout *s, struct pb *b);
 /* Every batch of the sequence written (for the header's sequence: before the others begin). */

@@ -118,9 +118,12 @@ void weft_rd_parse_meta(struct weft_trace *t, const char *name, const unsigned c
 				break;
 			uint32_t id;
 			memcpy(&id, r, 4);
-			struct weft_site_def *s = weft_rd_site_slot(p, id);
-			if (!s)
+			struct weft_site_def *s = id <= t->site_id_max ? weft_rd_site_slot(p, id) : NULL;
+			if (!s) {
+				weft_trace_warn(t, "%s: call site id %u is beyond what the metadata can define; the site is ignored",
+						name, id);
 				break;
+			}
 			const char *str = (const char *)r + 8;
 			size_t rem = len - 8, l1 = bounded_len(str, rem);
 			size_t r2 = rem - l1 - (l1 < rem), l2 = bounded_len(str + l1 + 1, r2 > 0 ? r2 : 0);
@@ -142,9 +145,12 @@ void weft_rd_parse_meta(struct weft_trace *t, const char *name, const unsigned c
 				break;
 			uint32_t w[2];
 			memcpy(w, r, 8);
-			struct weft_site_def *s = weft_rd_site_slot(p, w[0]);
-			if (!s)
+			struct weft_site_def *s = w[0] <= t->site_id_max ? weft_rd_site_slot(p, w[0]) : NULL;
+			if (!s) {
+				weft_trace_warn(t, "%s: call site id %u is beyond what the metadata can define; the site is ignored",
+						name, w[0]);
 				break;
+			}
 			free(s->file);
 			s->file = weft_rd_xstrndup((const char *)r + 8, bounded_len((const char *)r + 8, len - 8));
 			s->line = w[1];

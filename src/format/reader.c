@@ -248,6 +248,17 @@ static int load(struct weft_trace *t, const char *const *names, const unsigned c
 		const size_t *sizes, size_t n, const struct weft_window_req *win, char *err, size_t errlen)
 {
 	size_t used = 0;
+	/* Call-site ids count up from 1 in a process and its forked children, each defined by one
+	 * SITE record (16 bytes at least) in one of the metadata files: an id beyond what all of
+	 * them could hold is damage, refused before it sizes a site table (a 1 KiB file once made
+	 * one of 10 M entries). Generous: twice that, and 4096 more. */
+	uint64_t meta_bytes = 0;
+	for (size_t i = 0; i < n; i++) {
+		const char *dot = strrchr(names[i], '.');
+		if (dot && !strcmp(dot, ".wmeta"))
+			meta_bytes += sizes[i];
+	}
+	t->site_id_max = 4096 + 2 * (meta_bytes / (sizeof(struct weft_meta_rec_header) + 8));
 	for (int pass = 0; pass < 2; pass++) /* metadata first, so events see their process */
 		for (size_t i = 0; i < n; i++) {
 			const char *dot = strrchr(names[i], '.');

@@ -248,6 +248,7 @@ struct weft_trace {
 	uint64_t first_ns, last_ns; /* span of all events */
 	struct weft_hosts hosts;    /* the hosts, aligned onto hosts.h[0]'s clock (hosts.h) */
 	int machines; /* set by the caller: the .pftrace gives each host's packets its machine_id */
+	uint64_t site_id_max; /* the highest call-site id the metadata read can define (load()) */
 };
 
 /* Decompress a chunk into *buf (grown as needed; reuse it across calls) and undo the delta

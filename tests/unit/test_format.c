@@ -434,6 +434,44 @@ static void packing_v1_reads(void **s)
 /* The kernel reuses tids: two threads with tid 90 (serials 1 and 2, format 1.2), each with
  * chunks 0 and 1, stay two threads with all their events; 20,000 threads load through the
  * (tid, serial) table. */
+/* A call-site id far beyond what the metadata can define (damage, or a crafted file) is
+ * refused with a warning before it sizes the site table; ids as a writer numbers them are kept,
+ * high ones included when the metadata holds that many sites. */
+static void site_ids_beyond_the_metadata_are_refused(void **s)
+{
+	(void)s;
+	struct tb m = {0}, e = {0};
+	tb_header(&m, WEFT_META_MAGIC, 1, 78);
+	tb_clock_kind(&m, 1);
+	tb_clock(&m, 1000, 5000000);
+	tb_clock(&m, 201000, 5100000);
+	tb_site(&m, 1, 0, "work");
+	tb_site(&m, 9000000, 0, "far");
+	for (uint32_t id = 2; id <= 6000; id++) /* 6000 sites: id 6000 is a real one */
+		tb_site(&m, id, 0, id == 6000 ? "last" : "x");
+	tb_header(&e, WEFT_EVENTS_MAGIC, 1, 78);
+	uint64_t c0[] = {2000, HDR(1, WEFT_R_BEGIN, 0, 0), 2010, HDR(1, WEFT_R_END, 0, 0)};
+	tb_chunk(&e, 78, 0, c0, 4, 0);
+	const char *names[2] = {"78.wmeta", "78-0.wevents"};
+	const unsigned char *data[2] = {m.p, e.p};
+	size_t sizes[2] = {m.n, e.n};
+	struct weft_trace *t = NULL;
+	char err[256];
+	assert_int_equal(weft_trace_from_buffers(names, data, sizes, 2, &t, err, sizeof(err)), 0);
+	const struct weft_proc *p = &t->procs[0];
+	assert_true(p->nsites < 100000);
+	assert_string_equal(weft_site_name(p, 1), "work");
+	assert_string_equal(weft_site_name(p, 6000), "last");
+	assert_null(weft_site_name(p, 9000000));
+	int warned = 0;
+	for (size_t i = 0; i < t->nwarnings; i++)
+		warned |= strstr(t->warnings[i], "call site id 9000000 is beyond what the metadata can define") != NULL;
+	assert_true(warned);
+	weft_trace_free(t);
+	free(m.p);
+	free(e.p);
+}
+
 static void reused_tids_are_separate_threads(void **s)
 {
 	(void)s;
@@ -497,7 +535,7 @@ int main(void)
 		cmocka_unit_test(nothing_to_read), cmocka_unit_test(packing_round_trips),
 		cmocka_unit_test(packing_memory_records), cmocka_unit_test(packing_v3_columns),
 		cmocka_unit_test(packing_v2_bytes), cmocka_unit_test(packing_v1_reads),
-		cmocka_unit_test(reused_tids_are_separate_threads),
+		cmocka_unit_test(reused_tids_are_separate_threads), cmocka_unit_test(site_ids_beyond_the_metadata_are_refused),
 	};
 	int rc = cmocka_run_group_tests(tests, NULL, NULL);
 	free(meta.p);
