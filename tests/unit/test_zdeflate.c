@@ -34,10 +34,22 @@ static size_t round_trip(const uint8_t *in, size_t n)
 		if (n)
 			assert_memory_equal(back, in, n);
 		libdeflate_free_decompressor(d);
-		/* the same input, the same bytes (the same engine, again) */
-		uint8_t *again = malloc(cap);
+		/* the same input, the same bytes: again, after other input (a compressor's tables
+		 * must not carry over from one batch to the next), and with a new compressor */
+		uint8_t *again = malloc(cap), *other = malloc(n + 1);
+		for (size_t i = 0; i <= n; i++)
+			other[i] = (uint8_t)(i * 2654435761u >> 13);
+		size_t ocap = weft_zdeflate_bound(z, n + 1);
+		uint8_t *oz = malloc(ocap);
+		weft_zdeflate(z, other, n + 1, oz, ocap);
 		assert_int_equal(weft_zdeflate(z, in, n, again, cap), zn);
 		assert_memory_equal(again, out, zn);
+		struct weft_zdeflate *z2 = weft_zdeflate_new();
+		assert_int_equal(weft_zdeflate(z2, in, n, again, cap), zn);
+		assert_memory_equal(again, out, zn);
+		weft_zdeflate_free(z2);
+		free(oz);
+		free(other);
 		free(again);
 	}
 	free(out);
