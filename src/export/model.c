@@ -99,14 +99,102 @@ void weft_walk_stats_refused(struct weft_walk_stats *st, int rc, const char *why
 		st->bad_why = why;
 }
 
-static void flush(struct weft_walker *w)
+/* The fields of a light pending event that start() or emit_end() would have set: what a plain
+ * event has none of. */
+static void fill_light(struct weft_walker *w)
+{
+	struct weft_ev *e = &w->ev;
+	w->light = 0;
+	e->flags = 0;
+	e->end_ts = 0;
+	e->value = 0;
+	e->is_double = 0;
+	e->nctr = 0;
+	e->has_cm = 0;
+	e->cm_user_ns = e->cm_sys_ns = e->cm_rss = 0;
+	e->nargs = e->nout = e->nin = 0;
+	e->stack_hash = 0;
+	e->nframes = 0;
+	e->frames = NULL;
+}
+
+/* Before the pending event gets something attached (or is looked at beyond kind and id). */
+static inline void unlight(struct weft_walker *w)
+{
+	if (w->light)
+		fill_light(w);
+}
+
+/* The batch of plain events to plain; each one it leaves goes to fn in full. */
+static void batch_out(struct weft_walker *w)
+{
+	size_t n = w->nbatch, i = 0;
+	w->nbatch = 0;
+	while (i < n) {
+		i += w->plain(w->ud, w->batch + i, n - i);
+		if (i == n)
+			break;
+		const struct weft_plain_ev *b = &w->batch[i++];
+		struct weft_ev e;
+		e.kind = b->kind;
+		e.ts = b->ts;
+		e.id = b->id;
+		e.track = 0;
+		e.serial = b->serial;
+		e.flags = 0;
+		e.end_ts = 0;
+		e.value = 0;
+		e.is_double = 0;
+		e.nctr = 0;
+		e.has_cm = 0;
+		e.cm_user_ns = e.cm_sys_ns = e.cm_rss = 0;
+		e.nargs = e.nout = e.nin = 0;
+		e.stack_hash = 0;
+		e.nframes = 0;
+		e.frames = NULL;
+		w->fn(w->ud, &e);
+	}
+}
+
+/* An event to fn, after the plain ones before it. */
+static inline void deliver(struct weft_walker *w, const struct weft_ev *e)
+{
+	if (w->nbatch)
+		batch_out(w);
+	w->fn(w->ud, e);
+}
+
+static inline void flush(struct weft_walker *w)
 {
 	if (!w->pending)
 		return;
 	if (w->pending == 1) /* an END (2) was counted when it closed its slice */
 		w->st->events++;
 	w->pending = 0;
-	w->fn(w->ud, &w->ev);
+	if (w->light) { /* plain: into the batch for plain */
+		w->light = 0;
+		if (w->plain) {
+			struct weft_plain_ev *b = &w->batch[w->nbatch++];
+			b->ts = w->ev.ts;
+			b->serial = w->ev.serial;
+			b->id = w->ev.id;
+			b->kind = w->ev.kind;
+			if (w->nbatch == WEFT_PLAIN_BATCH)
+				batch_out(w);
+			return;
+		}
+		fill_light(w);
+	}
+	deliver(w, &w->ev);
+}
+
+/* Everything pending out, plain or not (the end of a chunk: the callbacks see each chunk's
+ * events before the walker returns). */
+static void flush_all(struct weft_walker *w)
+{
+	flush(w);
+	if (w->nbatch)
+		batch_out(w);
 }
 
 /* An END closes its slice at once; where it is the end the records asked for (not an unwound
@@ -116,6 +204,16 @@ static void emit_end(struct weft_walker *w, uint64_t ts, uint32_t id, uint64_t s
 		     unsigned flags, const uint64_t *ctr, unsigned nctr, int keep)
 {
 	struct weft_ev tmp, *e = keep ? &w->ev : &tmp;
+	if (keep && !flags && !nctr && !track && w->cm_end.valid != 2) { /* plain so far: light */
+		e->kind = WEFT_EV_END;
+		e->ts = ts;
+		e->id = id;
+		e->track = 0;
+		e->serial = serial;
+		w->pending = 2;
+		w->light = 1;
+		return;
+	}
 	e->has_cm = 0;
 	e->cm_user_ns = e->cm_sys_ns = e->cm_rss = 0;
 	e->nctr = nctr;
@@ -143,12 +241,28 @@ static void emit_end(struct weft_walker *w, uint64_t ts, uint32_t id, uint64_t s
 	if (keep)
 		w->pending = 2;
 	else
-		w->fn(w->ud, &tmp);
+		deliver(w, &tmp);
+}
+
+/* A BEGIN on the thread's own track, light (its serial the caller's to set). */
+static inline void start_light(struct weft_walker *w, uint64_t ts, uint32_t id)
+{
+	flush(w);
+	struct weft_ev *e = &w->ev;
+	e->kind = WEFT_EV_BEGIN;
+	e->ts = ts;
+	e->id = id;
+	e->track = 0;
+	w->pending = 1;
+	w->light = 1;
+	if (ts > w->last_ts)
+		w->last_ts = ts;
 }
 
 static void start(struct weft_walker *w, unsigned kind, uint64_t ts, uint32_t id, unsigned track)
 {
 	flush(w);
+	w->light = 0;
 	struct weft_ev *e = &w->ev;
 	e->kind = kind;
 	e->flags = 0;
@@ -211,6 +325,32 @@ static void on_end(struct weft_walker *w, uint64_t ts, uint32_t id, unsigned tra
 	w->cm_end.valid = 2; /* emit_end attaches it */
 	emit_end(w, ts, id, s->serials[s->n], track, flags, ctr, nctr, 1);
 	w->cm_end.valid = 0;
+}
+
+/* on_end's common case, inline: an end on the thread's own track with nothing of its own (no
+ * flags, counters or CPUMEM before it) that closes the innermost open slice. 0: not that case
+ * (nothing done: on_end handles it). */
+static inline int end_plain(struct weft_walker *w, uint64_t ts, uint32_t id)
+{
+	if (w->cm_end.valid || !w->nstacks || w->stacks[0].track != 0)
+		return 0;
+	struct weft_walk_stack *s = &w->stacks[0];
+	if (!s->n || s->ids[s->n - 1] != id)
+		return 0;
+	flush(w);
+	if (ts > w->last_ts)
+		w->last_ts = ts;
+	s->n--;
+	w->st->events++;
+	struct weft_ev *e = &w->ev; /* emit_end's light END */
+	e->kind = WEFT_EV_END;
+	e->ts = ts;
+	e->id = id;
+	e->track = 0;
+	e->serial = s->serials[s->n];
+	w->pending = 2;
+	w->light = 1;
+	return 1;
 }
 
 /* setjmp: remember how deep the thread's own track was; longjmp to that jmp_buf closes what
@@ -305,7 +445,7 @@ static uint64_t innermost(const struct weft_walker *w)
 
 void weft_walker_skip(struct weft_walker *w)
 {
-	flush(w);
+	flush_all(w);
 }
 
 void weft_walker_feed(struct weft_walker *wk, uint64_t *r, size_t n)
@@ -319,14 +459,43 @@ void weft_walker_feed_prepared(struct weft_walker *wk, uint64_t *r, size_t n)
 	walk(wk, r, n);
 }
 
+/* A run of function entries and exits with nothing of their own (the bulk of a trace of
+ * -finstrument-functions code) for a walker with a plain hook: what the general loop below does
+ * with them, without its dispatch. Stops at the first record that needs more (another type,
+ * extra words, a stack to grow, an exit that is not the innermost's); returns its index. */
+static size_t plain_run(struct weft_walker *wk, const uint64_t *r, size_t i, size_t n)
+{
+	struct weft_walk_stack *s = &wk->stacks[0]; /* the thread's own track's (the caller checked) */
+	for (; i + 2 <= n; i += 2) {
+		uint64_t h = r[i + 1];
+		uint32_t id = weft_rec_id(h);
+		__builtin_prefetch(r + i + 128);
+		if ((h >> 32) == WEFT_R_FUNC_ENTER) { /* (type, no extra words, track 0) */
+			if (s->n == s->cap)
+				break;
+			start_light(wk, r[i], id);
+			wk->ev.serial = ++wk->next_serial;
+			s->serials[s->n] = wk->next_serial;
+			s->ids[s->n++] = id;
+		} else if ((h >> 32) != WEFT_R_FUNC_EXIT || !end_plain(wk, r[i], id)) {
+			break;
+		}
+	}
+	return i;
+}
+
 static void walk(struct weft_walker *wk, const uint64_t *r, size_t n)
 {
 	struct weft_walk_stats *st = wk->st;
 	for (size_t i = 0; i + 2 <= n; i += 2 + weft_rec_extra(r[i + 1])) {
+		if (wk->plain && !wk->p->key_file && wk->nstacks && !wk->stacks[0].track &&
+		    (i = plain_run(wk, r, i, n)) + 2 > n)
+			break;
 		uint64_t h = r[i + 1];
 		unsigned type = weft_rec_type(h), extra = weft_rec_extra(h);
 		if (i + 2 + extra > n)
 			break; /* a record cut by the end of its chunk */
+		__builtin_prefetch(r + i + 128); /* decoded on another core (weft_walk_thread) */
 		uint32_t id = weft_rec_id(h);
 		unsigned track = weft_rec_track(h);
 		uint64_t x = extra ? r[i + 2] : 0;
@@ -339,24 +508,34 @@ static void walk(struct weft_walker *wk, const uint64_t *r, size_t n)
 				flush(wk);
 				break;
 			}
-			start(wk, WEFT_EV_BEGIN, r[i], id, tr);
+			if (tr == 0)
+				start_light(wk, r[i], id);
+			else
+				start(wk, WEFT_EV_BEGIN, r[i], id, tr);
 			if (extra && extra == wk->p->nctr) { /* counters= (1.5) */
+				unlight(wk);
 				wk->ev.nctr = extra;
 				memcpy(wk->ev.ctr, r + i + 2, 8 * (size_t)extra);
 			}
 			wk->ev.serial = ++wk->next_serial;
 			s->serials[s->n] = wk->next_serial;
 			s->ids[s->n++] = id;
-			if (__builtin_expect(wk->p->key_file != 0, 0))
+			if (__builtin_expect(wk->p->key_file != 0, 0)) {
+				unlight(wk);
 				source_args(wk, id);
+			}
 			break;
 		}
 		case WEFT_R_END: /* 1.4: an extra word of flags (WEFT_END_*) */
 			/* 1.5: the counters after the flags */
+			if (!extra && !track && end_plain(wk, r[i], id))
+				break;
 			on_end(wk, r[i], id, track, (extra && (x & WEFT_END_EXCEPTION)) ? WEFT_EVF_EXCEPTION : 0,
 			       r + i + 3, extra == 1 + wk->p->nctr && wk->p->nctr ? wk->p->nctr : 0);
 			break;
 		case WEFT_R_FUNC_EXIT:
+			if (!extra && end_plain(wk, r[i], id))
+				break;
 			on_end(wk, r[i], id, 0, 0, r + i + 2, extra && extra == wk->p->nctr ? extra : 0);
 			break;
 		case WEFT_R_SETJMP:
@@ -396,7 +575,10 @@ static void walk(struct weft_walker *wk, const uint64_t *r, size_t n)
 			break;
 		case WEFT_R_ARG_I64: case WEFT_R_ARG_U64: case WEFT_R_ARG_F64:
 		case WEFT_R_ARG_BOOL: case WEFT_R_ARG_PTR: case WEFT_R_ARG_STR:
-			if (attachable(wk) && wk->ev.nargs < WEFT_EV_MAX_ARGS) {
+			if (!attachable(wk))
+				break;
+			unlight(wk);
+			if (wk->ev.nargs < WEFT_EV_MAX_ARGS) {
 				struct weft_ev_arg *a = &wk->ev.args[wk->ev.nargs++];
 				a->key = id;
 				a->type = type;
@@ -411,6 +593,7 @@ static void walk(struct weft_walker *wk, const uint64_t *r, size_t n)
 				st->orphan_flows++;
 				break;
 			}
+			unlight(wk);
 			if (type == WEFT_R_FLOW_OUT && wk->ev.nout < WEFT_EV_MAX_FLOWS)
 				wk->ev.flows_out[wk->ev.nout++] = r[i];
 			if (type == WEFT_R_FLOW_IN && wk->ev.nin < WEFT_EV_MAX_FLOWS)
@@ -453,6 +636,7 @@ static void walk(struct weft_walker *wk, const uint64_t *r, size_t n)
 			if (extra < 2)
 				break;
 			if (track == 0 && wk->pending && wk->ev.kind == WEFT_EV_BEGIN && wk->ev.id == id) {
+				unlight(wk);
 				wk->ev.has_cm = 1;
 				wk->ev.cm_rss = r[i];
 				wk->ev.cm_user_ns = r[i + 2];
@@ -478,7 +662,7 @@ static void walk(struct weft_walker *wk, const uint64_t *r, size_t n)
 	}
 	/* arguments never cross a chunk: what is pending is complete, and must go before the
 	 * chunk's memory is reused */
-	flush(wk);
+	flush_all(wk);
 }
 
 void weft_walker_finish(struct weft_walker *w, uint64_t end_ns)
@@ -497,6 +681,7 @@ void weft_walker_finish(struct weft_walker *w, uint64_t end_ns)
 		free(k->ids);
 		free(k->serials);
 	}
+	flush_all(w);
 	free(w->stacks);
 	w->stacks = NULL;
 	w->nstacks = 0;
@@ -550,8 +735,16 @@ void weft_walk_thread(const struct weft_proc *p, const struct weft_thread_data *
 		      uint64_t trace_end_ns, weft_ev_fn fn, void *ud, struct weft_walk_stats *st,
 		      uint64_t **buf, size_t *cap)
 {
+	weft_walk_thread_plain(p, th, trace_end_ns, fn, NULL, ud, st, buf, cap);
+}
+
+void weft_walk_thread_plain(const struct weft_proc *p, const struct weft_thread_data *th,
+			    uint64_t trace_end_ns, weft_ev_fn fn, weft_plain_fn plain, void *ud,
+			    struct weft_walk_stats *st, uint64_t **buf, size_t *cap)
+{
 	struct weft_walker w;
 	weft_walker_init(&w, p, fn, ud, st);
+	w.plain = plain;
 	struct prefetch f = {.p = p, .th = th, .lock = PTHREAD_MUTEX_INITIALIZER, .cond = PTHREAD_COND_INITIALIZER};
 	pthread_t helper;
 	int ahead = th->nchunks >= 3 && pthread_create(&helper, NULL, prefetch_main, &f) == 0;

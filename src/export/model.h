@@ -87,6 +87,19 @@ struct weft_walk_stats {
 void weft_walk_stats_refused(struct weft_walk_stats *st, int rc, const char *why);
 
 typedef void (*weft_ev_fn)(void *ud, const struct weft_ev *e);
+/* Optional, for converters that write function calls by the million: plain BEGINs and ENDs (on
+ * the thread's own track, with nothing attached: no arguments, flows, counters, readings or
+ * flags), as their fields alone, in batches of consecutive ones, before a weft_ev is filled in
+ * for any. Returns how many of the first ones it took; the walker hands the next one through
+ * weft_ev_fn (in full: the same event) and offers the rest again. */
+struct weft_plain_ev {
+	uint64_t ts;
+	uint64_t serial;
+	uint32_t id;
+	unsigned kind; /* WEFT_EV_BEGIN or WEFT_EV_END */
+};
+typedef size_t (*weft_plain_fn)(void *ud, const struct weft_plain_ev *ev, size_t n);
+#define WEFT_PLAIN_BATCH 64
 
 /* A walker is fed one thread's chunks in order, then finished. Events handed to fn point into
  * the chunk being fed: they are valid during the callback only. */
@@ -95,14 +108,18 @@ struct weft_walker {
 	uint64_t next_serial; /* slices begun so far in this thread */
 	const struct weft_proc *p;
 	weft_ev_fn fn;
+	weft_plain_fn plain; /* NULL: every event through fn */
 	void *ud;
 	struct weft_walk_stats *st;
 	struct weft_walk_stack *stacks;
 	size_t nstacks;
 	struct weft_ev ev; /* pending: its args and flows may still follow */
 	int pending;
+	int light; /* the pending event is plain so far: only kind, ts, id, track (0), serial set */
 	uint64_t last_ts;
 	struct { uint64_t env; size_t depth; } *jmps; /* setjmp buffers seen */
+	struct weft_plain_ev batch[WEFT_PLAIN_BATCH]; /* plain events not yet offered to plain */
+	size_t nbatch;
 	struct { int valid; uint32_t id; uint64_t user, sys, rss; } cm_end; /* a CPUMEM before an END */
 	size_t njmps, jcap;
 };
@@ -123,6 +140,10 @@ void weft_walker_finish(struct weft_walker *w, uint64_t end_ns);
 void weft_walk_thread(const struct weft_proc *p, const struct weft_thread_data *th,
 		      uint64_t trace_end_ns, weft_ev_fn fn, void *ud, struct weft_walk_stats *st,
 		      uint64_t **buf, size_t *cap);
+/* The same, offering plain function and slice events to plain first (weft_plain_fn). */
+void weft_walk_thread_plain(const struct weft_proc *p, const struct weft_thread_data *th,
+			    uint64_t trace_end_ns, weft_ev_fn fn, weft_plain_fn plain, void *ud,
+			    struct weft_walk_stats *st, uint64_t **buf, size_t *cap);
 
 /* Run fn(i, ud) for i in [0, n) on up to `jobs` threads (the calling one included). */
 void weft_parallel_for(size_t n, int jobs, void (*fn)(size_t i, void *ud), void *ud);

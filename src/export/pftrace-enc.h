@@ -136,6 +136,38 @@ static inline void pfe_ts_pb(struct seq_enc *e, struct pb *b, uint64_t ts)
 	b->n = (size_t)(pfe_ts(e, b->p + b->n, ts) - b->p);
 }
 
+/* The common event's packet - a begin, end or instant on the thread's own track, its name
+ * (id) and category (ci, 0: none) interned, nothing attached - written straight: 11-14 bytes
+ * for a function's (the time a delta, pfe_ts). Without SEQ_NEEDS_INCREMENTAL_STATE (2 bytes of
+ * them), which only asks a reader to skip the packet once the sequence's state is lost: a file
+ * written whole, each sequence starting with its state cleared, never loses it. */
+static inline void pfe_plain_packet(struct seq_enc *e, uint64_t ts, unsigned type, uint32_t id, uint32_t ci)
+{
+	struct pb *b = &e->out;
+	pb_reserve(b, 64); /* at most 2 + 13 + 6 + 2 + 2 + 6 + 6 */
+	uint8_t *o = b->p + b->n, *len = o + 1, *te;
+	o[0] = (TRACE_PACKET << 3) | 2;
+	o += 2;
+	o = pfe_ts(e, o, ts);
+	*o++ = TP_SEQ_ID << 3;
+	o = pfe_varint(o, e->seq);
+	*o++ = (TP_TRACK_EVENT << 3) | 2;
+	te = o++;
+	*o++ = TE_TYPE << 3;
+	*o++ = (uint8_t)type;
+	if (type != TYPE_END) {
+		*o++ = TE_NAME_IID << 3;
+		o = pfe_varint(o, id);
+		if (ci) {
+			*o++ = TE_CATEGORY_IIDS << 3;
+			o = pfe_varint(o, ci);
+		}
+	}
+	*te = (uint8_t)(o - te - 1);
+	*len = (uint8_t)(o - len - 1);
+	b->n = (size_t)(o - b->p);
+}
+
 /* The track of an event (a lane or async track described on first use), its TrackEvent packet,
  * the `received` instant ending arrows on an END, and the instant of a large allocation. */
 uint64_t weft_pfe_track_for(struct seq_enc *e, const struct weft_ev *ev);

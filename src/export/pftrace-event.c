@@ -4,7 +4,8 @@
  * on the sequence as first used, its arguments, flows and per-slice counters; lane and async
  * track descriptors just before their first use. The common event (a begin or end on the
  * thread's own track, already interned, nothing attached) is written in one pass without
- * per-field checks (packet_fast).
+ * per-field checks (packet_fast; pftrace.c offers most function events to it directly:
+ * on_plain).
  */
 #include "export/pftrace-enc.h"
 #include "export/pftrace-memory.h"
@@ -144,11 +145,8 @@ static void args(struct seq_enc *e, const struct weft_ev *ev)
 }
 
 /* The common case - a begin, end or instant on the thread's own track, its name already
- * interned, no arguments or flows - written straight, without per-field checks: 11-14 bytes
- * (the time a delta, pfe_ts). Without SEQ_NEEDS_INCREMENTAL_STATE (2 bytes of them), which
- * only asks a reader to skip the packet once the sequence's state is lost: a file written
- * whole, each sequence starting with its state cleared, never loses it. Returns 0 when the
- * event needs the general path. */
+ * interned, no arguments or flows - written straight, without per-field checks
+ * (pfe_plain_packet). Returns 0 when the event needs the general path. */
 static int packet_fast(struct seq_enc *e, const struct weft_ev *ev, uint64_t ts, unsigned type,
 		       uint64_t track)
 {
@@ -165,31 +163,7 @@ static int packet_fast(struct seq_enc *e, const struct weft_ev *ev, uint64_t ts,
 		if (ci && !e->catted[ci])
 			return 0;
 	}
-	uint8_t te[32], *t = te;
-	*t++ = TE_TYPE << 3;
-	*t++ = (uint8_t)type;
-	if (type != TYPE_END) {
-		*t++ = TE_NAME_IID << 3;
-		t = pfe_varint(t, id);
-		if (ci) {
-			*t++ = TE_CATEGORY_IIDS << 3;
-			t = pfe_varint(t, ci);
-		}
-	}
-	struct pb *b = &e->out;
-	pb_reserve(b, 64);
-	uint8_t *o = b->p + b->n, *len = o + 1;
-	o[0] = (TRACE_PACKET << 3) | 2;
-	o += 2;
-	o = pfe_ts(e, o, ts);
-	*o++ = TP_SEQ_ID << 3;
-	o = pfe_varint(o, e->seq);
-	*o++ = (TP_TRACK_EVENT << 3) | 2;
-	*o++ = (uint8_t)(t - te);
-	memcpy(o, te, (size_t)(t - te));
-	o += t - te;
-	*len = (uint8_t)(o - len - 1);
-	b->n = (size_t)(o - b->p);
+	pfe_plain_packet(e, ts, type, id, ci);
 	return 1;
 }
 

@@ -184,6 +184,35 @@ static void on_event(void *ud, const struct weft_ev *ev)
 	}
 }
 
+/* Plain begins and ends (model.h: weft_plain_fn), before the walker fills in a weft_ev for
+ * them: where on_event would write one with packet_fast (the thread described, no sched bundle,
+ * no readings or open slices to note, the name interned, an end with no memory args), it is
+ * written here without the event; at the first that is not, on_event gets it. */
+static size_t on_plain(void *ud, const struct weft_plain_ev *ev, size_t n)
+{
+	struct seq_enc *e = ud;
+	if (__builtin_expect(!e->described || e->sched || e->sys || e->nopen, 0))
+		return 0;
+	const struct weft_proc *p = e->p;
+	e->end_known = e->end_exact = 0;
+	for (size_t i = 0; i < n; i++) {
+		uint32_t id = ev[i].id, ci = 0;
+		if (ev[i].kind == WEFT_EV_END) {
+			if (e->mem)
+				return i;
+		} else {
+			if (!id || id >= p->nsites || !e->named[id])
+				return i;
+			ci = e->cats->iid[id];
+			if (ci && !e->catted[ci])
+				return i;
+		}
+		drain(e, 1u << 20);
+		pfe_plain_packet(e, ev[i].ts, ev[i].kind == WEFT_EV_END ? TYPE_END : TYPE_BEGIN, id, ci);
+	}
+	return n;
+}
+
 struct job {
 	const struct weft_trace *t;
 	struct seq_enc *encs;
@@ -278,7 +307,7 @@ static void encode_thread(size_t i, void *ud)
 		weft_oom("writing the .pftrace");
 	e->t = j->t;
 	weft_pf_sched_join(&e->sched, j->sched_ends, p, e->th);
-	weft_walk_thread(p, e->th, j->t->last_ns, on_event, e, &e->st, &e->buf, &e->cap);
+	weft_walk_thread_plain(p, e->th, j->t->last_ns, on_event, on_plain, e, &e->st, &e->buf, &e->cap);
 	weft_pf_sched_close(e->sched, &e->out);
 	if (!e->described) /* no event of its own (a sched reader): the end of the trace is after its start */
 		thread_descriptor(e, j->t->last_ns);

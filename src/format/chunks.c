@@ -120,6 +120,21 @@ static inline void prepare_rec(uint64_t *r, void *ctx)
 	}
 }
 
+/* prepare_rec as weft_unpack4_rewrite asks for it: per header (once per literal) and per time. */
+static inline uint64_t prepare_hdr(uint64_t h, void *ctx)
+{
+	const struct prep_ctx *x = ctx;
+	unsigned type = weft_rec_type(h);
+	if (type != WEFT_R_FUNC_ENTER && type != WEFT_R_FUNC_EXIT)
+		return h;
+	return (h & (0xffull << 40)) | ((uint64_t)type << 32) | weft_func_id(x->p, weft_rec_addr(h));
+}
+
+static inline uint64_t prepare_ts(uint64_t ticks, void *ctx)
+{
+	return weft_proc_ns(((const struct prep_ctx *)ctx)->p, ticks);
+}
+
 void weft_records_prepare(const struct weft_proc *p, uint64_t *r, size_t n)
 {
 	struct prep_ctx x = {.p = p};
@@ -204,7 +219,7 @@ static int decode(const struct weft_chunk_view *c, const struct weft_proc *prep,
 		if (!prep)
 			words = weft_unpack(dst, got, w, n, fmt, 1);
 		else if (fmt == 4)
-			words = weft_unpack_each(dst, got, w, n, 4, 1, prepare_rec, &x);
+			words = weft_unpack4_rewrite(dst, got, w, n, prepare_hdr, prepare_ts, &x);
 		else if (fmt == 3)
 			words = weft_unpack_each(dst, got, w, n, 3, 1, prepare_rec, &x);
 		else if (fmt == 2)
@@ -281,7 +296,8 @@ int weft_chunk_headers(const struct weft_chunk_view *c, uint64_t **buf, size_t *
 			}
 			packed = (const uint8_t *)*buf;
 		}
-		int bad = weft_unpack_headers(packed, got, fmt, fn, ud);
+		int bad = fmt == 4 ? weft_unpack4_headers(packed, got, fn, ud)
+				   : weft_unpack_headers(packed, got, fmt, fn, ud);
 		weft_blob_release(c->stored, c->stored_size); /* (format/blob.h) */
 		if (bad) {
 			*why = "bad packed records";

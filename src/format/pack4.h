@@ -271,4 +271,214 @@ static inline int weft__cols4_done(const struct weft__cols4 *c)
 	return c->d == c->d_end && c->c == c->c_end && c->a == c->a_end && c->s == c->s_end;
 }
 
+/* Version 4 read fast, for the readers that read every record of a trace (conversion): the
+ * header list kept as four slots that never move, its order four 2-bit slot numbers in one
+ * byte (entry j's slot at bits 2j, starting 0xe4: entry j in slot j), so that a step of the
+ * list is a few operations and no branch, and what a reader derives from a header (its size,
+ * whether word0 is a timestamp, the header it wants written) is derived once, when the header
+ * comes in as a literal, and kept in its slot. Same results as weft_unpack_each and
+ * weft_unpack_headers on version 4 (test_pack4 checks them against each other). */
+#define WEFT__ORDER0 0xe4u
+
+/* The order after list entry k of order o moves to the front (its slot then entry 0's), as a
+ * table made by the compiler: one load a record. */
+#define WEFT__OT(o, k)                                                                                  \
+	((((o) & ~((4u << (2 * (k))) - 1) & 0xffu) | (((o) & ((1u << (2 * (k))) - 1)) << 2) |              \
+	  (((o) >> (2 * (k))) & 3)))
+#define WEFT__OT1(o) WEFT__OT(o, 0), WEFT__OT(o, 1), WEFT__OT(o, 2), WEFT__OT(o, 3)
+#define WEFT__OT4(o) WEFT__OT1(o), WEFT__OT1((o) + 1), WEFT__OT1((o) + 2), WEFT__OT1((o) + 3)
+#define WEFT__OT16(o) WEFT__OT4(o), WEFT__OT4((o) + 4), WEFT__OT4((o) + 8), WEFT__OT4((o) + 12)
+#define WEFT__OT64(o) WEFT__OT16(o), WEFT__OT16((o) + 16), WEFT__OT16((o) + 32), WEFT__OT16((o) + 48)
+static const uint8_t weft__order_next[256 * 4] = {WEFT__OT64(0), WEFT__OT64(64), WEFT__OT64(128),
+						   WEFT__OT64(192)};
+
+/* The slot of list entry k, moved to the front of *order. */
+static inline __attribute__((always_inline)) unsigned weft__order_take(unsigned *order, unsigned k)
+{
+	*order = weft__order_next[*order * 4 + k];
+	return *order & 3;
+}
+
+/* What a reader needs of a header in version 4: its extra words' bytes in the records (memory
+ * records: 0, their words are in the columns), 8 more for word0 where it is not a timestamp. */
+#define WEFT__S4_TICKS 0x10000u /* word0 is a timestamp delta */
+#define WEFT__S4_MEM 0x20000u   /* a memory record: its extra words in the columns */
+#define WEFT__S4_TICK_TYPES 0x07fe00feu /* bit t: weft_rec_has_ticks(t) */
+#define WEFT__S4_MEM_TYPES 0x03800000u  /* bit t: weft_rec_is_mem(t) */
+static inline uint32_t weft__slot4_info(uint64_t h)
+{
+	unsigned type = weft_rec_type(h), extra = weft_rec_extra(h);
+	/* weft_rec_has_ticks and weft_rec_is_mem as bit masks of the types (below 32: all of
+	 * them); test_pack4 checks them against the functions */
+	uint32_t bit = type < 32 ? 1u << type : 0;
+	uint32_t mem = bit & WEFT__S4_MEM_TYPES, ticks = bit & WEFT__S4_TICK_TYPES;
+	return (mem ? WEFT__S4_MEM : extra * 8u) + (ticks ? WEFT__S4_TICKS : 8u);
+}
+
+/* Whether a version 4 header's record is its tag byte alone after a short tag (a timestamp
+ * record with no extra words in the records: a function's entry or exit, a memory record). */
+static inline int weft__slot4_one(uint32_t info)
+{
+	return (info & ~WEFT__S4_MEM) == WEFT__S4_TICKS;
+}
+
+/* The first byte at or after p (before end) that is 64 * j or more (j 1 to 3), or end: 8 bytes at
+ * a time. */
+static inline const uint8_t *weft__next_at_least(const uint8_t *p, const uint8_t *end, unsigned j)
+{
+	for (; end - p >= 8; p += 8) {
+		uint64_t v, hi, lo;
+		memcpy(&v, p, 8); /* little-endian: byte i is bits 8i..8i+7 */
+		hi = v & 0x8080808080808080ull;
+		lo = (v << 1) & 0x8080808080808080ull; /* each byte's bit 6, at its bit 7 */
+		uint64_t m = j == 1 ? hi | lo : j == 2 ? hi : hi & lo;
+		if (m)
+			return p + (__builtin_ctzll(m) >> 3);
+	}
+	while (p < end && *p < 64 * j)
+		p++;
+	return p;
+}
+
+/* weft_unpack_headers for version 4 (the same headers, in the same order). Only the size of what
+ * follows each tag matters here, so the list is kept as what the scan needs of each entry
+ * (weft__slot4_info), in order, and a bit per entry saying whether it is one-byte. While list
+ * entries 0 to j-1 are headers whose record is the tag byte alone, a short tag naming one of
+ * them (a byte below 64 * j) is a one-byte record that leaves entries j to 3 where they are and
+ * 0 to j-1 one-byte ones: the scan jumps from one byte of 64 * j or more to the next, once 8
+ * such records came in a row (fib(30): 6x faster than record by record). A trace of a program
+ * that calls many functions in turn is nearly all literals instead (Lua: 9 records in 10),
+ * which take a few operations and no loop, and never jump (trying to cost it 40%). */
+static inline int weft_unpack4_headers(const uint8_t *in, size_t len, void (*fn)(uint64_t h, void *ud), void *ud)
+{
+	struct weft__cols4 c4;
+	size_t m;
+	if (weft__cols4_find(in, len, &m, &c4))
+		return -1;
+	const uint8_t *p = in, *end = in + m;
+	uint32_t e[4]; /* by list entry */
+	unsigned ones = 0, j = 0; /* bit k: entry k one-byte; entries 0..j-1 are */
+	unsigned run = 0;         /* one-byte records in a row: jumping pays in a run, not between literals */
+	e[0] = e[1] = e[2] = e[3] = weft__slot4_info(0);
+	while (p < end) {
+		if (run >= 8 && j && *p < 64 * j && (p = weft__next_at_least(p, end, j < 3 ? j : 3)) == end)
+			break;
+		unsigned b = *p++, k;
+		uint32_t x;
+		if (__builtin_expect(b < WEFT_PACK_LITERAL, 1)) {
+			k = b >> 6;
+			x = e[k];
+			if (!(x & WEFT__S4_TICKS) && (b & WEFT_PACK_LONG) != WEFT_PACK_LONG)
+				return -1; /* word0's 8 bytes must follow */
+		} else if (b == WEFT_PACK_LITERAL && end - p >= 8) {
+			uint64_t h;
+			memcpy(&h, p, 8);
+			p += 8;
+			k = 3;
+			x = weft__slot4_info(h);
+			fn(h, ud);
+		} else if (b == WEFT_PACK_ENTRY3) {
+			k = 3;
+			x = e[3];
+		} else {
+			return -1;
+		}
+		/* entry k to the front: 1..k take 0..k-1 */
+		e[3] = k >= 3 ? e[2] : e[3];
+		e[2] = k >= 2 ? e[1] : e[2];
+		e[1] = k >= 1 ? e[0] : e[1];
+		e[0] = x;
+		unsigned low = (2u << k) - 1;
+		ones = (ones & ~low) | ((ones << 1) & low) | (unsigned)weft__slot4_one(x);
+		j = (unsigned)__builtin_ctz(~ones);
+		if (b >= WEFT_PACK_LITERAL && (x & WEFT__S4_TICKS)) { /* the delta a varint in the records */
+			while (p < end && (*p & 0x80))
+				p++;
+			if (p++ >= end)
+				return -1;
+		}
+		size_t skip = x & 0xffffu;
+		if ((size_t)(end - p) < skip)
+			return -1;
+		p += skip;
+		run = b < WEFT_PACK_LITERAL && !skip ? run + 1 : 0;
+	}
+	return 0;
+}
+
+/* weft_unpack_each for version 4 with undelta, for a reader that rewrites records as it goes:
+ * each record's header comes out as hdr(h, ctx), computed once per literal (hdr must depend on
+ * h alone), and a timestamp as ts(absolute ticks, ctx). w has room for cap words. Returns the
+ * words written, or (size_t)-1 if the input is malformed. */
+static inline __attribute__((always_inline)) size_t
+weft_unpack4_rewrite(const uint8_t *in, size_t len, uint64_t *w, size_t cap,
+		     uint64_t (*hdr)(uint64_t h, void *ctx), uint64_t (*ts)(uint64_t ticks, void *ctx), void *ctx)
+{
+	struct weft__cols4 c4;
+	size_t m, n = 0;
+	if (weft__cols4_find(in, len, &m, &c4))
+		return (size_t)-1;
+	const uint8_t *p = in, *end = in + m;
+	uint64_t prev = 0, prev_addr = 0, h[4], out[4];
+	uint32_t info[4];
+	unsigned order = WEFT__ORDER0;
+	h[0] = h[1] = h[2] = h[3] = 0;
+	out[0] = out[1] = out[2] = out[3] = hdr(0, ctx);
+	info[0] = info[1] = info[2] = info[3] = weft__slot4_info(0);
+	while (p < end) {
+		unsigned b = *p++, slot, small;
+		if (__builtin_expect(b < WEFT_PACK_LITERAL, 1)) {
+			slot = weft__order_take(&order, b >> 6);
+			small = b & WEFT_PACK_LONG;
+		} else if (b == WEFT_PACK_ENTRY3) {
+			slot = weft__order_take(&order, 3);
+			small = WEFT_PACK4_INLINE;
+		} else if (b == WEFT_PACK_LITERAL && end - p >= 8) {
+			slot = weft__order_take(&order, 3);
+			memcpy(&h[slot], p, 8);
+			p += 8;
+			out[slot] = hdr(h[slot], ctx);
+			info[slot] = weft__slot4_info(h[slot]);
+			small = WEFT_PACK4_INLINE;
+		} else {
+			return (size_t)-1;
+		}
+		uint32_t x = info[slot];
+		unsigned extra = weft_rec_extra(h[slot]);
+		if (n + 2 + extra > cap)
+			return (size_t)-1;
+		uint64_t v;
+		if (__builtin_expect(x & WEFT__S4_TICKS, 1)) {
+			if (__builtin_expect(small < WEFT_PACK4_SMALL, 1))
+				v = small;
+			else if (weft__unpack4_delta(small, &p, end, &c4, &v))
+				return (size_t)-1;
+			prev += v;
+			v = ts(prev, ctx);
+		} else {
+			if (small < WEFT_PACK_LONG || end - p < 8)
+				return (size_t)-1;
+			memcpy(&v, p, 8);
+			p += 8;
+		}
+		w[n] = v;
+		w[n + 1] = out[slot];
+		if (__builtin_expect(extra != 0, 0)) {
+			if (x & WEFT__S4_MEM) {
+				if (weft__unpack4_mem(&c4, w + n + 2, weft_rec_type(h[slot]), extra, &prev_addr))
+					return (size_t)-1;
+			} else {
+				if ((size_t)(end - p) < (size_t)extra * 8)
+					return (size_t)-1;
+				memcpy(w + n + 2, p, (size_t)extra * 8);
+				p += (size_t)extra * 8;
+			}
+		}
+		n += 2 + extra;
+	}
+	if (!weft__cols4_done(&c4))
+		return (size_t)-1;
+	return n;
+}
+
 #endif

@@ -27,6 +27,45 @@ static void collect(uint64_t h, void *ud)
 		x->h[x->n++] = h;
 }
 
+/* The fast readers (pack4.h: weft_unpack4_rewrite, weft_unpack4_headers) against the general
+ * ones on any input, good or not: the same result, the same words, the same headers in the same
+ * order. The rewrite is one that a header alone decides, as the reader's preparing is. */
+static void prep_ref(uint64_t *r, void *ctx);
+static uint64_t rw_hdr(uint64_t h, void *ctx)
+{
+	(void)ctx;
+	unsigned type = weft_rec_type(h);
+	return type == WEFT_R_FUNC_ENTER || type == WEFT_R_FUNC_EXIT ? (h ^ 0x5a5a5aull) & ~(0xffffull << 48) : h;
+}
+static uint64_t rw_ts(uint64_t ticks, void *ctx)
+{
+	(void)ctx;
+	return ticks * 3 + 7;
+}
+static void prep_ref(uint64_t *r, void *ctx)
+{
+	if (weft_rec_has_ticks(weft_rec_type(r[1])))
+		r[0] = rw_ts(r[0], ctx);
+	r[1] = rw_hdr(r[1], ctx);
+}
+static void fast_agrees(const uint8_t *in, size_t len, size_t cap)
+{
+	uint64_t *a = malloc(cap * 8 + 8), *b = malloc(cap * 8 + 8);
+	size_t na = weft_unpack_each(in, len, a, cap, 4, 1, prep_ref, NULL);
+	size_t nb = weft_unpack4_rewrite(in, len, b, cap, rw_hdr, rw_ts, NULL);
+	assert_int_equal(nb, na);
+	if (na != (size_t)-1)
+		assert_memory_equal(a, b, na * 8);
+	struct hdrs ha = {.n = 0}, hb = {.n = 0};
+	int ra = weft_unpack_headers(in, len, 4, collect, &ha);
+	int rb = weft_unpack4_headers(in, len, collect, &hb);
+	assert_int_equal(rb, ra);
+	assert_int_equal(hb.n, ha.n);
+	assert_memory_equal(hb.h, ha.h, ha.n * 8);
+	free(a);
+	free(b);
+}
+
 /* Version 4 of w round trips and agrees with version 2 on events, drops, index and headers. */
 static size_t round_trip(const uint64_t *w, size_t n, uint8_t *p4)
 {
@@ -53,6 +92,8 @@ static size_t round_trip(const uint64_t *w, size_t n, uint8_t *p4)
 	assert_int_equal(weft_unpack_headers(p2, len2, 2, collect, &want), 0);
 	assert_int_equal(got.n, want.n);
 	assert_memory_equal(got.h, want.h, got.n * 8);
+	fast_agrees(p4, len4, n);
+	fast_agrees(p4, len4, n > 2 ? n - 2 : 0); /* no room for the last record */
 	free(p2);
 	free(scratch);
 	free(back);
@@ -71,6 +112,7 @@ static void every_cut(const uint8_t *p4, size_t len, const uint64_t *w, size_t n
 		assert_true(got == (size_t)-1 || (got <= n && !memcmp(back, w, got * 8)));
 		struct hdrs hs = {.n = 0};
 		weft_unpack_headers(copy, cut, 4, collect, &hs);
+		fast_agrees(copy, cut, n);
 		free(copy);
 	}
 	free(back);
@@ -148,6 +190,67 @@ static void adversarial_round_trips(void **s)
 	for (size_t cut = blen - 40; cut < blen; cut++) /* and the last: columns short */
 		assert_int_equal(weft_unpack(big, cut, r, k, 4, 1), (size_t)-1);
 	free(big);
+	free(r);
+}
+
+/* A stream of function calls as a program's (a few functions, one-byte records, now and then
+ * an argument, a counter-carrying begin, a delta in the column or a literal), cut and damaged
+ * byte by byte: the fast readers agree with the general ones on all of it. */
+static void fast_readers_agree(void **s)
+{
+	(void)s;
+	for (unsigned type = 0; type < 256; type++) { /* weft__slot4_info's masks of the types */
+		uint64_t h = (uint64_t)type << 32 | 3ull << 40;
+		uint32_t x = weft__slot4_info(h);
+		assert_int_equal(!!(x & WEFT__S4_TICKS), weft_rec_has_ticks(type));
+		assert_int_equal(!!(x & WEFT__S4_MEM), weft_rec_is_mem(type));
+		assert_int_equal(x & 0xffffu, (weft_rec_is_mem(type) ? 0 : 24) + (weft_rec_has_ticks(type) ? 0 : 8));
+	}
+	enum { N = 12000 };
+	uint64_t *r = malloc(N * 8);
+	uint64_t x = 0x2545f4914f6cdd1dull, t = 5;
+	size_t k = 0;
+	while (k + 4 <= N) {
+		x ^= x << 13;
+		x ^= x >> 7;
+		x ^= x << 17;
+		unsigned pick = (unsigned)(x % 97);
+		uint64_t fn = 0x401000 + ((x >> 12) % (pick < 3 ? 40 : 3)) * 64; /* mostly 3 functions */
+		t += (x >> 20) % 8 == 0 ? (x >> 30) % 5000 : (x >> 24) % 40;
+		r[k] = t;
+		if (pick == 0) { /* an argument: word0 a value */
+			r[k] = x;
+			r[k + 1] = HDR(5, WEFT_R_ARG_I64, 0, 0);
+		} else if (pick == 1) { /* a begin with a counter */
+			r[k + 1] = HDR(2, WEFT_R_BEGIN, 1, 0);
+			r[k + 2] = x >> 3;
+		} else if (pick == 2) {
+			r[k + 1] = HDR(0, WEFT_R_ALLOC, 2, WEFT_MEM_MALLOC);
+			r[k + 2] = 0x55d0c0000000ull + (x >> 40) * 16;
+			r[k + 3] = (x >> 8) & 0xfff;
+		} else {
+			r[k + 1] = ((uint64_t)(pick & 1 ? WEFT_R_FUNC_ENTER : WEFT_R_FUNC_EXIT) << 32) | (fn & 0xffffffffu) |
+				   ((fn >> 32) << 48);
+		}
+		k += 2 + weft_rec_extra(r[k + 1]);
+	}
+	uint8_t *p = malloc(weft_pack_bound(k)), *bad = malloc(weft_pack_bound(k));
+	size_t len = round_trip(r, k, p);
+	uint32_t t0;
+	memcpy(&t0, p + len - 16, 4);
+	for (size_t cut = len - 64; cut <= len; cut++)
+		fast_agrees(p, cut, k);
+	for (int i = 0; i < 2000; i++) { /* one damaged byte */
+		x ^= x << 13;
+		x ^= x >> 7;
+		x ^= x << 17;
+		memcpy(bad, p, len);
+		size_t at = (size_t)(x % (i % 2 ? t0 : len)); /* the records, or anywhere */
+		bad[at] = (uint8_t)(i % 4 == 0 ? 192 + (x >> 40) % 2 : x >> 32);
+		fast_agrees(bad, len, k);
+	}
+	free(p);
+	free(bad);
 	free(r);
 }
 
@@ -385,6 +488,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(adversarial_round_trips),
 		cmocka_unit_test(damage_is_refused),
+		cmocka_unit_test(fast_readers_agree),
 		cmocka_unit_test(reader_same_records_v3_v4),
 		cmocka_unit_test(reader_truncated_v4),
 	};
