@@ -182,6 +182,9 @@ enum weft_snap_refusal {
 };
 
 /* JOB and MPI records (1.7) */
+/* The highest sampler channel id a reader accepts (SYS_CHANNEL; a writer numbers them from 1, at
+ * most 1024 today): the analysis indexes them by id. */
+#define WEFT_SYS_CHANNEL_MAX 65535u
 #define WEFT_RANK_NONE 0xffffffffu
 enum weft_mpi_flavor { WEFT_MPI_UNKNOWN = 0, WEFT_MPI_OPENMPI = 1, WEFT_MPI_MPICH = 2 };
 #define WEFT_MPI_F_FORTRAN 0x1u /* Fortran bindings were called */

@@ -453,6 +453,11 @@ void weft_rd_parse_meta(struct weft_trace *t, const char *name, const unsigned c
 				struct weft_sys_chan_def c = {0};
 				uint16_t k;
 				memcpy(&c.id, r, 4);
+				if (c.id > WEFT_SYS_CHANNEL_MAX) { /* the analysis indexes channels by id */
+					weft_trace_warn(t, "%s: sampler channel id %u is out of range (damaged metadata); the channel is ignored",
+							name, c.id);
+					break;
+				}
 				memcpy(&k, r + 4, 2);
 				c.kind = k;
 				memcpy(&c.index, r + 8, 4);

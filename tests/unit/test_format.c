@@ -472,6 +472,46 @@ static void site_ids_beyond_the_metadata_are_refused(void **s)
 	free(e.p);
 }
 
+/* A sampler channel id out of range (a 1 KiB fuzzer input declared 0x6430460d: the system
+ * analysis indexes channels by id, 26 GB) is refused with a warning; a writer's ids are kept. */
+static void sampler_channel_ids_out_of_range_are_refused(void **s)
+{
+	(void)s;
+	struct tb m = {0}, e = {0};
+	tb_header(&m, WEFT_META_MAGIC, 1, 79);
+	tb_clock_kind(&m, 1);
+	tb_clock(&m, 1000, 5000000);
+	tb_clock(&m, 201000, 5100000);
+	tb_site(&m, 1, 0, "work");
+	const uint32_t ids[] = {0x6430460du, 1, WEFT_SYS_CHANNEL_MAX};
+	for (size_t i = 0; i < 3; i++) {
+		unsigned char rec[24 + 8] = {0};
+		memcpy(rec, &ids[i], 4);
+		memcpy(rec + 24, "cpu0", 5);
+		tb_meta(&m, WEFT_M_SYS_CHANNEL, rec, 24 + 5);
+	}
+	tb_header(&e, WEFT_EVENTS_MAGIC, 1, 79);
+	uint64_t c0[] = {2000, HDR(1, WEFT_R_BEGIN, 0, 0), 2010, HDR(1, WEFT_R_END, 0, 0)};
+	tb_chunk(&e, 79, 0, c0, 4, 0);
+	const char *names[2] = {"79.wmeta", "79-0.wevents"};
+	const unsigned char *data[2] = {m.p, e.p};
+	size_t sizes[2] = {m.n, e.n};
+	struct weft_trace *t = NULL;
+	char err[256];
+	assert_int_equal(weft_trace_from_buffers(names, data, sizes, 2, &t, err, sizeof(err)), 0);
+	const struct weft_proc *p = &t->procs[0];
+	assert_int_equal(p->nsys_chans, 2);
+	assert_int_equal(p->sys_chans[0].id, 1);
+	assert_int_equal(p->sys_chans[1].id, WEFT_SYS_CHANNEL_MAX);
+	int warned = 0;
+	for (size_t i = 0; i < t->nwarnings; i++)
+		warned |= strstr(t->warnings[i], "sampler channel id 1680885261 is out of range") != NULL;
+	assert_true(warned);
+	weft_trace_free(t);
+	free(m.p);
+	free(e.p);
+}
+
 static void reused_tids_are_separate_threads(void **s)
 {
 	(void)s;
@@ -536,6 +576,7 @@ int main(void)
 		cmocka_unit_test(packing_memory_records), cmocka_unit_test(packing_v3_columns),
 		cmocka_unit_test(packing_v2_bytes), cmocka_unit_test(packing_v1_reads),
 		cmocka_unit_test(reused_tids_are_separate_threads), cmocka_unit_test(site_ids_beyond_the_metadata_are_refused),
+		cmocka_unit_test(sampler_channel_ids_out_of_range_are_refused),
 	};
 	int rc = cmocka_run_group_tests(tests, NULL, NULL);
 	free(meta.p);
