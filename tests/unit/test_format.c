@@ -434,42 +434,64 @@ static void packing_v1_reads(void **s)
 /* The kernel reuses tids: two threads with tid 90 (serials 1 and 2, format 1.2), each with
  * chunks 0 and 1, stay two threads with all their events; 20,000 threads load through the
  * (tid, serial) table. */
+/* The start of a process's metadata as a writer makes it: clock records and site 1 "work". */
+static void meta_start(struct tb *m, int pid)
+{
+	tb_header(m, WEFT_META_MAGIC, 1, pid);
+	tb_clock_kind(m, 1);
+	tb_clock(m, 1000, 5000000);
+	tb_clock(m, 201000, 5100000);
+	tb_site(m, 1, 0, "work");
+}
+
+/* The trace of process pid: metadata m and one slice of site 1; m is freed. */
+static struct weft_trace *load_with_one_slice(struct tb *m, int pid)
+{
+	struct tb e = {0};
+	tb_header(&e, WEFT_EVENTS_MAGIC, 1, pid);
+	uint64_t c0[] = {2000, HDR(1, WEFT_R_BEGIN, 0, 0), 2010, HDR(1, WEFT_R_END, 0, 0)};
+	tb_chunk(&e, (uint32_t)pid, 0, c0, 4, 0);
+	char mn[32], en[32];
+	snprintf(mn, sizeof(mn), "%d.wmeta", pid);
+	snprintf(en, sizeof(en), "%d-0.wevents", pid);
+	const char *names[2] = {mn, en};
+	const unsigned char *data[2] = {m->p, e.p};
+	size_t sizes[2] = {m->n, e.n};
+	struct weft_trace *t = NULL;
+	char err[256];
+	assert_int_equal(weft_trace_from_buffers(names, data, sizes, 2, &t, err, sizeof(err)), 0);
+	free(m->p);
+	free(e.p);
+	return t;
+}
+
+static int warned(const struct weft_trace *t, const char *text)
+{
+	for (size_t i = 0; i < t->nwarnings; i++)
+		if (strstr(t->warnings[i], text))
+			return 1;
+	return 0;
+}
+
 /* A call-site id far beyond what the metadata can define (damage, or a crafted file) is
  * refused with a warning before it sizes the site table; ids as a writer numbers them are kept,
  * high ones included when the metadata holds that many sites. */
 static void site_ids_beyond_the_metadata_are_refused(void **s)
 {
 	(void)s;
-	struct tb m = {0}, e = {0};
-	tb_header(&m, WEFT_META_MAGIC, 1, 78);
-	tb_clock_kind(&m, 1);
-	tb_clock(&m, 1000, 5000000);
-	tb_clock(&m, 201000, 5100000);
-	tb_site(&m, 1, 0, "work");
+	struct tb m = {0};
+	meta_start(&m, 78);
 	tb_site(&m, 9000000, 0, "far");
 	for (uint32_t id = 2; id <= 6000; id++) /* 6000 sites: id 6000 is a real one */
 		tb_site(&m, id, 0, id == 6000 ? "last" : "x");
-	tb_header(&e, WEFT_EVENTS_MAGIC, 1, 78);
-	uint64_t c0[] = {2000, HDR(1, WEFT_R_BEGIN, 0, 0), 2010, HDR(1, WEFT_R_END, 0, 0)};
-	tb_chunk(&e, 78, 0, c0, 4, 0);
-	const char *names[2] = {"78.wmeta", "78-0.wevents"};
-	const unsigned char *data[2] = {m.p, e.p};
-	size_t sizes[2] = {m.n, e.n};
-	struct weft_trace *t = NULL;
-	char err[256];
-	assert_int_equal(weft_trace_from_buffers(names, data, sizes, 2, &t, err, sizeof(err)), 0);
+	struct weft_trace *t = load_with_one_slice(&m, 78);
 	const struct weft_proc *p = &t->procs[0];
 	assert_true(p->nsites < 100000);
 	assert_string_equal(weft_site_name(p, 1), "work");
 	assert_string_equal(weft_site_name(p, 6000), "last");
 	assert_null(weft_site_name(p, 9000000));
-	int warned = 0;
-	for (size_t i = 0; i < t->nwarnings; i++)
-		warned |= strstr(t->warnings[i], "call site id 9000000 is beyond what the metadata can define") != NULL;
-	assert_true(warned);
+	assert_true(warned(t, "call site id 9000000 is beyond what the metadata can define"));
 	weft_trace_free(t);
-	free(m.p);
-	free(e.p);
 }
 
 /* A sampler channel id out of range (a 1 KiB fuzzer input declared 0x6430460d: the system
@@ -477,12 +499,8 @@ static void site_ids_beyond_the_metadata_are_refused(void **s)
 static void sampler_channel_ids_out_of_range_are_refused(void **s)
 {
 	(void)s;
-	struct tb m = {0}, e = {0};
-	tb_header(&m, WEFT_META_MAGIC, 1, 79);
-	tb_clock_kind(&m, 1);
-	tb_clock(&m, 1000, 5000000);
-	tb_clock(&m, 201000, 5100000);
-	tb_site(&m, 1, 0, "work");
+	struct tb m = {0};
+	meta_start(&m, 79);
 	const uint32_t ids[] = {0x6430460du, 1, WEFT_SYS_CHANNEL_MAX};
 	for (size_t i = 0; i < 3; i++) {
 		unsigned char rec[24 + 8] = {0};
@@ -490,26 +508,13 @@ static void sampler_channel_ids_out_of_range_are_refused(void **s)
 		memcpy(rec + 24, "cpu0", 5);
 		tb_meta(&m, WEFT_M_SYS_CHANNEL, rec, 24 + 5);
 	}
-	tb_header(&e, WEFT_EVENTS_MAGIC, 1, 79);
-	uint64_t c0[] = {2000, HDR(1, WEFT_R_BEGIN, 0, 0), 2010, HDR(1, WEFT_R_END, 0, 0)};
-	tb_chunk(&e, 79, 0, c0, 4, 0);
-	const char *names[2] = {"79.wmeta", "79-0.wevents"};
-	const unsigned char *data[2] = {m.p, e.p};
-	size_t sizes[2] = {m.n, e.n};
-	struct weft_trace *t = NULL;
-	char err[256];
-	assert_int_equal(weft_trace_from_buffers(names, data, sizes, 2, &t, err, sizeof(err)), 0);
+	struct weft_trace *t = load_with_one_slice(&m, 79);
 	const struct weft_proc *p = &t->procs[0];
 	assert_int_equal(p->nsys_chans, 2);
 	assert_int_equal(p->sys_chans[0].id, 1);
 	assert_int_equal(p->sys_chans[1].id, WEFT_SYS_CHANNEL_MAX);
-	int warned = 0;
-	for (size_t i = 0; i < t->nwarnings; i++)
-		warned |= strstr(t->warnings[i], "sampler channel id 1680885261 is out of range") != NULL;
-	assert_true(warned);
+	assert_true(warned(t, "sampler channel id 1680885261 is out of range"));
 	weft_trace_free(t);
-	free(m.p);
-	free(e.p);
 }
 
 static void reused_tids_are_separate_threads(void **s)
