@@ -6,7 +6,8 @@
  * then the window's frames - whole, or trimmed where the window starts inside one - and the
  * copy; the metadata kept in memory with the clock points the window needs, the WINDOW record
  * and the totals; all in a temporary directory renamed into place. Safe from a fatal signal
- * handler: nothing allocated, locks taken with trylock, the writers waited for 200 ms at most.
+ * handler: nothing allocated; a lock another thread holds is waited for, one this thread holds
+ * is not (fatal.c), and neither it nor the writers are waited for past 5 s after the signal.
  */
 #include "flight.h"
 #include <errno.h>
@@ -324,7 +325,8 @@ static void dump_thread(struct snap *s0, struct fl_thread *t)
 static void visit(void *ud, uint32_t tid, uint32_t serial, uint64_t seq, const char *data, size_t used)
 {
 	(void)ud;
-	pthread_mutex_lock(&fl_ring_lock);
+	if (weft_lock_fatal(&fl_ring_lock, WEFT_HOLD_RING))
+		return;
 	struct fl_thread *t = fl_thread_find(tid, serial, 1);
 	if (t) {
 		t->limit = seq;
@@ -345,18 +347,34 @@ static void visit(void *ud, uint32_t tid, uint32_t serial, uint64_t seq, const c
 			}
 		}
 	}
-	pthread_mutex_unlock(&fl_ring_lock);
+	weft_unlock(&fl_ring_lock, WEFT_HOLD_RING);
 }
 
 static int all_received(void)
 {
 	int ok = 1;
-	pthread_mutex_lock(&fl_ring_lock);
+	if (weft_lock_fatal(&fl_ring_lock, WEFT_HOLD_RING))
+		return 0;
 	for (size_t i = 0; i < fl_nths && ok; i++)
 		if (fl_ths[i].limit != UINT64_MAX && fl_ths[i].received < (fl_ths[i].limit & WEFT_SEQ_INDEX_MASK))
 			ok = 0;
-	pthread_mutex_unlock(&fl_ring_lock);
+	weft_unlock(&fl_ring_lock, WEFT_HOLD_RING);
 	return ok;
+}
+
+/* Why the last dump from a fatal handler could not be made (weft_flight_fail_why). */
+static char fail_why[160];
+const char *weft_flight_fail_why(void) { return fail_why; }
+
+static int lock_or_say(pthread_mutex_t *m, unsigned bit)
+{
+	int rc = weft_lock_fatal(m, bit);
+	if (rc == -EDEADLK)
+		snprintf(fail_why, sizeof(fail_why), "%s is held by the thread the signal came to (it came inside weft's own code)",
+			 weft_held_name(bit));
+	else if (rc)
+		snprintf(fail_why, sizeof(fail_why), "%s was not let go within 5 s", weft_held_name(bit));
+	return rc;
 }
 
 static void sleep_ms(long ms)
@@ -487,9 +505,10 @@ int weft_flight_dump_as(const char *kind, const char *reason, uint64_t trigger_t
 		return -EAGAIN;
 	int sig = weft_g.in_signal, rc = 0;
 	weft_in_runtime++;
-	if (sig ? pthread_mutex_trylock(&fl_dump_lock) : pthread_mutex_lock(&fl_dump_lock)) {
+	fail_why[0] = 0;
+	if ((rc = lock_or_say(&fl_dump_lock, WEFT_HOLD_DUMP))) {
 		weft_in_runtime--;
-		return -EBUSY;
+		return rc;
 	}
 	if (after_ns && !sig && atomic_load(&weft_g.run) == WEFT_RUN_ON) { /* the writers keep filling */
 		uint64_t until = trigger_ticks + (uint64_t)((double)after_ns * fl_tpn);
@@ -498,10 +517,10 @@ int weft_flight_dump_as(const char *kind, const char *reason, uint64_t trigger_t
 	}
 	/* 1. which frames are in it: each live thread's chunks before its current one, and a copy
 	 * of the current one; threads that ended: all of theirs */
-	if (sig ? pthread_mutex_trylock(&fl_ring_lock) : pthread_mutex_lock(&fl_ring_lock)) {
-		pthread_mutex_unlock(&fl_dump_lock);
+	if ((rc = lock_or_say(&fl_ring_lock, WEFT_HOLD_RING))) {
+		weft_unlock(&fl_dump_lock, WEFT_HOLD_DUMP);
 		weft_in_runtime--;
-		return -EBUSY;
+		return rc;
 	}
 	fl_dumping = 1;
 	fl_partused = 0;
@@ -512,17 +531,23 @@ int weft_flight_dump_as(const char *kind, const char *reason, uint64_t trigger_t
 		fl_ths[i].npart = 0;
 		fl_ths[i].written = 0;
 	}
-	pthread_mutex_unlock(&fl_ring_lock);
+	weft_unlock(&fl_ring_lock, WEFT_HOLD_RING);
 	uint64_t end_ticks = weft__ticks();
 	if (atomic_load(&weft_g.run) == WEFT_RUN_ON)
 		weft_threads_visit(sig, visit, NULL);
-	/* 2. the writers put every chunk before those (at most 200 ms from a signal handler) */
-	for (int waited = 0; !all_received() && waited < (sig ? 200 : 5000); waited++)
-		sleep_ms(1);
-	if (sig ? pthread_mutex_trylock(&fl_ring_lock) : pthread_mutex_lock(&fl_ring_lock)) {
-		pthread_mutex_unlock(&fl_dump_lock);
+	/* 2. the writers put every chunk before those (from a fatal handler: until its deadline,
+	 * and not at all where this thread holds the pool's lock, which the writers need) */
+	if (weft_fatal_thread) {
+		while (!(weft_held & WEFT_HOLD_POOL) && !all_received() && !weft_fatal_expired())
+			weft_fatal_pause();
+	} else {
+		for (int waited = 0; !all_received() && waited < 5000; waited++)
+			sleep_ms(1);
+	}
+	if ((rc = lock_or_say(&fl_ring_lock, WEFT_HOLD_RING))) {
+		weft_unlock(&fl_dump_lock, WEFT_HOLD_DUMP);
 		weft_in_runtime--;
-		return -EBUSY;
+		return rc;
 	}
 	/* 3. one window start: the latest first kept event of the threads that lost some */
 	struct snap s;
@@ -652,8 +677,8 @@ out:
 		t->excluded = 0;
 	}
 	fl_dumping = 0;
-	pthread_mutex_unlock(&fl_ring_lock);
-	pthread_mutex_unlock(&fl_dump_lock);
+	weft_unlock(&fl_ring_lock, WEFT_HOLD_RING);
+	weft_unlock(&fl_dump_lock, WEFT_HOLD_DUMP);
 	weft_in_runtime--;
 	return rc;
 }

@@ -238,6 +238,29 @@ struct weft_global {
 /* Set while the calling thread is inside the runtime's slow paths (holding its locks): a
  * signal handler that finds it set must not stop the trace from this thread. */
 WEFT_HIDDEN extern __thread int weft_in_runtime WEFT_TLS;
+/* fatal.c: the locks a fatal signal's snapshot needs, as this thread holds them (one bit
+ * each: set by weft_lock once held, cleared by weft_unlock before the unlock), and taking
+ * them from weft's fatal-signal handler: -EDEADLK where this thread holds the lock, a wait
+ * for any other holder until 5 s after the signal (weft_fatal_begin), then -ETIMEDOUT. */
+enum {
+	WEFT_HOLD_POOL = 1,
+	WEFT_HOLD_THREADS = 2,
+	WEFT_HOLD_SELF = 4,
+	WEFT_HOLD_RING = 8,
+	WEFT_HOLD_DUMP = 16,
+	WEFT_HOLD_SNAP = 32,
+	WEFT_HOLD_META = 64,
+};
+WEFT_HIDDEN extern __thread unsigned weft_held WEFT_TLS;
+WEFT_HIDDEN extern __thread int weft_fatal_thread WEFT_TLS; /* inside weft's fatal handler */
+WEFT_HIDDEN void weft_lock(pthread_mutex_t *m, unsigned bit);
+WEFT_HIDDEN void weft_unlock(pthread_mutex_t *m, unsigned bit);
+WEFT_HIDDEN int weft_lock_fatal(pthread_mutex_t *m, unsigned bit);
+WEFT_HIDDEN void weft_fatal_begin(void);
+WEFT_HIDDEN int weft_fatal_expired(void);
+WEFT_HIDDEN void weft_fatal_pause(void); /* 1 ms */
+WEFT_HIDDEN const char *weft_held_name(unsigned bit);
+WEFT_HIDDEN void weft_fatal_report(const char *reason, const char *why);
 /* Set when the thread's end was recorded (its key destructor): the frees glibc makes for it
  * afterwards are not recorded as a new thread's. */
 WEFT_HIDDEN extern __thread int weft_thread_ended WEFT_TLS;
@@ -297,8 +320,11 @@ WEFT_HIDDEN void weft_flight_meta(const struct iovec *iov, int n);
 /* Writes the ring's window as the next DIR/snapshot-N (complete when it returns: written under
  * a temporary name, renamed): N, 0 when no flight recorder runs here, or -errno. after_ns: that
  * much more data after trigger_ticks first. Safe from a fatal signal handler (weft_g.in_signal):
- * allocates nothing, trylocks only, waits for the writers at most 200 ms. */
+ * allocates nothing, never waits for a lock this thread holds (-EDEADLK), waits for other
+ * holders and for the writers until 5 s after the signal (-ETIMEDOUT; fatal.c). */
 WEFT_HIDDEN int weft_flight_dump(const char *reason, uint64_t trigger_ticks, uint64_t after_ns);
+/* Why the last dump from a fatal handler failed to take a lock ("" if it did not). */
+WEFT_HIDDEN const char *weft_flight_fail_why(void);
 WEFT_HIDDEN void weft_flight_finish(void); /* weft_stop: the exit snapshot unless noexit; frees */
 WEFT_HIDDEN void weft_flight_writer_exit(void); /* a writer thread's end */
 /* weft_flight_dump writing DIR/KIND-N (kind "snapshot" or "part") */

@@ -137,7 +137,11 @@ void weft_meta_write(unsigned type, const void *a, size_t alen, const void *b, s
 	struct iovec iov[3] = {{&h, sizeof(h)}, {(void *)a, alen}, {(void *)b, blen}};
 	int saved = errno;
 	weft_in_runtime++;
-	pthread_mutex_lock(&meta_lock);
+	if (weft_lock_fatal(&meta_lock, WEFT_HOLD_META)) { /* a fatal handler on a thread holding it */
+		weft_in_runtime--;
+		errno = saved;
+		return;
+	}
 	if (weft_flight_active())
 		weft_flight_meta(iov, 3);
 	else if (meta_file.fd >= 0 && (!meta_tight || is_final(type))) {
@@ -152,7 +156,7 @@ void weft_meta_write(unsigned type, const void *a, size_t alen, const void *b, s
 			meta_reserve();
 		}
 	}
-	pthread_mutex_unlock(&meta_lock);
+	weft_unlock(&meta_lock, WEFT_HOLD_META);
 	weft_in_runtime--;
 	errno = saved;
 }

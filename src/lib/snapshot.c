@@ -98,9 +98,9 @@ static int take(const char *reason, enum weft_snap_origin origin, uint64_t ticks
 	if (weft_ensure_started())
 		return -ENOTSUP;
 	weft_in_runtime++;
-	pthread_mutex_lock(&snap_lock);
+	weft_lock(&snap_lock, WEFT_HOLD_SNAP);
 	int rc = atomic_load(&weft_g.run) == WEFT_RUN_ON ? take_locked(reason, origin, ticks) : -ENOTSUP;
-	pthread_mutex_unlock(&snap_lock);
+	weft_unlock(&snap_lock, WEFT_HOLD_SNAP);
 	weft_in_runtime--;
 	return rc;
 }
@@ -120,19 +120,34 @@ int weft_snapshot(const char *reason)
 }
 
 /* In a fatal signal's handler: nothing allocated here (the flight recorder's dump, told by
- * weft_g.in_signal, allocates nothing either), and the lock only tried - the signal may have
- * come in the middle of a snapshot on this very thread. */
+ * weft_g.in_signal, allocates nothing either). The policy's lock, like every lock the dump
+ * takes, is waited for while another thread holds it, never where this one does (fatal.c).
+ * In flight mode a window that could not be written says why in the trace directory
+ * (weft_fatal_report): the marker alone would stay in memory with the rest of the ring. */
 void weft_snapshot_fatal(const char *reason)
 {
 	if (atomic_load(&weft_g.run) != WEFT_RUN_ON)
 		return;
 	uint64_t ticks = weft__ticks();
-	if (pthread_mutex_trylock(&snap_lock)) {
+	int rc = weft_lock_fatal(&snap_lock, WEFT_HOLD_SNAP);
+	if (rc) {
 		marker(ticks, WEFT_SNAP_FATAL, 0, WEFT_SNAP_BUSY, 0, reason);
+		if (weft_flight_active())
+			weft_fatal_report(reason, rc == -EDEADLK ? "the signal came while this thread was taking a snapshot"
+								 : "another snapshot was still being written 5 s later");
 		return;
 	}
-	take_locked(reason, WEFT_SNAP_FATAL, ticks);
-	pthread_mutex_unlock(&snap_lock);
+	rc = take_locked(reason, WEFT_SNAP_FATAL, ticks);
+	weft_unlock(&snap_lock, WEFT_HOLD_SNAP);
+	if (rc < 0 && weft_flight_active()) {
+		const char *why = weft_flight_fail_why();
+		char b[160];
+		if (!*why) {
+			snprintf(b, sizeof(b), "%s", rc == -EBUSY ? "max-snapshots reached" : strerror(-rc));
+			why = b;
+		}
+		weft_fatal_report(reason, why);
+	}
 }
 
 /* ---- requests for the snapshot thread ---- */

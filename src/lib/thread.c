@@ -66,7 +66,7 @@ static int stopping;               /* writers drain and exit */
 
 void weft_pool_init(void)
 {
-	pthread_mutex_lock(&pool_lock);
+	weft_lock(&pool_lock, WEFT_HOLD_POOL);
 	chunk_bytes = weft_cfg.chunk_size;
 	if (chunk_bytes > weft_cfg.buffer_size / 2)
 		chunk_bytes = weft_cfg.buffer_size / 2;
@@ -87,7 +87,7 @@ void weft_pool_init(void)
 	if (max_chunks < 2)
 		max_chunks = 2;
 	stopping = 0;
-	pthread_mutex_unlock(&pool_lock);
+	weft_unlock(&pool_lock, WEFT_HOLD_POOL);
 }
 
 #ifndef MADV_POPULATE_WRITE
@@ -128,7 +128,7 @@ static struct weft_chunk *pool_get(void)
 	    __atomic_load_n(&allocated, __ATOMIC_RELAXED) >= max_held)
 		return NULL;
 	struct weft_chunk *c = NULL;
-	pthread_mutex_lock(&pool_lock);
+	weft_lock(&pool_lock, WEFT_HOLD_POOL);
 	for (;;) {
 		if (free_list) {
 			c = free_list;
@@ -141,21 +141,23 @@ static struct weft_chunk *pool_get(void)
 		 * its own), and one more is a working buffer, not a backlog */
 		if (allocated < max_chunks || (allocated < max_held && !q_head)) {
 			__atomic_store_n(&allocated, allocated + 1, __ATOMIC_RELAXED);
-			pthread_mutex_unlock(&pool_lock);
+			weft_unlock(&pool_lock, WEFT_HOLD_POOL);
 			c = chunk_new();
 			if (!c) {
-				pthread_mutex_lock(&pool_lock);
+				weft_lock(&pool_lock, WEFT_HOLD_POOL);
 				__atomic_store_n(&allocated, allocated - 1, __ATOMIC_RELAXED);
-				pthread_mutex_unlock(&pool_lock);
+				weft_unlock(&pool_lock, WEFT_HOLD_POOL);
 			}
 			return c;
 		}
 		if (weft_cfg.overflow != WEFT_OVERFLOW_BLOCK || stopping ||
 		    atomic_load(&weft_g.run) != WEFT_RUN_ON)
 			break;
+		weft_held &= ~WEFT_HOLD_POOL; /* not held while it waits */
 		pthread_cond_wait(&free_cond, &pool_lock);
+		weft_held |= WEFT_HOLD_POOL;
 	}
-	pthread_mutex_unlock(&pool_lock);
+	weft_unlock(&pool_lock, WEFT_HOLD_POOL);
 	if (c) {
 		c->next = NULL;
 		c->used = 0;
@@ -171,32 +173,32 @@ static struct weft_chunk *retired; /* under pool_lock */
 void weft_pool_release(struct weft_chunk *c)
 {
 	if (!c->recycle) { /* its owner may still be writing into it (flushed at stop) */
-		pthread_mutex_lock(&pool_lock);
+		weft_lock(&pool_lock, WEFT_HOLD_POOL);
 		c->next = retired;
 		retired = c;
-		pthread_mutex_unlock(&pool_lock);
+		weft_unlock(&pool_lock, WEFT_HOLD_POOL);
 		return;
 	}
-	pthread_mutex_lock(&pool_lock);
+	weft_lock(&pool_lock, WEFT_HOLD_POOL);
 	c->next = free_list;
 	free_list = c;
 	atomic_fetch_add(&free_count, 1);
 	pthread_cond_signal(&free_cond);
-	pthread_mutex_unlock(&pool_lock);
+	weft_unlock(&pool_lock, WEFT_HOLD_POOL);
 }
 
 void weft_pool_wake_all(void)
 {
-	pthread_mutex_lock(&pool_lock);
+	weft_lock(&pool_lock, WEFT_HOLD_POOL);
 	stopping = 1;
 	pthread_cond_broadcast(&free_cond);
 	pthread_cond_broadcast(&queue_cond);
-	pthread_mutex_unlock(&pool_lock);
+	weft_unlock(&pool_lock, WEFT_HOLD_POOL);
 }
 
 static void enqueue(struct weft_chunk *c)
 {
-	pthread_mutex_lock(&pool_lock);
+	weft_lock(&pool_lock, WEFT_HOLD_POOL);
 	c->next = NULL;
 	if (q_tail)
 		q_tail->next = c;
@@ -204,7 +206,7 @@ static void enqueue(struct weft_chunk *c)
 		q_head = c;
 	q_tail = c;
 	pthread_cond_signal(&queue_cond);
-	pthread_mutex_unlock(&pool_lock);
+	weft_unlock(&pool_lock, WEFT_HOLD_POOL);
 }
 
 /* Writers: the next full chunk, or NULL after ~100 ms with nothing to do (so the writer can
@@ -213,7 +215,7 @@ struct weft_chunk *weft_queue_pop_wait(int *done)
 {
 	struct weft_chunk *c = NULL;
 	*done = 0;
-	pthread_mutex_lock(&pool_lock);
+	weft_lock(&pool_lock, WEFT_HOLD_POOL);
 	if (!q_head && !stopping) {
 		struct timespec ts;
 		clock_gettime(CLOCK_REALTIME, &ts);
@@ -236,7 +238,7 @@ struct weft_chunk *weft_queue_pop_wait(int *done)
 	} else if (stopping) {
 		*done = 1;
 	}
-	pthread_mutex_unlock(&pool_lock);
+	weft_unlock(&pool_lock, WEFT_HOLD_POOL);
 	return c;
 }
 
@@ -262,7 +264,7 @@ static void count_late(struct weft_thread *t, char *pos);
 static void thread_exit(void *arg)
 {
 	struct weft_thread *t = arg;
-	pthread_mutex_lock(&t->lock);
+	weft_lock(&t->lock, WEFT_HOLD_SELF);
 	count_late(t, t->tls->pos);
 	t->stop_chunk = NULL;
 	if (t->chunk)
@@ -270,7 +272,7 @@ static void thread_exit(void *arg)
 	t->tls->pos = t->tls->end = NULL;
 	t->alive = 0;
 	uint64_t rec[4] = {t->tid, t->serial, t->dropped, t->seq};
-	pthread_mutex_unlock(&t->lock);
+	weft_unlock(&t->lock, WEFT_HOLD_SELF);
 	weft_meta_write(WEFT_M_THREAD_END, rec, sizeof(rec), NULL, 0);
 	self = NULL;
 	weft_thread_ended = 1;
@@ -331,10 +333,10 @@ static struct weft_thread *thread_init(void)
 	t->alive = 1;
 	pthread_once(&key_once, make_key);
 	pthread_setspecific(exit_key, t);
-	pthread_mutex_lock(&threads_lock);
+	weft_lock(&threads_lock, WEFT_HOLD_THREADS);
 	t->next = threads;
 	threads = t;
-	pthread_mutex_unlock(&threads_lock);
+	weft_unlock(&threads_lock, WEFT_HOLD_THREADS);
 	char name[64] = "";
 	if (pthread_getname_np(pthread_self(), name, sizeof(name)) || !name[0])
 		snprintf(name, sizeof(name), "thread %u", t->tid);
@@ -379,7 +381,7 @@ static void count_late(struct weft_thread *t, char *pos)
 
 void weft_threads_count_late(void)
 {
-	pthread_mutex_lock(&threads_lock);
+	weft_lock(&threads_lock, WEFT_HOLD_THREADS);
 	for (struct weft_thread *t = threads; t; t = t->next) {
 		pthread_mutex_lock(&t->lock);
 		if (t->alive) /* an exited thread's window is gone; thread_exit counted it */
@@ -391,7 +393,7 @@ void weft_threads_count_late(void)
 		}
 		pthread_mutex_unlock(&t->lock);
 	}
-	pthread_mutex_unlock(&threads_lock);
+	weft_unlock(&threads_lock, WEFT_HOLD_THREADS);
 }
 
 void weft_chunk_unwritten(struct weft_chunk *c, uint32_t events)
@@ -418,7 +420,7 @@ void *weft__reserve_slow(size_t bytes)
 		count_lost();
 		goto out;
 	}
-	pthread_mutex_lock(&t->lock);
+	weft_lock(&t->lock, WEFT_HOLD_SELF);
 	if (atomic_load(&weft_g.run) != WEFT_RUN_ON) {
 		count_lost();
 		count_late(t, t->tls->pos);
@@ -459,7 +461,7 @@ void *weft__reserve_slow(size_t bytes)
 	t->tls->start = p;
 	t->tls->pos = p;
 unlock:
-	pthread_mutex_unlock(&t->lock);
+	weft_unlock(&t->lock, WEFT_HOLD_SELF);
 out:
 	weft_in_runtime--;
 	errno = saved;
@@ -476,11 +478,11 @@ void weft_flush(void)
 	struct weft_thread *t = self;
 	if (!t)
 		return;
-	pthread_mutex_lock(&t->lock);
+	weft_lock(&t->lock, WEFT_HOLD_SELF);
 	if (t->chunk)
 		handoff(t, t->tls->pos, 1);
 	t->tls->pos = t->tls->end = NULL;
-	pthread_mutex_unlock(&t->lock);
+	weft_unlock(&t->lock, WEFT_HOLD_SELF);
 }
 
 /* At stop: hand every thread's partial chunk to the writers. Another thread's chunk is not
@@ -489,7 +491,7 @@ void weft_flush(void)
  * stopped and counts its events as after_stop. */
 void weft_threads_flush_all(void)
 {
-	pthread_mutex_lock(&threads_lock);
+	weft_lock(&threads_lock, WEFT_HOLD_THREADS);
 	for (struct weft_thread *t = threads; t; t = t->next) {
 		pthread_mutex_lock(&t->lock);
 		if (t->alive && t->chunk) {
@@ -509,7 +511,7 @@ void weft_threads_flush_all(void)
 		}
 		pthread_mutex_unlock(&t->lock);
 	}
-	pthread_mutex_unlock(&threads_lock);
+	weft_unlock(&threads_lock, WEFT_HOLD_THREADS);
 }
 
 /* The flight recorder's snapshot: every live thread's current chunk as committed so far (pos,
@@ -518,10 +520,12 @@ void weft_threads_flush_all(void)
 void weft_threads_visit(int try, void (*fn)(void *ud, uint32_t tid, uint32_t serial, uint64_t seq,
 					    const char *data, size_t used), void *ud)
 {
-	if (try ? pthread_mutex_trylock(&threads_lock) : pthread_mutex_lock(&threads_lock))
+	if (try ? weft_lock_fatal(&threads_lock, WEFT_HOLD_THREADS) : (weft_lock(&threads_lock, WEFT_HOLD_THREADS), 0))
 		return;
 	for (struct weft_thread *t = threads; t; t = t->next) {
-		if (try ? pthread_mutex_trylock(&t->lock) : pthread_mutex_lock(&t->lock))
+		/* from a fatal handler: this thread's own lock only where it does not hold it, any
+		 * other thread's once its holder lets go (or the deadline passes) */
+		if (try ? weft_lock_fatal(&t->lock, t == self ? WEFT_HOLD_SELF : 0) : (pthread_mutex_lock(&t->lock), 0))
 			continue;
 		if (t->alive) {
 			struct weft_chunk *c = t->chunk;
@@ -533,9 +537,9 @@ void weft_threads_visit(int try, void (*fn)(void *ud, uint32_t tid, uint32_t ser
 			else
 				fn(ud, t->tid, t->serial, t->seq, NULL, 0);
 		}
-		pthread_mutex_unlock(&t->lock);
+		weft_unlock(&t->lock, t == self ? WEFT_HOLD_SELF : 0);
 	}
-	pthread_mutex_unlock(&threads_lock);
+	weft_unlock(&threads_lock, WEFT_HOLD_THREADS);
 }
 
 void weft_threads_atfork_prepare(void)

@@ -389,6 +389,8 @@ static void fatal_handler(int sig, siginfo_t *si, void *uc)
 	int saved = errno;
 	/* finish the trace unless this thread was inside the runtime holding its locks (then
 	 * what the writers already have is what survives) */
+	if (getpid() == weft_g.pid)
+		weft_fatal_begin();
 	if (!weft_in_runtime && getpid() == weft_g.pid) {
 		weft_g.in_signal = 1;
 		if (atomic_load(&weft_g.run) == WEFT_RUN_ON) {
@@ -404,7 +406,15 @@ static void fatal_handler(int sig, siginfo_t *si, void *uc)
 		}
 		weft_stop();
 	} else if (getpid() == weft_g.pid) {
-		weft_meta_clock_try(); /* the stop is skipped: at least the clock's last point */
+		/* inside weft's own code on this thread (a drop, a chunk switch): the stop is skipped
+		 * (it takes this thread's locks), but the flight recorder's window is still written -
+		 * the dump never waits for a lock this thread holds, and says why where it needs one */
+		if (atomic_load(&weft_g.run) == WEFT_RUN_ON && weft_flight_active()) {
+			weft_g.in_signal = 1;
+			const struct weft_site *m = fatal_site(sig);
+			weft_snapshot_fatal(m ? m->name + strlen("weft: ") : "fatal signal");
+		}
+		weft_meta_clock_try(); /* at least the clock's last point */
 	}
 	/* the default action (SA_RESETHAND put it back already; this is for certain), straight
 	 * to the kernel: the interposed calls would put this handler back */

@@ -42,6 +42,21 @@ int weft_record_switch_option(const char *key, const char *arg, char *extra, siz
 	return 0;
 }
 
+/* A window a fatal signal could not write: the runtime's one line, said on stderr. */
+static void say_not_written(const char *dir, const char *name)
+{
+	char path[4096], line[600];
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	FILE *f = fopen(path, "r");
+	if (!f)
+		return;
+	if (fgets(line, sizeof(line), f)) {
+		line[strcspn(line, "\n")] = 0;
+		fprintf(stderr, "weft: record: flight recorder: %s (%s)\n", line, path);
+	}
+	fclose(f);
+}
+
 int weft_record_flight_end(const char *dir, int quiet, int convert, int code)
 {
 	if (convert) /* each DIR/snapshot-N, to DIR/snapshot-N/trace.pftrace */
@@ -52,6 +67,8 @@ int weft_record_flight_end(const char *dir, int quiet, int convert, int code)
 	while (d && (e = readdir(d))) {
 		snaps += !strncmp(e->d_name, "snapshot-", 9);
 		parts += !strncmp(e->d_name, "part-", 5);
+		if (!strncmp(e->d_name, "window-not-written-", 19)) /* the runtime's word (lib/fatal.c) */
+			say_not_written(dir, e->d_name);
 	}
 	if (d)
 		closedir(d);

@@ -7,6 +7,7 @@ trace_processor SQL on the converted snapshots (tests/programs/flightsteps.c).""
 import glob
 import os
 import signal
+import subprocess
 import re
 import unittest
 from weftlib import TraceTest, main, run, sanitizer, WEFT, BUILD
@@ -209,6 +210,51 @@ class Flight(TraceTest):
         self.assertEqual(n, last - first + 1)
         self.assertEqual((len(run_rows), bad), (1, 0))
         self.assertIn("snapshot 1: killed by SIGSEGV", run([WEFT, "info", snap]).stdout)
+
+    @unittest.skipIf(os.environ.get("WEFT_TEST_NO_PRELOAD"), "preloading is not testable in this build (TSan)")
+    def test_crash_window_always_written(self):
+        """A fatal signal writes the window however it comes: to the main thread or another,
+        SEGV, BUS, ABRT or TERM, while the program outruns its writer (its threads are inside
+        weft's drop path much of the time) and two busy loops share the two cores. Before the
+        handler waited for locks other threads held (and wrote from inside the runtime), about
+        half such runs wrote nothing and said nothing."""
+        import ctypes
+        libc = ctypes.CDLL(None, use_errno=True)
+        sigs = [signal.SIGSEGV, signal.SIGBUS, signal.SIGABRT, signal.SIGTERM]
+        load = [subprocess.Popen(["sh", "-c", "while :; do :; done"]) for _ in range(2)]
+        try:
+            for i in range(8):
+                sig, other = sigs[i % 4], i >= 4
+                data = os.path.join(self.tmp, f"k{i}.data")
+                p = subprocess.Popen([WEFT, "record", "-q", "--no-convert", "-o", data, "--flight-recorder=4M",
+                                      "--", PROG, "spin", "1"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                     text=True)
+                line = p.stdout.readline().split()
+                self.assertEqual(line[0], "ready", line)
+                pid, worker = int(line[1]), int(line[2])
+                if other:  # tgkill: to the worker thread itself
+                    self.assertEqual(libc.syscall(234 if os.uname().machine == "x86_64" else 131, pid, worker,
+                                                  int(sig)), 0)
+                else:
+                    os.kill(pid, sig)
+                _, err = p.communicate(timeout=120)
+                self.assertEqual(p.returncode, -sig, err)
+                name = signal.Signals(sig).name
+                self.assertEqual(os.listdir(data), ["snapshot-1"], (name, other, err))
+                info = run([WEFT, "info", os.path.join(data, "snapshot-1")]).stdout
+                self.assertIn(f"snapshot 1: killed by {name}", info)
+        finally:
+            for x in load:
+                x.kill()
+                x.wait()
+        # the last window (TERM to the worker): both threads' steps, each under its run
+        _, out = self.snapshot(data, 1)
+        runs, steps = self.tp(out, "select count(*) from slice where name = 'run' and depth = 0",
+                              "select count(*), sum(p.name = 'run') from slice s join slice p on s.parent_id = p.id "
+                              "where s.name = 'step'")
+        self.assertEqual(runs[0][0], 2)
+        self.assertGreater(steps[0][0], 100)
+        self.assertEqual(steps[0][0], steps[0][1])
 
     def test_switch_output_parts_make_the_whole(self):
         data = os.path.join(self.tmp, "s.data")

@@ -11,6 +11,10 @@
  *                                    (VmHWM) in KiB
  *   counter STEPS                    a counter set at step 0 only, then STEPS steps; a snapshot
  *   crash STEPS                      STEPS steps inside `run`, then a segmentation fault
+ *   spin N                           N threads besides main, each inside `run` doing `step`
+ *                                    slices of 20 instants for ever (more than any writer keeps
+ *                                    up with); prints "ready TID TID ..." (main first) once each
+ *                                    thread did 1000 steps, and waits for a signal to end it
  * Prints the return value of each weft_snapshot() as "snapshot N". */
 #include <weft.h>
 #include <pthread.h>
@@ -57,6 +61,44 @@ static void *worker(void *arg)
 	return NULL;
 }
 
+static pthread_barrier_t spun;
+static long spin_tids[65];
+static int spin_n;
+
+/* Thread k's loop (0: main, which says "ready" once every thread did 1000 steps). */
+static void *spinner(void *arg)
+{
+	long k = (long)arg;
+	spin_tids[k] = gettid();
+	WEFT_BEGIN("run");
+	for (long i = 0;; i++) {
+		WEFT_SCOPE("step", WEFT_I("i", i));
+		for (int j = 0; j < 20; j++)
+			WEFT_INSTANT("tick", WEFT_I("j", j));
+		if (i != 1000)
+			continue;
+		pthread_barrier_wait(&spun);
+		if (k)
+			continue;
+		printf("ready");
+		for (int t = 0; t <= spin_n; t++)
+			printf(" %ld", spin_tids[t]);
+		printf("\n");
+		fflush(stdout);
+	}
+	return NULL;
+}
+
+static void spin(int n)
+{
+	pthread_t th;
+	spin_n = n > 64 ? 64 : n;
+	pthread_barrier_init(&spun, NULL, (unsigned)spin_n + 1);
+	for (long i = 1; i <= spin_n; i++)
+		pthread_create(&th, NULL, spinner, (void *)i);
+	spinner(NULL);
+}
+
 int main(int argc, char **argv)
 {
 	if (argc < 3)
@@ -76,6 +118,8 @@ int main(int argc, char **argv)
 		}
 		steps(at, n, inst, -1);
 		WEFT_END("run");
+	} else if (!strcmp(mode, "spin")) {
+		spin(atoi(argv[2]));
 	} else if (!strcmp(mode, "threads") && argc >= 4) {
 		int n = atoi(argv[2]);
 		nsteps = atol(argv[3]);
