@@ -240,11 +240,15 @@ static void dump_thread(struct snap *s0, struct fl_thread *t)
 	uint64_t *ctrp = ctr;
 	size_t k = 0;
 	int attach = 0, context_done = 0;
+	size_t gap = 0; /* frames before the last gap (a ghost: records never kept) are not shown */
+	for (size_t q = 0; q < n; q++)
+		if (fl_ents[fl_ord[q]].ghost)
+			gap = q + 1;
 	/* frames wholly before the window: their summaries */
 	for (; k < n; k++) {
 		struct fl_entry *e = &fl_ents[fl_ord[k]];
 		int cut_here = t->has_cut && e->seq == t->cut_seq;
-		if (cut_here || !(e->last < s->W && e->last >= e->first))
+		if (k >= gap && (cut_here || !(e->last < s->W && e->last >= e->first)))
 			break;
 		if (e->sum) {
 			const uint64_t *sum = e->sum;
@@ -255,7 +259,8 @@ static void dump_thread(struct snap *s0, struct fl_thread *t)
 			for (size_t q = 0; q < sum[2]; q++)
 				fl_counter_keep(&ctrp, &nctr, &ctrcap, sum + 3 + sum[0] + sum[1] + q * 3, 1);
 		}
-		s->not_in_window += e->events;
+		if (!e->ghost) /* (a ghost's were counted as evicted) */
+			s->not_in_window += e->events;
 	}
 	for (; k < n; k++) {
 		struct fl_entry *e = &fl_ents[fl_ord[k]];
@@ -288,7 +293,20 @@ static void dump_thread(struct snap *s0, struct fl_thread *t)
 		struct weft_chunk_header h;
 		memcpy(&h, fl_ring + e->off, sizeof(h));
 		h.seq = ((uint64_t)t->serial << WEFT_SEQ_SERIAL_SHIFT) | t->written++;
-		snap_chunk_write(&s->ev, &h, fl_ring + e->off + sizeof(h));
+		const void *payload = fl_ring + e->off + sizeof(h);
+		/* the ring keeps frames packed; the snapshot compresses them (not in a signal handler,
+		 * where a compressor might allocate) */
+		if (!(h.flags & WEFT_CHUNK_ZSTD) && !weft_g.in_signal && weft_cfg.compression != 0 &&
+		    h.stored_size <= fl_packcap) {
+			size_t z = ZSTD_compressCCtx(fl_cctx, fl_zbuf, fl_zcap, payload, h.stored_size, weft_cfg.compression);
+			if (!ZSTD_isError(z) && z < h.stored_size) {
+				payload = fl_zbuf;
+				h.stored_size = (uint32_t)z;
+				h.flags |= WEFT_CHUNK_ZSTD;
+				h.checksum = weft_chunk_sum(h.flags, payload, z);
+			}
+		}
+		snap_chunk_write(&s->ev, &h, payload);
 		s->events += h.events;
 		s->window_events += h.events;
 		s->chunks++;
@@ -522,7 +540,7 @@ int weft_flight_dump_as(const char *kind, const char *reason, uint64_t trigger_t
 		weft_in_runtime--;
 		return rc;
 	}
-	fl_dumping = 1;
+	__atomic_store_n(&fl_dumping, 1, __ATOMIC_RELAXED);
 	fl_partused = 0;
 	for (size_t i = 0; i < fl_nths; i++) {
 		fl_ths[i].limit = UINT64_MAX;
@@ -557,10 +575,19 @@ int weft_flight_dump_as(const char *kind, const char *reason, uint64_t trigger_t
 		struct fl_thread *t = &fl_ths[i];
 		if (!t->lost || t->excluded)
 			continue;
-		uint64_t first = UINT64_MAX, best = UINT64_MAX;
+		uint64_t first = UINT64_MAX, best = UINT64_MAX, gap = 0;
+		int ghosts = 0;
+		for (size_t k = 0; k < fl_ents_n; k++) { /* its last gap: nothing before it is shown */
+			struct fl_entry *e = fl_ent_at(k);
+			if (e->th == t && e->ghost && !e->consumed && e->seq < t->limit && (!ghosts || e->seq > gap)) {
+				gap = e->seq;
+				ghosts = 1;
+			}
+		}
 		for (size_t k = 0; k < fl_ents_n; k++) {
 			struct fl_entry *e = fl_ent_at(k);
-			if (e->th == t && !e->consumed && e->seq < t->limit && e->seq < best && e->first <= e->last) {
+			if (e->th == t && !e->consumed && e->seq < t->limit && e->seq < best && e->first <= e->last &&
+			    (!ghosts || e->seq > gap)) {
 				best = e->seq;
 				first = e->first;
 			}
@@ -676,7 +703,7 @@ out:
 		t->limit = UINT64_MAX;
 		t->excluded = 0;
 	}
-	fl_dumping = 0;
+	__atomic_store_n(&fl_dumping, 0, __ATOMIC_RELAXED);
 	weft_unlock(&fl_ring_lock, WEFT_HOLD_RING);
 	weft_unlock(&fl_dump_lock, WEFT_HOLD_DUMP);
 	weft_in_runtime--;

@@ -60,6 +60,7 @@ uint64_t fl_ref_ticks, fl_ref_ns; /* for records timed in ns (sched, samples, ac
 double fl_tpn = 1.0;
 uint64_t fl_ev_received, fl_ev_evicted, fl_ev_written, fl_ev_lost_since; /* events */
 int fl_snapshots;            /* written by this process */
+int fl_out_of_order;         /* under ring_lock: some thread's frames came out of order */
 uint64_t fl_pending;         /* frame bytes put since the last snapshot (--switch-output) */
 uint64_t fl_last_end_ticks;  /* the previous snapshot's end */
 
@@ -81,6 +82,7 @@ ZSTD_DCtx *fl_dctx;
 ZSTD_CCtx *fl_cctx;
 
 int weft_flight_active(void) { return fl_active ? (weft_cfg.flight_noexit ? 2 : 1) : 0; }
+int weft_flight_dumping(void) { return __atomic_load_n(&fl_dumping, __ATOMIC_RELAXED); }
 
 static uint64_t ns_to_ticks(uint64_t ns)
 {
@@ -257,18 +259,22 @@ struct sum_scratch {
 	uint64_t ctr[3 * 64];
 };
 static __thread struct sum_scratch *scratch WEFT_TLS; /* a writer's, made at its first chunk */
+/* The program threads' (weft_flight_evict_chunk), under evict_lock; freed at the end. */
+static struct sum_scratch *evict_scratch;
+static pthread_mutex_t evict_lock = PTHREAD_MUTEX_INITIALIZER;
 
-static uint64_t *summarize(const uint64_t *w, size_t n, size_t *nsum, uint64_t *first, uint64_t *last)
+static uint64_t *summarize(struct sum_scratch **scr, const uint64_t *w, size_t n, size_t *nsum, uint64_t *first,
+			   uint64_t *last)
 {
 	*nsum = 0;
 	*first = UINT64_MAX;
 	*last = 0;
-	struct sum_scratch *x = scratch;
+	struct sum_scratch *x = *scr;
 	if (!x || x->cap < n) {
 		if (x)
 			free(x->w);
 		free(x);
-		x = scratch = calloc(1, sizeof(*x));
+		x = *scr = calloc(1, sizeof(*x));
 		if (!x)
 			return NULL;
 		x->w = malloc((n + 1) * 8);
@@ -412,21 +418,25 @@ static void consume_earlier(const struct fl_entry *e)
 			return;
 		fl_sum_apply(best->th, best->sum);
 		best->consumed = 1;
-		fl_ev_evicted += best->events;
-		fl_ev_lost_since += best->events;
+		if (!best->ghost) {
+			fl_ev_evicted += best->events;
+			fl_ev_lost_since += best->events;
+		}
 	}
 }
 
 static void evict_oldest(void)
 {
 	struct fl_entry *e = fl_ent_at(0);
-	if (!e->consumed && weft_cfg.writers > 1)
+	if (!e->consumed && (weft_cfg.writers > 1 || fl_out_of_order))
 		consume_earlier(e);
 	if (!e->consumed) {
 		fl_sum_apply(e->th, e->sum);
 		e->th->lost = 1;
-		fl_ev_evicted += e->events;
-		fl_ev_lost_since += e->events;
+		if (!e->ghost) { /* (a ghost's events were counted when it came) */
+			fl_ev_evicted += e->events;
+			fl_ev_lost_since += e->events;
+		}
 	}
 	if (!weft_g.in_signal)
 		free(e->sum);
@@ -459,23 +469,81 @@ static size_t ring_place(size_t len)
 	}
 }
 
+/* Room for one more entry (under ring_lock): the table grows, or the oldest goes. */
+static void entry_room(void)
+{
+	if (fl_ents_n < fl_ents_cap)
+		return;
+	size_t ncap = fl_ents_cap * 2;
+	struct fl_entry *n = weft_g.in_signal ? NULL : malloc(ncap * sizeof(*n));
+	size_t *no = n ? realloc(fl_ord, ncap * sizeof(*no)) : NULL;
+	if (no)
+		fl_ord = no;
+	if (n && !no) {
+		free(n);
+		n = NULL;
+	}
+	if (n) {
+		for (size_t k = 0; k < fl_ents_n; k++)
+			n[k] = *fl_ent_at(k);
+		free(fl_ents);
+		fl_ents = n;
+		fl_ents_cap = ncap;
+		fl_ents_first = 0;
+	} else {
+		evict_oldest();
+	}
+}
+
+/* The thread of a chunk (under ring_lock), its arrival counted; NULL past MAX_THREADS. */
+static struct fl_thread *arrived(uint32_t tid, uint64_t seq, uint32_t events)
+{
+	struct fl_thread *t = fl_thread_find(tid, (uint32_t)(seq >> WEFT_SEQ_SERIAL_SHIFT), 1);
+	if (!t)
+		return NULL;
+	t->received++;
+	fl_ev_received += events;
+	uint64_t idx = seq & WEFT_SEQ_INDEX_MASK;
+	if (t->received > 1 && idx < t->max_seq)
+		fl_out_of_order = 1;
+	if (idx > t->max_seq)
+		t->max_seq = idx;
+	return t;
+}
+
+/* A ghost: a chunk whose records were never kept, its summary alone in the ring (no bytes),
+ * so the stacks stay right across it and no snapshot shows anything of its thread before it. */
+static void put_ghost(struct fl_thread *t, uint64_t seq, uint32_t events, uint64_t *sum, size_t nsum)
+{
+	entry_room();
+	struct fl_entry *e = &fl_ents[(fl_ents_first + fl_ents_n) % fl_ents_cap];
+	size_t off = fl_ents_n ? fl_ring_tail : 0;
+	fl_ents_n++;
+	*e = (struct fl_entry){off, 0, events, seq, UINT64_MAX, 0, t, sum, nsum, 0, 1};
+	fl_ring_tail = off;
+	fl_ring_used += nsum * 8;
+	t->lost = 1;
+	fl_ev_evicted += events;
+	fl_ev_lost_since += events;
+	while (fl_ents_n > 1 && fl_ring_used > fl_ring_size)
+		evict_oldest();
+}
+
 void weft_flight_put(const struct weft_chunk *c, const struct weft_chunk_header *h, const void *payload,
 		     size_t stored)
 {
 	uint64_t first, last;
 	size_t nsum;
-	uint64_t *sum = summarize((const uint64_t *)c->data, (c->used & ~(size_t)7) / 8, &nsum, &first, &last);
+	uint64_t *sum = summarize(&scratch, (const uint64_t *)c->data, (c->used & ~(size_t)7) / 8, &nsum, &first, &last);
 	size_t len = sizeof(*h) + stored, len8 = (len + 7) & ~(size_t)7; /* frames 8-aligned */
-	pthread_mutex_lock(&fl_ring_lock);
-	struct fl_thread *t = fl_thread_find(h->tid, (uint32_t)(h->seq >> WEFT_SEQ_SERIAL_SHIFT), 1);
+	weft_lock(&fl_ring_lock, WEFT_HOLD_RING);
+	struct fl_thread *t = arrived(h->tid, h->seq, h->events);
 	if (!t) {
-		pthread_mutex_unlock(&fl_ring_lock);
+		weft_unlock(&fl_ring_lock, WEFT_HOLD_RING);
 		free(sum);
 		atomic_fetch_add(&weft_g.dropped, h->events);
 		return;
 	}
-	t->received++;
-	fl_ev_received += h->events;
 	/* AGE: frames whose last event is older than it go, whatever the room */
 	if (weft_cfg.flight_age_ns) {
 		uint64_t now = weft__ticks(), age = (uint64_t)((double)weft_cfg.flight_age_ns * fl_tpn);
@@ -484,47 +552,52 @@ void weft_flight_put(const struct weft_chunk *c, const struct weft_chunk_header 
 	}
 	while (fl_ents_n && fl_ring_used + len8 + nsum * 8 > fl_ring_size)
 		evict_oldest();
-	if (fl_ents_n == fl_ents_cap) {
-		size_t ncap = fl_ents_cap * 2;
-		struct fl_entry *n = malloc(ncap * sizeof(*n));
-		size_t *no = n ? realloc(fl_ord, ncap * sizeof(*no)) : NULL;
-		if (no)
-			fl_ord = no;
-		if (n && !no) {
-			free(n);
-			n = NULL;
-		}
-		if (n) {
-			for (size_t k = 0; k < fl_ents_n; k++)
-				n[k] = *fl_ent_at(k);
-			free(fl_ents);
-			fl_ents = n;
-			fl_ents_cap = ncap;
-			fl_ents_first = 0;
-		} else {
-			evict_oldest();
-		}
-	}
+	entry_room();
 	size_t off = ring_place(len8);
-	if (off == SIZE_MAX) { /* larger than the ring: never kept */
-		t->lost = 1;
-		fl_ev_evicted += h->events;
-		fl_ev_lost_since += h->events;
-		pthread_mutex_unlock(&fl_ring_lock);
-		free(sum);
+	if (off == SIZE_MAX) { /* larger than the ring: never kept, a gap */
+		put_ghost(t, h->seq, h->events, sum, nsum);
+		weft_unlock(&fl_ring_lock, WEFT_HOLD_RING);
 		return;
 	}
 	memcpy(fl_ring + off, h, sizeof(*h));
 	memcpy(fl_ring + off + sizeof(*h), payload, stored);
 	struct fl_entry *e = &fl_ents[(fl_ents_first + fl_ents_n) % fl_ents_cap];
 	fl_ents_n++;
-	*e = (struct fl_entry){off, (uint32_t)len8, h->events, h->seq, first, last, t, sum, nsum, 0, };
+	*e = (struct fl_entry){off, (uint32_t)len8, h->events, h->seq, first, last, t, sum, nsum, 0, 0};
 	fl_ring_tail = off + len8;
 	fl_ring_used += len8 + nsum * 8;
 	fl_pending += len8 + nsum * 8;
 	uint64_t p = fl_pending;
-	pthread_mutex_unlock(&fl_ring_lock);
+	weft_unlock(&fl_ring_lock, WEFT_HOLD_RING);
 	weft_switch_note(p, fl_ring_size);
+}
+
+/* The writers are behind: a program thread needs a chunk and takes the oldest one waiting for
+ * them (thread.c, in flight mode instead of dropping its own newest events). Its records go,
+ * whole, as if evicted: only its summary enters the ring (a ghost), so the stacks and counters
+ * stay right and every snapshot starts its thread after it. Runs on the program thread, inside
+ * the runtime: one pass over the chunk, about what the writer would have spent on it. */
+void weft_flight_evict_chunk(const struct weft_chunk *c)
+{
+	uint64_t first, last;
+	size_t nsum, n = (c->used & ~(size_t)7) / 8;
+	pthread_mutex_lock(&evict_lock); /* its scratch: one for all program threads */
+	uint64_t *sum = summarize(&evict_scratch, (const uint64_t *)c->data, n, &nsum, &first, &last);
+	uint32_t events = 0;
+	for (size_t i = 0; i + 2 <= n; i += 2 + weft_rec_extra(((const uint64_t *)c->data)[i + 1]))
+		events += weft_rec_is_event(weft_rec_type(((const uint64_t *)c->data)[i + 1]));
+	weft_lock(&fl_ring_lock, WEFT_HOLD_RING);
+	struct fl_thread *t = arrived(c->tid, c->seq, events);
+	if (!t) {
+		weft_unlock(&fl_ring_lock, WEFT_HOLD_RING);
+		pthread_mutex_unlock(&evict_lock);
+		free(sum);
+		atomic_fetch_add(&weft_g.dropped, events);
+		return;
+	}
+	put_ghost(t, c->seq, events, sum, nsum);
+	weft_unlock(&fl_ring_lock, WEFT_HOLD_RING);
+	pthread_mutex_unlock(&evict_lock);
 }
 
 /* ---- metadata in memory (meta.c's writers hold its lock) ---- */
@@ -665,6 +738,7 @@ void weft_flight_atfork_child(void)
 {
 	pthread_mutex_init(&fl_ring_lock, NULL);
 	pthread_mutex_init(&fl_dump_lock, NULL); /* a snapshot another thread was making is the parent's */
+	pthread_mutex_init(&evict_lock, NULL);
 	if (!fl_active)
 		return;
 	free_summaries();
@@ -708,6 +782,11 @@ void weft_flight_finish(void)
 	free(fl_ctxtrack);
 	free(fl_partarea);
 	free(fl_outbuf);
+	if (evict_scratch) {
+		free(evict_scratch->w);
+		free(evict_scratch);
+		evict_scratch = NULL;
+	}
 	ZSTD_freeDCtx(fl_dctx);
 	ZSTD_freeCCtx(fl_cctx);
 	fl_ring = NULL;

@@ -40,6 +40,7 @@ struct fl_entry {
 	uint64_t *sum;  /* summary words (see summarize), or NULL */
 	size_t nsum;
 	int consumed;   /* its summary is applied (a snapshot wrote it, or it lies before one) */
+	int ghost;      /* its bytes were never kept (evicted before a writer took it): a gap */
 };
 
 /* A thread's state as of the ring's oldest kept frame (everything before it applied). */
@@ -64,6 +65,7 @@ struct fl_thread {
 	size_t npart;    /* words */
 	uint32_t written; /* chunks written in the snapshot being made */
 	uint64_t dropped_end; /* THREAD_END's drops */
+	uint64_t max_seq;  /* the highest chunk index put (a lower one later: out of order) */
 };
 
 #define MAX_THREADS 4096

@@ -312,6 +312,13 @@ WEFT_HIDDEN int weft_flight_start(void);   /* session start, before the metadata
 /* 0: no flight recorder in this process; 1: one runs (its events are kept in the ring); 2: one
  * runs with noexit (no snapshot at the program's exit) */
 WEFT_HIDDEN int weft_flight_active(void);
+/* In flight mode, a program thread that finds the writers behind takes the oldest chunk
+ * waiting for them instead of dropping its own newest events: its records are given up as
+ * evicted (the ring keeps their summary). thread.c's pool_get, inside the runtime. */
+WEFT_HIDDEN void weft_flight_evict_chunk(const struct weft_chunk *c);
+/* A snapshot is being made: the chunks waiting for the writers are its newest part, and are
+ * not taken (what the threads record meanwhile comes after its end, and is dropped). */
+WEFT_HIDDEN int weft_flight_dumping(void);
 /* writers: a packed (and compressed) chunk as write_chunk would write it, into the ring */
 WEFT_HIDDEN void weft_flight_put(const struct weft_chunk *c, const struct weft_chunk_header *h,
 				 const void *payload, size_t stored);

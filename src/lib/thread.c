@@ -123,7 +123,8 @@ static struct weft_chunk *chunk_new(void)
 
 static struct weft_chunk *pool_get(void)
 {
-	if (weft_cfg.overflow == WEFT_OVERFLOW_DROP &&
+	int flight = weft_flight_active();
+	if (weft_cfg.overflow == WEFT_OVERFLOW_DROP && !flight &&
 	    atomic_load_explicit(&free_count, memory_order_relaxed) == 0 &&
 	    __atomic_load_n(&allocated, __ATOMIC_RELAXED) >= max_held)
 		return NULL;
@@ -148,6 +149,21 @@ static struct weft_chunk *pool_get(void)
 				__atomic_store_n(&allocated, allocated - 1, __ATOMIC_RELAXED);
 				weft_unlock(&pool_lock, WEFT_HOLD_POOL);
 			}
+			return c;
+		}
+		/* flight recorder: what goes is the oldest chunk waiting for the writers, never the
+		 * newest events (weft_flight_evict_chunk keeps its summary in the ring) */
+		if (flight && weft_cfg.overflow != WEFT_OVERFLOW_BLOCK && q_head && q_head->recycle && !stopping &&
+		    !weft_flight_dumping() &&
+		    atomic_load(&weft_g.run) == WEFT_RUN_ON) {
+			c = q_head;
+			q_head = c->next;
+			if (!q_head)
+				q_tail = NULL;
+			weft_unlock(&pool_lock, WEFT_HOLD_POOL);
+			weft_flight_evict_chunk(c);
+			c->next = NULL;
+			c->used = 0;
 			return c;
 		}
 		if (weft_cfg.overflow != WEFT_OVERFLOW_BLOCK || stopping ||

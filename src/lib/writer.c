@@ -184,14 +184,17 @@ static void write_chunk(struct writer *w, struct weft_chunk *c)
 		weft_index_chunk(c, &ix, (unsigned)w->idx, w->at, NULL);
 	h.events = events;
 	h.dropped = dropped;
-	if (weft_cfg.compression != 0 && w->cctx && w->ccol && w->pbuf) {
+	/* the flight recorder keeps frames packed, not compressed: the ring's snapshot compresses
+	 * the few it writes, off the writers' path (flight-snap.c) */
+	int zstd = weft_cfg.compression != 0 && !weft_flight_active();
+	if (zstd && w->cctx && w->ccol && w->pbuf) {
 		size_t z = compress_chunk(w, w->pbuf, stored);
 		if (z && z < stored) {
 			payload = w->zbuf;
 			stored = z;
 			h.flags |= WEFT_CHUNK_ZSTD;
 		}
-	} else if (weft_cfg.compression != 0 && w->cctx) { /* the records unpacked: one frame */
+	} else if (zstd && w->cctx) { /* the records unpacked: one frame */
 		size_t zneed = ZSTD_compressBound(stored);
 		if (zneed > w->zcap) {
 			free(w->zbuf);

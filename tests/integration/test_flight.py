@@ -71,6 +71,30 @@ class Flight(TraceTest):
         self.assertTrue(m, info)
         self.assertGreater(int(m.group(1)), 1000 * 101)
 
+    def test_newest_kept_when_the_writer_falls_behind(self):
+        """Without overflow=block, with two busy loops beside it: the program outruns its
+        writer, and what goes is the oldest chunks (whole, their stacks kept), never the newest:
+        the snapshot right after step 20,000 holds it, every step of the window whole under
+        run. (Before, the program's own newest chunks were dropped: step 20,000 was missing in
+        2 of 3 loaded runs.)"""
+        load = [subprocess.Popen(["sh", "-c", "while :; do :; done"]) for _ in range(2)]
+        try:
+            for i in range(3):
+                data = os.path.join(self.tmp, f"n{i}.data")
+                p = run([PROG, "steps", "30000", "100", "20000", "1"],
+                        env={"WEFT_OPTIONS": f"output={data}:flight=16M,noexit"}, cwd=self.tmp)
+                snap, out = self.snapshot(data, 1)
+                (first, last, n), run_rows, bad = self.steps(out)
+                self.assertEqual(last, 20000, i)
+                self.assertEqual(n, last - first + 1)
+                self.assertEqual((len(run_rows), bad), (1, 0))
+                info = run([WEFT, "info", snap]).stdout
+                self.assertIn("dropped:    0", info)
+        finally:
+            for x in load:
+                x.kill()
+                x.wait()
+
     def test_run_begins_at_its_true_time(self):
         """run's BEGIN, evicted long ago, is re-emitted with its original time: before the
         window's first event by about the time the evicted steps took."""
