@@ -228,6 +228,60 @@ class TimeWindow(TraceTest):
         self.assertTrue(any(r[3] > 0 and r[1] < first + a for r in want), "nested slices open at FROM")
         self.same(got, want)
 
+    def open_at(self, trace, picks, name):
+        """For each absolute time X in picks(full rows): the slices open at X in a window from X
+        on (those that began before X) equal the full convert's stack at X, name, begin, depth
+        and parent, level by level. Returns how many levels were compared."""
+        full = os.path.join(self.tmp, name + ".pftrace")
+        run([WEFT, "convert", trace, "-q", "-o", full])
+        first = int(self.tp(full, FIRST)[0][0]["ts"])
+        rows = norm(self.tp(full, SLICES)[0])
+        levels = 0
+        for x in picks(rows):
+            want = sorted((r[0], r[1], r[3], r[4]) for r in rows if r[1] < x < r[2])
+            out, p = self.convert_window(f"{x - first}ns:{x - first + 200_000}ns", trace=trace,
+                                         name=f"{name}-{x}.pftrace")
+            got = sorted((r[0], r[1], r[3], r[4]) for r in norm(self.tp(out, SLICES)[0]) if r[1] < x)
+            self.assertEqual(got, want, f"the stack at {x - first} ns")
+            self.assertNotIn("without a begin", p.stderr)
+            levels += len(want)
+        return levels
+
+    @unittest.skipIf(os.environ.get("WEFT_TEST_NO_PRELOAD"), "preloading is not testable in this build (TSan)")
+    def test_reentered_function_open_at_from(self):
+        # `execute` open at depth 1 for the whole run and again at depth 8 inside each callback,
+        # opened and closed thousands of times (Lua's luaV_execute): the chunk where the current
+        # round began also holds the ends of the previous round's deeper levels, which the
+        # chunks skipped before it opened. Each must close its own level, not the outer
+        # `execute` of the same name (which lost every level above it: 13 in Lua)
+        trace = os.path.join(self.tmp, "re.data")
+        run([WEFT, "record", "-o", trace, "--no-convert", "--", os.path.join(os.path.dirname(WEFT), "reenter"),
+             "100", "200"], env={"WEFT_OPTIONS": "chunk_size=4K"})
+
+        def picks(rows):
+            leaves = sorted(r[1] for r in rows if r[0] == "leaf")
+            self.assertEqual(len(leaves), 100 * 200)
+            return [leaves[r * 200 + 150] + 1 for r in (30, 61, 95)]  # late in a round
+        self.assertEqual(self.open_at(trace, picks, "re"), 3 * 10)
+
+    @unittest.skipIf(os.environ.get("WEFT_TEST_NO_PRELOAD"), "preloading is not testable in this build (TSan)")
+    def test_lua_levels_open_at_from(self):
+        # the same in Lua 5.4 built with -finstrument-functions (bench/e2e/build.sh): table.sort
+        # with a Lua comparator, string.gsub with a Lua function, recursion; no pcall or error
+        # (no longjmp)
+        lua = os.path.join(os.environ.get("WEFT_E2E_CACHE", "/var/cache/weft-e2e"), "bin", "lua")
+        if not os.access(lua, os.X_OK):
+            self.skipTest(f"no {lua}: bench/e2e/build.sh builds Lua with -finstrument-functions")
+        trace = os.path.join(self.tmp, "lua.data")
+        script = os.path.join(os.path.dirname(__file__), "..", "programs", "sortfib.lua")
+        run([WEFT, "record", "-o", trace, "--no-convert", "--", lua, script, "6"])
+
+        def picks(rows):
+            ts = sorted(r[1] for r in rows if r[3] > 6)
+            self.assertGreater(len(ts), 10000, "function slices: is Lua built with -finstrument-functions?")
+            return [ts[len(ts) * k // 5] + 1 for k in (1, 2, 3, 4)]
+        self.assertGreater(self.open_at(trace, picks, "lua"), 4 * 15)
+
     def test_bad_windows(self):
         out = os.path.join(self.tmp, "x.pftrace")
         for cmd in (["convert", self.trace, "-o", out], ["report", self.trace],
