@@ -34,6 +34,17 @@ CASES = [
     (["record", "-z", "x", "--", "true"], 2, None,
      "weft: record: bad value 'x' for -z/--compression: expected a zstd level from -100 to 19, 0 = none\n"),
     (["info", "-z", "d"], 2, None, "weft: info: unknown option '-z' (see 'weft info --help')\n"),
+    # 0 is the runtime's "off": on the command line it would leave DIR with no trace and no part
+    (["record", "--switch-output=0", "--", "true"], 2, None,
+     "weft: record: bad --switch-output '0': expected a size from 256K to 16G (K/M/G) or a time from "
+     "1ms (s, m, h), the length of each part\n"),
+    # strtod reads hexadecimal: 0x10 was 16 s; the times are decimal
+    (["convert", "d", "--time", "0x10:0x20", "-o", "x.pftrace"], 2, None,
+     "weft: convert: --time 0x10:0x20: '0x10' is not a time: decimal seconds, or a number and a unit "
+     "(ns, us, ms, s, m, h), such as 2.5:3.5, 2500ms:3500ms, :5s or 10s:\n"),
+    (["report", "d", "--time", "1:inf"], 2, None,
+     "weft: report: --time 1:inf: 'inf' is not a time: decimal seconds, or a number and a unit "
+     "(ns, us, ms, s, m, h), such as 2.5:3.5, 2500ms:3500ms, :5s or 10s:\n"),
     (["--help"], 0, "convert", ""),
     (["convert", "--help"], 0, "usage: weft convert [OPTIONS] DIR... -o FILE", ""),
     (["info", "--help"], 0, "usage: weft info [OPTIONS] DIR", ""),
