@@ -500,19 +500,31 @@ int weft_trace_window_apply(struct weft_trace *t, const struct weft_window_req *
 	wi->from_ns = first + rf;
 	wi->to_ns = first + rt;
 	struct scratch s = {0};
+	uint64_t snap_scanned = 0, snap_chunks = 0; /* of flight recorder snapshots (and parts) */
 	for (size_t i = 0; i < t->nprocs; i++) {
 		struct weft_proc *p = &t->procs[i];
 		unsigned counters = 0;
 		for (size_t k = 1; k < p->nsites; k++)
 			counters += p->sites[k].defined && p->sites[k].kind == WEFT_KIND_COUNTER;
+		uint64_t scanned = wi->scanned, chunks = wi->chunks;
 		for (size_t k = 0; k < p->nthreads; k++)
 			window_thread(t, p, &p->threads[k], &s, counters);
+		if (p->has_window) {
+			snap_scanned += wi->scanned - scanned;
+			snap_chunks += wi->chunks - chunks;
+		}
 	}
 	free(s.buf);
-	if (wi->scanned)
+	/* a snapshot is written without CHUNK_INDEX records (its chunks are the ring's): it is
+	 * read whole, as it is, and that is no sign of an old or damaged trace */
+	if (snap_scanned)
+		weft_trace_warn(t, "%llu of %llu chunks are a flight recorder snapshot's, which has no time index: "
+			    "all of them were read to find the window",
+			    (unsigned long long)snap_scanned, (unsigned long long)snap_chunks);
+	if (wi->scanned > snap_scanned)
 		weft_trace_warn(t, "%llu of %llu chunks have no time index (a trace written before weft's format "
 			    "1.8, or cut short): all of them were read to find the window",
-			    (unsigned long long)wi->scanned, (unsigned long long)wi->chunks);
+			    (unsigned long long)(wi->scanned - snap_scanned), (unsigned long long)(wi->chunks - snap_chunks));
 	t->first_ns = wi->from_ns;
 	t->last_ns = wi->to_ns;
 	return 0;

@@ -183,6 +183,21 @@ class TimeWindow(TraceTest):
         _, p = self.convert_window("0.1:0.2", name="again.pftrace")
         self.assertNotIn("no time index", p.stderr)
 
+    def test_snapshot_is_read_whole_and_said_so(self):
+        # a flight recorder snapshot has no CHUNK_INDEX records (its chunks are the ring's): it is
+        # read whole, and the one line says that, not that the trace is old or cut short
+        data = os.path.join(self.tmp, "f.data")
+        run([os.path.join(os.path.dirname(WEFT), "flightsteps"), "steps", "3000", "10", "1000", "1"],
+            env={"WEFT_OPTIONS": f"output={data}:overflow=block:flight=1M,noexit"})
+        snap = os.path.join(data, "snapshot-1")
+        for cmd in (["convert", snap, "-o", os.path.join(self.tmp, "s.pftrace")], ["report", snap]):
+            p = run([WEFT, *cmd, "--time", "0:"])
+            lines = [ln for ln in p.stderr.splitlines() if "time index" in ln]
+            self.assertEqual(len(lines), 1, p.stderr)
+            self.assertRegex(lines[0], rf"^weft: {cmd[0]}: warning: (\d+) of \1 chunks are a flight recorder "
+                                       r"snapshot's, which has no time index: all of them were read to find "
+                                       r"the window$")
+
     def test_report_totals_are_the_windows(self):
         p = run([WEFT, "report", self.trace, "--time", "0.1:0.2", "-f", "csv"])
         self.assertIn("totals for the window 0.1 s to 0.2 s", p.stderr)
