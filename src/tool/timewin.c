@@ -1,6 +1,7 @@
 /*
  * timewin.c - the `--time FROM:TO` option shared by convert, report and export: a window of
- * the trace, in seconds from its first event (units allowed), read through the chunks' time
+ * the trace, in seconds from its start (its earliest event: docs/time-window.md; in a snapshot
+ * the re-emitted begin of its outermost open slice), units allowed, read through the chunks' time
  * index (format/window.c). Parsing only: the reader checks the window against the trace.
  */
 #include "tool/timewin.h"

@@ -198,6 +198,34 @@ class TimeWindow(TraceTest):
                                        r"snapshot's, which has no time index: all of them were read to find "
                                        r"the window$")
 
+    def test_origin_is_the_traces_start_as_in_perfetto(self):
+        # --time counts from the trace's earliest event: in a snapshot the re-emitted begin of
+        # `run` (the program's start), not the snapshot's own window, and the same 0 as the
+        # Perfetto UI's timeline (trace_bounds); weft info gives the window in those terms
+        data = os.path.join(self.tmp, "o.data")
+        run([os.path.join(os.path.dirname(WEFT), "flightsteps"), "steps", "40000", "20", "1000", "2"],
+            env={"WEFT_OPTIONS": f"output={data}:overflow=block:flight=1M,noexit"})
+        snap = os.path.join(data, "snapshot-2")
+        info = run([WEFT, "info", snap]).stdout
+        # (snapshot 2 holds what came after snapshot 1: `run` is re-emitted, its begin earlier)
+        self.assertIn("1 open slices re-emitted", info)
+        import re
+        start = int(re.search(r"window:\s+from (\d+)", info).group(1))
+        a, b = re.search(r"--time ([0-9.]+):([0-9.]+) \(seconds from the trace's start", info).groups()
+        full = os.path.join(self.tmp, "o.pftrace")
+        run([WEFT, "convert", snap, "-q", "-o", full])
+        bounds, run_ts, steps = self.tp(full, "select start_ts from trace_bounds",
+                                        "select ts from slice where name = 'run'",
+                                        "select count(*) as n from slice where name = 'step'")
+        origin = int(bounds[0]["start_ts"])
+        self.assertEqual(origin, int(run_ts[0]["ts"]))
+        self.assertLess(origin, start)
+        self.assertAlmostEqual(origin + float(a) * 1e9, start, delta=1000)  # %.6f s: 1 us
+        out, p = self.convert_window(f"{a}:{b}", trace=snap, name="o-win.pftrace")
+        self.assertIn(f"window {float(a):.6g} s to ", p.stderr)
+        n, = self.tp(out, "select count(*) as n from slice where name = 'step'")
+        self.assertEqual(int(n[0]["n"]), int(steps[0]["n"]))  # the whole snapshot's steps
+
     def test_report_totals_are_the_windows(self):
         p = run([WEFT, "report", self.trace, "--time", "0.1:0.2", "-f", "csv"])
         self.assertIn("totals for the window 0.1 s to 0.2 s", p.stderr)
