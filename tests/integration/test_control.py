@@ -159,6 +159,20 @@ class Control(TraceTest):
         self.assertTrue(os.path.exists(os.path.join(self.tmp, "mine")))
         self.assertFalse(os.path.exists(os.path.join(self.tmp, "ack")))
 
+    def test_disabled_throughout_is_no_build_question(self):
+        """--delay -1 and never enabled: the program's function events were all emitted while
+        disabled, so record says that, not 'was it built with -finstrument-functions?'; a
+        program that emitted nothing at all still gets that question."""
+        d = os.path.join(self.tmp, "off.data")
+        p = run([WEFT, "record", "-o", d, "--delay", "-1", "--", os.path.join(BUILD, "reenter"), "2", "3"])
+        emitted = 2 + 2 * (1 + 2 * 5 + 3 * 6)  # main; per round execute, 5 sortlike, 3 x (callback, execute, leaf)
+        self.assertEqual(p.stderr.splitlines()[0],
+                         f"weft: record: nothing was recorded: all {emitted} events came while recording was "
+                         "disabled (--delay, the disable command; weft enable DIR turns it on)")
+        self.assertNotIn("-finstrument-functions", p.stderr)
+        p = run([WEFT, "record", "-o", d, "--delay", "-1", "--", "true"])
+        self.assertIn("was true built with -finstrument-functions?", p.stderr)
+
     def test_fd_control(self):
         """--control=fd:N,M: the same through descriptors weft record inherits; no --delay:
         recording starts enabled."""
