@@ -524,7 +524,8 @@ int weft_trace_window_apply(struct weft_trace *t, const struct weft_window_req *
 	if (wi->scanned > snap_scanned)
 		weft_trace_warn(t, "%llu of %llu chunks have no time index (a trace written before weft's format "
 			    "1.8, or cut short): all of them were read to find the window",
-			    (unsigned long long)(wi->scanned - snap_scanned), (unsigned long long)(wi->chunks - snap_chunks));
+			    (unsigned long long)(wi->scanned - snap_scanned),
+			    (unsigned long long)(wi->chunks - snap_chunks));
 	t->first_ns = wi->from_ns;
 	t->last_ns = wi->to_ns;
 	return 0;

@@ -199,8 +199,8 @@ int cmd_info(int argc, char **argv)
 			 * here is the real begin of the outermost slice re-emitted: the program's start for
 			 * main), as the Perfetto UI's timeline counts */
 			if (b >= a && a >= t->first_ns)
-				printf("            --time %.6f:%.6f (seconds from the trace's start, as in the Perfetto UI)\n",
-				       (double)(a - t->first_ns) / 1e9, (double)(b - t->first_ns) / 1e9);
+				printf("            --time %.6f:%.6f (seconds from the trace's start, as in the "
+				       "Perfetto UI)\n", (double)(a - t->first_ns) / 1e9, (double)(b - t->first_ns) / 1e9);
 			printf("  not in window: %llu events (evicted, or before its start); %llu in it, %llu open "
 			       "slices re-emitted\n", (unsigned long long)p->window[3], (unsigned long long)p->window[4],
 			       (unsigned long long)p->window[5]);

@@ -409,8 +409,8 @@ int cmd_record(int argc, char **argv)
 		else if (quiet)
 			; /* -q: no hints */
 		else if (!events && disabled) /* the program did emit: it was not recorded */
-			weft_cli_error("record", "nothing was recorded: all %llu events came while recording was disabled "
-				       "(--delay, the disable command; weft enable DIR turns it on)",
+			weft_cli_error("record", "nothing was recorded: all %llu events came while recording was "
+				       "disabled (--delay, the disable command; weft enable DIR turns it on)",
 				       (unsigned long long)disabled);
 		else if (!funcs && !events && !strstr(extra, ":memory=1") && !strstr(extra, ":mem_access=") && !watch[0] &&
 			 !strstr(extra, ":sched=1") &&

@@ -219,8 +219,8 @@ void weft_rctl_close(void)
 	const char *paths[2] = {R.ctl_path, R.ack_path};
 	for (int i = 0; i < 2; i++) {
 		struct stat st;
-		if (R.made[i].st_ino && !lstat(paths[i], &st) && S_ISFIFO(st.st_mode) && st.st_ino == R.made[i].st_ino &&
-		    st.st_dev == R.made[i].st_dev)
+		if (R.made[i].st_ino && !lstat(paths[i], &st) && S_ISFIFO(st.st_mode) &&
+		    st.st_ino == R.made[i].st_ino && st.st_dev == R.made[i].st_dev)
 			unlink(paths[i]);
 		R.made[i].st_ino = 0;
 	}

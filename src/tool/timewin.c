@@ -53,7 +53,8 @@ int weft_cli_parse_time(const char *cmd, const char *arg, struct weft_window_req
 		return -1;
 	}
 	size_t la = (size_t)(colon - arg), lb = strlen(colon + 1);
-	int bad_a = la && parse_time(arg, la, &req->from_ns), bad_b = !bad_a && lb && parse_time(colon + 1, lb, &req->to_ns);
+	int bad_a = la && parse_time(arg, la, &req->from_ns);
+	int bad_b = !bad_a && lb && parse_time(colon + 1, lb, &req->to_ns);
 	if (bad_a || bad_b) {
 		const char *s = bad_a ? arg : colon + 1;
 		int n = (int)(bad_a ? la : lb);

@@ -299,7 +299,7 @@ class TimeWindow(TraceTest):
         # `execute` of the same name (which lost every level above it: 13 in Lua)
         trace = os.path.join(self.tmp, "re.data")
         run([WEFT, "record", "-o", trace, "--no-convert", "--", os.path.join(os.path.dirname(WEFT), "reenter"),
-             "100", "200"], env={"WEFT_OPTIONS": "chunk_size=4K"})
+             "100", "200"], env={"WEFT_OPTIONS": "chunk_size=4K:overflow=block"})
 
         def picks(rows):
             leaves = sorted(r[1] for r in rows if r[0] == "leaf")
@@ -317,7 +317,7 @@ class TimeWindow(TraceTest):
             self.skipTest(f"no {lua}: bench/e2e/build.sh builds Lua with -finstrument-functions")
         trace = os.path.join(self.tmp, "lua.data")
         script = os.path.join(os.path.dirname(__file__), "..", "programs", "sortfib.lua")
-        run([WEFT, "record", "-o", trace, "--no-convert", "--", lua, script, "6"])
+        run([WEFT, "record", "-o", trace, "--no-convert", "--options", "overflow=block", "--", lua, script, "6"])
 
         def picks(rows):
             ts = sorted(r[1] for r in rows if r[3] > 6)
