@@ -141,12 +141,27 @@ static void ctx_cut(struct ctx *x, unsigned level, int named_too)
 }
 
 /* An END on `track` for key: closes the innermost open slice of that key on the track and
- * what was opened above it there (the walker's rule); nothing when none matches. */
-static void ctx_end(struct ctx *x, unsigned track, int func, uint64_t key)
+ * what was opened above it there (the walker's rule); nothing when none matches. On the
+ * thread's own track the context may have a gap: the levels opened in chunks that were skipped
+ * (ctx_cut dropped what they held, the index says how deep they went), whose entries are not
+ * here. The search goes down from the innermost level `top` (the depth before this END) only as
+ * long as the levels are all held: an END that reaches the gap closes a level of the gap, in
+ * the full walk too (properly nested calls close their own level), and never one held below it.
+ * (Searching on would close, say, the luaV_execute at depth 18 held from an early chunk on the
+ * exit of the luaV_execute at depth 25 that a skipped chunk opened: 13 levels lost.) */
+static void ctx_end(struct ctx *x, unsigned track, int func, uint64_t key, unsigned top)
 {
+	unsigned want = top; /* track 0: the level the next entry down must have */
 	for (size_t i = x->nopen; i-- > 0;) {
 		struct ctx_ent *e = &x->open[i];
-		if (e->track != track || e->func != func || e->key != key)
+		if (e->track != track)
+			continue;
+		if (!track) {
+			if (e->level < want)
+				return; /* a gap: what this END closes is not held */
+			want = e->level - 1;
+		}
+		if (e->func != func || e->key != key)
 			continue;
 		size_t o = i;
 		for (size_t j = i + 1; j < x->nopen; j++)
@@ -178,14 +193,14 @@ static void ctx_group(struct ctx *x, const uint64_t *w, size_t start, size_t ev,
 			e.level = ++x->cur;
 		break;
 	case WEFT_R_FUNC_EXIT:
+		ctx_end(x, 0, 1, weft_rec_addr(h), x->cur);
 		if (x->cur)
 			x->cur--;
-		ctx_end(x, 0, 1, weft_rec_addr(h));
 		return;
 	case WEFT_R_END:
+		ctx_end(x, track, 0, weft_rec_id(h), x->cur);
 		if (!track && x->cur)
 			x->cur--;
-		ctx_end(x, track, 0, weft_rec_id(h));
 		return;
 	case WEFT_R_COUNTER_I64:
 	case WEFT_R_COUNTER_F64:
@@ -485,19 +500,32 @@ int weft_trace_window_apply(struct weft_trace *t, const struct weft_window_req *
 	wi->from_ns = first + rf;
 	wi->to_ns = first + rt;
 	struct scratch s = {0};
+	uint64_t snap_scanned = 0, snap_chunks = 0; /* of flight recorder snapshots (and parts) */
 	for (size_t i = 0; i < t->nprocs; i++) {
 		struct weft_proc *p = &t->procs[i];
 		unsigned counters = 0;
 		for (size_t k = 1; k < p->nsites; k++)
 			counters += p->sites[k].defined && p->sites[k].kind == WEFT_KIND_COUNTER;
+		uint64_t scanned = wi->scanned, chunks = wi->chunks;
 		for (size_t k = 0; k < p->nthreads; k++)
 			window_thread(t, p, &p->threads[k], &s, counters);
+		if (p->has_window) {
+			snap_scanned += wi->scanned - scanned;
+			snap_chunks += wi->chunks - chunks;
+		}
 	}
 	free(s.buf);
-	if (wi->scanned)
+	/* a snapshot is written without CHUNK_INDEX records (its chunks are the ring's): it is
+	 * read whole, as it is, and that is no sign of an old or damaged trace */
+	if (snap_scanned)
+		weft_trace_warn(t, "%llu of %llu chunks are a flight recorder snapshot's, which has no time index: "
+			    "all of them were read to find the window",
+			    (unsigned long long)snap_scanned, (unsigned long long)snap_chunks);
+	if (wi->scanned > snap_scanned)
 		weft_trace_warn(t, "%llu of %llu chunks have no time index (a trace written before weft's format "
 			    "1.8, or cut short): all of them were read to find the window",
-			    (unsigned long long)wi->scanned, (unsigned long long)wi->chunks);
+			    (unsigned long long)(wi->scanned - snap_scanned),
+			    (unsigned long long)(wi->chunks - snap_chunks));
 	t->first_ns = wi->from_ns;
 	t->last_ns = wi->to_ns;
 	return 0;

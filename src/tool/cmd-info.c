@@ -10,6 +10,7 @@
 #include "format/reader.h"
 #include "format/format.h"
 #include "tool/info-hosts.h"
+#include "tool/tracedir.h"
 #include <getopt.h>
 #include <stdio.h>
 #include <string.h>
@@ -62,6 +63,30 @@ static void print_tree(const struct weft_trace *t, int parent, int depth, int gu
 	}
 }
 
+/* DIR holds no trace of its own but the flight recorder's snapshot-N or --switch-output's
+ * part-N, each a trace directory: say so, and how to look at one. 0 when it holds none. */
+static int flight_dir(const char *dir)
+{
+	struct weft_tracedir_subdirs s[2];
+	weft_tracedir_subdirs(dir, s);
+	if (!s[0].n && !s[1].n)
+		return 0;
+	static const char *const kind[2] = {"snapshot", "part"};
+	printf("trace:      %s: %s directory, no trace of its own\n", dir,
+	       s[0].n ? "a flight recorder" : "a --switch-output");
+	for (int k = 0; k < 2; k++) {
+		if (!s[k].n)
+			continue;
+		if (s[k].n == 1)
+			printf("%-11s 1 (%s-%u), a trace directory: weft info %s/%s-%u\n", k ? "parts:" : "snapshots:",
+			       kind[k], s[k].lo, dir, kind[k], s[k].lo);
+		else
+			printf("%-11s %u (%s-%u .. %s-%u), each a trace directory: weft info %s/%s-N\n",
+			       k ? "parts:" : "snapshots:", s[k].n, kind[k], s[k].lo, kind[k], s[k].hi, dir, kind[k]);
+	}
+	return 1;
+}
+
 int cmd_info(int argc, char **argv)
 {
 	static const struct option opts[] = {{"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
@@ -82,6 +107,8 @@ int cmd_info(int argc, char **argv)
 	struct weft_trace *t;
 	char err[512];
 	if (weft_trace_open_dirs(dirs, ndirs, &t, err, sizeof(err))) {
+		if (ndirs == 1 && flight_dir(dirs[0]))
+			return WEFT_EXIT_OK;
 		weft_cli_error("info", "%s", err);
 		return WEFT_EXIT_FAIL;
 	}
@@ -168,6 +195,12 @@ int cmd_info(int argc, char **argv)
 			else
 				printf("  window:   from the start to %llu ns, snapshot %u: %s\n", (unsigned long long)b,
 				       p->window_number, p->window_reason ? p->window_reason : "");
+			/* the same window in --time's terms: from the trace's start (its earliest event, which
+			 * here is the real begin of the outermost slice re-emitted: the program's start for
+			 * main), as the Perfetto UI's timeline counts */
+			if (b >= a && a >= t->first_ns)
+				printf("            --time %.6f:%.6f (seconds from the trace's start, as in the "
+				       "Perfetto UI)\n", (double)(a - t->first_ns) / 1e9, (double)(b - t->first_ns) / 1e9);
 			printf("  not in window: %llu events (evicted, or before its start); %llu in it, %llu open "
 			       "slices re-emitted\n", (unsigned long long)p->window[3], (unsigned long long)p->window[4],
 			       (unsigned long long)p->window[5]);

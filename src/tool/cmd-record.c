@@ -396,8 +396,11 @@ int cmd_record(int argc, char **argv)
 		if (s.bad_chunks)
 			weft_cli_warn_undecoded("record", s.bad_chunks, s.bad_why, out);
 		size_t funcs = 0; /* the conversion named every function address it met */
-		for (size_t i = 0; i < t->nprocs; i++)
+		uint64_t disabled = 0; /* emitted while recording was disabled (--delay, disable) */
+		for (size_t i = 0; i < t->nprocs; i++) {
 			funcs += t->procs[i].nfuncs;
+			disabled += t->procs[i].disabled;
+		}
 		if (python && !python_calls_recorded(t))
 			weft_cli_error("record", "--python: no Python calls were recorded: is %s CPython 3 (and not "
 				       "run with -S, -I or -E, which skip weft's start-up hook)?", argv[optind]);
@@ -405,6 +408,10 @@ int cmd_record(int argc, char **argv)
 			; /* Python calls are what was asked for: native functions are a bonus */
 		else if (quiet)
 			; /* -q: no hints */
+		else if (!events && disabled) /* the program did emit: it was not recorded */
+			weft_cli_error("record", "nothing was recorded: all %llu events came while recording was "
+				       "disabled (--delay, the disable command; weft enable DIR turns it on)",
+				       (unsigned long long)disabled);
 		else if (!funcs && !events && !strstr(extra, ":memory=1") && !strstr(extra, ":mem_access=") && !watch[0] &&
 			 !strstr(extra, ":sched=1") &&
 			 !strstr(extra, ":cpu_mem=1") && !strstr(extra, ":power=1") && !strstr(extra, ":gpu=1")) {

@@ -58,6 +58,8 @@ static struct {
 	int has_delay;
 	char ctl_path[PATH_MAX], ack_path[PATH_MAX]; /* --control=fifo: */
 	int ctl_fd, ack_fd;                         /* the FIFOs or --control=fd: descriptors */
+	struct stat made[2];                        /* the FIFOs weft made (st_ino 0: the user's),
+						     * removed at the end (weft_rctl_close) */
 	size_t ctl_len;
 	char ctl_buf[LINE_MAX_ * 4];
 	int listen_fd;
@@ -122,18 +124,26 @@ int weft_rctl_option(int opt, const char *arg)
 }
 
 /* A FIFO of --control: made (mode 0600) when missing, opened read-write (an open that does
- * not wait for the other end, and no EOF when a writer closes). The descriptor or -1. */
-static int open_fifo(const char *path)
+ * not wait for the other end, and no EOF when a writer closes). The descriptor or -1; *made
+ * the FIFO's identity when weft made it (it goes at the end), zeroed when it was there. */
+static int open_fifo(const char *path, struct stat *made)
 {
 	struct stat st;
-	if (stat(path, &st) && (errno != ENOENT || mkfifo(path, 0600))) {
-		weft_cli_error("record", "--control: cannot make the FIFO %s: %s", path, strerror(errno));
-		return -1;
+	memset(made, 0, sizeof(*made));
+	int fresh = 0;
+	if (stat(path, &st)) {
+		if (errno != ENOENT || mkfifo(path, 0600)) {
+			weft_cli_error("record", "--control: cannot make the FIFO %s: %s", path, strerror(errno));
+			return -1;
+		}
+		fresh = 1;
 	}
 	if (!stat(path, &st) && !S_ISFIFO(st.st_mode)) {
 		weft_cli_error("record", "--control: %s is not a FIFO", path);
 		return -1;
 	}
+	if (fresh)
+		*made = st;
 	int fd = open(path, O_RDWR | O_NONBLOCK | O_CLOEXEC);
 	if (fd < 0)
 		weft_cli_error("record", "--control: cannot open %s: %s", path, strerror(errno));
@@ -161,9 +171,9 @@ int weft_rctl_setup(const char *dir, char *opts, size_t n)
 	if (R.has_delay)
 		R.state = ST_DISABLED;
 	if (R.ctl_path[0]) {
-		if ((R.ctl_fd = open_fifo(R.ctl_path)) < 0)
+		if ((R.ctl_fd = open_fifo(R.ctl_path, &R.made[0])) < 0)
 			return WEFT_EXIT_FAIL;
-		if (R.ack_path[0] && (R.ack_fd = open_fifo(R.ack_path)) < 0)
+		if (R.ack_path[0] && (R.ack_fd = open_fifo(R.ack_path, &R.made[1])) < 0)
 			return WEFT_EXIT_FAIL;
 	} else if (R.ctl_fd >= 0) { /* fd: the program does not inherit them */
 		fcntl(R.ctl_fd, F_SETFD, FD_CLOEXEC);
@@ -205,6 +215,15 @@ void weft_rctl_close(void)
 	if (R.sock[0])
 		unlink(R.sock);
 	R.sock[0] = 0;
+	/* the FIFOs weft made, if they are still those (not ones the user made there since) */
+	const char *paths[2] = {R.ctl_path, R.ack_path};
+	for (int i = 0; i < 2; i++) {
+		struct stat st;
+		if (R.made[i].st_ino && !lstat(paths[i], &st) && S_ISFIFO(st.st_mode) &&
+		    st.st_ino == R.made[i].st_ino && st.st_dev == R.made[i].st_dev)
+			unlink(paths[i]);
+		R.made[i].st_ino = 0;
+	}
 }
 
 static long long now_ms(void)

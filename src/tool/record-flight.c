@@ -32,9 +32,17 @@ int weft_record_switch_option(const char *key, const char *arg, char *extra, siz
 {
 	static struct weft_config scratch;
 	weft_config_defaults(&scratch);
-	if (!arg || strchr(arg, ':') || weft_config_set(&scratch, key, arg, 0)) {
-		weft_cli_error("record", "bad --%s '%s': expected %s", !strcmp(key, "switch_output") ? "switch-output" :
-			       "switch-max-files", arg ? arg : "", weft_config_valid(key));
+	int output = !strcmp(key, "switch_output");
+	/* switch_output=0 is the runtime's "off"; on the command line leaving the option out is
+	 * off, and --switch-output=0 would make DIR hold neither a trace nor any part */
+	if (!arg || strchr(arg, ':') || weft_config_set(&scratch, key, arg, 0) ||
+	    (output && !scratch.switch_bytes && !scratch.switch_ns)) {
+		if (output)
+			weft_cli_error("record", "bad --switch-output '%s': expected a size from 256K to 16G (K/M/G) "
+				       "or a time from 1ms (s, m, h), the length of each part", arg ? arg : "");
+		else
+			weft_cli_error("record", "bad --switch-max-files '%s': expected %s", arg ? arg : "",
+				       weft_config_valid(key));
 		return WEFT_EXIT_USAGE;
 	}
 	size_t l = strlen(extra);

@@ -1,6 +1,7 @@
 /*
  * timewin.c - the `--time FROM:TO` option shared by convert, report and export: a window of
- * the trace, in seconds from its first event (units allowed), read through the chunks' time
+ * the trace, in seconds from its start (its earliest event: docs/time-window.md; in a snapshot
+ * the re-emitted begin of its outermost open slice), units allowed, read through the chunks' time
  * index (format/window.c). Parsing only: the reader checks the window against the trace.
  */
 #include "tool/timewin.h"
@@ -19,7 +20,8 @@ static int parse_time(const char *s, size_t len, uint64_t *ns)
 		return -1;
 	memcpy(buf, s, len);
 	buf[len] = 0;
-	if (buf[0] == '-' || buf[0] == '+' || buf[0] == ' ')
+	/* decimal only: strtod also reads hexadecimal (0x10 would be 16 s), inf and nan */
+	if (!((buf[0] >= '0' && buf[0] <= '9') || buf[0] == '.') || strpbrk(buf, "xX"))
 		return -1;
 	char *end;
 	errno = 0;
@@ -39,19 +41,25 @@ static int parse_time(const char *s, size_t len, uint64_t *ns)
 	return -1;
 }
 
+#define WEFT_TIME_EXAMPLES "such as 2.5:3.5, 2500ms:3500ms, :5s or 10s:"
+
 int weft_cli_parse_time(const char *cmd, const char *arg, struct weft_window_req *req)
 {
 	memset(req, 0, sizeof(*req));
 	const char *colon = strchr(arg, ':');
 	if (!colon || strchr(colon + 1, ':') || (colon == arg && !colon[1])) {
-		weft_cli_error(cmd, "--time takes FROM:TO in seconds from the trace's start, such as 2.5:3.5, "
-			       "2500ms:3500ms, :5s or 10s:, not '%s'", arg);
+		weft_cli_error(cmd, "--time takes FROM:TO in seconds from the trace's start, " WEFT_TIME_EXAMPLES
+			       ", not '%s'", arg);
 		return -1;
 	}
 	size_t la = (size_t)(colon - arg), lb = strlen(colon + 1);
-	if ((la && parse_time(arg, la, &req->from_ns)) || (lb && parse_time(colon + 1, lb, &req->to_ns))) {
-		weft_cli_error(cmd, "--time takes FROM:TO in seconds from the trace's start, such as 2.5:3.5, "
-			       "2500ms:3500ms, :5s or 10s:, not '%s'", arg);
+	int bad_a = la && parse_time(arg, la, &req->from_ns);
+	int bad_b = !bad_a && lb && parse_time(colon + 1, lb, &req->to_ns);
+	if (bad_a || bad_b) {
+		const char *s = bad_a ? arg : colon + 1;
+		int n = (int)(bad_a ? la : lb);
+		weft_cli_error(cmd, "--time %s: '%.*s' is not a time: decimal seconds, or a number and a unit (ns, us, "
+			       "ms, s, m, h), " WEFT_TIME_EXAMPLES, arg, n, s);
 		return -1;
 	}
 	req->from_set = la > 0;

@@ -57,6 +57,28 @@ static int is_weft_subdir_name(const char *n)
 
 static int is_trace_dir_depth(const char *dir, int depth);
 
+void weft_tracedir_subdirs(const char *dir, struct weft_tracedir_subdirs out[2])
+{
+	memset(out, 0, 2 * sizeof(*out));
+	DIR *d = opendir(dir);
+	if (!d)
+		return;
+	struct dirent *e;
+	while ((e = readdir(d))) {
+		const char *n = e->d_name;
+		if (n[0] == '.' || !is_weft_subdir_name(n))
+			continue;
+		struct weft_tracedir_subdirs *s = &out[n[0] == 'p'];
+		unsigned k = (unsigned)strtoul(strchr(n, '-') + 1, NULL, 10);
+		if (!s->n || k < s->lo)
+			s->lo = k;
+		if (!s->n || k > s->hi)
+			s->hi = k;
+		s->n++;
+	}
+	closedir(d);
+}
+
 /* Is entry n of dir weft's: one of its files, or (at the top) a snapshot or part that is itself
  * a trace directory. */
 static int is_weft_entry(const char *dir, const char *n, int depth)

@@ -10,6 +10,14 @@
  * -errno with the reason in why. */
 int weft_tracedir_prepare(const char *dir, char *why, size_t whylen);
 
+/* The finished trace directories weft wrote inside DIR: out[0] the flight recorder's
+ * snapshot-N, out[1] --switch-output's part-N; each how many, the lowest and the highest N
+ * (parts may have gaps: --switch-max-files deletes the oldest). */
+struct weft_tracedir_subdirs {
+	unsigned n, lo, hi;
+};
+void weft_tracedir_subdirs(const char *dir, struct weft_tracedir_subdirs out[2]);
+
 /* One recorder's place in a job's shared directory. */
 struct weft_jobdir {
 	int fd;          /* DIR itself, open: flock(2) on it serializes the job's recorders */

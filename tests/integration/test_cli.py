@@ -1,6 +1,7 @@
 """The weft CLI: exact messages and exit codes for bad command lines."""
 import os
-from weftlib import TraceTest, main, run, WEFT
+import shutil
+from weftlib import TraceTest, main, run, WEFT, BUILD
 
 CASES = [
     ([], 2, None, "usage: weft COMMAND"),
@@ -34,6 +35,17 @@ CASES = [
     (["record", "-z", "x", "--", "true"], 2, None,
      "weft: record: bad value 'x' for -z/--compression: expected a zstd level from -100 to 19, 0 = none\n"),
     (["info", "-z", "d"], 2, None, "weft: info: unknown option '-z' (see 'weft info --help')\n"),
+    # 0 is the runtime's "off": on the command line it would leave DIR with no trace and no part
+    (["record", "--switch-output=0", "--", "true"], 2, None,
+     "weft: record: bad --switch-output '0': expected a size from 256K to 16G (K/M/G) or a time from "
+     "1ms (s, m, h), the length of each part\n"),
+    # strtod reads hexadecimal: 0x10 was 16 s; the times are decimal
+    (["convert", "d", "--time", "0x10:0x20", "-o", "x.pftrace"], 2, None,
+     "weft: convert: --time 0x10:0x20: '0x10' is not a time: decimal seconds, or a number and a unit "
+     "(ns, us, ms, s, m, h), such as 2.5:3.5, 2500ms:3500ms, :5s or 10s:\n"),
+    (["report", "d", "--time", "1:inf"], 2, None,
+     "weft: report: --time 1:inf: 'inf' is not a time: decimal seconds, or a number and a unit "
+     "(ns, us, ms, s, m, h), such as 2.5:3.5, 2500ms:3500ms, :5s or 10s:\n"),
     (["--help"], 0, "convert", ""),
     (["convert", "--help"], 0, "usage: weft convert [OPTIONS] DIR... -o FILE", ""),
     (["info", "--help"], 0, "usage: weft info [OPTIONS] DIR", ""),
@@ -61,6 +73,29 @@ class Cli(TraceTest):
                                    "No such file or directory\n")
         p = run([WEFT, "convert", data, "-o", os.path.join(self.tmp, "ok.pftrace")])
         self.assertRegex(p.stderr, r"^weft: convert: wrote .*ok.pftrace: \d+ events, 0 dropped\n$")
+
+    def test_info_on_a_flight_directory(self):
+        # DIR holds only snapshot-N (or part-N), each a trace directory: info points at them
+        # instead of "no weft trace files found"
+        data = os.path.join(self.tmp, "f.data")
+        run([os.path.join(BUILD, "flightsteps"), "steps", "5000", "10", "1000", "3"],
+            env={"WEFT_OPTIONS": f"output={data}:overflow=block:flight=1M,noexit"})
+        self.assertEqual(sorted(os.listdir(data)), ["snapshot-1", "snapshot-2", "snapshot-3"])
+        p = run([WEFT, "info", data])
+        self.assertEqual(p.stdout, f"trace:      {data}: a flight recorder directory, no trace of its own\n"
+                                   f"snapshots:  3 (snapshot-1 .. snapshot-3), each a trace directory: "
+                                   f"weft info {data}/snapshot-N\n")
+        self.assertEqual(p.stderr, "")
+        os.rename(os.path.join(data, "snapshot-1"), os.path.join(data, "part-4"))
+        shutil.rmtree(os.path.join(data, "snapshot-2"))
+        shutil.rmtree(os.path.join(data, "snapshot-3"))
+        p = run([WEFT, "info", data])
+        self.assertEqual(p.stdout, f"trace:      {data}: a --switch-output directory, no trace of its own\n"
+                                   f"parts:      1 (part-4), a trace directory: weft info {data}/part-4\n")
+        shutil.rmtree(os.path.join(data, "part-4"))
+        p = run([WEFT, "info", data], check=False)
+        self.assertEqual((p.returncode, p.stderr),
+                         (1, f"weft: info: {data}: no weft trace files (*.wmeta, *.wevents) found\n"))
 
 
 if __name__ == "__main__":

@@ -119,6 +119,7 @@ class Control(TraceTest):
         r = Recording(self, ["--delay", "-1", "--control", f.spec])
         r.do(f"run A {N}", "done A")
         self.assertEqual(f.send("enable"), "ack\n")
+        self.assertEqual(stat.S_IMODE(os.stat(f.ack).st_mode), 0o600)  # made by weft
         r.do(f"run B {N}", "done B")
         self.assertEqual(f.send("disable"), "ack\n")
         r.do(f"run C {N}", "done C")
@@ -131,13 +132,46 @@ class Control(TraceTest):
         self.assertEqual(rc, 0, err)
         self.assertEqual(err, "weft: record: error: unknown command 'bogus 1' (expected enable, disable, "
                               "snapshot [REASON], stop or ping)\n")
-        self.assertEqual(stat.S_IMODE(os.stat(f.ack).st_mode), 0o600)  # made by weft
+        # the ACK weft made is gone with the run; the CTL the test made stays
+        self.assertFalse(os.path.exists(f.ack))
+        self.assertTrue(stat.S_ISFIFO(os.stat(f.ctl).st_mode))
         names = self.tp_names(r.dir)
         self.assertEqual(names, {"phase_b": 1, "phase B": 1, "tick B": N})
         self.tp_no_errors(os.path.join(r.dir, "trace.pftrace"))
         self.assertEqual(info_counts(self, r.dir), {r.pid: (N + 4, 2 * (N + 4), 0)})
         self.assertIn(f"not recorded: disabled {2 * (N + 4)} events", run([WEFT, "info", r.dir]).stdout)
         self.assertEqual(os.listdir(r.dir).count(".control." + str(r.p.pid)), 0)  # removed at the end
+
+    def test_fifos_made_in_the_trace_directory_go(self):
+        """FIFOs weft made for --control inside DIR are removed at the end: DIR stays a trace
+        directory, which the next run to it moves aside (it refused before: 'not a weft trace
+        directory'); a FIFO the user made there is the user's, and stays."""
+        d = os.path.join(self.tmp, "fd.data")
+        for ack in ("ack", "ack2"):
+            p = run([WEFT, "record", "-q", "-o", d, "--control", f"fifo:{d}/ctl,{d}/{ack}", "--", "true"],
+                    check=False)
+            self.assertEqual((p.returncode, p.stderr), (0, ""))
+            self.assertEqual(sorted(n for n in os.listdir(d) if not n.endswith((".wmeta", ".wevents"))),
+                             ["trace.pftrace"])
+        os.mkfifo(os.path.join(self.tmp, "mine"))
+        p = run([WEFT, "record", "-q", "-o", d, "--control", f"fifo:{self.tmp}/mine,{self.tmp}/ack", "--",
+                 "true"])
+        self.assertTrue(os.path.exists(os.path.join(self.tmp, "mine")))
+        self.assertFalse(os.path.exists(os.path.join(self.tmp, "ack")))
+
+    def test_disabled_throughout_is_no_build_question(self):
+        """--delay -1 and never enabled: the program's function events were all emitted while
+        disabled, so record says that, not 'was it built with -finstrument-functions?'; a
+        program that emitted nothing at all still gets that question."""
+        d = os.path.join(self.tmp, "off.data")
+        p = run([WEFT, "record", "-o", d, "--delay", "-1", "--", os.path.join(BUILD, "reenter"), "2", "3"])
+        emitted = 2 + 2 * (1 + 2 * 5 + 3 * 6)  # main; per round execute, 5 sortlike, 3 x (callback, execute, leaf)
+        self.assertEqual(p.stderr.splitlines()[0],
+                         f"weft: record: nothing was recorded: all {emitted} events came while recording was "
+                         "disabled (--delay, the disable command; weft enable DIR turns it on)")
+        self.assertNotIn("-finstrument-functions", p.stderr)
+        p = run([WEFT, "record", "-o", d, "--delay", "-1", "--", "true"])
+        self.assertIn("was true built with -finstrument-functions?", p.stderr)
 
     def test_fd_control(self):
         """--control=fd:N,M: the same through descriptors weft record inherits; no --delay:
@@ -235,6 +269,7 @@ class Control(TraceTest):
         self.assertEqual(f.send("ping"), "ack\n")
         r.do(f"run A {N}", "done A")  # the exec'd one: disabled
         self.assertEqual(f.send("enable"), "ack\n")
+        self.assertEqual(stat.S_IMODE(os.stat(f.ack).st_mode), 0o600)  # made by weft
         r.do(f"run B {N}", "done B")
         self.assertEqual(f.send("disable"), "ack\n")
         r.do(f"run C {N}", "done C")

@@ -183,6 +183,49 @@ class TimeWindow(TraceTest):
         _, p = self.convert_window("0.1:0.2", name="again.pftrace")
         self.assertNotIn("no time index", p.stderr)
 
+    def test_snapshot_is_read_whole_and_said_so(self):
+        # a flight recorder snapshot has no CHUNK_INDEX records (its chunks are the ring's): it is
+        # read whole, and the one line says that, not that the trace is old or cut short
+        data = os.path.join(self.tmp, "f.data")
+        run([os.path.join(os.path.dirname(WEFT), "flightsteps"), "steps", "3000", "10", "1000", "1"],
+            env={"WEFT_OPTIONS": f"output={data}:overflow=block:flight=1M,noexit"})
+        snap = os.path.join(data, "snapshot-1")
+        for cmd in (["convert", snap, "-o", os.path.join(self.tmp, "s.pftrace")], ["report", snap]):
+            p = run([WEFT, *cmd, "--time", "0:"])
+            lines = [ln for ln in p.stderr.splitlines() if "time index" in ln]
+            self.assertEqual(len(lines), 1, p.stderr)
+            self.assertRegex(lines[0], rf"^weft: {cmd[0]}: warning: (\d+) of \1 chunks are a flight recorder "
+                                       r"snapshot's, which has no time index: all of them were read to find "
+                                       r"the window$")
+
+    def test_origin_is_the_traces_start_as_in_perfetto(self):
+        # --time counts from the trace's earliest event: in a snapshot the re-emitted begin of
+        # `run` (the program's start), not the snapshot's own window, and the same 0 as the
+        # Perfetto UI's timeline (trace_bounds); weft info gives the window in those terms
+        data = os.path.join(self.tmp, "o.data")
+        run([os.path.join(os.path.dirname(WEFT), "flightsteps"), "steps", "40000", "20", "1000", "2"],
+            env={"WEFT_OPTIONS": f"output={data}:overflow=block:flight=1M,noexit"})
+        snap = os.path.join(data, "snapshot-2")
+        info = run([WEFT, "info", snap]).stdout
+        # (snapshot 2 holds what came after snapshot 1: `run` is re-emitted, its begin earlier)
+        self.assertIn("1 open slices re-emitted", info)
+        import re
+        start = int(re.search(r"window:\s+from (\d+)", info).group(1))
+        a, b = re.search(r"--time ([0-9.]+):([0-9.]+) \(seconds from the trace's start", info).groups()
+        full = os.path.join(self.tmp, "o.pftrace")
+        run([WEFT, "convert", snap, "-q", "-o", full])
+        bounds, run_ts, steps = self.tp(full, "select start_ts from trace_bounds",
+                                        "select ts from slice where name = 'run'",
+                                        "select count(*) as n from slice where name = 'step'")
+        origin = int(bounds[0]["start_ts"])
+        self.assertEqual(origin, int(run_ts[0]["ts"]))
+        self.assertLess(origin, start)
+        self.assertAlmostEqual(origin + float(a) * 1e9, start, delta=1000)  # %.6f s: 1 us
+        out, p = self.convert_window(f"{a}:{b}", trace=snap, name="o-win.pftrace")
+        self.assertIn(f"window {float(a):.6g} s to ", p.stderr)
+        n, = self.tp(out, "select count(*) as n from slice where name = 'step'")
+        self.assertEqual(int(n[0]["n"]), int(steps[0]["n"]))  # the whole snapshot's steps
+
     def test_report_totals_are_the_windows(self):
         p = run([WEFT, "report", self.trace, "--time", "0.1:0.2", "-f", "csv"])
         self.assertIn("totals for the window 0.1 s to 0.2 s", p.stderr)
@@ -227,6 +270,60 @@ class TimeWindow(TraceTest):
         self.assertGreater(len(want), 100)
         self.assertTrue(any(r[3] > 0 and r[1] < first + a for r in want), "nested slices open at FROM")
         self.same(got, want)
+
+    def open_at(self, trace, picks, name):
+        """For each absolute time X in picks(full rows): the slices open at X in a window from X
+        on (those that began before X) equal the full convert's stack at X, name, begin, depth
+        and parent, level by level. Returns how many levels were compared."""
+        full = os.path.join(self.tmp, name + ".pftrace")
+        run([WEFT, "convert", trace, "-q", "-o", full])
+        first = int(self.tp(full, FIRST)[0][0]["ts"])
+        rows = norm(self.tp(full, SLICES)[0])
+        levels = 0
+        for x in picks(rows):
+            want = sorted((r[0], r[1], r[3], r[4]) for r in rows if r[1] < x < r[2])
+            out, p = self.convert_window(f"{x - first}ns:{x - first + 200_000}ns", trace=trace,
+                                         name=f"{name}-{x}.pftrace")
+            got = sorted((r[0], r[1], r[3], r[4]) for r in norm(self.tp(out, SLICES)[0]) if r[1] < x)
+            self.assertEqual(got, want, f"the stack at {x - first} ns")
+            self.assertNotIn("without a begin", p.stderr)
+            levels += len(want)
+        return levels
+
+    @unittest.skipIf(os.environ.get("WEFT_TEST_NO_PRELOAD"), "preloading is not testable in this build (TSan)")
+    def test_reentered_function_open_at_from(self):
+        # `execute` open at depth 1 for the whole run and again at depth 8 inside each callback,
+        # opened and closed thousands of times (Lua's luaV_execute): the chunk where the current
+        # round began also holds the ends of the previous round's deeper levels, which the
+        # chunks skipped before it opened. Each must close its own level, not the outer
+        # `execute` of the same name (which lost every level above it: 13 in Lua)
+        trace = os.path.join(self.tmp, "re.data")
+        run([WEFT, "record", "-o", trace, "--no-convert", "--", os.path.join(os.path.dirname(WEFT), "reenter"),
+             "100", "200"], env={"WEFT_OPTIONS": "chunk_size=4K:overflow=block"})
+
+        def picks(rows):
+            leaves = sorted(r[1] for r in rows if r[0] == "leaf")
+            self.assertEqual(len(leaves), 100 * 200)
+            return [leaves[r * 200 + 150] + 1 for r in (30, 61, 95)]  # late in a round
+        self.assertEqual(self.open_at(trace, picks, "re"), 3 * 10)
+
+    @unittest.skipIf(os.environ.get("WEFT_TEST_NO_PRELOAD"), "preloading is not testable in this build (TSan)")
+    def test_lua_levels_open_at_from(self):
+        # the same in Lua 5.4 built with -finstrument-functions (bench/e2e/build.sh): table.sort
+        # with a Lua comparator, string.gsub with a Lua function, recursion; no pcall or error
+        # (no longjmp)
+        lua = os.path.join(os.environ.get("WEFT_E2E_CACHE", "/var/cache/weft-e2e"), "bin", "lua")
+        if not os.access(lua, os.X_OK):
+            self.skipTest(f"no {lua}: bench/e2e/build.sh builds Lua with -finstrument-functions")
+        trace = os.path.join(self.tmp, "lua.data")
+        script = os.path.join(os.path.dirname(__file__), "..", "programs", "sortfib.lua")
+        run([WEFT, "record", "-o", trace, "--no-convert", "--options", "overflow=block", "--", lua, script, "6"])
+
+        def picks(rows):
+            ts = sorted(r[1] for r in rows if r[3] > 6)
+            self.assertGreater(len(ts), 10000, "function slices: is Lua built with -finstrument-functions?")
+            return [ts[len(ts) * k // 5] + 1 for k in (1, 2, 3, 4)]
+        self.assertGreater(self.open_at(trace, picks, "lua"), 4 * 15)
 
     def test_bad_windows(self):
         out = os.path.join(self.tmp, "x.pftrace")
