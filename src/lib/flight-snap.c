@@ -250,15 +250,8 @@ static void dump_thread(struct snap *s0, struct fl_thread *t)
 		int cut_here = t->has_cut && e->seq == t->cut_seq;
 		if (k >= gap && (cut_here || !(e->last < s->W && e->last >= e->first)))
 			break;
-		if (e->sum) {
-			const uint64_t *sum = e->sum;
-			for (size_t q = 0; q < sum[0]; q++)
-				fl_stack_pop(&st, (unsigned)sum[3 + q]);
-			int a = 0;
-			fl_stack_apply(&st, sum + 3 + sum[0], sum[1], &a);
-			for (size_t q = 0; q < sum[2]; q++)
-				fl_counter_keep(&ctrp, &nctr, &ctrcap, sum + 3 + sum[0] + sum[1] + q * 3, 1);
-		}
+		if (e->sum)
+			fl_sum_apply_to(&st, e->sum, &ctrp, &nctr, &ctrcap, 1);
 		if (!e->ghost) /* (a ghost's were counted as evicted) */
 			s->not_in_window += e->events;
 	}

@@ -129,21 +129,74 @@ static int grow(void **p, size_t *cap, size_t need, size_t elem)
 }
 
 
+static int stack_room(struct stack *s, size_t words, int level);
+
+/* Level i goes, with everything recorded while it was open on top (its arguments, the
+ * setjmps made in it). */
+static void remove_level(struct stack *s, size_t i)
+{
+	size_t from = s->lvl[i], to = i + 1 < s->nlvl ? s->lvl[i + 1] : s->n;
+	memmove(s->w + from, s->w + to, (s->n - to) * 8);
+	s->n -= to - from;
+	for (size_t k = i + 1; k < s->nlvl; k++) {
+		s->lvl[k - 1] = s->lvl[k] - (uint32_t)(to - from);
+		s->track[k - 1] = s->track[k];
+	}
+	s->nlvl--;
+}
+
 void fl_stack_pop(struct stack *s, unsigned track)
 {
 	for (size_t i = s->nlvl; i-- > 0;) {
-		if (s->track[i] != track)
-			continue;
-		size_t from = s->lvl[i], to = i + 1 < s->nlvl ? s->lvl[i + 1] : s->n;
-		memmove(s->w + from, s->w + to, (s->n - to) * 8);
-		s->n -= to - from;
-		for (size_t k = i + 1; k < s->nlvl; k++) {
-			s->lvl[k - 1] = s->lvl[k] - (uint32_t)(to - from);
-			s->track[k - 1] = s->track[k];
+		if (s->track[i] == track) {
+			remove_level(s, i);
+			return;
 		}
-		s->nlvl--;
-		return;
 	}
+}
+
+/* setjmp and longjmp (the preload runtime records both, docs/format.md): a SETJMP record is
+ * kept in the stack's words where it was made - inside the level open then, so it goes when
+ * that level closes, as the jmp_buf's frame does - and a context chunk re-emits it there, so
+ * a converter (model.c) learns the depth to unwind to. One per jmp_buf address in a level:
+ * a later setjmp on the same buffer replaces the earlier (Lua: one per pcall). */
+static int is_fn_track(unsigned tr) { return tr == 0 || tr == 0xffff; } /* the stack a longjmp unwinds */
+
+int fl_stack_setjmp(struct stack *s, const uint64_t *rec)
+{
+	uint64_t env = weft_rec_addr(rec[1]);
+	size_t i = s->nlvl ? s->lvl[s->nlvl - 1] : 0;
+	while (i + 2 <= s->n) {
+		size_t len = 2 + weft_rec_extra(s->w[i + 1]);
+		if (weft_rec_type(s->w[i + 1]) == WEFT_R_SETJMP && weft_rec_addr(s->w[i + 1]) == env) {
+			memmove(s->w + i, s->w + i + len, (s->n - i - len) * 8);
+			s->n -= len;
+			break;
+		}
+		i += len;
+	}
+	if (!stack_room(s, 2, 0))
+		return 0;
+	s->w[s->n] = rec[0];
+	s->w[s->n + 1] = rec[1]; /* (no extra words) */
+	s->n += 2;
+	return 1;
+}
+
+/* A longjmp to env: the function levels opened after its setjmp close (slices on named tracks
+ * stay open, as the converter has them). 0 when no setjmp on env is in the stack. */
+int fl_stack_longjmp(struct stack *s, uint64_t env)
+{
+	size_t at = SIZE_MAX;
+	for (size_t i = 0; i + 2 <= s->n; i += 2 + weft_rec_extra(s->w[i + 1]))
+		if (weft_rec_type(s->w[i + 1]) == WEFT_R_SETJMP && weft_rec_addr(s->w[i + 1]) == env)
+			at = i;
+	if (at == SIZE_MAX)
+		return 0;
+	for (size_t i = s->nlvl; i-- > 0 && s->lvl[i] > at;)
+		if (is_fn_track(s->track[i]))
+			remove_level(s, i);
+	return 1;
 }
 
 static int stack_room(struct stack *s, size_t words, int level)
@@ -190,6 +243,12 @@ void fl_stack_apply(struct stack *s, const uint64_t *w, size_t n, int *attach)
 			}
 		} else if (is_close(type)) {
 			fl_stack_pop(s, type == WEFT_R_FUNC_EXIT ? 0xffff : weft_rec_track(w[i + 1]));
+			*attach = 0;
+		} else if (type == WEFT_R_SETJMP) {
+			fl_stack_setjmp(s, w + i);
+			*attach = 0;
+		} else if (type == WEFT_R_LONGJMP) {
+			fl_stack_longjmp(s, weft_rec_addr(w[i + 1]));
 			*attach = 0;
 		} else if (fl_is_attached(type)) {
 			if (*attach && stack_room(s, len, 0)) {
@@ -244,24 +303,48 @@ void fl_counter_keep(uint64_t **ctr, size_t *n, size_t *cap, const uint64_t *r, 
 }
 
 /* ---- the summary of a chunk ---- */
-/* Words: npops, nopen (words), nctr (records), then npops tracks, the open records (as a stack
- * applies them), and nctr counter records of 3 words. NULL when the chunk changes nothing.
- * One pass over the records with a writer's own scratch stack: a push per BEGIN, a pop of the
- * top per END (the common case), so it costs about what packing the chunk does. */
+/* Words: nops (words), nopen (words), nctr (records), then the ops - what the chunk does to
+ * the slices open before it, in order, two words each: (SUM_POP, track) an END closing one,
+ * (SUM_LONGJMP, jmp_buf) a longjmp to a setjmp made before it -, the records it leaves open
+ * (BEGIN or function entry with their attachments, and the SETJMP records made inside them,
+ * as a stack applies them), and nctr counter records of 3 words. NULL when the chunk changes
+ * nothing. One pass over the records with a writer's own scratch stack: a push per BEGIN, a
+ * pop of the top per END (the common case), so it costs about what packing the chunk does. */
 #define SUM_LEVELS 4096
-#define SUM_POPS 256
+#define SUM_OPS 512 /* words */
+enum { SUM_POP = 0, SUM_LONGJMP = 1 };
 struct sum_scratch {
 	uint64_t *w;   /* open records */
 	size_t cap;
 	uint32_t lvl[SUM_LEVELS];
 	uint16_t trk[SUM_LEVELS];
-	uint64_t pops[SUM_POPS];
+	uint64_t ops[SUM_OPS];
 	uint64_t ctr[3 * 64];
 };
 static __thread struct sum_scratch *scratch WEFT_TLS; /* a writer's, made at its first chunk */
 /* The program threads' (weft_flight_evict_chunk), under evict_lock; freed at the end. */
 static struct sum_scratch *evict_scratch;
 static pthread_mutex_t evict_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* A setjmp or longjmp met by the summary: applied to its scratch stack; a longjmp whose setjmp
+ * came before the chunk closes every function level the chunk opened and becomes an op. */
+static void sum_jmp(struct sum_scratch *x, size_t *nw, size_t *nl, size_t *nops, const uint64_t *rec)
+{
+	struct stack st = {x->w, *nw, x->cap, x->lvl, x->trk, *nl, SUM_LEVELS, 1, 0};
+	if (weft_rec_type(rec[1]) == WEFT_R_SETJMP) {
+		fl_stack_setjmp(&st, rec);
+	} else if (!fl_stack_longjmp(&st, weft_rec_addr(rec[1]))) {
+		for (size_t i = st.nlvl; i-- > 0;)
+			if (is_fn_track(st.track[i]))
+				remove_level(&st, i);
+		if (*nops + 2 <= SUM_OPS) {
+			x->ops[(*nops)++] = SUM_LONGJMP;
+			x->ops[(*nops)++] = weft_rec_addr(rec[1]);
+		}
+	}
+	*nw = st.n;
+	*nl = st.nlvl;
+}
 
 static uint64_t *summarize(struct sum_scratch **scr, const uint64_t *w, size_t n, size_t *nsum, uint64_t *first,
 			   uint64_t *last)
@@ -280,7 +363,7 @@ static uint64_t *summarize(struct sum_scratch **scr, const uint64_t *w, size_t n
 		x->w = malloc((n + 1) * 8);
 		x->cap = x->w ? n : 0;
 	}
-	size_t nw = 0, nl = 0, npops = 0, nctr = 0, i = 0;
+	size_t nw = 0, nl = 0, nops = 0, nctr = 0, i = 0;
 	int attach = 0;
 	while (i + 2 <= n) {
 		uint64_t h = w[i + 1];
@@ -329,10 +412,15 @@ static uint64_t *summarize(struct sum_scratch **scr, const uint64_t *w, size_t n
 						x->trk[q - 1] = x->trk[q];
 					}
 					nl--;
-				} else if (npops < SUM_POPS) {
-					x->pops[npops++] = tr;
+				} else if (nops + 2 <= SUM_OPS) {
+					x->ops[nops++] = SUM_POP;
+					x->ops[nops++] = tr;
 				}
 			}
+		} else if (type == WEFT_R_SETJMP || type == WEFT_R_LONGJMP) {
+			attach = 0;
+			if (nw + 2 <= x->cap)
+				sum_jmp(x, &nw, &nl, &nops, w + i);
 		} else if (fl_is_attached(type)) {
 			if (attach && nw + len <= x->cap) {
 				for (size_t k = 0; k < len; k++)
@@ -350,20 +438,36 @@ static uint64_t *summarize(struct sum_scratch **scr, const uint64_t *w, size_t n
 		}
 		i += len;
 	}
-	if (!npops && !nw && !nctr)
+	if (!nops && !nw && !nctr)
 		return NULL;
-	size_t total = 3 + npops + nw + nctr * 3;
+	size_t total = 3 + nops + nw + nctr * 3;
 	uint64_t *out = malloc(total * 8);
 	if (out) {
-		out[0] = npops;
+		out[0] = nops;
 		out[1] = nw;
 		out[2] = nctr;
-		memcpy(out + 3, x->pops, npops * 8);
-		memcpy(out + 3 + npops, x->w, nw * 8);
-		memcpy(out + 3 + npops + nw, x->ctr, nctr * 24);
+		memcpy(out + 3, x->ops, nops * 8);
+		memcpy(out + 3 + nops, x->w, nw * 8);
+		memcpy(out + 3 + nops + nw, x->ctr, nctr * 24);
 		*nsum = total;
 	}
 	return out;
+}
+
+/* A summary's effect on a stack (a thread's, or a snapshot's scratch copy) and its counters. */
+void fl_sum_apply_to(struct stack *s, const uint64_t *sum, uint64_t **ctr, size_t *nctr, size_t *capctr, int fixed)
+{
+	size_t nops = sum[0], nopen = sum[1], nc = sum[2];
+	for (size_t k = 0; k + 1 < nops; k += 2) {
+		if (sum[3 + k] == SUM_POP)
+			fl_stack_pop(s, (unsigned)sum[4 + k]);
+		else
+			fl_stack_longjmp(s, sum[4 + k]);
+	}
+	int attach = 0;
+	fl_stack_apply(s, sum + 3 + nops, nopen, &attach);
+	for (size_t k = 0; k < nc; k++)
+		fl_counter_keep(ctr, nctr, capctr, sum + 3 + nops + nopen + k * 3, fixed);
 }
 
 void fl_sum_apply(struct fl_thread *t, const uint64_t *sum)
@@ -372,14 +476,8 @@ void fl_sum_apply(struct fl_thread *t, const uint64_t *sum)
 		return;
 	struct stack s;
 	thread_stack(t, &s);
-	size_t npops = sum[0], nopen = sum[1], nctr = sum[2];
-	for (size_t k = 0; k < npops; k++)
-		fl_stack_pop(&s, (unsigned)sum[3 + k]);
-	int attach = 0;
-	fl_stack_apply(&s, sum + 3 + npops, nopen, &attach);
+	fl_sum_apply_to(&s, sum, &t->ctr, &t->nctr, &t->capctr, 0);
 	thread_unstack(t, &s);
-	for (size_t k = 0; k < nctr; k++)
-		fl_counter_keep(&t->ctr, &t->nctr, &t->capctr, sum + 3 + npops + nopen + k * 3, 0);
 }
 
 /* ---- the thread table ---- */

@@ -128,6 +128,10 @@ WEFT_HIDDEN void fl_stack_pop(struct stack *s, unsigned track);
 WEFT_HIDDEN void fl_stack_apply(struct stack *s, const uint64_t *w, size_t n, int *attach);
 WEFT_HIDDEN void fl_counter_keep(uint64_t **ctr, size_t *n, size_t *cap, const uint64_t *r, int fixed);
 WEFT_HIDDEN void fl_sum_apply(struct fl_thread *t, const uint64_t *sum);
+WEFT_HIDDEN void fl_sum_apply_to(struct stack *s, const uint64_t *sum, uint64_t **ctr, size_t *nctr, size_t *capctr,
+				 int fixed);
+WEFT_HIDDEN int fl_stack_setjmp(struct stack *s, const uint64_t *rec);
+WEFT_HIDDEN int fl_stack_longjmp(struct stack *s, uint64_t env);
 WEFT_HIDDEN struct fl_thread *fl_thread_find(uint32_t tid, uint32_t serial, int create);
 WEFT_HIDDEN struct fl_entry *fl_ent_at(size_t k); /* k-th oldest frame */
 WEFT_HIDDEN int fl_remove_dir(const char *dir);    /* flight-snap.c: a snapshot directory's files, then it */

@@ -333,6 +333,35 @@ class Flight(TraceTest):
         return out
 
     @unittest.skipIf(os.environ.get("WEFT_TEST_NO_PRELOAD"), "TSan's shadow memory is several times what the program touches")
+    @unittest.skipIf(os.environ.get("WEFT_TEST_NO_PRELOAD"), "preloading is not testable in this build (TSan)")
+    def test_longjmp_loop_stays_bounded_and_nested(self):
+        """A setjmp/longjmp loop (what Lua does on every error and coroutine switch) under a
+        1M ring: the longjmps close the skipped levels in the ring's thread state too, so
+        memory stays within 1M x 1.1 + 8 MiB (it grew by the skipped levels of every round
+        before: 503 MB in 18 s), and the snapshot at exit has main and run re-emitted, every
+        outer under run, after under outer, nothing else at depth 0 (before: no main, every
+        slice at depth 0)."""
+        prog = os.path.join(BUILD, "ft_longjmp_O2")
+        data = os.path.join(self.tmp, "j.data")
+        p = run([WEFT, "record", "-q", "--no-convert", "-o", data, "--flight-recorder=1M", "--options",
+                 "overflow=block", "--", prog, "3000000"])
+        hwm = int(re.search(r"hwm (\d+)", p.stdout).group(1))
+        if sanitizer():
+            p0 = run([WEFT, "record", "-q", "--no-convert", "-o", data + "0", "--flight-recorder=1M", "--", prog, "10"])
+            hwm -= int(re.search(r"hwm (\d+)", p0.stdout).group(1))
+        self.assertLessEqual(hwm, int(1024 * 1.1) + 8 * 1024 + 4096)  # + the program, libc and the preload's own
+        snap, out = self.snapshot(data, 1)
+        top, outer, after, orphans = self.tp(
+            out, "select name from slice where depth = 0 and name not like 'weft:%'",
+            "select count(*), sum(p.name = 'run') from slice s join slice p on s.parent_id = p.id where s.name = 'outer'",
+            "select count(*), sum(p.name = 'outer') from slice s join slice p on s.parent_id = p.id where s.name = 'after'",
+            "select count(*) from slice where name in ('middle', 'inner') and parent_id is null")
+        self.assertEqual(top, [("main",)])
+        self.assertGreater(outer[0][0], 1000)
+        self.assertEqual(outer[0][0], outer[0][1])
+        self.assertEqual(after[0][0], after[0][1])
+        self.assertEqual(orphans[0][0], 0)
+
     def test_memory_stays_bounded(self):
         # 100 M events through a 4M ring: peak RSS within 4M x 1.1 + 8 MiB
         data, p = self.fly(["memory", 100_000_000], "flight=4M,noexit")
