@@ -93,6 +93,7 @@ const char *weft_held_name(unsigned bit)
 	case WEFT_HOLD_DUMP: return "the snapshot lock";
 	case WEFT_HOLD_SNAP: return "the snapshot policy's lock";
 	case WEFT_HOLD_META: return "the metadata lock";
+	case WEFT_HOLD_EVICT: return "the flight recorder's overflow lock";
 	}
 	return "a lock";
 }

@@ -219,7 +219,7 @@ static void dump_thread(struct snap *s0, struct fl_thread *t)
 	size_t n = 0;
 	for (size_t k = 0; k < fl_ents_n; k++) {
 		size_t idx = (fl_ents_first + k) % fl_ents_cap;
-		if (fl_ents[idx].th == t && !fl_ents[idx].consumed && fl_ents[idx].seq < t->limit)
+		if (fl_ents[idx].th == t && fl_entry_live(&fl_ents[idx]) && fl_ents[idx].seq < t->limit)
 			fl_ord[n++] = idx;
 	}
 	sort_by_seq(fl_ord, n);
@@ -572,14 +572,14 @@ int weft_flight_dump_as(const char *kind, const char *reason, uint64_t trigger_t
 		int ghosts = 0;
 		for (size_t k = 0; k < fl_ents_n; k++) { /* its last gap: nothing before it is shown */
 			struct fl_entry *e = fl_ent_at(k);
-			if (e->th == t && e->ghost && !e->consumed && e->seq < t->limit && (!ghosts || e->seq > gap)) {
+			if (e->th == t && e->ghost && fl_entry_live(e) && e->seq < t->limit && (!ghosts || e->seq > gap)) {
 				gap = e->seq;
 				ghosts = 1;
 			}
 		}
 		for (size_t k = 0; k < fl_ents_n; k++) {
 			struct fl_entry *e = fl_ent_at(k);
-			if (e->th == t && !e->consumed && e->seq < t->limit && e->seq < best && e->first <= e->last &&
+			if (e->th == t && fl_entry_live(e) && e->seq < t->limit && e->seq < best && e->first <= e->last &&
 			    (!ghosts || e->seq > gap)) {
 				best = e->seq;
 				first = e->first;
@@ -671,8 +671,10 @@ int weft_flight_dump_as(const char *kind, const char *reason, uint64_t trigger_t
 			struct fl_entry *e = fl_ent_at(k);
 			if (e->consumed || e->seq >= e->th->limit || e->th->excluded)
 				continue;
-			fl_sum_apply(e->th, e->sum);
-			e->consumed = 1;
+			if (!fl_entry_live(e)) /* too late to apply in order: it was not written either */
+				e->consumed = 1;
+			else
+				fl_entry_apply(e); /* in each thread's order (a ghost can precede its elders) */
 		}
 	}
 	for (size_t i = 0; i < fl_nths; i++) {

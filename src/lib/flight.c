@@ -41,6 +41,7 @@
 #include <dirent.h>
 #include <zstd.h>
 #include "../format/pack.h"
+#include "../format/pack4.h"
 
 struct meta_block *fl_meta_head, *fl_meta_tail; /* under weft meta.c's meta_lock (its writers) */
 struct weft_clock_point fl_clocks[MAX_CLOCKS];
@@ -60,7 +61,7 @@ uint64_t fl_ref_ticks, fl_ref_ns; /* for records timed in ns (sched, samples, ac
 double fl_tpn = 1.0;
 uint64_t fl_ev_received, fl_ev_evicted, fl_ev_written, fl_ev_lost_since; /* events */
 int fl_snapshots;            /* written by this process */
-int fl_out_of_order;         /* under ring_lock: some thread's frames came out of order */
+uint64_t fl_late;            /* under ring_lock: chunks that came after later ones were applied */
 uint64_t fl_pending;         /* frame bytes put since the last snapshot (--switch-output) */
 uint64_t fl_last_end_ticks;  /* the previous snapshot's end */
 
@@ -500,6 +501,37 @@ struct fl_thread *fl_thread_find(uint32_t tid, uint32_t serial, int create)
 /* ---- eviction ---- */
 struct fl_entry *fl_ent_at(size_t k) { return &fl_ents[(fl_ents_first + k) % fl_ents_cap]; }
 
+/* An entry's summary applied to its thread's state (the state moves past its chunk). */
+static void apply_one(struct fl_entry *e)
+{
+	int live = fl_entry_live(e);
+	e->consumed = 1;
+	if (!live) { /* behind the state: its effect cannot come in order any more */
+		fl_late++;
+		return;
+	}
+	fl_sum_apply(e->th, e->sum);
+	e->th->applied = (e->seq & WEFT_SEQ_INDEX_MASK) + 1;
+}
+
+void fl_entry_apply(struct fl_entry *e)
+{
+	if (e->consumed)
+		return;
+	for (;;) { /* its thread's earlier entries still in the ring come first */
+		struct fl_entry *best = NULL;
+		for (size_t k = 0; k < fl_ents_n; k++) {
+			struct fl_entry *x = fl_ent_at(k);
+			if (x != e && x->th == e->th && !x->consumed && x->seq < e->seq && (!best || x->seq < best->seq))
+				best = x;
+		}
+		if (!best)
+			break;
+		apply_one(best);
+	}
+	apply_one(e);
+}
+
 /* With several writers a thread's chunks can reach the ring out of order: before a frame's
  * summary is applied, those of its thread's earlier chunks still in the ring are (they are
  * then consumed: skipped by snapshots, their room freed when they reach the head). */
@@ -514,8 +546,7 @@ static void consume_earlier(const struct fl_entry *e)
 		}
 		if (!best)
 			return;
-		fl_sum_apply(best->th, best->sum);
-		best->consumed = 1;
+		apply_one(best);
 		if (!best->ghost) {
 			fl_ev_evicted += best->events;
 			fl_ev_lost_since += best->events;
@@ -526,10 +557,10 @@ static void consume_earlier(const struct fl_entry *e)
 static void evict_oldest(void)
 {
 	struct fl_entry *e = fl_ent_at(0);
-	if (!e->consumed && (weft_cfg.writers > 1 || fl_out_of_order))
+	if (!e->consumed) /* (a ghost can come before its thread's earlier chunk: writers > 1 too) */
 		consume_earlier(e);
 	if (!e->consumed) {
-		fl_sum_apply(e->th, e->sum);
+		apply_one(e);
 		e->th->lost = 1;
 		if (!e->ghost) { /* (a ghost's events were counted when it came) */
 			fl_ev_evicted += e->events;
@@ -602,8 +633,8 @@ static struct fl_thread *arrived(uint32_t tid, uint64_t seq, uint32_t events)
 	t->received++;
 	fl_ev_received += events;
 	uint64_t idx = seq & WEFT_SEQ_INDEX_MASK;
-	if (t->received > 1 && idx < t->max_seq)
-		fl_out_of_order = 1;
+	if (idx < t->applied) /* later chunks of its thread are applied already: too late to show */
+		fl_late++;
 	if (idx > t->max_seq)
 		t->max_seq = idx;
 	return t;
@@ -627,12 +658,12 @@ static void put_ghost(struct fl_thread *t, uint64_t seq, uint32_t events, uint64
 		evict_oldest();
 }
 
-void weft_flight_put(const struct weft_chunk *c, const struct weft_chunk_header *h, const void *payload,
-		     size_t stored)
+static void ring_put(struct sum_scratch **scr, const struct weft_chunk *c, const struct weft_chunk_header *h,
+		     const void *payload, size_t stored)
 {
 	uint64_t first, last;
 	size_t nsum;
-	uint64_t *sum = summarize(&scratch, (const uint64_t *)c->data, (c->used & ~(size_t)7) / 8, &nsum, &first, &last);
+	uint64_t *sum = summarize(scr, (const uint64_t *)c->data, (c->used & ~(size_t)7) / 8, &nsum, &first, &last);
 	size_t len = sizeof(*h) + stored, len8 = (len + 7) & ~(size_t)7; /* frames 8-aligned */
 	weft_lock(&fl_ring_lock, WEFT_HOLD_RING);
 	struct fl_thread *t = arrived(h->tid, h->seq, h->events);
@@ -651,9 +682,12 @@ void weft_flight_put(const struct weft_chunk *c, const struct weft_chunk_header 
 	while (fl_ents_n && fl_ring_used + len8 + nsum * 8 > fl_ring_size)
 		evict_oldest();
 	entry_room();
-	size_t off = ring_place(len8);
-	if (off == SIZE_MAX) { /* larger than the ring: never kept, a gap */
+	int late = (h->seq & WEFT_SEQ_INDEX_MASK) < t->applied;
+	size_t off = late ? SIZE_MAX : ring_place(len8);
+	if (off == SIZE_MAX) { /* larger than the ring, or too late: never kept, a gap */
 		put_ghost(t, h->seq, h->events, sum, nsum);
+		if (late) /* its thread's state moved past it: its summary can no longer apply in order */
+			fl_ent_at(fl_ents_n - 1)->consumed = 1;
 		weft_unlock(&fl_ring_lock, WEFT_HOLD_RING);
 		return;
 	}
@@ -670,32 +704,45 @@ void weft_flight_put(const struct weft_chunk *c, const struct weft_chunk_header 
 	weft_switch_note(p, fl_ring_size);
 }
 
+void weft_flight_put(const struct weft_chunk *c, const struct weft_chunk_header *h, const void *payload,
+		     size_t stored)
+{
+	ring_put(&scratch, c, h, payload, stored);
+}
+
 /* The writers are behind: a program thread needs a chunk and takes the oldest one waiting for
- * them (thread.c, in flight mode instead of dropping its own newest events). Its records go,
- * whole, as if evicted: only its summary enters the ring (a ghost), so the stacks and counters
- * stay right and every snapshot starts its thread after it. Runs on the program thread, inside
- * the runtime: one pass over the chunk, about what the writer would have spent on it. */
+ * them (thread.c, in flight mode instead of dropping its own newest events) and does the
+ * writer's work on it itself: packed (not compressed) and put into the ring, with its summary.
+ * Nothing is lost and no gap opens; the program pays what the writer would have (a pass to pack
+ * and one to summarize, some 5-15 ns an event) for the chunks the writers could not take, and
+ * goes on at once. One program thread at a time (the buffers are shared: evict_lock, marked
+ * for a fatal signal's handler, fatal.c). A chunk its thread's state has moved past (a later
+ * one was evicted already) goes as a ghost, counted as evicted. */
+static uint8_t *evict_pack, *evict_cols; /* under evict_lock, made at start */
+
 void weft_flight_evict_chunk(const struct weft_chunk *c)
 {
-	uint64_t first, last;
-	size_t nsum, n = (c->used & ~(size_t)7) / 8;
-	pthread_mutex_lock(&evict_lock); /* its scratch: one for all program threads */
-	uint64_t *sum = summarize(&evict_scratch, (const uint64_t *)c->data, n, &nsum, &first, &last);
-	uint32_t events = 0;
-	for (size_t i = 0; i + 2 <= n; i += 2 + weft_rec_extra(((const uint64_t *)c->data)[i + 1]))
-		events += weft_rec_is_event(weft_rec_type(((const uint64_t *)c->data)[i + 1]));
-	weft_lock(&fl_ring_lock, WEFT_HOLD_RING);
-	struct fl_thread *t = arrived(c->tid, c->seq, events);
-	if (!t) {
-		weft_unlock(&fl_ring_lock, WEFT_HOLD_RING);
-		pthread_mutex_unlock(&evict_lock);
-		free(sum);
-		atomic_fetch_add(&weft_g.dropped, events);
-		return;
-	}
-	put_ghost(t, c->seq, events, sum, nsum);
-	weft_unlock(&fl_ring_lock, WEFT_HOLD_RING);
-	pthread_mutex_unlock(&evict_lock);
+	size_t n = (c->used & ~(size_t)7) / 8;
+	weft_lock(&evict_lock, WEFT_HOLD_EVICT);
+	struct weft_chunk_header h;
+	memset(&h, 0, sizeof(h));
+	h.magic = WEFT_CHUNK_MAGIC;
+	h.tid = c->tid;
+	h.seq = c->seq;
+	h.raw_size = (uint32_t)(n * 8);
+	uint32_t events = 0, dropped = 0;
+	struct weft_index_rec ix;
+	size_t stored = weft_pack4_indexed((const uint64_t *)c->data, n, evict_pack, &events, &dropped, &ix, evict_cols);
+	h.flags = WEFT_CHUNK_PACKED4 | WEFT_CHUNK_SUM;
+	h.events = events;
+	h.dropped = dropped;
+	h.stored_size = (uint32_t)stored;
+	h.checksum = weft_chunk_sum(h.flags, evict_pack, stored);
+	ring_put(&evict_scratch, c, &h, evict_pack, stored);
+	weft_unlock(&evict_lock, WEFT_HOLD_EVICT);
+	atomic_fetch_add(&weft_g.events, events);
+	atomic_fetch_add(&weft_g.bytes_raw, n * 8);
+	atomic_fetch_add(&weft_g.chunks, 1);
 }
 
 /* ---- metadata in memory (meta.c's writers hold its lock) ---- */
@@ -797,9 +844,11 @@ int weft_flight_start(void)
 	fl_ctxlvl = malloc(fl_ctxlvlcap * 4);
 	fl_ctxtrack = malloc(fl_ctxlvlcap * 2);
 	fl_partarea = malloc(fl_partcap);
+	evict_pack = malloc(weft_pack_bound(fl_chunk_cap / 8));
+	evict_cols = malloc(weft_pack4_scratch(fl_chunk_cap / 8));
 	fl_dctx = ZSTD_createDCtx();
 	fl_cctx = ZSTD_createCCtx();
-	if (!fl_ring || !fl_ents || !fl_ord || !fl_outbuf || !fl_ths || !fl_raw || !fl_packbuf || !fl_zbuf || !fl_ctxw || !fl_ctxlvl || !fl_ctxtrack || !fl_partarea ||
+	if (!fl_ring || !fl_ents || !fl_ord || !fl_outbuf || !fl_ths || !fl_raw || !fl_packbuf || !fl_zbuf || !fl_ctxw || !fl_ctxlvl || !fl_ctxtrack || !fl_partarea || !evict_pack || !evict_cols ||
 	    !fl_dctx || !fl_cctx)
 		return -ENOMEM;
 	struct weft_clock_point p;
@@ -880,6 +929,9 @@ void weft_flight_finish(void)
 	free(fl_ctxtrack);
 	free(fl_partarea);
 	free(fl_outbuf);
+	free(evict_pack);
+	free(evict_cols);
+	evict_pack = evict_cols = NULL;
 	if (evict_scratch) {
 		free(evict_scratch->w);
 		free(evict_scratch);

@@ -66,6 +66,7 @@ struct fl_thread {
 	uint32_t written; /* chunks written in the snapshot being made */
 	uint64_t dropped_end; /* THREAD_END's drops */
 	uint64_t max_seq;  /* the highest chunk index put (a lower one later: out of order) */
+	uint64_t applied;  /* 1 + the highest chunk index whose summary is applied to the state */
 };
 
 #define MAX_THREADS 4096
@@ -128,12 +129,19 @@ WEFT_HIDDEN void fl_stack_pop(struct stack *s, unsigned track);
 WEFT_HIDDEN void fl_stack_apply(struct stack *s, const uint64_t *w, size_t n, int *attach);
 WEFT_HIDDEN void fl_counter_keep(uint64_t **ctr, size_t *n, size_t *cap, const uint64_t *r, int fixed);
 WEFT_HIDDEN void fl_sum_apply(struct fl_thread *t, const uint64_t *sum);
+WEFT_HIDDEN void fl_entry_apply(struct fl_entry *e); /* its thread's earlier entries first */
 WEFT_HIDDEN void fl_sum_apply_to(struct stack *s, const uint64_t *sum, uint64_t **ctr, size_t *nctr, size_t *capctr,
 				 int fixed);
 WEFT_HIDDEN int fl_stack_setjmp(struct stack *s, const uint64_t *rec);
 WEFT_HIDDEN int fl_stack_longjmp(struct stack *s, uint64_t env);
 WEFT_HIDDEN struct fl_thread *fl_thread_find(uint32_t tid, uint32_t serial, int create);
 WEFT_HIDDEN struct fl_entry *fl_ent_at(size_t k); /* k-th oldest frame */
+/* Not applied yet, and not behind its thread's state (a chunk that came after later ones of
+ * its thread were applied can no longer be shown in order). */
+static inline int fl_entry_live(const struct fl_entry *e)
+{
+	return !e->consumed && (e->seq & WEFT_SEQ_INDEX_MASK) >= e->th->applied;
+}
 WEFT_HIDDEN int fl_remove_dir(const char *dir);    /* flight-snap.c: a snapshot directory's files, then it */
 
 #endif

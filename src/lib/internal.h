@@ -250,6 +250,7 @@ enum {
 	WEFT_HOLD_DUMP = 16,
 	WEFT_HOLD_SNAP = 32,
 	WEFT_HOLD_META = 64,
+	WEFT_HOLD_EVICT = 128,
 };
 WEFT_HIDDEN extern __thread unsigned weft_held WEFT_TLS;
 WEFT_HIDDEN extern __thread int weft_fatal_thread WEFT_TLS; /* inside weft's fatal handler */
@@ -313,8 +314,8 @@ WEFT_HIDDEN int weft_flight_start(void);   /* session start, before the metadata
  * runs with noexit (no snapshot at the program's exit) */
 WEFT_HIDDEN int weft_flight_active(void);
 /* In flight mode, a program thread that finds the writers behind takes the oldest chunk
- * waiting for them instead of dropping its own newest events: its records are given up as
- * evicted (the ring keeps their summary). thread.c's pool_get, inside the runtime. */
+ * waiting for them instead of dropping its own newest events, and puts it into the ring itself
+ * (packed, as a writer would). thread.c's pool_get, inside the runtime. */
 WEFT_HIDDEN void weft_flight_evict_chunk(const struct weft_chunk *c);
 /* A snapshot is being made: the chunks waiting for the writers are its newest part, and are
  * not taken (what the threads record meanwhile comes after its end, and is dropped). */

@@ -541,7 +541,12 @@ void weft_threads_visit(int try, void (*fn)(void *ud, uint32_t tid, uint32_t ser
 	for (struct weft_thread *t = threads; t; t = t->next) {
 		/* from a fatal handler: this thread's own lock only where it does not hold it, any
 		 * other thread's once its holder lets go (or the deadline passes) */
-		if (try ? weft_lock_fatal(&t->lock, t == self ? WEFT_HOLD_SELF : 0) : (pthread_mutex_lock(&t->lock), 0))
+		/* (a thread may hold its lock while it waits for the flight recorder's overflow lock,
+		 * held here: then it is only tried) */
+		int busy = try ? (t != self && (weft_held & WEFT_HOLD_EVICT) ? pthread_mutex_trylock(&t->lock)
+									     : weft_lock_fatal(&t->lock, t == self ? WEFT_HOLD_SELF : 0))
+			       : pthread_mutex_lock(&t->lock);
+		if (busy)
 			continue;
 		if (t->alive) {
 			struct weft_chunk *c = t->chunk;

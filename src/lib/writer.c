@@ -185,8 +185,9 @@ static void write_chunk(struct writer *w, struct weft_chunk *c)
 	h.events = events;
 	h.dropped = dropped;
 	/* the flight recorder keeps frames packed, not compressed: the ring's snapshot compresses
-	 * the few it writes, off the writers' path (flight-snap.c) */
-	int zstd = weft_cfg.compression != 0 && !weft_flight_active();
+	 * the few it writes, off the writers' path (flight-snap.c). --switch-output writes every
+	 * frame as a part, and its SIZE is of compressed events: compressed here, as for a file */
+	int zstd = weft_cfg.compression != 0 && (!weft_flight_active() || weft_cfg.switch_output[0]);
 	if (zstd && w->cctx && w->ccol && w->pbuf) {
 		size_t z = compress_chunk(w, w->pbuf, stored);
 		if (z && z < stored) {
