@@ -114,9 +114,19 @@ int weft_snapshot_take(const char *reason, enum weft_snap_origin origin)
 	return take(reason, origin, weft__ticks());
 }
 
+/* The program's own call: its thread holds the snapshot's locks until the snapshot is on
+ * disk, and a fatal signal's handler on this thread could never have them (fatal.c). So this
+ * thread takes no signal meanwhile: one sent to the process goes to another thread, whose
+ * handler waits for this snapshot and then writes the crash window; one sent to this thread
+ * waits until the snapshot is written (milliseconds). Only weft's code runs in between. */
 int weft_snapshot(const char *reason)
 {
-	return weft_snapshot_take(reason, WEFT_SNAP_API);
+	sigset_t all, was;
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &was);
+	int rc = weft_snapshot_take(reason, WEFT_SNAP_API);
+	pthread_sigmask(SIG_SETMASK, &was, NULL);
+	return rc;
 }
 
 /* In a fatal signal's handler: nothing allocated here (the flight recorder's dump, told by

@@ -280,6 +280,39 @@ class Flight(TraceTest):
         self.assertGreater(steps[0][0], 100)
         self.assertEqual(steps[0][0], steps[0][1])
 
+    @unittest.skipIf(os.environ.get("WEFT_TEST_NO_PRELOAD"), "preloading is not testable in this build (TSan)")
+    def test_signal_during_a_snapshot_still_writes_the_window(self):
+        """A SIGTERM sent while the program is inside weft_snapshot() (a program snapshotting in
+        a loop is, nearly all the time): that thread holds the snapshot's locks, so the signal
+        waits until the snapshot is written, then the crash window follows it. Before, the
+        handler found the locks taken and the window was lost, silently."""
+        for i in range(3):
+            data = os.path.join(self.tmp, f"w{i}.data")
+            p = subprocess.Popen([WEFT, "record", "-q", "--no-convert", "-o", data, "--flight-recorder=1M",
+                                  "--max-snapshots=1000000", "--", PROG, "snaploop", "20"],
+                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+            self.assertEqual(p.stdout.readline(), "ready\n")
+            kids = open(f"/proc/{p.pid}/task/{p.pid}/children").read().split()
+            os.kill(int(kids[0]), signal.SIGTERM)
+            _, err = p.communicate(timeout=60)
+            self.assertEqual(p.returncode, -signal.SIGTERM, err)
+            self.assertEqual(glob.glob(os.path.join(data, "window-not-written-*")), [])
+            snaps = sorted(os.listdir(data), key=lambda x: int(x.split("-")[1]))
+            info = run([WEFT, "info", os.path.join(data, snaps[-1])]).stdout
+            self.assertIn(f"snapshot {len(snaps)}: killed by SIGTERM", info)
+
+    def test_info_lists_a_window_not_written(self):
+        """The runtime's one line on a crash window it could not write (lib/fatal.c) is what
+        weft info shows of a directory that holds it, beside the snapshots."""
+        data = os.path.join(self.tmp, "nw.data")
+        os.makedirs(data)
+        line = "pid 7, killed by SIGSEGV: the window was not written: the snapshot lock is held by the thread"
+        with open(os.path.join(data, "window-not-written-7.txt"), "w") as f:
+            f.write(line + "\n")
+        info = run([WEFT, "info", data]).stdout
+        self.assertIn("a flight recorder directory", info)
+        self.assertIn(f"not written: {line} (window-not-written-7.txt)", info)
+
     def test_switch_output_parts_make_the_whole(self):
         data = os.path.join(self.tmp, "s.data")
         p = run([WEFT, "record", "-o", data, "--switch-output=1M", "--options", "overflow=block", "--", PROG,

@@ -11,6 +11,9 @@
  *                                    (VmHWM) in KiB
  *   counter STEPS                    a counter set at step 0 only, then STEPS steps; a snapshot
  *   crash STEPS                      STEPS steps inside `run`, then a segmentation fault
+ *   snaploop N                       one `run` slice of steps, a weft_snapshot() after every N
+ *                                    steps for ever (prints "ready" after the first): a signal
+ *                                    sent to it lands inside a snapshot most of the time
  *   spin N                           N threads besides main, each inside `run` doing `step`
  *                                    slices of 20 instants for ever (more than any writer keeps
  *                                    up with); prints "ready TID TID ..." (main first) once each
@@ -118,6 +121,18 @@ int main(int argc, char **argv)
 		}
 		steps(at, n, inst, -1);
 		WEFT_END("run");
+	} else if (!strcmp(mode, "snaploop")) {
+		long every = atol(argv[2]), at = 0;
+		WEFT_BEGIN("run");
+		for (int k = 0;; k++) {
+			steps(at, at + every, 1, -1);
+			at += every;
+			weft_snapshot("loop");
+			if (!k) {
+				printf("ready\n");
+				fflush(stdout);
+			}
+		}
 	} else if (!strcmp(mode, "spin")) {
 		spin(atoi(argv[2]));
 	} else if (!strcmp(mode, "threads") && argc >= 4) {
