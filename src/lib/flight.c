@@ -42,7 +42,6 @@
 #include <dirent.h>
 #include <zstd.h>
 #include "../format/pack.h"
-#include "../format/pack4.h"
 
 struct meta_block *fl_meta_head, *fl_meta_tail; /* under weft meta.c's meta_lock (its writers) */
 struct weft_clock_point fl_clocks[MAX_CLOCKS];
@@ -674,6 +673,14 @@ static void ring_put(struct sum_scratch **scr, const struct weft_chunk *c, const
 		atomic_fetch_add(&weft_g.dropped, h->events);
 		return;
 	}
+	/* a snapshot is being made: a chunk past its end must not evict what it is writing; it
+	 * goes as a ghost (kept out, like the queue's chunks then; the next window starts after) */
+	if (__atomic_load_n(&fl_dumping, __ATOMIC_RELAXED) && t->limit != UINT64_MAX && h->seq >= t->limit &&
+	    !t->excluded) {
+		put_ghost(t, h->seq, h->events, sum, nsum);
+		weft_unlock(&fl_ring_lock, WEFT_HOLD_RING);
+		return;
+	}
 	/* AGE: frames whose last event is older than it go, whatever the room */
 	if (weft_cfg.flight_age_ns) {
 		uint64_t now = weft__ticks(), age = (uint64_t)((double)weft_cfg.flight_age_ns * fl_tpn);
@@ -719,7 +726,7 @@ void weft_flight_put(const struct weft_chunk *c, const struct weft_chunk_header 
  * goes on at once. One program thread at a time (the buffers are shared: evict_lock, marked
  * for a fatal signal's handler, fatal.c). A chunk its thread's state has moved past (a later
  * one was evicted already) goes as a ghost, counted as evicted. */
-static uint8_t *evict_pack, *evict_cols; /* under evict_lock, made at start */
+static uint8_t *evict_pack; /* under evict_lock, made at start */
 
 void weft_flight_evict_chunk(const struct weft_chunk *c)
 {
@@ -737,9 +744,9 @@ void weft_flight_evict_chunk(const struct weft_chunk *c)
 	h.seq = c->seq;
 	h.raw_size = (uint32_t)(n * 8);
 	uint32_t events = 0, dropped = 0;
-	struct weft_index_rec ix;
-	size_t stored = weft_pack4_indexed((const uint64_t *)c->data, n, evict_pack, &events, &dropped, &ix, evict_cols);
-	h.flags = WEFT_CHUNK_PACKED4 | WEFT_CHUNK_SUM;
+	/* (version 2 packing: no scratch columns, so the memory bound holds) */
+	size_t stored = weft_pack((const uint64_t *)c->data, n, evict_pack, &events, &dropped);
+	h.flags = WEFT_CHUNK_PACKED2 | WEFT_CHUNK_SUM;
 	h.events = events;
 	h.dropped = dropped;
 	h.stored_size = (uint32_t)stored;
@@ -852,10 +859,9 @@ int weft_flight_start(void)
 	fl_ctxtrack = malloc(fl_ctxlvlcap * 2);
 	fl_partarea = malloc(fl_partcap);
 	evict_pack = malloc(weft_pack_bound(fl_chunk_cap / 8));
-	evict_cols = malloc(weft_pack4_scratch(fl_chunk_cap / 8));
 	fl_dctx = ZSTD_createDCtx();
 	fl_cctx = ZSTD_createCCtx();
-	if (!fl_ring || !fl_ents || !fl_ord || !fl_outbuf || !fl_ths || !fl_raw || !fl_packbuf || !fl_zbuf || !fl_ctxw || !fl_ctxlvl || !fl_ctxtrack || !fl_partarea || !evict_pack || !evict_cols ||
+	if (!fl_ring || !fl_ents || !fl_ord || !fl_outbuf || !fl_ths || !fl_raw || !fl_packbuf || !fl_zbuf || !fl_ctxw || !fl_ctxlvl || !fl_ctxtrack || !fl_partarea || !evict_pack ||
 	    !fl_dctx || !fl_cctx)
 		return -ENOMEM;
 	struct weft_clock_point p;
@@ -937,8 +943,7 @@ void weft_flight_finish(void)
 	free(fl_partarea);
 	free(fl_outbuf);
 	free(evict_pack);
-	free(evict_cols);
-	evict_pack = evict_cols = NULL;
+	evict_pack = NULL;
 	if (evict_scratch) {
 		free(evict_scratch->w);
 		free(evict_scratch);
