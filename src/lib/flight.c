@@ -502,16 +502,55 @@ struct fl_thread *fl_thread_find(uint32_t tid, uint32_t serial, int create)
 struct fl_entry *fl_ent_at(size_t k) { return &fl_ents[(fl_ents_first + k) % fl_ents_cap]; }
 
 /* An entry's summary applied to its thread's state (the state moves past its chunk). */
+/* The pending summaries that now come in order (all of them, oldest first, with `all`: too
+ * many wait, the order is given up). */
+static void drain_pending(struct fl_thread *t, int all)
+{
+	while (t->npend) {
+		size_t k = 0;
+		for (size_t q = 1; q < t->npend; q++)
+			if (t->pend[q].idx < t->pend[k].idx)
+				k = q;
+		if (t->pend[k].idx != t->applied && !all)
+			return;
+		fl_sum_apply(t, t->pend[k].sum);
+		if (!weft_g.in_signal)
+			free(t->pend[k].sum);
+		t->applied = t->pend[k].idx + 1;
+		t->pend[k] = t->pend[--t->npend];
+	}
+}
+
 static void apply_one(struct fl_entry *e)
 {
+	struct fl_thread *t = e->th;
+	uint64_t idx = e->seq & WEFT_SEQ_INDEX_MASK;
 	int live = fl_entry_live(e);
 	e->consumed = 1;
 	if (!live) { /* behind the state: its effect cannot come in order any more */
 		fl_late++;
 		return;
 	}
-	fl_sum_apply(e->th, e->sum);
-	e->th->applied = (e->seq & WEFT_SEQ_INDEX_MASK) + 1;
+	if (idx > t->applied) { /* an earlier chunk of its thread is still with a writer */
+		if (t->npend == t->cappend && t->cappend < FL_PENDING && !weft_g.in_signal) {
+			size_t cap = t->cappend ? t->cappend * 2 : 64;
+			void *p = realloc(t->pend, cap * sizeof(*t->pend));
+			if (p) {
+				t->pend = p;
+				t->cappend = cap;
+			}
+		}
+		if (t->npend < t->cappend) {
+			t->pend[t->npend].idx = idx;
+			t->pend[t->npend++].sum = e->sum;
+			e->sum = NULL; /* the thread's now (evict_oldest frees the entry's) */
+			return;
+		}
+		drain_pending(t, 1);
+	}
+	fl_sum_apply(t, e->sum);
+	t->applied = idx + 1;
+	drain_pending(t, 0);
 }
 
 void fl_entry_apply(struct fl_entry *e)
@@ -671,6 +710,14 @@ static void ring_put(struct sum_scratch **scr, const struct weft_chunk *c, const
 		weft_unlock(&fl_ring_lock, WEFT_HOLD_RING);
 		free(sum);
 		atomic_fetch_add(&weft_g.dropped, h->events);
+		return;
+	}
+	/* later chunks of its thread were evicted while it was with a writer (their summaries
+	 * wait for it): it lies before a gap, so it is applied now and kept out */
+	if (t->npend && (h->seq & WEFT_SEQ_INDEX_MASK) == t->applied) {
+		put_ghost(t, h->seq, h->events, sum, nsum);
+		apply_one(fl_ent_at(fl_ents_n - 1));
+		weft_unlock(&fl_ring_lock, WEFT_HOLD_RING);
 		return;
 	}
 	/* a snapshot is being made: a chunk past its end must not evict what it is writing; it
@@ -882,6 +929,9 @@ static void free_summaries(void)
 	for (size_t k = 0; k < fl_ents_n; k++)
 		free(fl_ent_at(k)->sum);
 	for (size_t i = 0; i < fl_nths; i++) {
+		for (size_t k = 0; k < fl_ths[i].npend; k++)
+			free(fl_ths[i].pend[k].sum);
+		free(fl_ths[i].pend);
 		free(fl_ths[i].stk);
 		free(fl_ths[i].lvl);
 		free(fl_ths[i].lvltrack);

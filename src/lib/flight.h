@@ -43,6 +43,7 @@ struct fl_entry {
 	int ghost;      /* its bytes were never kept (evicted before a writer took it): a gap */
 };
 
+#define FL_PENDING 65536 /* at most: then the order is given up */
 /* A thread's state as of the ring's oldest kept frame (everything before it applied). */
 struct fl_thread {
 	uint32_t tid, serial;
@@ -66,7 +67,14 @@ struct fl_thread {
 	uint32_t written; /* chunks written in the snapshot being made */
 	uint64_t dropped_end; /* THREAD_END's drops */
 	uint64_t max_seq;  /* the highest chunk index put (a lower one later: out of order) */
-	uint64_t applied;  /* 1 + the highest chunk index whose summary is applied to the state */
+	uint64_t applied;  /* the next chunk index whose summary the state awaits */
+	/* summaries evicted before an earlier chunk of the thread reached the ring (a writer still
+	 * had it): applied, in order, once it comes */
+	struct fl_pending {
+		uint64_t idx;
+		uint64_t *sum;
+	} *pend;
+	size_t npend, cappend;
 };
 
 #define MAX_THREADS 4096
