@@ -516,7 +516,8 @@ int weft_flight_dump_as(const char *kind, const char *reason, uint64_t trigger_t
 		return -EAGAIN;
 	int sig = weft_g.in_signal, rc = 0;
 	weft_in_runtime++;
-	fail_why[0] = 0;
+	if (weft_fatal_thread) /* (only a fatal handler's dump reads or writes it) */
+		fail_why[0] = 0;
 	if ((rc = lock_or_say(&fl_dump_lock, WEFT_HOLD_DUMP))) {
 		weft_in_runtime--;
 		return rc;

@@ -399,10 +399,16 @@ class Flight(TraceTest):
         # 100 M events through a 4M ring: peak RSS within 4M x 1.1 + 8 MiB
         data, p = self.fly(["memory", 100_000_000], "flight=4M,noexit")
         hwm = int(re.search(r"hwm (\d+)", p.stdout).group(1))
+        bound = int(4 * 1024 * 1.1) + 8 * 1024
         if sanitizer():  # ASan's shadow and quarantine: the growth over a short run instead
             _, p0 = self.fly(["memory", 1000], "flight=4M,noexit", name="m0.data")
             hwm -= int(re.search(r"hwm (\d+)", p0.stdout).group(1))
-        self.assertLessEqual(hwm, int(4 * 1024 * 1.1) + 8 * 1024)
+        if "thread" in sanitizer():
+            # TSan shadows every byte the program touches several times over (how much of it is
+            # resident depends on the kernel: 44 MB of growth here for the 10.6 MB a plain build
+            # peaks at, at be307f5 as now): a leak still shows, the bound itself cannot
+            bound *= 5
+        self.assertLessEqual(hwm, bound)
         self.assertEqual(os.listdir(data), [])
 
 
