@@ -720,10 +720,11 @@ static void ring_put(struct sum_scratch **scr, const struct weft_chunk *c, const
 		weft_unlock(&fl_ring_lock, WEFT_HOLD_RING);
 		return;
 	}
-	/* a snapshot is being made: a chunk past its end must not evict what it is writing; it
-	 * goes as a ghost (kept out, like the queue's chunks then; the next window starts after) */
+	/* a snapshot is being made: a chunk past its end must not evict what it is writing; where
+	 * it would, it goes as a ghost (kept out, like the queue's chunks then; the next window
+	 * starts after it) */
 	if (__atomic_load_n(&fl_dumping, __ATOMIC_RELAXED) && t->limit != UINT64_MAX && h->seq >= t->limit &&
-	    !t->excluded) {
+	    !t->excluded && fl_ring_used + len8 + nsum * 8 > fl_ring_size) {
 		put_ghost(t, h->seq, h->events, sum, nsum);
 		weft_unlock(&fl_ring_lock, WEFT_HOLD_RING);
 		return;
