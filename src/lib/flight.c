@@ -116,7 +116,7 @@ static int grow(void **p, size_t *cap, size_t need, size_t elem)
 {
 	if (need <= *cap)
 		return 0;
-	if (weft_g.in_signal)
+	if (weft_fatal_thread) /* (the interrupted code may hold malloc's lock; other threads go on) */
 		return -1;
 	size_t n = *cap ? *cap * 2 : 16;
 	while (n < need)
@@ -532,7 +532,7 @@ static void apply_one(struct fl_entry *e)
 		return;
 	}
 	if (idx > t->applied) { /* an earlier chunk of its thread is still with a writer */
-		if (t->npend == t->cappend && t->cappend < FL_PENDING && !weft_g.in_signal) {
+		if (t->npend == t->cappend && t->cappend < FL_PENDING && !weft_fatal_thread) {
 			size_t cap = t->cappend ? t->cappend * 2 : 64;
 			void *p = realloc(t->pend, cap * sizeof(*t->pend));
 			if (p) {
@@ -643,7 +643,7 @@ static void entry_room(void)
 	if (fl_ents_n < fl_ents_cap)
 		return;
 	size_t ncap = fl_ents_cap * 2;
-	struct fl_entry *n = weft_g.in_signal ? NULL : malloc(ncap * sizeof(*n));
+	struct fl_entry *n = weft_fatal_thread ? NULL : malloc(ncap * sizeof(*n));
 	size_t *no = n ? realloc(fl_ord, ncap * sizeof(*no)) : NULL;
 	if (no)
 		fl_ord = no;
