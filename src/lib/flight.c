@@ -61,7 +61,6 @@ uint64_t fl_ref_ticks, fl_ref_ns; /* for records timed in ns (sched, samples, ac
 double fl_tpn = 1.0;
 uint64_t fl_ev_received, fl_ev_evicted, fl_ev_written, fl_ev_lost_since; /* events */
 int fl_snapshots;            /* written by this process */
-uint64_t fl_late;            /* under ring_lock: chunks that came after later ones were applied */
 uint64_t fl_pending;         /* frame bytes put since the last snapshot (--switch-output) */
 uint64_t fl_last_end_ticks;  /* the previous snapshot's end */
 
@@ -527,10 +526,8 @@ static void apply_one(struct fl_entry *e)
 	uint64_t idx = e->seq & WEFT_SEQ_INDEX_MASK;
 	int live = fl_entry_live(e);
 	e->consumed = 1;
-	if (!live) { /* behind the state: its effect cannot come in order any more */
-		fl_late++;
+	if (!live) /* behind the state: its effect cannot come in order any more */
 		return;
-	}
 	if (idx > t->applied) { /* an earlier chunk of its thread is still with a writer */
 		if (t->npend == t->cappend && t->cappend < FL_PENDING && !weft_fatal_thread) {
 			size_t cap = t->cappend ? t->cappend * 2 : 64;
@@ -553,11 +550,12 @@ static void apply_one(struct fl_entry *e)
 	drain_pending(t, 0);
 }
 
-void fl_entry_apply(struct fl_entry *e)
+/* Its thread's earlier entries still in the ring, applied first, oldest first (a chunk can
+ * reach the ring after a later one of its thread: several writers, or a program thread that
+ * packed the later one itself); counted as evicted where they go with an eviction. */
+static void apply_earlier(const struct fl_entry *e, int evicted)
 {
-	if (e->consumed)
-		return;
-	for (;;) { /* its thread's earlier entries still in the ring come first */
+	for (;;) {
 		struct fl_entry *best = NULL;
 		for (size_t k = 0; k < fl_ents_n; k++) {
 			struct fl_entry *x = fl_ent_at(k);
@@ -565,39 +563,28 @@ void fl_entry_apply(struct fl_entry *e)
 				best = x;
 		}
 		if (!best)
-			break;
-		apply_one(best);
-	}
-	apply_one(e);
-}
-
-/* With several writers a thread's chunks can reach the ring out of order: before a frame's
- * summary is applied, those of its thread's earlier chunks still in the ring are (they are
- * then consumed: skipped by snapshots, their room freed when they reach the head). */
-static void consume_earlier(const struct fl_entry *e)
-{
-	for (;;) {
-		struct fl_entry *best = NULL;
-		for (size_t k = 1; k < fl_ents_n; k++) {
-			struct fl_entry *x = fl_ent_at(k);
-			if (x->th == e->th && !x->consumed && x->seq < e->seq && (!best || x->seq < best->seq))
-				best = x;
-		}
-		if (!best)
 			return;
 		apply_one(best);
-		if (!best->ghost) {
+		if (evicted && !best->ghost) {
 			fl_ev_evicted += best->events;
 			fl_ev_lost_since += best->events;
 		}
 	}
 }
 
+void fl_entry_apply(struct fl_entry *e)
+{
+	if (e->consumed)
+		return;
+	apply_earlier(e, 0);
+	apply_one(e);
+}
+
 static void evict_oldest(void)
 {
 	struct fl_entry *e = fl_ent_at(0);
-	if (!e->consumed) /* (a ghost can come before its thread's earlier chunk: writers > 1 too) */
-		consume_earlier(e);
+	if (!e->consumed)
+		apply_earlier(e, 1);
 	if (!e->consumed) {
 		apply_one(e);
 		e->th->lost = 1;
@@ -671,11 +658,6 @@ static struct fl_thread *arrived(uint32_t tid, uint64_t seq, uint32_t events)
 		return NULL;
 	t->received++;
 	fl_ev_received += events;
-	uint64_t idx = seq & WEFT_SEQ_INDEX_MASK;
-	if (idx < t->applied) /* later chunks of its thread are applied already: too late to show */
-		fl_late++;
-	if (idx > t->max_seq)
-		t->max_seq = idx;
 	return t;
 }
 

@@ -66,7 +66,6 @@ struct fl_thread {
 	size_t npart;    /* words */
 	uint32_t written; /* chunks written in the snapshot being made */
 	uint64_t dropped_end; /* THREAD_END's drops */
-	uint64_t max_seq;  /* the highest chunk index put (a lower one later: out of order) */
 	uint64_t applied;  /* the next chunk index whose summary the state awaits */
 	/* summaries evicted before an earlier chunk of the thread reached the ring (a writer still
 	 * had it): applied, in order, once it comes */
