@@ -12,7 +12,6 @@
 #include "tool/info-hosts.h"
 #include "tool/tracedir.h"
 #include <getopt.h>
-#include <dirent.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -66,37 +65,18 @@ static void print_tree(const struct weft_trace *t, int parent, int depth, int gu
 
 /* DIR holds no trace of its own but the flight recorder's snapshot-N or --switch-output's
  * part-N, each a trace directory: say so, and how to look at one. 0 when it holds none. */
-/* The runtime's word on a window a fatal signal could not write (lib/fatal.c): each
- * DIR/window-not-written-PID.txt's line, printed (print) or counted. */
-static int not_written(const char *dir, int print)
+/* The runtime's word on a window a fatal signal could not write (lib/fatal.c). */
+static void print_not_written(const char *name, const char *line, void *ud)
 {
-	int n = 0;
-	DIR *d = opendir(dir);
-	struct dirent *e;
-	while (d && (e = readdir(d))) {
-		if (strncmp(e->d_name, "window-not-written-", 19))
-			continue;
-		n++;
-		char path[4096], line[600];
-		snprintf(path, sizeof(path), "%s/%s", dir, e->d_name);
-		FILE *f = print ? fopen(path, "r") : NULL;
-		if (f && fgets(line, sizeof(line), f)) {
-			line[strcspn(line, "\n")] = 0;
-			printf("not written: %s (%s)\n", line, e->d_name);
-		}
-		if (f)
-			fclose(f);
-	}
-	if (d)
-		closedir(d);
-	return n;
+	(void)ud;
+	printf("not written: %s (%s)\n", line, name);
 }
 
 static int flight_dir(const char *dir)
 {
 	struct weft_tracedir_subdirs s[2];
 	weft_tracedir_subdirs(dir, s);
-	if (!s[0].n && !s[1].n && !not_written(dir, 0))
+	if (!s[0].n && !s[1].n && !weft_tracedir_not_written(dir, NULL, NULL))
 		return 0;
 	static const char *const kind[2] = {"snapshot", "part"};
 	printf("trace:      %s: %s directory, no trace of its own\n", dir,
@@ -111,7 +91,7 @@ static int flight_dir(const char *dir)
 			printf("%-11s %u (%s-%u .. %s-%u), each a trace directory: weft info %s/%s-N\n",
 			       k ? "parts:" : "snapshots:", s[k].n, kind[k], s[k].lo, kind[k], s[k].hi, dir, kind[k]);
 	}
-	not_written(dir, 1);
+	weft_tracedir_not_written(dir, print_not_written, NULL);
 	return 1;
 }
 

@@ -8,6 +8,7 @@
  */
 #include "cmd.h"
 #include "record-trigger.h"
+#include "tracedir.h"
 #include "../lib/internal.h"
 #include <dirent.h>
 #include <stdio.h>
@@ -51,18 +52,9 @@ int weft_record_switch_option(const char *key, const char *arg, char *extra, siz
 }
 
 /* A window a fatal signal could not write: the runtime's one line, said on stderr. */
-static void say_not_written(const char *dir, const char *name)
+static void say_not_written(const char *name, const char *line, void *dir)
 {
-	char path[4096], line[600];
-	snprintf(path, sizeof(path), "%s/%s", dir, name);
-	FILE *f = fopen(path, "r");
-	if (!f)
-		return;
-	if (fgets(line, sizeof(line), f)) {
-		line[strcspn(line, "\n")] = 0;
-		fprintf(stderr, "weft: record: flight recorder: %s (%s)\n", line, path);
-	}
-	fclose(f);
+	fprintf(stderr, "weft: record: flight recorder: %s (%s/%s)\n", line, (const char *)dir, name);
 }
 
 int weft_record_flight_end(const char *dir, int quiet, int convert, int code)
@@ -75,11 +67,10 @@ int weft_record_flight_end(const char *dir, int quiet, int convert, int code)
 	while (d && (e = readdir(d))) {
 		snaps += !strncmp(e->d_name, "snapshot-", 9);
 		parts += !strncmp(e->d_name, "part-", 5);
-		if (!strncmp(e->d_name, "window-not-written-", 19)) /* the runtime's word (lib/fatal.c) */
-			say_not_written(dir, e->d_name);
 	}
 	if (d)
 		closedir(d);
+	weft_tracedir_not_written(dir, say_not_written, (void *)dir); /* the runtime's word (lib/fatal.c) */
 	if (!quiet && parts)
 		fprintf(stderr, "weft: record: %d part%s in %s (part-N: each a trace directory)\n", parts,
 			parts == 1 ? "" : "s", dir);

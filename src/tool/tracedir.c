@@ -338,3 +338,27 @@ void weft_jobdir_close(struct weft_jobdir *jd)
 		close(jd->fd); /* drops the lock */
 	jd->fd = -1;
 }
+
+int weft_tracedir_not_written(const char *dir, void (*fn)(const char *name, const char *line, void *ud), void *ud)
+{
+	int n = 0;
+	DIR *d = opendir(dir);
+	struct dirent *e;
+	while (d && (e = readdir(d))) {
+		if (strncmp(e->d_name, "window-not-written-", 19))
+			continue;
+		n++;
+		char path[4096], line[600];
+		snprintf(path, sizeof(path), "%s/%s", dir, e->d_name);
+		FILE *f = fn ? fopen(path, "r") : NULL;
+		if (f && fgets(line, sizeof(line), f)) {
+			line[strcspn(line, "\n")] = 0;
+			fn(e->d_name, line, ud);
+		}
+		if (f)
+			fclose(f);
+	}
+	if (d)
+		closedir(d);
+	return n;
+}

@@ -17,6 +17,11 @@ struct weft_tracedir_subdirs {
 	unsigned n, lo, hi;
 };
 void weft_tracedir_subdirs(const char *dir, struct weft_tracedir_subdirs out[2]);
+/* DIR/window-not-written-PID.txt: a crash window the runtime could not write (lib/fatal.c),
+ * its one line. For each such file: fn(its name, the line without its newline, ud). Returns
+ * how many there are. */
+int weft_tracedir_not_written(const char *dir, void (*fn)(const char *name, const char *line, void *ud),
+			      void *ud);
 
 /* One recorder's place in a job's shared directory. */
 struct weft_jobdir {
