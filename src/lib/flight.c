@@ -31,7 +31,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -761,11 +760,9 @@ static uint8_t *evict_pack; /* under evict_lock, made at start */
 void weft_flight_evict_chunk(const struct weft_chunk *c)
 {
 	size_t n = (c->used & ~(size_t)7) / 8;
-	/* no signal while this thread holds the ring (a fatal one could not write the window
-	 * then): a few hundred microseconds of weft's own work, then it comes */
-	sigset_t all, was;
-	sigfillset(&all);
-	pthread_sigmask(SIG_SETMASK, &all, &was);
+	/* (no signal comes while this thread holds the ring, which a fatal one's handler could
+	 * not take: the chunk switch, weft__reserve_slow, blocks them; a few hundred microseconds
+	 * of weft's own work, then it comes) */
 	weft_lock(&evict_lock, WEFT_HOLD_EVICT);
 	struct weft_chunk_header h;
 	memset(&h, 0, sizeof(h));
@@ -783,7 +780,6 @@ void weft_flight_evict_chunk(const struct weft_chunk *c)
 	h.checksum = weft_chunk_sum(h.flags, evict_pack, stored);
 	ring_put(&evict_scratch, c, &h, evict_pack, stored);
 	weft_unlock(&evict_lock, WEFT_HOLD_EVICT);
-	pthread_sigmask(SIG_SETMASK, &was, NULL);
 	atomic_fetch_add(&weft_g.events, events);
 	atomic_fetch_add(&weft_g.bytes_raw, n * 8);
 	atomic_fetch_add(&weft_g.chunks, 1);

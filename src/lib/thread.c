@@ -17,6 +17,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
 #include <stdio.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
@@ -121,12 +122,18 @@ static struct weft_chunk *chunk_new(void)
 	return c;
 }
 
+/* overflow=drop with every chunk taken: the event is dropped, no chunk is handed out */
+static int pool_refuses(void)
+{
+	return weft_cfg.overflow == WEFT_OVERFLOW_DROP && !weft_flight_active() &&
+	       atomic_load_explicit(&free_count, memory_order_relaxed) == 0 &&
+	       __atomic_load_n(&allocated, __ATOMIC_RELAXED) >= max_held;
+}
+
 static struct weft_chunk *pool_get(void)
 {
 	int flight = weft_flight_active();
-	if (weft_cfg.overflow == WEFT_OVERFLOW_DROP && !flight &&
-	    atomic_load_explicit(&free_count, memory_order_relaxed) == 0 &&
-	    __atomic_load_n(&allocated, __ATOMIC_RELAXED) >= max_held)
+	if (pool_refuses())
 		return NULL;
 	struct weft_chunk *c = NULL;
 	weft_lock(&pool_lock, WEFT_HOLD_POOL);
@@ -430,6 +437,20 @@ void *weft__reserve_slow(size_t bytes)
 	}
 	weft_in_runtime++;
 	atomic_fetch_add_explicit(&weft_g.slow_paths, 1, memory_order_relaxed);
+	/* No signal on this thread while it switches chunks: it holds its own buffer lock and
+	 * the pool's, which a fatal signal's handler here could never take (the stop needs the
+	 * one, the writers the other, and another thread waiting for the pool would hold its own
+	 * buffer lock until the handler's deadline: the crash window lost). Deferred, the signal
+	 * comes microseconds later, once the chunk is switched (at most a writer's freeing of a
+	 * chunk later, under overflow=block); one sent to the process goes to another thread.
+	 * Two system calls a chunk (some 0.5 us a megabyte of events). Not while every event is
+	 * dropped (overflow=drop, no chunk to hand out): then each event comes here. */
+	sigset_t all, was;
+	int masked = !pool_refuses();
+	if (masked) {
+		sigfillset(&all);
+		pthread_sigmask(SIG_SETMASK, &all, &was);
+	}
 	struct weft_thread *t = self;
 	char *p = NULL;
 	if (!t && !(t = thread_init())) {
@@ -480,6 +501,8 @@ unlock:
 	weft_unlock(&t->lock, WEFT_HOLD_SELF);
 out:
 	weft_in_runtime--;
+	if (masked)
+		pthread_sigmask(SIG_SETMASK, &was, NULL);
 	errno = saved;
 	return p;
 }

@@ -267,6 +267,11 @@ class Flight(TraceTest):
                 self.assertEqual(os.listdir(data), ["snapshot-1"], (name, other, err))
                 info = run([WEFT, "info", os.path.join(data, "snapshot-1")]).stdout
                 self.assertIn(f"snapshot 1: killed by {name}", info)
+                # both threads' events, whatever the signal interrupted (a chunk switch held the
+                # pool's lock: the other thread's chunks waited for it, and the window was empty)
+                per = dict(re.findall(r'thread (\d+) "[^"]*": (\d+) events', info))
+                self.assertEqual(sorted(per), sorted([str(pid), str(worker)]), (name, other, info))
+                self.assertTrue(all(int(n) > 1000 for n in per.values()), (name, other, info))
         finally:
             for x in load:
                 x.kill()
