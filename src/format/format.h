@@ -158,6 +158,9 @@ enum weft_meta_type {
 				  * u32 tid, u32 file (writer index), u64 seq, u64 offset of the
 				  * frame, u64 first/last ticks, u64 first/last ns, i32 depth
 				  * delta, i32 depth min, u32 flags, u32 0 */
+	WEFT_M_RING = 42, /* (1.9) a flight recorder's ring at a snapshot (DIR/snapshot-N): u64 its size
+			   * in bytes, u64 bytes its frames and their summaries held then, u64 events
+			   * of those frames (what a full ring holds is size x events / bytes) */
 	WEFT_M_SOURCES = 41, /* (1.9) at stop: the data sources that ran (collect/source.h), one line
 			      * each, "NAME: what it records\n" (their describe), NUL-terminated */
 	WEFT_M_WINDOW = 37, /* (1.8) a flight recorder's snapshot (DIR/snapshot-N): u64 window start

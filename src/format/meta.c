@@ -306,6 +306,12 @@ void weft_rd_parse_meta(struct weft_trace *t, const char *name, const unsigned c
 				p->window_reason = strndup((const char *)r + 80, len - 80);
 			}
 			break;
+		case WEFT_M_RING:
+			if (len >= 24) {
+				memcpy(p->ring, r, 24);
+				p->has_ring = 1;
+			}
+			break;
 		case WEFT_M_FUNC_FILTER:
 			if (len >= 8)
 				memcpy(&p->func_filtered, r, 8);

@@ -115,6 +115,8 @@ struct weft_proc {
 	uint64_t window[9];     /* start, end, trigger ticks; not in window, in window, slices
 				 * re-emitted; the ring's events taken, evicted, written in snapshots */
 	uint32_t window_number;
+	int has_ring;           /* RING (1.9): the ring's size, bytes held and their events then */
+	uint64_t ring[3];
 	char *window_reason;
 	uint64_t disabled;      /* emitted while recording was disabled (DISABLED, 1.8) */
 	uint64_t writer_cpu_ns, slow_paths; /* overhead, from a clean stop */

@@ -75,7 +75,8 @@ struct snap {
 	uint64_t W;             /* window start, ticks */
 	int raised;             /* W is later than the previous snapshot's end */
 	uint64_t events, chunks, bytes_raw, reemitted, not_in_window;
-	uint64_t window_events;
+	uint64_t window_events; /* events less the re-emitted context */
+	uint64_t part_events;   /* events of the threads' current chunks (not in the ring yet) */
 };
 
 /* Packs records w[0..n) (absolute times) and writes them as thread t's next chunk. */
@@ -308,6 +309,8 @@ static void dump_thread(struct snap *s0, struct fl_thread *t)
 	if (t->part && t->npart) {
 		const uint64_t *w = t->part;
 		size_t nw = t->npart;
+		for (size_t i = 0; i + 2 <= nw; i += 2 + weft_rec_extra(w[i + 1]))
+			s0->part_events += weft_rec_is_event(weft_rec_type(w[i + 1]));
 		size_t skip = t->has_cut && t->cut_seq == t->limit ? t->cut_off / 8 : 0;
 		size_t cut = skip;
 		if (!context_done) {
@@ -468,9 +471,22 @@ static void write_meta(struct out *o, struct snap *s, uint64_t end_ticks, uint64
 	weft_clock_sample(&now);
 	out_put(o, &ch, sizeof(ch));
 	out_put(o, &now, 24);
-	/* WEFT_M_WINDOW */
+	/* WEFT_M_RING: what the ring held (the frames' bytes against their events) */
+	uint64_t ring[3] = {fl_ring_size, 0, 0};
+	for (size_t k = 0; k < fl_ents_n; k++) {
+		const struct fl_entry *e = fl_ent_at(k);
+		if (!e->ghost) {
+			ring[1] += e->len + e->nsum * 8;
+			ring[2] += e->events;
+		}
+	}
+	struct weft_meta_rec_header rh = {WEFT_M_RING, 0, sizeof(ring)};
+	out_put(o, &rh, sizeof(rh));
+	out_put(o, ring, sizeof(ring));
+	/* WEFT_M_WINDOW: taken counts each event once, in the ring or still in its thread's
+	 * current chunk; written counts the window's events, not the re-emitted context */
 	uint64_t win[9] = {s->W, end_ticks, trigger, s->not_in_window, s->window_events, s->reemitted,
-			   fl_ev_received, fl_ev_evicted, fl_ev_written + s->events};
+			   fl_ev_received + s->part_events, fl_ev_evicted, fl_ev_written + s->window_events};
 	uint32_t num[2] = {(uint32_t)number, 0};
 	size_t rl = reason ? strnlen(reason, 1000) : 0;
 	struct weft_meta_rec_header wh = {WEFT_M_WINDOW, 0, (uint32_t)(sizeof(win) + sizeof(num) + rl + 1)};
@@ -665,7 +681,7 @@ int weft_flight_dump_as(const char *kind, const char *reason, uint64_t trigger_t
 	}
 	/* 5. what it wrote is consumed: the next one starts after it */
 	fl_last_end_ticks = end_ticks;
-	fl_ev_written += s.events;
+	fl_ev_written += s.window_events;
 	fl_ev_lost_since = 0;
 	if (!sig) {
 		for (size_t k = 0; k < fl_ents_n; k++) {

@@ -21,7 +21,6 @@
 #include <string.h>
 
 /* events past which the .pftrace is more than the Perfetto UI in a browser loads */
-#define UI_EVENTS 30000000u
 
 static void help(FILE *f)
 {
@@ -299,11 +298,9 @@ int cmd_convert(int argc, char **argv)
 			fprintf(stderr, "; window %s", window);
 		fprintf(stderr, "\n");
 	}
-	/* the Perfetto UI's trace processor runs in the browser (wasm, 4 GiB at most): a 46 MB
-	 * .pftrace of 70 M function events did not load there (issue 27); 30 M is a margin */
-	if (!quiet && strcmp(fmt, "json") && s.events > UI_EVENTS)
+	if (!quiet && strcmp(fmt, "json") && s.events > WEFT_UI_EVENTS)
 		weft_cli_error("convert", "warning: %llu events: more than the Perfetto UI in a browser loads "
 			       "(about %u M); convert a window of it with --time A:B (weft info shows the span)",
-			       (unsigned long long)s.events, UI_EVENTS / 1000000);
+			       (unsigned long long)s.events, WEFT_UI_EVENTS / 1000000);
 	return WEFT_EXIT_OK;
 }

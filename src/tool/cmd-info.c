@@ -216,6 +216,16 @@ int cmd_info(int argc, char **argv)
 			       (unsigned long long)p->window[6], (unsigned long long)p->window[7],
 			       (unsigned long long)p->window[8]);
 		}
+		if (p->has_ring && p->ring[1] && p->ring[2]) { /* what a full ring holds, as measured */
+			double each = (double)p->ring[1] / (double)p->ring[2];
+			printf("  ring:     %.0f MiB, %llu events in %.1f MiB of it at the snapshot (%.1f B each): "
+			       "about %.2f M events when full\n", (double)p->ring[0] / 1048576.0,
+			       (unsigned long long)p->ring[2], (double)p->ring[1] / 1048576.0, each,
+			       (double)p->ring[0] / each / 1e6);
+		} else if (p->has_ring) {
+			printf("  ring:     %.0f MiB, nothing in it at the snapshot (the window is the threads' "
+			       "current chunks)\n", (double)p->ring[0] / 1048576.0);
+		}
 		if (p->end_signal)
 			printf("  ended by: %s (thread %u)\n", strsignal((int)p->end_signal), p->end_signal_tid);
 		weft_info_snapshots(t, p); /* snapshot requests, taken and refused */

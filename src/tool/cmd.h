@@ -9,6 +9,11 @@
 #define WEFT_EXIT_FAIL 1  /* input unreadable, output unwritable */
 #define WEFT_EXIT_USAGE 2 /* bad command line */
 
+/* The events of a .pftrace the Perfetto UI loads in a browser, about: its trace processor runs
+ * as wasm (4 GiB at most), and a 46 MB .pftrace of 70 M function events did not load there
+ * (issue 27); 30 M leaves a margin. */
+#define WEFT_UI_EVENTS 30000000u
+
 int cmd_control(int argc, char **argv); /* snapshot, enable, disable, stop (argv[0]) */
 int cmd_convert(int argc, char **argv);
 int cmd_estimate(int argc, char **argv);

@@ -9,8 +9,11 @@
 #include "cmd.h"
 #include "record-trigger.h"
 #include "tracedir.h"
+#include "../format/reader.h"
 #include "../lib/internal.h"
 #include <dirent.h>
+#include <limits.h>
+#include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -57,15 +60,44 @@ static void say_not_written(const char *name, const char *line, void *dir)
 	fprintf(stderr, "weft: record: flight recorder: %s (%s/%s)\n", line, (const char *)dir, name);
 }
 
+/* How many events a full ring holds, as this run's last snapshot measured it (its RING record:
+ * the frames' bytes against their events), and whether a snapshot that size is more than the
+ * Perfetto UI loads. */
+static void say_ring(const char *dir, int last)
+{
+	char p[PATH_MAX + 64], err[256];
+	snprintf(p, sizeof(p), "%s/snapshot-%d", dir, last);
+	struct weft_trace *t = NULL;
+	if (weft_trace_open(p, &t, err, sizeof(err)))
+		return;
+	for (size_t i = 0; i < t->nprocs; i++) {
+		const struct weft_proc *q = &t->procs[i];
+		if (!q->has_ring || !q->ring[1] || !q->ring[2])
+			continue;
+		double each = (double)q->ring[1] / (double)q->ring[2];
+		double full = (double)q->ring[0] / each;
+		fprintf(stderr, "weft: record: flight recorder: a full %.0f MiB ring holds about %.2f M events of this "
+			"program (%.1f B each in the ring)%s\n", (double)q->ring[0] / 1048576.0, full / 1e6, each,
+			full > WEFT_UI_EVENTS ? "; more than the Perfetto UI loads: a smaller ring, or weft convert "
+						"--time A:B on a snapshot" : "");
+		break;
+	}
+	weft_trace_free(t);
+}
+
 int weft_record_flight_end(const char *dir, int quiet, int convert, int code)
 {
 	if (convert) /* each DIR/snapshot-N, to DIR/snapshot-N/trace.pftrace */
 		weft_record_convert_snapshots(dir, quiet);
-	int snaps = 0, parts = 0;
+	int snaps = 0, parts = 0, last = 0;
 	DIR *d = opendir(dir);
 	struct dirent *e;
 	while (d && (e = readdir(d))) {
-		snaps += !strncmp(e->d_name, "snapshot-", 9);
+		if (!strncmp(e->d_name, "snapshot-", 9)) {
+			snaps++;
+			if (atoi(e->d_name + 9) > last)
+				last = atoi(e->d_name + 9);
+		}
 		parts += !strncmp(e->d_name, "part-", 5);
 	}
 	if (d)
@@ -77,5 +109,7 @@ int weft_record_flight_end(const char *dir, int quiet, int convert, int code)
 	else if (!quiet)
 		fprintf(stderr, "weft: record: flight recorder: %d snapshot%s in %s%s\n", snaps, snaps == 1 ? "" : "s",
 			dir, snaps ? " (snapshot-N: each a trace directory)" : "");
+	if (!quiet && !parts && last)
+		say_ring(dir, last);
 	return code;
 }

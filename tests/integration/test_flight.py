@@ -71,6 +71,45 @@ class Flight(TraceTest):
         self.assertTrue(m, info)
         self.assertGreater(int(m.group(1)), 1000 * 101)
 
+    def test_ring_says_what_it_holds(self):
+        """weft record's summary and weft info say how many events a full ring holds, as the
+        snapshots measured it, and a snapshot of a full ring holds about that many; the ring's
+        totals add up: each event taken once (in the ring or in its thread's current chunk),
+        written counts the windows' events only (before, it counted the re-emitted slices too and
+        took no current chunk: more written than taken)."""
+        data = os.path.join(self.tmp, "r.data")
+        p = run([WEFT, "record", "-o", data, "--no-convert", "--flight-recorder=4M", "--options",
+                 "overflow=block", "--", PROG, "steps", "200000", "20", "1000", "3"])
+        m = re.search(r"flight recorder: a full 4 MiB ring holds about ([0-9.]+) M events of this program "
+                      r"\(([0-9.]+) B each in the ring\)\n", p.stderr)
+        self.assertTrue(m, p.stderr)
+        full = float(m.group(1)) * 1e6
+        self.assertAlmostEqual(full, 4 * 1048576 / float(m.group(2)), delta=0.01e6)
+        snaps = sorted(os.listdir(data), key=lambda x: int(x.split("-")[1]))
+        self.assertEqual(snaps, ["snapshot-1", "snapshot-2", "snapshot-3", "snapshot-4"])
+        in_windows = 0
+        for n, snap in enumerate(snaps, 1):
+            info = run([WEFT, "info", os.path.join(data, snap)]).stdout
+            t = re.search(r"flight recorder: (\d+) events taken, (\d+) evicted, (\d+) written in snapshots", info)
+            w = re.search(r"not in window: \d+ events \(evicted, or before its start\); (\d+) in it, (\d+) open", info)
+            r = re.search(r"\n  ring: +4 MiB, (\d+) events in [0-9.]+ MiB of it at the snapshot "
+                          r"\([0-9.]+ B each\): about ([0-9.]+) M events when full\n", info)
+            if n == 1:  # 1000 steps: all in the thread's current chunk
+                self.assertIn("\n  ring:     4 MiB, nothing in it at the snapshot (the window is the threads' "
+                              "current chunks)\n", info)
+                r = True
+            self.assertTrue(t and w and r, info)
+            taken, evicted, written = map(int, t.groups())
+            in_windows += int(w.group(1))
+            self.assertEqual(written, in_windows, info)  # the windows' events, and nothing else
+            self.assertLessEqual(written, taken, info)
+            self.assertLessEqual(evicted, taken, info)
+        # the exit snapshot: a full ring's window, about what the summary said (the ring's frames,
+        # plus the current chunk and the re-emitted slices)
+        events = int(re.search(r"\nevents: +(\d+)\n", info).group(1))
+        self.assertLess(abs(events - full), 0.1 * full, (events, full))
+        self.assertAlmostEqual(float(r.group(2)) * 1e6, full, delta=0.01e6)
+
     def test_newest_kept_when_the_writer_falls_behind(self):
         """Without overflow=block, with two busy loops beside it: the program outruns its
         writer, and what goes is the oldest chunks (whole, their stacks kept), never the newest:
