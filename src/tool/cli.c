@@ -8,6 +8,7 @@
 #include <limits.h>
 #include <signal.h>
 #include <stdarg.h>
+#include <stdlib.h>
 #include <string.h>
 #include <stdio.h>
 #include <sys/prctl.h>
@@ -32,6 +33,16 @@ int weft_cli_table_format(const char *cmd, const char *arg)
 			return i;
 	weft_cli_error(cmd, "unknown format '%s' (valid: text, csv, json)", arg);
 	return -1;
+}
+
+unsigned long long weft_cli_ui_events(void)
+{
+	const char *e = getenv("WEFT_UI_EVENTS");
+	char *end;
+	if (!e || !*e)
+		return WEFT_UI_EVENTS;
+	unsigned long long n = strtoull(e, &end, 10);
+	return *end ? WEFT_UI_EVENTS : n;
 }
 
 void weft_cli_warn_undecoded(const char *cmd, unsigned long long n, const char *why, const char *of)

@@ -298,9 +298,10 @@ int cmd_convert(int argc, char **argv)
 			fprintf(stderr, "; window %s", window);
 		fprintf(stderr, "\n");
 	}
-	if (!quiet && strcmp(fmt, "json") && s.events > WEFT_UI_EVENTS)
+	unsigned long long ui = weft_cli_ui_events();
+	if (!quiet && strcmp(fmt, "json") && ui && s.events > ui)
 		weft_cli_error("convert", "warning: %llu events: more than the Perfetto UI in a browser loads "
-			       "(about %u M); convert a window of it with --time A:B (weft info shows the span)",
-			       (unsigned long long)s.events, WEFT_UI_EVENTS / 1000000);
+			       "(about %.3g M); convert a window of it with --time A:B (weft info shows the span)",
+			       (unsigned long long)s.events, (double)ui / 1e6);
 	return WEFT_EXIT_OK;
 }

@@ -75,10 +75,10 @@ static void say_ring(const char *dir, int last)
 		if (!q->has_ring || !q->ring[1] || !q->ring[2])
 			continue;
 		double each = (double)q->ring[1] / (double)q->ring[2];
-		double full = (double)q->ring[0] / each;
+		double full = (double)q->ring[0] / each, ui = (double)weft_cli_ui_events();
 		fprintf(stderr, "weft: record: flight recorder: a full %.0f MiB ring holds about %.2f M events of this "
 			"program (%.1f B each in the ring)%s\n", (double)q->ring[0] / 1048576.0, full / 1e6, each,
-			full > WEFT_UI_EVENTS ? "; more than the Perfetto UI loads: a smaller ring, or weft convert "
+			ui > 0 && full > ui ? "; more than the Perfetto UI loads: a smaller ring, or weft convert "
 						"--time A:B on a snapshot" : "");
 		break;
 	}

@@ -109,6 +109,21 @@ class Flight(TraceTest):
         events = int(re.search(r"\nevents: +(\d+)\n", info).group(1))
         self.assertLess(abs(events - full), 0.1 * full, (events, full))
         self.assertAlmostEqual(float(r.group(2)) * 1e6, full, delta=0.01e6)
+        self.assertNotIn("Perfetto UI", p.stderr)
+        # where a full ring is more than the UI loads (its limit lowered here: 30 M by default)
+        # record says so, and so does convert of a snapshot that holds more
+        ui = {"WEFT_UI_EVENTS": "200000"}
+        p = run([WEFT, "record", "-o", data, "--no-convert", "--flight-recorder=4M", "--options",
+                 "overflow=block", "--", PROG, "steps", "200000", "20", "1000", "1"], env=ui)
+        self.assertIn("M events of this program (", p.stderr)
+        self.assertIn("; more than the Perfetto UI loads: a smaller ring, or weft convert --time A:B on a snapshot\n",
+                      p.stderr)
+        out = os.path.join(self.tmp, "r.pftrace")
+        c = run([WEFT, "convert", os.path.join(data, "snapshot-2"), "-o", out], env=ui)
+        self.assertRegex(c.stderr, r"warning: \d+ events: more than the Perfetto UI in a browser loads \(about 0.2 M\); "
+                                   r"convert a window of it with --time A:B")
+        c = run([WEFT, "convert", os.path.join(data, "snapshot-2"), "-o", out])
+        self.assertNotIn("Perfetto UI", c.stderr)
 
     def test_newest_kept_when_the_writer_falls_behind(self):
         """Without overflow=block, with two busy loops beside it: the program outruns its
