@@ -244,6 +244,40 @@ static int pid_of(const char *name)
 	return atoi(pid);
 }
 
+
+/* DIR holds no trace files: where it holds a flight recorder's snapshot-N (or --switch-output's
+ * part-N) directories, each a trace, the error names them. */
+static void no_trace_files(const char *dir, char *err, size_t errlen)
+{
+	static const char *const kind[2] = {"snapshot-", "part-"};
+	unsigned lo[2] = {0, 0}, hi[2] = {0, 0};
+	DIR *d = opendir(dir);
+	struct dirent *e;
+	while (d && (e = readdir(d)))
+		for (int k = 0; k < 2; k++) {
+			size_t l = strlen(kind[k]);
+			char *end;
+			if (strncmp(e->d_name, kind[k], l) || !*(e->d_name + l))
+				continue;
+			unsigned long n = strtoul(e->d_name + l, &end, 10);
+			if (*end || !n || n > 0xffffffffu)
+				continue;
+			if (!lo[k] || n < lo[k])
+				lo[k] = (unsigned)n;
+			if (n > hi[k])
+				hi[k] = (unsigned)n;
+		}
+	if (d)
+		closedir(d);
+	int k = lo[0] ? 0 : lo[1] ? 1 : -1;
+	if (k < 0)
+		snprintf(err, errlen, "%s: no weft trace files (*.wmeta, *.wevents) found", dir);
+	else
+		snprintf(err, errlen, "%s: %s directory, no trace of its own: read one of its %s, %s/%sN (N = %u .. %u), "
+			 "each a trace directory", dir, k ? "a --switch-output" : "a flight recorder",
+			 k ? "parts" : "snapshots", dir, kind[k], lo[k], hi[k]);
+}
+
 static int load(struct weft_trace *t, const char *const *names, const unsigned char *const *data,
 		const size_t *sizes, size_t n, const struct weft_window_req *win, char *err, size_t errlen)
 {
@@ -290,7 +324,7 @@ static int load(struct weft_trace *t, const char *const *names, const unsigned c
 			used++;
 		}
 	if (!used) {
-		snprintf(err, errlen, "%s: no weft trace files (*.wmeta, *.wevents) found", t->dir);
+		no_trace_files(t->dir, err, errlen);
 		return -ENOENT;
 	}
 	return finish(t, win, err, errlen);
@@ -365,7 +399,7 @@ int weft_trace_open_window(const char *const *dirs, size_t ndirs, const struct w
 		size_t before = n;
 		int rc = list_dir(dirs[k], prefix, &names, &n, err, errlen);
 		if (!rc && n == before && ndirs > 1) {
-			snprintf(err, errlen, "%s: no weft trace files (*.wmeta, *.wevents) found", dirs[k]);
+			no_trace_files(dirs[k], err, errlen);
 			rc = -ENOENT;
 		}
 		if (rc) {

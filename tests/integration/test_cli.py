@@ -86,12 +86,23 @@ class Cli(TraceTest):
                                    f"snapshots:  3 (snapshot-1 .. snapshot-3), each a trace directory: "
                                    f"weft info {data}/snapshot-N\n")
         self.assertEqual(p.stderr, "")
+        # the commands that read a trace: an error that names the snapshots (exit 1)
+        for cmd in (["convert", data, "-o", os.path.join(self.tmp, "x.pftrace")], ["report", data],
+                    ["export", data, "-o", os.path.join(self.tmp, "x.db")]):
+            p = run([WEFT, *cmd], check=False)
+            self.assertEqual((p.returncode, p.stderr),
+                             (1, f"weft: {cmd[0]}: {data}: a flight recorder directory, no trace of its own: read one "
+                                 f"of its snapshots, {data}/snapshot-N (N = 1 .. 3), each a trace directory\n"))
         os.rename(os.path.join(data, "snapshot-1"), os.path.join(data, "part-4"))
         shutil.rmtree(os.path.join(data, "snapshot-2"))
         shutil.rmtree(os.path.join(data, "snapshot-3"))
         p = run([WEFT, "info", data])
         self.assertEqual(p.stdout, f"trace:      {data}: a --switch-output directory, no trace of its own\n"
                                    f"parts:      1 (part-4), a trace directory: weft info {data}/part-4\n")
+        p = run([WEFT, "report", data], check=False)
+        self.assertEqual((p.returncode, p.stderr),
+                         (1, f"weft: report: {data}: a --switch-output directory, no trace of its own: read one "
+                             f"of its parts, {data}/part-N (N = 4 .. 4), each a trace directory\n"))
         shutil.rmtree(os.path.join(data, "part-4"))
         p = run([WEFT, "info", data], check=False)
         self.assertEqual((p.returncode, p.stderr),
