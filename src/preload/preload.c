@@ -82,18 +82,39 @@ static void functions_stop(void)
 }
 
 /* Recording disabled by the control channel (control.c): every function event goes the
- * filtered way and is counted as disabled; enabled again, only the configured filters do. */
+ * filtered way and is counted as disabled - except the exit of a call entered while recording:
+ * its slice ends where the call returns, not at the stop. Each thread counts the entries it
+ * skipped since the disable began (pause_gen tells a new one); an exit with none pending is
+ * such a call's. Enabled again, only the configured filters take the filtered way. */
 static int func_filters_cfg; /* the filters' own need of the filtered way, set at start */
+static unsigned pause_gen;   /* one more at each disable */
+static __thread unsigned skip_gen WEFT_TLS;
+static __thread uint32_t skipped WEFT_TLS; /* entries skipped in this disable, not yet exited */
+
 static void func_pause(int paused)
 {
+	if (paused)
+		__atomic_fetch_add(&pause_gen, 1, __ATOMIC_RELAXED);
 	__atomic_store_n(&func_filters, paused || func_filters_cfg || func_stopped, __ATOMIC_RELAXED);
 }
 
-static int func_disabled(void) NOINST;
-static int func_disabled(void)
+/* 1: the event is not recorded (disabled, counted); 0: it is. */
+static int func_disabled(int enter) NOINST;
+static int func_disabled(int enter)
 {
 	if (__builtin_expect(!atomic_load_explicit(&weft_g.paused, memory_order_relaxed), 1))
 		return 0;
+	unsigned g = __atomic_load_n(&pause_gen, __ATOMIC_RELAXED);
+	if (skip_gen != g) {
+		skip_gen = g;
+		skipped = 0;
+	}
+	if (enter)
+		skipped++;
+	else if (skipped)
+		skipped--;
+	else
+		return 0; /* the return of a call entered before the disable */
 	atomic_fetch_add_explicit(&weft_g.disabled, 1, memory_order_relaxed);
 	return 1;
 }
@@ -105,7 +126,7 @@ static void enter_filtered(void *fn)
 		atomic_fetch_add_explicit(&weft_g.after_stop, 1, memory_order_relaxed);
 		return;
 	}
-	if (func_disabled())
+	if (func_disabled(1))
 		return;
 	if (func_select && !weft_func_allowed(fn)) {
 		count_filtered(1);
@@ -127,7 +148,7 @@ static void exit_filtered(void *fn)
 		atomic_fetch_add_explicit(&weft_g.after_stop, 1, memory_order_relaxed);
 		return;
 	}
-	if (func_disabled())
+	if (func_disabled(0))
 		return;
 	if (func_select && !weft_func_allowed(fn)) {
 		count_filtered(1);

@@ -142,6 +142,32 @@ class Control(TraceTest):
         self.assertIn(f"not recorded: disabled {2 * (N + 4)} events", run([WEFT, "info", r.dir]).stdout)
         self.assertEqual(os.listdir(r.dir).count(".control." + str(r.p.pid)), 0)  # removed at the end
 
+    def test_call_open_at_disable_ends_where_it_returns(self):
+        """A function entered while recording and returning while disabled: its exit is recorded,
+        so its slice ends there (before, none was: the slice was drawn until the stop, over
+        everything recorded after the enable). The calls made while disabled stay out."""
+        f = Fifo(self.tmp)
+        r = Recording(self, ["--control", f.spec])
+        r.do("hold", "holding")
+        self.assertEqual(f.send("disable"), "ack\n")
+        r.do(f"run C {N}", "done C")  # inside phase_hold: none of it recorded
+        r.do("release", "released")
+        self.assertEqual(f.send("enable"), "ack\n")
+        r.do(f"run B {N}", "done B")
+        rc, err = r.end()
+        f.close()
+        self.assertEqual((rc, err), (0, ""))
+        pf = os.path.join(r.dir, "trace.pftrace")
+        self.tp_no_errors(pf)
+        rows, = self.tp(pf, "select name, ts, dur, depth from slice where name in ('phase_hold', 'phase_b') order by ts")
+        self.assertEqual([(x["name"], x["depth"]) for x in rows], [("phase_hold", 0), ("phase_b", 0)])
+        hold, b = rows
+        self.assertGreater(hold["dur"], 0)
+        self.assertLess(hold["ts"] + hold["dur"], b["ts"])  # ended before phase B began
+        self.assertEqual(self.tp_names(r.dir), {"phase_hold": 1, "phase_b": 1, "phase B": 1, "tick B": N})
+        # disabled: phase C's N + 4 events; phase_hold's exit was recorded
+        self.assertEqual(info_counts(self, r.dir), {r.pid: (2 + N + 4, N + 4, 0)})
+
     def test_fifos_made_in_the_trace_directory_go(self):
         """FIFOs weft made for --control inside DIR are removed at the end: DIR stays a trace
         directory, which the next run to it moves aside (it refused before: 'not a weft trace

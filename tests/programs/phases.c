@@ -10,6 +10,9 @@
  *   fork        forks: the child answers "child PID" and reads the next commands; the parent
  *               waits for it, then answers "reaped PID"
  *   exec        forks and execs phases anew (the child answers "ready PID"); parent as for fork
+ *   hold        enters the function phase_hold, answers "holding PID" and reads stdin there
+ *               until a line "release", running phase C for each "run C N" meanwhile (as
+ *               run); answers "released PID" once it returned
  *   quit        ends this process (answers nothing)
  * Starts with "ready PID". Only the phase functions are instrumented: every event is counted. */
 #include <weft.h>
@@ -49,6 +52,18 @@ NOINST static void say(const char *what, const char *arg)
 	fflush(stdout);
 }
 
+__attribute__((noinline)) void phase_hold(void)
+{
+	char line[64];
+	int n;
+	say("holding", NULL);
+	while (fgets(line, sizeof(line), stdin) && strncmp(line, "release", 7))
+		if (sscanf(line, "run C %d", &n) == 1) {
+			phase_c(n);
+			say("done", "C");
+		}
+}
+
 NOINST static void reap(pid_t pid)
 {
 	int st;
@@ -65,7 +80,10 @@ NOINST int main(int argc, char **argv)
 	while (fgets(line, sizeof(line), stdin)) {
 		char x = 0;
 		int n = 0;
-		if (sscanf(line, "run %c %d", &x, &n) == 2) {
+		if (!strncmp(line, "hold", 4)) {
+			phase_hold();
+			say("released", NULL);
+		} else if (sscanf(line, "run %c %d", &x, &n) == 2) {
 			if (x == 'A')
 				phase_a(n);
 			else if (x == 'B')
