@@ -125,6 +125,42 @@ class Flight(TraceTest):
         c = run([WEFT, "convert", os.path.join(data, "snapshot-2"), "-o", out])
         self.assertNotIn("Perfetto UI", c.stderr)
 
+    @unittest.skipIf(os.environ.get("WEFT_TEST_NO_PRELOAD"), "preloading is not testable in this build (TSan)")
+    def test_reemitted_stacks_equal_the_full_recording(self):
+        """The same deterministic program (trees of slices up to 12 deep, with setjmp/longjmp
+        discarding levels) recorded whole and through a small ring: every slice of the snapshot,
+        the re-emitted ones included, has the parent it has in the full recording, and the
+        window's outermost slices are the full recording's outermost ones (run)."""
+        ids = {}
+        for name, opts in (("full", []), ("ring", ["--flight-recorder=1M"])):
+            data = os.path.join(self.tmp, f"{name}.data")
+            run([WEFT, "record", "-q", "-o", data, *opts, "--", PROG, "deep", "300"])
+            if name == "ring":
+                snap, out = self.snapshot(data, 1)
+                info = run([WEFT, "info", snap]).stdout
+                m = re.search(r"not in window: (\d+) events \(evicted, or before its start\); \d+ in it, "
+                              r"(\d+) open slices re-emitted", info)
+                self.assertTrue(m and int(m.group(1)) > 100000 and int(m.group(2)) >= 1, info)
+            else:
+                out = os.path.join(data, "trace.pftrace")
+                self.tp_no_errors(out)
+            rows, runs = self.tp(
+                out,
+                "select a.int_value, pa.int_value, pp.name, s.depth from slice s "
+                "join args a on a.arg_set_id = s.arg_set_id and a.key = 'debug.id' "
+                "join slice pp on s.parent_id = pp.id "
+                "left join args pa on pa.arg_set_id = pp.arg_set_id and pa.key = 'debug.id' "
+                "where s.name = 'lvl'",
+                "select count(*), sum(dur >= 0) from slice where depth = 0 and name = 'run'")
+            self.assertEqual(runs, [(1, 1)])
+            ids[name] = {r[0]: r[1:] for r in rows}
+            self.assertEqual(len(ids[name]), len(rows))  # each id once
+        full, ring = ids["full"], ids["ring"]
+        self.assertGreater(len(full), 50000)
+        self.assertGreater(len(ring), 1000)
+        wrong = [(i, ring[i], full.get(i)) for i in ring if ring[i] != full.get(i)]
+        self.assertEqual(wrong[:5], [])
+
     def test_newest_kept_when_the_writer_falls_behind(self):
         """Without overflow=block, with two busy loops beside it: the program outruns its
         writer, and what goes is the oldest chunks (whole, their stacks kept), never the newest:

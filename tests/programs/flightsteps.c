@@ -18,9 +18,15 @@
  *                                    slices of 20 instants for ever (more than any writer keeps
  *                                    up with); prints "ready TID TID ..." (main first) once each
  *                                    thread did 1000 steps, and waits for a signal to end it
+ *   deep N                           one `run` slice around N trees of `lvl` slices (args id, d),
+ *                                    up to 12 deep, shaped by a fixed pseudo-random sequence,
+ *                                    with `leaf` instants; some levels setjmp, and some leaves
+ *                                    longjmp to the nearest of them (discarding the levels in
+ *                                    between): every run records the same slices, each id once
  * Prints the return value of each weft_snapshot() as "snapshot N". */
 #include <weft.h>
 #include <pthread.h>
+#include <setjmp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -44,6 +50,38 @@ static void snap(const char *why)
 {
 	printf("snapshot %d\n", weft_snapshot(why));
 	fflush(stdout);
+}
+
+static long ids;
+static unsigned rng = 12345;
+
+static unsigned next_rand(void)
+{
+	rng = rng * 1103515245u + 12345u;
+	return (rng >> 16) & 0x7fff;
+}
+
+/* One level of a tree: its slice, then a leaf, or 1-3 children (a longjmp from below may end
+ * it early: then the levels between are discarded, and this one returns). */
+static void node(int depth, jmp_buf *catcher)
+{
+	WEFT_SCOPE("lvl", WEFT_I("id", ++ids), WEFT_I("d", depth));
+	unsigned r = next_rand();
+	if (depth == 12 || r % 7 == 0) {
+		WEFT_INSTANT("leaf", WEFT_I("id", ++ids));
+		if (catcher && r % 5 == 0)
+			longjmp(*catcher, 1);
+		return;
+	}
+	jmp_buf here;
+	jmp_buf *volatile c = catcher;
+	if (r % 3 == 0) {
+		if (setjmp(here))
+			return;
+		c = &here;
+	}
+	for (unsigned k = 0; k <= r % 3; k++)
+		node(depth + 1, c);
 }
 
 static long nsteps;
@@ -133,6 +171,12 @@ int main(int argc, char **argv)
 				fflush(stdout);
 			}
 		}
+	} else if (!strcmp(mode, "deep")) {
+		long n = atol(argv[2]);
+		WEFT_BEGIN("run");
+		for (long i = 0; i < n; i++)
+			node(0, NULL);
+		WEFT_END("run");
 	} else if (!strcmp(mode, "spin")) {
 		spin(atoi(argv[2]));
 	} else if (!strcmp(mode, "threads") && argc >= 4) {
