@@ -6,8 +6,8 @@
 # python3 ctypes syscall 234 on x86-64; (i / 4) % 2) and the load beside it (none, or two busy
 # loops `sh -c 'while :; do :; done'`; (i / 8) % 2). The kill comes 0.2-1.0 s after the
 # program's "ready" line (0.2 s x (1 + i % 5)). A run counts as written when weft record's exit
-# status is the signal's (128 + signo), DIR/snapshot-1 exists and `weft info DIR/snapshot-1`
-# says "killed by SIG<the signal>"; otherwise the line says what DIR holds (the content of
+# status is the signal's (128 + signo), DIR/snapshot-1 exists, `weft info DIR/snapshot-1`
+# says "killed by SIG<the signal>" and both threads have events in it; otherwise the line says what DIR holds (the content of
 # window-not-written-*.txt where there is one); a written one says the snapshot's events and its
 # window's length, and each run the seconds from the kill to weft record's exit (0.1 s polls).
 # BUILD needs weft and flightsteps (its spin mode;
@@ -84,6 +84,8 @@ sys.exit(0 if libc.syscall(234, int(sys.argv[1]), int(sys.argv[2]), int(sys.argv
 		else
 			why="${why}snapshot-1 without \"killed by SIG$sig\": $(echo "$info" | grep -m1 'window:' | cut -c1-100); "
 		fi
+		nth=$(echo "$info" | grep -cE '^  thread [0-9]+ ".*": [1-9][0-9]* events')
+		[ "$nth" = 2 ] || why="${why}events of $nth of the 2 threads in it; "
 	else
 		f=$(ls "$D"/window-not-written-*.txt 2>/dev/null | head -1)
 		if [ -n "$f" ]; then

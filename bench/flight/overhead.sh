@@ -1,6 +1,6 @@
 #!/bin/bash
 # bench/flight/overhead.sh [NEW_BUILD] [BASE_BUILD] [ROUNDS]: the flight recorder's wall time and
-# drops against a normal recording with equal buffers, on two programs:
+# drops against a normal recording with equal buffers, on three programs:
 #   steps  BUILD/flightsteps steps 30000 100 20000 1 (3 M instants in 30000 `step` slices; a
 #          30 ms `slow` step 20000 and weft_snapshot() after it; each build runs its own)
 #   fib    fib(27) compiled here with gcc -O2 -finstrument-functions (1.27 M function events;
@@ -11,6 +11,8 @@
 #   untraced  the program alone (flightsteps with WEFT_OPTIONS=enable=0)
 #   normal    weft record -q --no-convert -o D --options buffer_size=4M (4 MiB of buffers: the
 #             flight recorder's cap on chunks waiting for the writers)
+#   nblock    the normal recording with --options buffer_size=4M,overflow=block: no drops
+#             (the program waits for its writer), as the flight recorder has none
 #   flight    weft record -q --no-convert -o D --flight-recorder=16M
 #   fblock    weft record -q --no-convert -o D --flight-recorder=16M --options overflow=block
 # ROUNDS (default 5) rounds; medians of the wall seconds, their ratio to the normal recording's,
@@ -35,7 +37,7 @@ C
 gcc -O2 -finstrument-functions -o "$T/fib" "$T/fib.c" || exit 1
 builds=(new); [ -n "$BASE" ] && builds+=(base)
 declare -A dir=([new]=$NEW [base]=$BASE)
-confs=(untraced normal flight fblock)
+confs=(untraced normal nblock flight fblock)
 progs=(steps fib fib32)
 med() { sort -g | awk '{a[NR]=$1} END {if (!NR) print "-"; else print (NR % 2) ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2}'; }
 echo "machine: $(uname -m), $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg)"
@@ -49,6 +51,7 @@ run() { # run BUILD PROG CONF: prints "wall events dropped taken evicted in-snap
 	[ "$p" = fib ] && cmd=("$T/fib" 27)
 	case $c in
 	normal) wrap=("$B/weft" record -q --no-convert -o "$D" --options buffer_size=4M --) ;;
+	nblock) wrap=("$B/weft" record -q --no-convert -o "$D" --options buffer_size=4M,overflow=block --) ;;
 	flight) wrap=("$B/weft" record -q --no-convert -o "$D" --flight-recorder=16M --) ;;
 	fblock) wrap=("$B/weft" record -q --no-convert -o "$D" --flight-recorder=16M --options overflow=block --) ;;
 	esac
@@ -62,7 +65,7 @@ run() { # run BUILD PROG CONF: prints "wall events dropped taken evicted in-snap
 	local wall ev=- dr=- tk=- evi=- sev=-
 	wall=$(awk -v s="$s" -v e="$e" 'BEGIN {printf "%.3f", (e - s) / 1e9}')
 	case $c in
-	normal)
+	normal | nblock)
 		"$B/weft" info "$D" > "$T/info" 2>&1
 		ev=$(awk '/^events:/ {print $2; exit}' "$T/info")
 		dr=$(awk '/^dropped:/ {print $2; exit}' "$T/info") ;;
@@ -115,7 +118,7 @@ for p in "${progs[@]}"; do
 		done
 	done
 	echo "per run (wall/events or taken/dropped/evicted), in round order:"
-	for b in "${builds[@]}"; do for c in normal flight fblock; do
+	for b in "${builds[@]}"; do for c in normal nblock flight fblock; do
 		echo "  $b $c: $(awk '{printf "%s%s/%s/%s/%s", (NR > 1 ? "  " : ""), $1, $2, $3, $5}' "$T/$b.$p.$c")"
 	done; done
 done

@@ -19,7 +19,10 @@ int main(void)
 		WEFT_BEGIN("before");
 		WEFT_END("before");
 		uint64_t t1 = weft_now_ns();
-		WEFT_COMPLETE("around", t0 - 1, t1 + 200000);
+		/* (1 us before: a start equal to before's would tie with it on the timeline, and
+		 * trace_processor nests the later-written of two slices that begin together inside
+		 * the other; before's time, converted from ticks, can come out 1-2 ns before t0) */
+		WEFT_COMPLETE("around", t0 - 1000, t1 + 200000);
 		WEFT_INSTANT("inside");
 		WEFT_BEGIN("after");
 		WEFT_END("after");
