@@ -551,6 +551,8 @@ static void symbols_of(struct ctx *x)
 			return;
 		char sym[1024];
 		weft_symtab_symbol(st, p->func_addr[i], sym, sizeof(sym));
+		if (strlen(sym) + 1 >= sizeof(sym))
+			continue; /* cut: not a name -F could match (mangled names are rarely this long) */
 		if (sym[0] == '_' && sym[1] == 'Z' && strcmp(sym, r->name))
 			r->symbol = own(x->e, sym);
 	}

@@ -159,11 +159,12 @@ void weft_mem__resolve_stacks(struct weft_mem_proc *mp, struct mem_frame_map *fm
 					alloc = pcs[j].alloc;
 				}
 			if (!site) {
-				char name[1024];
+				char buf[1024], *heap = NULL;
+				const char *name = buf;
 				if (st)
-					weft_symtab_name(st, pc - 1, name, sizeof(name));
+					name = weft_symtab_name_full(st, pc - 1, buf, sizeof(buf), &heap);
 				else
-					snprintf(name, sizeof(name), "0x%llx", (unsigned long long)pc);
+					snprintf(buf, sizeof(buf), "0x%llx", (unsigned long long)pc);
 				if (name[0] == '0' && name[1] == 'x')
 					site = UINT32_MAX;
 				for (size_t j = 0; j < nnames && !site; j++)
@@ -176,6 +177,7 @@ void weft_mem__resolve_stacks(struct weft_mem_proc *mp, struct mem_frame_map *fm
 					names[nnames++].site = site;
 				}
 				alloc = site != UINT32_MAX && allocator_frame(name);
+				free(heap);
 				GROW(pcs, npcs, pcap);
 				pcs[npcs].pc = pc;
 				pcs[npcs].alloc = alloc;

@@ -154,8 +154,9 @@ static const char *lookup(const struct elf_file *f, uint64_t vaddr)
 	return NULL;
 }
 
-static void name_of(struct elf_file *files, size_t nfiles, const struct mapping *maps, size_t nmaps,
-		    uint64_t addr, char *out, size_t outlen, int demangle)
+/* The name's length, as snprintf counts it: out holds it whole where that is below outlen. */
+static size_t name_of(struct elf_file *files, size_t nfiles, const struct mapping *maps, size_t nmaps,
+		      uint64_t addr, char *out, size_t outlen, int demangle)
 {
 	size_t lo = 0, hi = nmaps;
 	while (lo < hi) {
@@ -166,10 +167,8 @@ static void name_of(struct elf_file *files, size_t nfiles, const struct mapping 
 			hi = mid;
 	}
 	const struct mapping *m = lo ? &maps[lo - 1] : NULL;
-	if (!m || addr >= m->end) {
-		snprintf(out, outlen, "0x%llx", (unsigned long long)addr);
-		return;
-	}
+	if (!m || addr >= m->end)
+		return (size_t)snprintf(out, outlen, "0x%llx", (unsigned long long)addr);
 	struct elf_file *f = NULL;
 	for (size_t i = 0; i < nfiles && !f; i++)
 		if (!strcmp(files[i].path, m->path))
@@ -182,14 +181,13 @@ static void name_of(struct elf_file *files, size_t nfiles, const struct mapping 
 		if (off >= p->p_offset && off < p->p_offset + p->p_filesz)
 			sym = lookup(f, off - p->p_offset + p->p_vaddr);
 	}
-	if (!sym) {
-		snprintf(out, outlen, "%s+0x%llx", base, (unsigned long long)off);
-		return;
-	}
+	if (!sym)
+		return (size_t)snprintf(out, outlen, "%s+0x%llx", base, (unsigned long long)off);
 	int status = -1;
 	char *dem = demangle && sym[0] == '_' && sym[1] == 'Z' ? __cxa_demangle(sym, NULL, NULL, &status) : NULL;
-	snprintf(out, outlen, "%s", dem && status == 0 ? dem : sym);
+	size_t len = (size_t)snprintf(out, outlen, "%s", dem && status == 0 ? dem : sym);
 	free(dem);
+	return len;
 }
 
 static void table_put(struct weft_proc *p, uint64_t addr, uint32_t id)
@@ -344,6 +342,18 @@ void weft_symtab_name(struct weft_symtab *st, uint64_t addr, char *out, size_t n
 	name_of(st->files, st->nfiles, st->maps, st->maps ? st->nmaps : 0, addr, out, n, 1);
 }
 
+const char *weft_symtab_name_full(struct weft_symtab *st, uint64_t addr, char *buf, size_t n, char **heap)
+{
+	*heap = NULL;
+	size_t len = name_of(st->files, st->nfiles, st->maps, st->maps ? st->nmaps : 0, addr, buf, n, 1);
+	if (len < n)
+		return buf;
+	if (!(*heap = malloc(len + 1)))
+		return buf; /* cut at n - 1 bytes: no memory for more */
+	name_of(st->files, st->nfiles, st->maps, st->maps ? st->nmaps : 0, addr, *heap, len + 1, 1);
+	return *heap;
+}
+
 void weft_symtab_symbol(struct weft_symtab *st, uint64_t addr, char *out, size_t n)
 {
 	name_of(st->files, st->nfiles, st->maps, st->maps ? st->nmaps : 0, addr, out, n, 0);
@@ -436,11 +446,12 @@ void weft_symbolize(struct weft_trace *t, struct weft_proc *p)
 			addrs[na++] = p->func_addr[i];
 	qsort(addrs, na, sizeof(*addrs), cmp_addr);
 	for (size_t i = 0; i < na; i++) {
-		char name[1024];
-		weft_symtab_name(st, addrs[i], name, sizeof(name));
+		char buf[1024], *heap;
+		const char *name = weft_symtab_name_full(st, addrs[i], buf, sizeof(buf), &heap);
 		if (name[0] == '0' && name[1] == 'x')
 			unnamed++;
 		table_put(p, addrs[i], weft_proc_add_site(p, name, ""));
+		free(heap);
 	}
 	free(addrs);
 	if (unnamed)

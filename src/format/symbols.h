@@ -17,6 +17,9 @@
 struct weft_symtab;
 struct weft_symtab *weft_symtab_open(const struct weft_proc *p);
 void weft_symtab_name(struct weft_symtab *st, uint64_t addr, char *out, size_t n);
+/* The name whole, however long (C++ template names run to many KiB): in buf where it fits,
+ * else in *heap (malloc'd, the caller frees it; NULL where buf was enough). */
+const char *weft_symtab_name_full(struct weft_symtab *st, uint64_t addr, char *buf, size_t n, char **heap);
 /* The same, with the symbol as the ELF table spells it (C++: mangled, as weft record's -F/-N
  * match it). */
 void weft_symtab_symbol(struct weft_symtab *st, uint64_t addr, char *out, size_t n);

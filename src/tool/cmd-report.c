@@ -97,9 +97,9 @@ static const char *col(const char *what, struct weft_unit u, char *buf, size_t n
 }
 
 static int full_names; /* --full-names: C++ names with return type and parameters */
-static const char *shown_name(const char *name, char *buf, size_t n)
+static const char *shown_name(const char *name)
 {
-	return full_names ? name : weft_short_name(name, buf, n);
+	return full_names ? name : weft_short_name_whole(name);
 }
 
 static void max_self(const struct weft_tnode *n, uint64_t *m)
@@ -133,11 +133,11 @@ static void print_tree(const struct weft_tnode *n, int depth, int fmt, int *firs
 		}
 	for (size_t i = 0; i < k; i++) {
 		const struct weft_tnode *c = v[i];
-		char a[32], b[32], nm[1024];
+		char a[32], b[32];
 		if (fmt == 0)
 			printf("%s  %s  %9llu  %*s%s\n", fmt_in(c->total, tree_units[0], a, sizeof(a)),
 			       fmt_in(c->self, tree_units[1], b, sizeof(b)), (unsigned long long)c->calls, depth * 2, "",
-			       shown_name(c->name, nm, sizeof(nm)));
+			       shown_name(c->name));
 		else if (fmt == 1) {
 			printf("%d,%llu,%llu,%llu,", depth, (unsigned long long)c->total, (unsigned long long)c->self,
 			       (unsigned long long)c->calls);
@@ -377,12 +377,12 @@ int cmd_report(int argc, char **argv)
 				continue;
 			shown++;
 			uint64_t avg = r->total / r->calls;
-			char a[32], b[32], d[32], e[32], nm[1024];
+			char a[32], b[32], d[32], e[32];
 			if (fmt == 0)
 				printf("%s  %s  %9llu  %s  %s  %s\n", fmt_in(r->total, units[0], a, sizeof(a)),
 				       fmt_in(r->self, units[1], b, sizeof(b)), (unsigned long long)r->calls,
 				       fmt_in(avg, units[2], d, sizeof(d)), fmt_in(r->max, units[3], e, sizeof(e)),
-				       shown_name(r->name, nm, sizeof(nm)));
+				       shown_name(r->name));
 			else if (fmt == 1) {
 				if (per_thread == WEFT_PROFILE_THREADS)
 					printf("%d,%u,", r->pid, r->tid);

@@ -74,10 +74,10 @@ static struct krow *kernel_rows(const struct weft_gpu_proc *gp, int full_names, 
 		const struct weft_gpu_act *a = &gp->acts[i];
 		if (a->kind != WEFT_GPU_KERNEL)
 			continue;
-		char *dem, shortn[1024];
+		char *dem;
 		const char *nm = weft_gpu_kernel_name(gp->p, a, &dem);
 		if (!full_names)
-			nm = weft_short_name(nm, shortn, sizeof(shortn));
+			nm = weft_short_name_whole(nm);
 		struct krow *r = NULL;
 		for (size_t k = 0; k < n && !r; k++) /* few kernel names in a program: linear is fine */
 			if (!strcmp(rows[k].name, nm))

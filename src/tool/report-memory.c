@@ -204,12 +204,11 @@ static void table_text(const struct row *rows, size_t n, long limit, int full)
 	       "Leaked#", "Temporary", "Avg", "Slice");
 	for (size_t i = 0; i < n && (limit <= 0 || (long)i < limit); i++) {
 		const struct row *r = &rows[i];
-		char nm[1024];
 		printf("%12llu %14llu %12llu %14llu %14llu %10llu %12llu %10llu  %s\n", (unsigned long long)r->allocs,
 		       (unsigned long long)r->bytes, (unsigned long long)r->frees, (unsigned long long)r->peak,
 		       (unsigned long long)r->leaked, (unsigned long long)r->leaked_count,
 		       (unsigned long long)r->temporary, (unsigned long long)(r->allocs ? r->bytes / r->allocs : 0),
-		       full || r->name[0] == '[' ? r->name : weft_short_name(r->name, nm, sizeof(nm)));
+		       full || r->name[0] == '[' ? r->name : weft_short_name_whole(r->name));
 	}
 }
 

@@ -10,6 +10,7 @@
  */
 #include "tool/shortname.h"
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 /* Does s[0..i) end with the keyword "operator" (a whole word)? */
@@ -105,4 +106,19 @@ const char *weft_elide_templates(const char *name, char *out, size_t n)
 	}
 	out[o] = 0;
 	return out;
+}
+
+const char *weft_short_name_whole(const char *name)
+{
+	static char *buf;
+	static size_t cap;
+	size_t need = strlen(name) + 1; /* the short form is never longer */
+	if (need > cap) {
+		char *b = realloc(buf, need);
+		if (!b)
+			return name;
+		buf = b;
+		cap = need;
+	}
+	return weft_short_name(name, buf, cap);
 }

@@ -221,6 +221,27 @@ class Record(TraceTest):
                 rows, = self.tp(pf, "select count(*) n from slice where name = 'step' and (dur < 0 or depth != 1)")
                 self.assertEqual(rows, [{"n": 0}])
 
+    @unittest.skipIf(os.environ.get("WEFT_TEST_NO_PRELOAD"), "preloading is not testable in this build (TSan)")
+    def test_long_cpp_name_whole(self):
+        """A C++ function whose demangled name is 5,814 characters is named whole in the trace and
+        in the report (the converter once cut every name at 1,023 bytes: a name not in the
+        binary), as binutils' nm and c++filt spell it."""
+        exe = os.path.join(BUILD, "longsym")
+        syms = run(["nm", "-C", exe]).stdout
+        want = [l.split(" ", 2)[2] for l in syms.splitlines() if " work<" in l]
+        self.assertEqual(len(want), 1, want)
+        want = want[0]
+        self.assertEqual(len(want), 5814)
+        data = os.path.join(self.tmp, "l.data")
+        run([WEFT, "record", "-q", "-o", data, "--", exe])
+        rows, = self.tp(os.path.join(data, "trace.pftrace"), "select name, count(*) n from slice group by name")
+        self.assertEqual(sorted((r["name"], r["n"]) for r in rows), sorted([("main", 1), (want, 3)]))
+        rep = run([WEFT, "report", data]).stdout
+        short = want[want.index("work<"):want.rindex("(")]  # no return type, no parameters
+        self.assertIn("  " + short + "\n", rep)
+        rep = run([WEFT, "report", "--full-names", data]).stdout
+        self.assertIn("  " + want + "\n", rep)
+
     def test_filters(self):
         data = self.rec("ft_recurse_O2", flags=("-D", "3"))
         c = self.counts(data)
