@@ -11,7 +11,7 @@
 #   untraced  the program alone (flightsteps with WEFT_OPTIONS=enable=0)
 #   normal    weft record -q --no-convert -o D --options buffer_size=4M (4 MiB of buffers: the
 #             flight recorder's cap on chunks waiting for the writers)
-#   nblock    the normal recording with --options buffer_size=4M,overflow=block: no drops
+#   nblock    the normal recording with --options buffer_size=4M:overflow=block: no drops
 #             (the program waits for its writer), as the flight recorder has none
 #   flight    weft record -q --no-convert -o D --flight-recorder=16M
 #   fblock    weft record -q --no-convert -o D --flight-recorder=16M --options overflow=block
@@ -51,7 +51,7 @@ run() { # run BUILD PROG CONF: prints "wall events dropped taken evicted in-snap
 	[ "$p" = fib ] && cmd=("$T/fib" 27)
 	case $c in
 	normal) wrap=("$B/weft" record -q --no-convert -o "$D" --options buffer_size=4M --) ;;
-	nblock) wrap=("$B/weft" record -q --no-convert -o "$D" --options buffer_size=4M,overflow=block --) ;;
+	nblock) wrap=("$B/weft" record -q --no-convert -o "$D" --options buffer_size=4M:overflow=block --) ;;
 	flight) wrap=("$B/weft" record -q --no-convert -o "$D" --flight-recorder=16M --) ;;
 	fblock) wrap=("$B/weft" record -q --no-convert -o "$D" --flight-recorder=16M --options overflow=block --) ;;
 	esac

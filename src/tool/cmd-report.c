@@ -50,6 +50,8 @@ static void help(FILE *f)
 		   "                      before its last member arrived); the compute imbalance\n"
 		   "                      (max/mean); the bytes each rank sent each other\n"
 		   "      --leaks         with --memory: every leaked block and its slice stack\n"
+		   "      --unit U        the text tables' times in U: ns, us, ms or s (default: each\n"
+		   "                      table's or column's own, from its largest value)\n"
 		   "      --full-names    C++ names with return type and parameters (the text table\n"
 		   "                      shows them without; csv and json always give them whole)\n"
 		   "  -h, --help          this text\n\n"
@@ -166,7 +168,7 @@ int cmd_report(int argc, char **argv)
 		{"full-names", no_argument, 0, 'F'}, {"memory", no_argument, 0, 'm'},
 		{"leaks", no_argument, 0, 'K'}, {"counters", no_argument, 0, 'C'},
 		{"gpu", no_argument, 0, 'U'}, {"mpi", no_argument, 0, 'M'},
-		{"time", required_argument, 0, 'W'},
+		{"time", required_argument, 0, 'W'}, {"unit", required_argument, 0, 'u'},
 		{"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
 	static const char *keys[] = {"total", "self", "calls", "avg", "max", "name"};
 	int per_thread = 0, tree = 0, fmt = 0, jobs = 2, c, memory = 0, leaks = 0, counters = 0, gpu = 0, mpi = 0;
@@ -184,6 +186,12 @@ int cmd_report(int argc, char **argv)
 			if (weft_cli_parse_time("report", optarg, &win))
 				return WEFT_EXIT_USAGE;
 			by_time = 1;
+			break;
+		case 'u':
+			if (weft_unit_force(optarg)) {
+				weft_cli_error("report", "--unit takes ns, us, ms or s, not '%s'", optarg);
+				return WEFT_EXIT_USAGE;
+			}
 			break;
 		case 'm': memory = 1; break;
 		case 'K': leaks = 1; break;

@@ -111,6 +111,17 @@ static uint64_t pair_bytes(const struct weft_mpi *m, uint32_t s, uint32_t d)
 	return lo < m->npairs && m->pairs[lo].src == s && m->pairs[lo].dst == d ? m->pairs[lo].bytes : 0;
 }
 
+/* A receive whose size is known only when it completes: its bytes are on the completing call
+ * (MPI_Wait*, MPI_Test*: mpi/complete.c), none on its own row. */
+static int completed_later(const char *fn)
+{
+	static const char *const names[] = {"MPI_Irecv", "MPI_Imrecv", "MPI_Recv_init", "MPI_Precv_init"};
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+		if (!strcmp(fn, names[i]))
+			return 1;
+	return 0;
+}
+
 static void text(const struct weft_mpi *m, long limit)
 {
 	struct weft_mpi_imbalance im = weft_mpi_imbalance(m);
@@ -119,22 +130,17 @@ static void text(const struct weft_mpi *m, long limit)
 	       U(m->calls), U(m->messages), U(m->unmatched_flows), U(m->collectives), U(m->incomplete_collectives));
 	if (m->any_by_pid)
 		printf("# ranks marked * had no rank in the trace: numbered after the others in pid order\n");
-	uint64_t mx[4] = {0, 0, 0, 0};
-	for (size_t r = 0; r < m->nranks; r++) {
-		const struct weft_mpi_rank *a = &m->ranks[r];
-		if (!a->present)
-			continue;
-		uint64_t v[4] = {span(a), a->mpi_ns, weft_mpi_compute_ns(a), a->wait_ns};
-		for (int k = 0; k < 4; k++)
-			mx[k] = v[k] > mx[k] ? v[k] : mx[k];
-	}
-	struct weft_unit u[4];
+	/* one unit for the rank table's times, from its largest (the spans): columns that are
+	 * parts of one another read in the same unit; --unit fixes it */
+	uint64_t mx = 0;
+	for (size_t r = 0; r < m->nranks; r++)
+		if (m->ranks[r].present && span(&m->ranks[r]) > mx)
+			mx = span(&m->ranks[r]);
+	struct weft_unit u = weft_unit_for(mx);
 	static const char *heads[4] = {"Span", "In MPI", "Outside", "Wait"};
 	printf("\n%6s  %-16s  %8s", "Rank", "Host", "Pid");
-	for (int k = 0; k < 4; k++) {
-		u[k] = weft_unit_for(mx[k]);
-		col(heads[k], u[k]);
-	}
+	for (int k = 0; k < 4; k++)
+		col(heads[k], u);
 	printf("  %6s  Process\n", "MPI %");
 	for (size_t r = 0; r < m->nranks; r++) {
 		const struct weft_mpi_rank *a = &m->ranks[r];
@@ -145,7 +151,7 @@ static void text(const struct weft_mpi *m, long limit)
 		printf("%6s  %-16s  %8d", rk, a->host ? a->host : "?", a->pid);
 		uint64_t v[4] = {span(a), a->mpi_ns, weft_mpi_compute_ns(a), a->wait_ns};
 		for (int k = 0; k < 4; k++)
-			num(v[k], u[k]);
+			num(v[k], u);
 		printf("  %6.1f  %s\n", span(a) ? 100.0 * (double)a->mpi_ns / (double)span(a) : 0.0,
 		       a->name ? a->name : "?");
 	}
@@ -153,26 +159,33 @@ static void text(const struct weft_mpi *m, long limit)
 	struct frow *f = fn_totals(m, &nf);
 	if (limit > 0 && (size_t)limit < nf)
 		nf = (size_t)limit;
-	uint64_t mt = 0, mw = 0;
-	for (size_t i = 0; i < nf; i++) {
+	uint64_t mt = 0; /* (a call's wait is part of its time) */
+	for (size_t i = 0; i < nf; i++)
 		mt = f[i].s.total_ns > mt ? f[i].s.total_ns : mt;
-		mw = f[i].s.wait_ns > mw ? f[i].s.wait_ns : mw;
-	}
-	struct weft_unit ut = weft_unit_for(mt), uw = weft_unit_for(mw);
+	struct weft_unit ut = weft_unit_for(mt);
 	printf("\n%9s", "Calls");
 	col("Total", ut);
 	printf("  %14s", "Bytes");
-	col("Wait", uw);
+	col("Wait", ut);
 	printf("  Function (all ranks)\n");
+	int later = 0;
 	for (size_t i = 0; i < nf; i++) {
 		printf("%9llu", U(f[i].s.calls));
 		num(f[i].s.total_ns, ut);
-		printf("  %14llu", U(f[i].s.bytes));
-		num(f[i].s.wait_ns, uw);
+		if (!f[i].s.bytes && completed_later(f[i].name)) {
+			printf("  %14s", "-");
+			later = 1;
+		} else {
+			printf("  %14llu", U(f[i].s.bytes));
+		}
+		num(f[i].s.wait_ns, ut);
 		printf("  %s\n", f[i].name);
 	}
 	free(f);
-	struct weft_unit ui = weft_unit_for(im.max_ns);
+	if (later)
+		printf("(-: a nonblocking receive's bytes are counted on the call that completed it, MPI_Wait* or "
+		       "MPI_Test*)\n");
+	struct weft_unit ui = u;
 	printf("\nimbalance: compute time (outside MPI) max/mean %.3f: slowest rank %u (%.*f %s), fastest rank %u "
 	       "(%.*f %s), mean %.*f %s\n", im.ratio, im.slowest, ui.decimals, (double)im.max_ns / ui.div, ui.name,
 	       im.fastest, ui.decimals, (double)im.min_ns / ui.div, ui.name, ui.decimals, (double)im.mean_ns / ui.div,

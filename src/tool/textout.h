@@ -17,5 +17,8 @@ struct weft_unit {
 	int decimals;
 };
 struct weft_unit weft_unit_for(uint64_t max_ns);
+/* `weft report --unit ns|us|ms|s`: every later weft_unit_for gives that unit (scripts and
+ * runs compared side by side read the same unit everywhere). 0, or -1 for an unknown name. */
+int weft_unit_force(const char *name);
 
 #endif

@@ -124,6 +124,27 @@ class ReportMpi(TraceTest):
         for s in range(4):
             self.assertEqual(lines[i + 2 + s].split(), [str(s)] + [str(MATRIX.get((s, d), 0)) for d in range(4)])
 
+    def test_units_and_nonblocking_receives(self):
+        """One unit for a table's times (Outside beside Span, Wait beside Total), --unit to fix
+        it; an MPI_Irecv's bytes are its completing MPI_Wait's, and its row says so."""
+        d = self.job("irecv")
+        out = run([WEFT, "report", "--mpi", d]).stdout
+        self.assertRegex(out, r"\n  Rank  Host +Pid +Span \(us\) +In MPI \(us\) +Outside \(us\) +Wait \(us\) +MPI %  Process\n")
+        self.assertRegex(out, r"\n +Calls +Total \(us\) +Bytes +Wait \(us\)  Function \(all ranks\)\n")
+        fn = {l.split()[-1]: l.split()[:4] for l in out.splitlines() if l.strip().startswith(("1 ", "3 ", "4 "))}
+        self.assertEqual(fn["MPI_Irecv"], ["1", "1.000", "-", "0.000"])
+        self.assertEqual(fn["MPI_Wait"], ["1", "159.000", "2000", "49.000"])  # rank 1's send began at 2,100,000
+        self.assertIn("\n(-: a nonblocking receive's bytes are counted on the call that completed it, MPI_Wait* or "
+                      "MPI_Test*)\n", out)
+        out = run([WEFT, "report", "--mpi", "--unit", "ms", d]).stdout
+        row = next(l for l in out.splitlines() if l.split()[:3] == ["2", HOST[2], str(PID[2])])
+        self.assertEqual(row.split()[3], "%.3f" % (SPAN / 1e6))
+        self.assertIn("Outside (ms)", out)
+        self.assertIn("Total (ms)", out)
+        self.assertRegex(out, r"slowest rank 3 \([0-9.]+ ms\)")
+        p = run([WEFT, "report", "--mpi", "--unit", "min", d], check=False)
+        self.assertEqual((p.returncode, p.stderr), (2, "weft: report: --unit takes ns, us, ms or s, not 'min'\n"))
+
     def test_many_ranks_pairs(self):
         # over 16 ranks the text lists the pairs by bytes instead of the matrix (-n: how many)
         d = self.job("wide")

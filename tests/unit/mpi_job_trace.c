@@ -33,7 +33,9 @@
 #include "trace_builder.h"
 
 enum { S_MAIN = 1, S_SEND, S_RECV, S_BARRIER, S_BCAST, S_GETCOUNT, S_SENDRECV, K_PEER, K_TAG, K_BYTES, K_COMM, K_SIZE,
-       K_SEQ, K_ROOT };
+       K_SEQ, K_ROOT, S_IRECV, S_WAIT };
+
+static int irecv; /* variant irecv: rank 2 receives with MPI_Irecv, then MPI_Wait */
 
 static void site(struct tb *b, uint32_t id, unsigned kind, const char *name, const char *cat)
 {
@@ -77,14 +79,19 @@ static void send(struct recs *r, int rank, uint64_t b, uint64_t e, int64_t bytes
 
 static void recv_begin(struct recs *r, int rank, uint64_t b)
 {
-	begin(r, b, S_RECV);
+	int i = irecv && rank == 2;
+	begin(r, b, i ? S_IRECV : S_RECV);
 	arg(r, K_PEER, (rank + 3) % 4); /* the source asked for */
 	arg(r, K_TAG, 7);
 	arg(r, K_COMM, 0);
+	if (i) { /* posted: the size comes with the Wait that completes it (as mpi/complete.c writes) */
+		end(r, b + 1000, S_IRECV);
+		begin(r, b + 1000, S_WAIT);
+	}
 }
 static void recv_end(struct recs *r, int rank, uint64_t e, int64_t bytes)
 {
-	end(r, e, S_RECV);
+	end(r, e, irecv && rank == 2 ? S_WAIT : S_RECV);
 	arg(r, K_PEER, (rank + 3) % 4); /* the actual source */
 	arg(r, K_TAG, 7);
 	arg(r, K_BYTES, bytes);
@@ -171,6 +178,8 @@ static void process(const char *dir, int pid, const char *name, const char *host
 						   "mpi.seq", "mpi.root"};
 		for (int i = 0; i < 7; i++)
 			site(&meta, K_PEER + (uint32_t)i, WEFT_KIND_ARG, keys[i], "");
+		site(&meta, S_IRECV, WEFT_KIND_EVENT, "MPI_Irecv", "mpi");
+		site(&meta, S_WAIT, WEFT_KIND_EVENT, "MPI_Wait", "mpi");
 	}
 	tb_header(&ev, WEFT_EVENTS_MAGIC, 1, pid);
 	tb_chunk(&ev, tid, 0, r->w, r->n, 1);
@@ -186,7 +195,7 @@ static void process(const char *dir, int pid, const char *name, const char *host
 int main(int argc, char **argv)
 {
 	if (argc < 2 || argc > 3) {
-		fprintf(stderr, "usage: mpi_job_trace DIR [unranked|heavy|nompi|wide]\n");
+		fprintf(stderr, "usage: mpi_job_trace DIR [unranked|heavy|nompi|wide|irecv]\n");
 		return 2;
 	}
 	const char *v = argc == 3 ? argv[2] : "";
@@ -203,6 +212,7 @@ int main(int argc, char **argv)
 		return 0;
 	}
 	int ranked = strcmp(v, "unranked") != 0, mpi = strcmp(v, "nompi") != 0;
+	irecv = !strcmp(v, "irecv");
 	int64_t b0 = !strcmp(v, "heavy") ? 100000 : 1000;
 	static const uint64_t bar_b[4] = {2500000, 2600000, 2700000, 3000000};
 	struct recs r[4];
