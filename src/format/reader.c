@@ -116,10 +116,57 @@ static void add_source_keys(struct weft_proc *p)
 		p->key_file = p->key_line = 0;
 }
 
+/* Images of one process (one pid on one host) in exec order. Their files are numbered per
+ * name prefix (PID, PID.1, ...), and a process that became a job's rank by exec (its new
+ * environment holds OMPI_COMM_WORLD_RANK) names its files HOST-rRANK-PID: two images numbered
+ * 0, each listed with the other's. Where numbers repeat, the images are numbered again by
+ * their start. */
+static const struct weft_trace *img_t;
+static int cmp_image(const void *a, const void *b)
+{
+	const struct weft_proc *x = &img_t->procs[*(const size_t *)a], *y = &img_t->procs[*(const size_t *)b];
+	if (x->pid != y->pid)
+		return x->pid < y->pid ? -1 : 1;
+	int h = strcmp(x->host ? x->host : "", y->host ? y->host : "");
+	if (h)
+		return h;
+	if (x->start_ns != y->start_ns)
+		return x->start_ns < y->start_ns ? -1 : 1;
+	if (x->gen != y->gen)
+		return x->gen < y->gen ? -1 : 1;
+	return strcmp(x->stem, y->stem);
+}
+
+static void number_images(struct weft_trace *t)
+{
+	size_t *ix = malloc(t->nprocs * sizeof(*ix));
+	if (!ix)
+		return; /* (numbers as the files give them) */
+	for (size_t i = 0; i < t->nprocs; i++)
+		ix[i] = i;
+	img_t = t;
+	qsort(ix, t->nprocs, sizeof(*ix), cmp_image);
+	for (size_t a = 0, b; a < t->nprocs; a = b) {
+		const struct weft_proc *p = &t->procs[ix[a]];
+		int repeat = 0;
+		for (b = a + 1; b < t->nprocs; b++) {
+			const struct weft_proc *q = &t->procs[ix[b]];
+			if (q->pid != p->pid || strcmp(q->host ? q->host : "", p->host ? p->host : ""))
+				break;
+			for (size_t c = a; c < b && !repeat; c++)
+				repeat = t->procs[ix[c]].gen == q->gen;
+		}
+		for (size_t c = a; repeat && c < b; c++)
+			t->procs[ix[c]].gen = (int)(c - a);
+	}
+	free(ix);
+}
+
 static int finish(struct weft_trace *t, const struct weft_window_req *win, char *err, size_t errlen)
 {
 	uint64_t *buf = NULL;
 	size_t cap = 0;
+	number_images(t);
 	t->first_ns = UINT64_MAX;
 	t->last_ns = 0;
 	for (size_t i = 0; i < t->nprocs; i++) {

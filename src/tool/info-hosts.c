@@ -37,9 +37,12 @@ void weft_info_hosts(const struct weft_trace *t)
 		int first = 1;
 		for (size_t i = 0; i < t->nprocs; i++) {
 			const struct weft_proc *p = &t->procs[i];
-			if (p->host_index != k)
+			if (p->host_index != k || p->gen) /* a process once: its exec'd images are it */
 				continue;
 			uint32_t r = weft_proc_rank(p);
+			for (size_t j = 0; j < t->nprocs && r == WEFT_RANK_NONE; j++)
+				if (t->procs[j].pid == p->pid && t->procs[j].host_index == k)
+					r = weft_proc_rank(&t->procs[j]); /* a rank from an exec on */
 			printf("%s%d", first ? " processes " : ", ", p->pid);
 			if (r != WEFT_RANK_NONE)
 				printf(" (rank %u)", r);

@@ -1,6 +1,8 @@
 """The weft CLI: exact messages and exit codes for bad command lines."""
 import os
+import re
 import shutil
+import unittest
 from weftlib import TraceTest, main, run, WEFT, BUILD
 
 CASES = [
@@ -73,6 +75,24 @@ class Cli(TraceTest):
                                    "No such file or directory\n")
         p = run([WEFT, "convert", data, "-o", os.path.join(self.tmp, "ok.pftrace")])
         self.assertRegex(p.stderr, r"^weft: convert: wrote .*ok.pftrace: \d+ events, 0 dropped\n$")
+
+    @unittest.skipIf(os.environ.get("WEFT_TEST_NO_PRELOAD"), "preloading is not testable in this build (TSan)")
+    def test_info_exec_into_a_rank(self):
+        """A process that becomes a job's rank by exec (an mpirun-launched shell's `exec` with the
+        rank in its environment) names its later files HOST-rRANK-PID: both images were numbered
+        0, and weft info listed the process twice in the hosts line and each image twice in
+        the tree. Now: each image once, the second "after exec #1", the process once with its
+        rank."""
+        data = os.path.join(self.tmp, "z.data")
+        run([WEFT, "record", "-q", "-o", data, "--", "sh", "-c",
+             'sh -c "OMPI_COMM_WORLD_RANK=0 OMPI_COMM_WORLD_SIZE=1 exec /bin/sleep 0.01"'])
+        out = run([WEFT, "info", data]).stdout
+        m = re.search(r"\n  host \S+: processes (\d+), (\d+) \(rank 0\)\n", out)
+        self.assertTrue(m, out)
+        outer, inner = m.groups()
+        tree = out[out.index("process tree:\n"):].split("\n\n")[0].splitlines()[1:]
+        self.assertEqual([l.split(":")[0] for l in tree],
+                         [f"  {outer} sh", f"    {inner} sh", f"    {inner} sleep rank 0 (after exec #1)"])
 
     def test_info_on_a_flight_directory(self):
         # DIR holds only snapshot-N (or part-N), each a trace directory: info points at them
