@@ -44,10 +44,12 @@ class Counters(TraceTest):
         rep = self.report(data)
         wall = {r["function"]: r["total_ns"] for r in json.loads(run([WEFT, "report", "-f", "json", data]).stdout)}
         # 40 ms of CPU measured by the program itself inside the slice: task-clock holds it (the
-        # two clocks differ by a few us: 1%), and is read inside the slice's span
+        # two clocks differ by a few us idle, by more on a loaded VM, where the group's read()
+        # and the thread CPU clock see the hypervisor's accounting at different moments: 5%),
+        # and is read inside the slice's span
         for name in ("spin", "thread_spin"):  # the main thread's group, and a new thread's
             tc = rep[name]["task-clock"]
-            self.assertGreaterEqual(tc, own[name] * 0.99, (name, tc, own[name]))
+            self.assertGreaterEqual(tc, own[name] * 0.95, (name, tc, own[name]))
             self.assertLessEqual(tc, wall[name] * 1.001, (name, tc, wall[name]))
         # every fresh page touched is a fault (at least)
         self.assertGreaterEqual(rep["touch"]["page-faults"], own["touch"])
@@ -74,7 +76,7 @@ class Counters(TraceTest):
             pf,
             "select t.name as name, count(distinct t.id) as n from thread_counter_track t "
             "join thread using (utid) where thread.upid is not null group by t.name order by t.name",
-            "select name, thread_dur from slice where name in ('spin', 'touch', 'thread_spin', 'work_fn')",
+            "select name, thread_dur, dur from slice where name in ('spin', 'touch', 'thread_spin', 'work_fn')",
             # docs/format.md: a slice's delta is the counter's value at its end minus at its begin
             "select s.name, (select c.value from counter c join thread_counter_track t on c.track_id = t.id "
             "where t.name = 'page-faults' and t.utid = tt.utid and c.ts = s.ts + s.dur) - "
@@ -90,7 +92,9 @@ class Counters(TraceTest):
             dur[r["name"]] = dur.get(r["name"], 0) + r["thread_dur"]
         for name in ("spin", "thread_spin", "work_fn"):  # the same deltas as weft report's
             self.assertEqual(dur[name], rep[name]["task-clock"], name)
-        self.assertLess(abs(dur["spin"] - own["spin"]) / own["spin"], 0.05)
+        # the program's own CPU time of it, within the slice's span (not "equal": see above)
+        self.assertGreaterEqual(dur["spin"], own["spin"] * 0.95)
+        self.assertLessEqual(dur["spin"], [r for r in slices if r["name"] == "spin"][0]["dur"] + 1)
         self.assertEqual(deltas[0]["faults"], rep["touch"]["page-faults"])
 
     def test_report_text(self):

@@ -246,8 +246,10 @@ class HeapPlot(TraceTest):
         self.assertLess(first(a_only), first(a_b))
         self.assertLess(first(a_b), first(b_only))
         self.assertLess(first(b_only), first(b_c))
-        # where only alloc_a's blocks (and the constructor's) are live, its band is 6 of 6.5 MiB
-        for c in (a_only[0], a_only[-1]):
+        # where only alloc_a's blocks (and the constructor's) are live, its band is 6 of 6.5 MiB:
+        # in the phase's middle column (its first and last may fall in a burst of allocations
+        # or frees slowed down by a busy machine: 80 and 318 px of 477.6 were seen)
+        for c in (a_only[len(a_only) // 2],):
             heights = dict(c)
             self.assertAlmostEqual(heights["alloc_a"], px_of(6 * self.MIB), delta=1)
             self.assertAlmostEqual(heights["[outside any slice]"], px_of(self.MIB // 2), delta=1.5)

@@ -130,6 +130,14 @@ class Endings(TraceTest):
                 self.assertRegex(run([WEFT, "info", data]).stdout, r"page faults sampled: \d+ samples, 0 lost")
 
     def test_every_watched_write_reaches_the_trace(self):
+        # watchpoints that open but never fire (some virtual machines): weft's self-test says so
+        # in one line and records none; the test skips with that line (test_watch checks it)
+        p = run([WEFT, "record", "-q", "--no-convert", "-o", os.path.join(self.tmp, "wprobe.data"),
+                 "--watch=endings_watched", "--", os.path.join(BUILD, "endings"), "watch", "exit"],
+                cwd=self.tmp, check=False)
+        m = re.search(r"^weft: watch: unavailable: .*$", p.stderr, re.M)
+        if m:
+            self.skipTest(m.group(0))
         for how in ENDINGS:
             with self.subTest(how=how):
                 data, out, con, child = self.record(how, "watch", "--watch=endings_watched")
