@@ -9,6 +9,7 @@
 #include "tool/cmd.h"
 #include "format/reader.h"
 #include "format/format.h"
+#include "tool/drops.h"
 #include "tool/info-hosts.h"
 #include "tool/tracedir.h"
 #include <getopt.h>
@@ -194,6 +195,10 @@ int cmd_info(int argc, char **argv)
 			printf("  recorded: %llu events, %llu dropped, %llu after stop, %llu chunks\n",
 			       (unsigned long long)p->fin[0], (unsigned long long)p->fin[1],
 			       (unsigned long long)p->fin[2], (unsigned long long)p->fin[5]);
+		char hint[512];
+		weft_drops_hint(p, hint, sizeof(hint));
+		if (*hint)
+			printf("  drops:    %s\n", hint);
 		if (p->has_window) {
 			uint64_t a = weft_proc_ns(p, p->window[0]), b = weft_proc_ns(p, p->window[1]);
 			if (p->window[0]) /* 0: nothing was lost, the window is the whole run so far */

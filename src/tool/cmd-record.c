@@ -15,6 +15,7 @@
  * converts it. A recorder that cannot join still runs its program, untraced: a rank that never
  * starts would leave the others waiting in MPI_Init for it.
  */
+#include "tool/drops.h"
 #include "tool/progress.h"
 #include "tool/cmd.h"
 #include "tool/record.h"
@@ -358,6 +359,13 @@ int cmd_record(int argc, char **argv)
 	for (size_t i = 0; i < t->nprocs; i++) /* weft_note()s */
 		for (size_t k = 0; k < t->procs[i].nnotes; k++)
 			weft_cli_error("record", "%d %s: %s", t->procs[i].pid, t->procs[i].name, t->procs[i].notes[k]);
+	for (size_t i = 0, said = 0; i < t->nprocs && said < 4; i++) { /* why events were dropped */
+		char hint[512];
+		weft_drops_hint(&t->procs[i], hint, sizeof(hint));
+		if (*hint && ++said)
+			weft_cli_error("record", "%d %s: %llu events dropped: %s", t->procs[i].pid, t->procs[i].name,
+				       (unsigned long long)t->procs[i].fin[1], hint);
+	}
 	uint64_t events = 0, dropped = 0, stored = 0;
 	for (size_t i = 0; i < t->nprocs; i++) {
 		stored += t->procs[i].bytes_stored;

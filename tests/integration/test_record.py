@@ -242,6 +242,29 @@ class Record(TraceTest):
         rep = run([WEFT, "report", "--full-names", data]).stdout
         self.assertIn("  " + want + "\n", rep)
 
+    @unittest.skipIf(os.environ.get("WEFT_TEST_NO_PRELOAD"), "preloading is not testable in this build (TSan)")
+    def test_drops_say_what_keeps_them(self):
+        """Events dropped because the writer did not keep up (3 M instants in some 70 ms through
+        512 KiB of buffers): weft record and weft info say so, with the writer's share of the
+        run and the options that keep them; the first of them, overflow=block, keeps them all."""
+        prog = [os.path.join(BUILD, "flightsteps"), "steps", "30000", "100", "20000", "1"]
+        data = os.path.join(self.tmp, "d.data")
+        p = run([WEFT, "record", "-o", data, "--no-convert", "--options", "buffer_size=512K:chunk_size=64K", "--", *prog])
+        m = re.search(r"weft: record: (\d+) flightsteps: (\d+) events dropped: the writer, busy \d+% of the run, did "
+                      r"not keep up; kept by --options overflow=block \(the program waits\), a larger buffer_size "
+                      r"\(bursts; now 512K\), compression=0 \(less work per event; larger files\), writers=2 \(where "
+                      r"a core is free\)\n", p.stderr)
+        if "0 dropped" in p.stderr and not m:
+            self.skipTest("the writer kept up with 3 M events here: nothing dropped to explain")
+        self.assertTrue(m, p.stderr)
+        info = run([WEFT, "info", data]).stdout
+        self.assertRegex(info, r"\n  recorded: \d+ events, %s dropped, .*\n  drops:    the writer, busy \d+%% of the "
+                               r"run, did not keep up; kept by --options overflow=block" % m.group(2))
+        p = run([WEFT, "record", "-o", data, "--no-convert", "--options",
+                 "buffer_size=512K:chunk_size=64K:overflow=block", "--", *prog])
+        self.assertRegex(p.stderr, r"weft: record: 3060004 events, 0 dropped, ")
+        self.assertNotIn("drops:", run([WEFT, "info", data]).stdout)
+
     def test_filters(self):
         data = self.rec("ft_recurse_O2", flags=("-D", "3"))
         c = self.counts(data)
