@@ -11,8 +11,9 @@
  * Slices. A slice whose site has category `mpi` is an MPI call named like its function.
  * Per function: calls, total time, bytes (the mpi.bytes written after the END, else the one
  * after the BEGIN) and wait. A rank's time in MPI adds up its outermost MPI slices only
- * (an MPI call made inside another one is in it); outside = span - in MPI (at least 0), and is
- * the rank's compute time for the imbalance: max / mean across ranks.
+ * (an MPI call made inside another one is in it); outside = span - in MPI - weft's own clock
+ * sync (its `weft: clock sync` slices, category weft; at least 0), and is the rank's compute
+ * time for the imbalance: max / mean across ranks.
  *
  * Wait. A call that completed receives (FLOW in ids after its END) waited for the latest of
  * their sends: wait = (the latest matching send call's begin - its own begin), clipped to
@@ -156,6 +157,7 @@ struct ctx {
 	size_t nopen, opencap;
 	struct hmap flows, colls, pairs;
 	size_t pending;
+	uint64_t sync_at; /* the open `weft: clock sync` slice's begin (0: none) */
 };
 
 struct pairnode {
@@ -384,6 +386,13 @@ static void args_of(const struct weft_proc *p, const struct weft_ev *e, int64_t 
 
 static size_t fncap;
 
+/* weft's clock sync between MPI_Init and the program, and before MPI_Finalize (mpi/init.c) */
+static int is_sync_site(const struct weft_proc *p, uint32_t id)
+{
+	return id < p->nsites && p->sites[id].defined && p->sites[id].cat && !strcmp(p->sites[id].cat, "weft") &&
+	       p->sites[id].name && !strcmp(p->sites[id].name, "weft: clock sync");
+}
+
 static int is_mpi_site(const struct weft_proc *p, uint32_t id)
 {
 	return id < p->nsites && p->sites[id].defined && p->sites[id].cat && !strcmp(p->sites[id].cat, "mpi");
@@ -399,6 +408,15 @@ static void on_ev(void *ud, const struct weft_ev *e)
 			rk->first_ns = e->ts;
 		if (last > rk->last_ns)
 			rk->last_ns = last;
+	}
+	if ((e->kind == WEFT_EV_BEGIN || e->kind == WEFT_EV_END) && is_sync_site(c->p, e->id)) {
+		if (e->kind == WEFT_EV_BEGIN)
+			c->sync_at = e->ts;
+		else if (c->sync_at && e->ts >= c->sync_at)
+			rk->weft_ns += e->ts - c->sync_at;
+		if (e->kind == WEFT_EV_END)
+			c->sync_at = 0;
+		return;
 	}
 	if (e->kind == WEFT_EV_BEGIN && is_mpi_site(c->p, e->id)) {
 		c->open = grow(c->open, &c->opencap, c->nopen, sizeof(*c->open));
@@ -635,7 +653,7 @@ void weft_mpi_free(struct weft_mpi *m)
 uint64_t weft_mpi_compute_ns(const struct weft_mpi_rank *r)
 {
 	uint64_t span = r->last_ns > r->first_ns ? r->last_ns - r->first_ns : 0;
-	return span > r->mpi_ns ? span - r->mpi_ns : 0;
+	return span > r->mpi_ns + r->weft_ns ? span - r->mpi_ns - r->weft_ns : 0;
 }
 
 struct weft_mpi_imbalance weft_mpi_imbalance(const struct weft_mpi *m)

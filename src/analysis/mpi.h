@@ -22,6 +22,7 @@ struct weft_mpi_rank {
 	const char *host, *name;
 	uint64_t first_ns, last_ns; /* its traced span: its processes' first and last event */
 	uint64_t mpi_ns;        /* in outermost MPI slices */
+	uint64_t weft_ns;       /* in weft's own clock sync (`weft: clock sync`): neither */
 	uint64_t wait_ns, calls;
 	struct weft_mpi_fstat *fn; /* indexed like weft_mpi.fns; nfn entries */
 	size_t nfn;
@@ -56,6 +57,7 @@ int weft_mpi_analyze(const struct weft_trace *t, struct weft_mpi **out, char *er
 void weft_mpi_free(struct weft_mpi *m);
 
 /* Compute time (span minus time in MPI, never below 0) of a present rank. */
+/* span - in MPI - weft's clock sync (at least 0) */
 uint64_t weft_mpi_compute_ns(const struct weft_mpi_rank *r);
 
 /* Imbalance of compute time across present ranks: max / mean (0 without ranks), the slowest

@@ -145,7 +145,9 @@ enum weft_meta_type {
 				 * reference's world rank, i64 offset ns (the reference's CLOCK_BOOTTIME
 				 * minus this process's, at `at`), u64 at (this process's CLOCK_BOOTTIME
 				 * ns, the middle of the best round trip), u64 that round trip ns, u32
-				 * round trips made, u32 0, then the reference's host\0 */
+				 * round trips made, u32 us the phase took on this process (its
+				 * `weft: clock sync` slice, outside the program's MPI calls; 0: not
+				 * measured, before 1.9), then the reference's host\0 */
 	WEFT_M_DISABLED = 35, /* (1.8) at stop: u64 events emitted while recording was disabled
 			       * (weft record --delay, the disable command): not recorded, not drops */
 	WEFT_M_SNAPSHOT = 36, /* (1.8) a snapshot request (weft_snapshot(), a control command, a signal,

@@ -253,6 +253,7 @@ void weft_rd_parse_meta(struct weft_trace *t, const char *name, const unsigned c
 				memcpy(&c->at_ns, r + 16, 8);
 				memcpy(&c->rtt_ns, r + 24, 8);
 				memcpy(&c->rounds, r + 32, 4);
+				memcpy(&c->took_us, r + 36, 4);
 				size_t hl = bounded_len((const char *)r + 40, len - 40);
 				snprintf(c->ref_host, sizeof(c->ref_host), "%.*s", (int)hl, (const char *)r + 40);
 			}

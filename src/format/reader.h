@@ -191,6 +191,7 @@ struct weft_proc {
 		int64_t offset_ns;  /* reference BOOTTIME - this process's BOOTTIME at `at` */
 		uint64_t at_ns, rtt_ns;
 		uint32_t rounds;
+		uint32_t took_us; /* the phase's cost on this process (0: not measured) */
 		char ref_host[64];
 	} *clock_sync;
 	size_t nclock_sync;

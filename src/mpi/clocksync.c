@@ -10,6 +10,13 @@
  * moment), the round trip and its host; every rank writes its own WEFT_M_CLOCK_SYNC record (rank 0
  * with offset 0). The exchange runs on a private duplicate of MPI_COMM_WORLD made at MPI_Init,
  * so it can never match the program's messages, through PMPI calls that are not recorded.
+ *
+ * It is weft's time, not the program's: each phase is its own slice, `weft: clock sync`
+ * (category weft), after MPI_Init's END and before MPI_Finalize's BEGIN (init.c), and ends in a
+ * barrier on the private communicator, so that every rank leaves it together: a rank synced
+ * early waits there, not in the program's first collective. Its cost is bounded: past ROUNDS,
+ * more round trips with a peer only while the exchange with it took under EXTRA_NS. What a
+ * phase took on each process is in its record (weft info prints it).
  */
 #include "mpi-internal.h"
 #include <time.h>
@@ -18,6 +25,7 @@
 #define ROUNDS 10
 #define MAX_ROUNDS 100
 #define GOOD_RTT_NS 200000 /* bounds the offset's error by 100 us */
+#define EXTRA_NS 20000000  /* more rounds with a peer only within 20 ms of its first */
 #define TAG 0x5746 /* "WF"; + phase: a late message never matches the other phase */
 
 static mh priv; /* the private communicator; written at phase 0, freed after phase 1 */
@@ -44,6 +52,9 @@ void mpi_clock_sync(int phase)
 	typedef int (*recv_t)(void *, int, mh, int, int, mh, void *);
 	typedef int (*dup_t)(mh, void *);
 	typedef int (*free_t)(void *);
+	typedef int (*barrier_t)(mh);
+	barrier_t bar = (barrier_t)mpi_sym("PMPI_Barrier");
+	uint64_t began = boot_ns();
 	send_t snd = (send_t)mpi_sym("PMPI_Send");
 	recv_t rcv = (recv_t)mpi_sym("PMPI_Recv");
 	dup_t dup = (dup_t)mpi_sym("PMPI_Comm_dup");
@@ -72,7 +83,9 @@ void mpi_clock_sync(int phase)
 		for (int r = 1; r < n; r++) {
 			struct result best = {.rtt = UINT64_MAX};
 			int i;
-			for (i = 0; i < ROUNDS || (best.rtt > GOOD_RTT_NS && i < MAX_ROUNDS); i++) {
+			uint64_t first = boot_ns();
+			for (i = 0; i < ROUNDS || (best.rtt > GOOD_RTT_NS && i < MAX_ROUNDS && boot_ns() - first < EXTRA_NS);
+			     i++) {
 				uint64_t t0 = boot_ns(), tr = 0;
 				snd(&t0, 8, mpi_abi.byte, r, tag, priv);
 				rcv(&tr, 8, mpi_abi.byte, r, tag, priv, ign);
@@ -102,12 +115,15 @@ void mpi_clock_sync(int phase)
 		rcv(&res, (int)sizeof(res), mpi_abi.byte, 0, tag, priv, ign);
 	}
 	res.host[sizeof(res.host) - 1] = 0;
+	if (bar)
+		bar(priv); /* every rank leaves together (see above) */
+	uint64_t took = (boot_ns() - began) / 1000;
 	struct {
 		uint32_t phase, ref;
 		int64_t offset;
 		uint64_t at, rtt;
-		uint32_t rounds, zero;
-	} rec = {(uint32_t)phase, 0, res.offset, res.at, res.rtt, res.rounds, 0};
+		uint32_t rounds, took_us;
+	} rec = {(uint32_t)phase, 0, res.offset, res.at, res.rtt, res.rounds, took > UINT32_MAX ? UINT32_MAX : (uint32_t)took};
 	mpi_meta_put(WEFT_M_CLOCK_SYNC, &rec, sizeof(rec), res.host, strlen(res.host) + 1);
 	if (phase == 1) {
 		uintptr_t h = priv;

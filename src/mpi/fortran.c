@@ -75,13 +75,16 @@ static void f_init(fint *ierr)
 	if (on)
 		mpi_emit(&site_MPI_Init, WEFT_R_BEGIN, NULL, 0, 0, 0);
 	real(ierr);
-	if (!*ierr && (on || !mpi_depth))
-		mpi_after_init();
+	int go = !*ierr && (on || !mpi_depth);
+	if (go)
+		mpi_init_world();
 	if (on) {
 		struct marg a[] = {{K_COMM, 0}, {K_COMM_SIZE, mpi_st.world_size}};
 		mpi_emit(&site_MPI_Init, WEFT_R_END, a, *ierr ? 0 : 2, 0, 0);
 		mpi_leave();
 	}
+	if (go)
+		mpi_sync_phase(0); /* after its slice: weft's time */
 }
 FNAMES(f_init, mpi_init, MPI_INIT)
 
@@ -93,13 +96,16 @@ static void f_init_thread(fint *required, fint *provided, fint *ierr)
 	if (on)
 		mpi_emit(&site_MPI_Init_thread, WEFT_R_BEGIN, NULL, 0, 0, 0);
 	real(required, provided, ierr);
-	if (!*ierr && (on || !mpi_depth))
-		mpi_after_init();
+	int go = !*ierr && (on || !mpi_depth);
+	if (go)
+		mpi_init_world();
 	if (on) {
 		struct marg a[] = {{K_COMM, 0}, {K_COMM_SIZE, mpi_st.world_size}};
 		mpi_emit(&site_MPI_Init_thread, WEFT_R_END, a, *ierr ? 0 : 2, 0, 0);
 		mpi_leave();
 	}
+	if (go)
+		mpi_sync_phase(0); /* after its slice: weft's time */
 }
 FNAMES(f_init_thread, mpi_init_thread, MPI_INIT_THREAD)
 
@@ -108,12 +114,10 @@ static void f_finalize(fint *ierr)
 {
 	FREAL(mpi_finalize, (fint *));
 	int on = mpi_enter(&site_MPI_Finalize);
+	if (mpi_st.world_rank >= 0 && (on || !mpi_depth))
+		mpi_sync_phase(1); /* before its slice: weft's time */
 	if (on)
 		mpi_emit(&site_MPI_Finalize, WEFT_R_BEGIN, NULL, 0, 0, 0);
-	if (mpi_st.world_rank >= 0 && (on || !mpi_depth)) {
-		mpi_clock_sync(1);
-		mpi_write_record();
-	}
 	real(ierr);
 	if (on) {
 		mpi_emit(&site_MPI_Finalize, WEFT_R_END, NULL, 0, 0, 0);

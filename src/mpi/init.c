@@ -71,8 +71,24 @@ void mpi_meta_put(unsigned type, const void *a, size_t alen, const void *b, size
 		meta_put(type, a, alen, b, blen);
 }
 
-/* after a successful Init: WORLD, the offsets, the record */
-void mpi_after_init(void)
+/* weft's own time, not the program's: a clock sync phase in its own slice (clocksync.c) */
+static struct weft_site site_sync = WEFT__SITE_INIT(WEFT_KIND_EVENT, "weft", "weft: clock sync");
+
+void mpi_sync_phase(int phase)
+{
+	int rec = weft__on_n(&site_sync, 2) != 0;
+	if (rec)
+		weft__slice(weft__hdr(site_sync.id, WEFT_R_BEGIN, 0, 0));
+	mpi_depth++; /* (its PMPI calls are weft's) */
+	mpi_clock_sync(phase);
+	mpi_depth--;
+	if (rec)
+		weft__slice(weft__hdr(site_sync.id, WEFT_R_END, 0, 0));
+	mpi_write_record();
+}
+
+/* after a successful Init, inside its slice: WORLD's rank and size */
+void mpi_init_world(void)
 {
 	int (*csize)(mh, int *) = (int (*)(mh, int *))mpi_sym("PMPI_Comm_size");
 	int (*crank)(mh, int *) = (int (*)(mh, int *))mpi_sym("PMPI_Comm_rank");
@@ -80,8 +96,13 @@ void mpi_after_init(void)
 	if (csize && crank && !crank(mpi_abi.comm_world, &r) && !csize(mpi_abi.comm_world, &n))
 		mpi_st.world_rank = r, mpi_st.world_size = n;
 	mpi_comm_init_world();
-	mpi_clock_sync(0);
-	mpi_write_record();
+}
+
+/* after a successful Init (its slice ended): the offsets, the record */
+void mpi_after_init(void)
+{
+	mpi_init_world();
+	mpi_sync_phase(0);
 }
 
 MPI_SITE(MPI_Init);
@@ -100,10 +121,12 @@ EXPORT int MPI_Init(int *argc, char ***argv)
 	mpi_emit(&site_MPI_Init, WEFT_R_BEGIN, NULL, 0, 0, 0);
 	int rc = real_MPI_Init(argc, argv);
 	if (!rc)
-		mpi_after_init();
+		mpi_init_world();
 	struct marg a[] = {{K_COMM, 0}, {K_COMM_SIZE, mpi_st.world_size}};
 	mpi_emit(&site_MPI_Init, WEFT_R_END, a, rc ? 0 : 2, 0, 0);
 	mpi_leave();
+	if (!rc)
+		mpi_sync_phase(0);
 	return rc;
 }
 
@@ -119,10 +142,12 @@ EXPORT int MPI_Init_thread(int *argc, char ***argv, int required, int *provided)
 	mpi_emit(&site_MPI_Init_thread, WEFT_R_BEGIN, NULL, 0, 0, 0);
 	int rc = real_MPI_Init_thread(argc, argv, required, provided);
 	if (!rc)
-		mpi_after_init();
+		mpi_init_world();
 	struct marg a[] = {{K_COMM, 0}, {K_COMM_SIZE, mpi_st.world_size}};
 	mpi_emit(&site_MPI_Init_thread, WEFT_R_END, a, rc ? 0 : 2, 0, 0);
 	mpi_leave();
+	if (!rc)
+		mpi_sync_phase(0);
 	return rc;
 }
 
@@ -130,12 +155,10 @@ EXPORT int MPI_Finalize(void)
 {
 	REAL(int, MPI_Finalize, (void));
 	int on = mpi_enter(&site_MPI_Finalize);
+	if (mpi_st.world_rank >= 0 && (on || (!mpi_depth && meta_put)))
+		mpi_sync_phase(1); /* before its slice */
 	if (on)
 		mpi_emit(&site_MPI_Finalize, WEFT_R_BEGIN, NULL, 0, 0, 0);
-	if (mpi_st.world_rank >= 0 && (on || (!mpi_depth && meta_put))) {
-		mpi_clock_sync(1);
-		mpi_write_record();
-	}
 	int rc = real_MPI_Finalize();
 	if (on) {
 		mpi_emit(&site_MPI_Finalize, WEFT_R_END, NULL, 0, 0, 0);

@@ -174,6 +174,11 @@ struct done {
 HIDDEN void mpi_completed(struct done *d, mh h, const void *st);
 HIDDEN void mpi_done_end(struct weft_site *s, const struct done *d);
 HIDDEN void mpi_after_init(void);
+/* MPI_Init's parts (init.c): WORLD's rank and size, inside its slice; then a clock sync phase
+ * (0 after Init, 1 before Finalize: clocksync.c) in its own slice, `weft: clock sync`, and the
+ * MPI record */
+HIDDEN void mpi_init_world(void);
+HIDDEN void mpi_sync_phase(int phase);
 HIDDEN void mpi_clock_sync(int phase);
 
 /* ---- recording (inline) ---- */

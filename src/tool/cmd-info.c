@@ -191,6 +191,18 @@ int cmd_info(int argc, char **argv)
 			       p->mpi_flags & WEFT_MPI_F_OFF ? ", not recorded (mpi=0)" : "",
 			       (unsigned long long)p->mpi_calls, (unsigned long long)p->mpi_sent,
 			       (unsigned long long)p->mpi_received, (unsigned long long)p->mpi_undrawn);
+		size_t said = 0;
+		for (size_t k = 0; k < p->nclock_sync; k++) { /* weft's cost, measured (1.9) */
+			const struct weft_clock_sync *c = &p->clock_sync[k];
+			if (c->took_us && !c->rounds) /* the reference rank: it measured the others */
+				printf("%s phase %u %.3f ms (the reference)", said++ ? "," : "  clock sync:", c->phase,
+				       c->took_us / 1e3);
+			else if (c->took_us)
+				printf("%s phase %u %.3f ms (%u round trips, best %.1f us)", said++ ? "," : "  clock sync:",
+				       c->phase, c->took_us / 1e3, c->rounds, c->rtt_ns / 1e3);
+		}
+		if (said)
+			printf("; weft's own slices (weft: clock sync), outside the program's MPI calls\n");
 		if (p->finished)
 			printf("  recorded: %llu events, %llu dropped, %llu after stop, %llu chunks\n",
 			       (unsigned long long)p->fin[0], (unsigned long long)p->fin[1],

@@ -155,6 +155,13 @@ static void text(const struct weft_mpi *m, long limit)
 		printf("  %6.1f  %s\n", span(a) ? 100.0 * (double)a->mpi_ns / (double)span(a) : 0.0,
 		       a->name ? a->name : "?");
 	}
+	uint64_t ws = 0;
+	for (size_t r = 0; r < m->nranks; r++)
+		if (m->ranks[r].present && m->ranks[r].weft_ns > ws)
+			ws = m->ranks[r].weft_ns;
+	if (ws)
+		printf("(Outside leaves out weft's own clock sync after MPI_Init and before MPI_Finalize: up to %.*f %s "
+		       "a rank)\n", u.decimals, (double)ws / u.div, u.name);
 	size_t nf;
 	struct frow *f = fn_totals(m, &nf);
 	if (limit > 0 && (size_t)limit < nf)
@@ -288,8 +295,8 @@ static void json(const struct weft_mpi *m)
 		printf(",\"pid\":%d,\"process\":", a->pid);
 		weft_json_str(a->name ? a->name : "");
 		printf(",\"first_ns\":%llu,\"last_ns\":%llu,\"span_ns\":%llu,\"mpi_ns\":%llu,\"outside_ns\":%llu,"
-		       "\"wait_ns\":%llu,\"calls\":%llu,\"functions\":[", U(a->first_ns), U(a->last_ns), U(span(a)),
-		       U(a->mpi_ns), U(weft_mpi_compute_ns(a)), U(a->wait_ns), U(a->calls));
+		       "\"weft_sync_ns\":%llu,\"wait_ns\":%llu,\"calls\":%llu,\"functions\":[", U(a->first_ns), U(a->last_ns),
+		       U(span(a)), U(a->mpi_ns), U(weft_mpi_compute_ns(a)), U(a->weft_ns), U(a->wait_ns), U(a->calls));
 		int f1 = 1;
 		for (size_t k = 0; k < m->nfns; k++) {
 			size_t i = ix[k];

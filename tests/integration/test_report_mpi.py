@@ -268,7 +268,9 @@ class ReportMpiRecorded(TraceTest):
             want[k, 0] = want.get((k, 0), 0) + 4 * k
         self.assertEqual({(m["from"], m["to"]): m["bytes"] for m in j["matrix"]}, want)
         for r in j["ranks"]:
-            self.assertEqual(r["mpi_ns"] + r["outside_ns"], r["span_ns"])
+            # (weft's own clock sync is neither: docs/mpi-report.md)
+            self.assertGreater(r["weft_sync_ns"], 0)
+            self.assertEqual(r["mpi_ns"] + r["outside_ns"] + r["weft_sync_ns"], r["span_ns"])
             self.assertEqual(r["wait_ns"], sum(f["wait_ns"] for f in r["functions"]))
             for f in r["functions"]:
                 self.assertLessEqual(f["wait_ns"], f["total_ns"], f)
