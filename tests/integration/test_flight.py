@@ -174,7 +174,7 @@ class Flight(TraceTest):
             for i in range(3):
                 data = os.path.join(self.tmp, f"n{i}.data")
                 p = run([PROG, "steps", "30000", "100", "20000", "1"],
-                        env={"WEFT_OPTIONS": f"output={data}:flight=16M,noexit"}, cwd=self.tmp)
+                        env={"WEFT_OPTIONS": f"output={data}:flight=8M,noexit"}, cwd=self.tmp)
                 snap, out = self.snapshot(data, 1)
                 (first, last, n), run_rows, bad = self.steps(out)
                 self.assertEqual(last, 20000, i)
