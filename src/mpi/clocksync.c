@@ -16,10 +16,12 @@
  * barrier on the private communicator, so that every rank leaves it together: a rank synced
  * early waits there, not in the program's first collective. Its cost is bounded: past ROUNDS,
  * more round trips with a peer only while the exchange with it took under EXTRA_NS; and a rank
- * waiting (for its turn, for a pong, in the barrier) polls a nonblocking request and sleeps
+ * waiting its turn (its first ping) or in the barrier polls a nonblocking request and sleeps
  * between polls once SPIN_NS passed, instead of the MPI library's busy wait: on an
  * oversubscribed node the ranks waiting their turn took the CPU from the two playing (MPICH,
- * 4 ranks on 2 cores: 150 ms a phase). What a phase took on each process is in its record
+ * 4 ranks on 2 cores: 150 ms a phase). Within a turn both sides poll without sleeping: a nap
+ * there lengthens the round trips the offset is measured by (under load, a wake-up comes
+ * milliseconds late). What a phase took on each process is in its record
  * (weft info prints it).
  */
 #include "mpi-internal.h"
@@ -29,7 +31,7 @@
 #define ROUNDS 10
 #define MAX_ROUNDS 100
 #define GOOD_RTT_NS 200000 /* bounds the offset's error by 100 us */
-#define EXTRA_NS 20000000  /* more rounds with a peer only within 20 ms of its first */
+#define EXTRA_NS 100000000 /* more rounds with a peer only within 100 ms of its first */
 #define SPIN_NS 50000      /* a wait polls this long, then sleeps between polls */
 #define NAP_NS 50000
 #define TAG 0x5746 /* "WF"; + phase: a late message never matches the other phase */
@@ -48,9 +50,9 @@ typedef int (*irecv_t)(void *, int, mh, int, int, mh, void *);
 typedef int (*ibarrier_t)(mh, void *);
 typedef int (*test_t)(void *, int *, void *);
 
-/* Waits for request *req (its handle in a word: MPICH writes 4 bytes of it) without keeping a
- * CPU busy past SPIN_NS. */
-static int patient(test_t test, uintptr_t *req)
+/* Waits for request *req (its handle in a word: MPICH writes 4 bytes of it); with `nap`
+ * without keeping a CPU busy past SPIN_NS. */
+static int patient(test_t test, uintptr_t *req, int nap)
 {
 	uint64_t t0 = boot_ns();
 	for (;;) {
@@ -59,7 +61,7 @@ static int patient(test_t test, uintptr_t *req)
 			return -1;
 		if (flag)
 			return 0;
-		if (boot_ns() - t0 > SPIN_NS) {
+		if (nap && boot_ns() - t0 > SPIN_NS) {
 			struct timespec ts = {0, NAP_NS};
 			nanosleep(&ts, NULL);
 		}
@@ -107,11 +109,11 @@ void mpi_clock_sync(int phase)
 	void *ign = (void *)mpi_abi.status_ignore;
 	/* a receive from rank `src` on the private communicator: polled and patient where the
 	 * library has Irecv and Test, else its own (busy) wait */
-#define RECV(buf, len, src)                                                                          \
+#define RECV(buf, len, src, nap)                                                                     \
 	do {                                                                                         \
 		uintptr_t req_ = 0;                                                                  \
 		if (irecv && test && !irecv((buf), (len), mpi_abi.byte, (src), tag, priv, &req_))    \
-			patient(test, &req_);                                                        \
+			patient(test, &req_, (nap));                                                 \
 		else                                                                                 \
 			rcv((buf), (len), mpi_abi.byte, (src), tag, priv, ign);                      \
 	} while (0)
@@ -129,7 +131,7 @@ void mpi_clock_sync(int phase)
 			     i++) {
 				uint64_t t0 = boot_ns(), tr = 0;
 				snd(&t0, 8, mpi_abi.byte, r, tag, priv);
-				RECV(&tr, 8, r);
+				RECV(&tr, 8, r, 0);
 				uint64_t t1 = boot_ns();
 				if (t1 - t0 < best.rtt) {
 					best.rtt = t1 - t0;
@@ -145,20 +147,20 @@ void mpi_clock_sync(int phase)
 		}
 		res.offset = 0, res.at = boot_ns(), res.rtt = 0, res.rounds = 0;
 	} else {
-		for (;;) {
+		for (int first = 1;; first = 0) {
 			uint64_t t0 = 0;
-			RECV(&t0, 8, 0);
+			RECV(&t0, 8, 0, first); /* the first: its turn may be long in coming */
 			uint64_t tr = boot_ns();
 			if (!t0)
 				break;
 			snd(&tr, 8, mpi_abi.byte, 0, tag, priv);
 		}
-		RECV(&res, (int)sizeof(res), 0);
+		RECV(&res, (int)sizeof(res), 0, 0);
 	}
 	res.host[sizeof(res.host) - 1] = 0;
 	uintptr_t breq = 0; /* every rank leaves together (see above) */
 	if (ibar && test && !ibar(priv, &breq))
-		patient(test, &breq);
+		patient(test, &breq, 1);
 	else if (bar)
 		bar(priv);
 	uint64_t took = (boot_ns() - began) / 1000;
