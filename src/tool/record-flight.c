@@ -11,9 +11,7 @@
 #include "tracedir.h"
 #include "../format/reader.h"
 #include "../lib/internal.h"
-#include <dirent.h>
 #include <limits.h>
-#include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -63,10 +61,10 @@ static void say_not_written(const char *name, const char *line, void *dir)
 /* How many events a full ring holds, as this run's last snapshot measured it (its RING record:
  * the frames' bytes against their events), and whether a snapshot that size is more than the
  * Perfetto UI loads. */
-static void say_ring(const char *dir, int last)
+static void say_ring(const char *dir, unsigned last)
 {
 	char p[PATH_MAX + 64], err[256];
-	snprintf(p, sizeof(p), "%s/snapshot-%d", dir, last);
+	snprintf(p, sizeof(p), "%s/snapshot-%u", dir, last);
 	struct weft_trace *t = NULL;
 	if (weft_trace_open(p, &t, err, sizeof(err)))
 		return;
@@ -89,27 +87,17 @@ int weft_record_flight_end(const char *dir, int quiet, int convert, int code)
 {
 	if (convert) /* each DIR/snapshot-N, to DIR/snapshot-N/trace.pftrace */
 		weft_record_convert_snapshots(dir, quiet);
-	int snaps = 0, parts = 0, last = 0;
-	DIR *d = opendir(dir);
-	struct dirent *e;
-	while (d && (e = readdir(d))) {
-		if (!strncmp(e->d_name, "snapshot-", 9)) {
-			snaps++;
-			if (atoi(e->d_name + 9) > last)
-				last = atoi(e->d_name + 9);
-		}
-		parts += !strncmp(e->d_name, "part-", 5);
-	}
-	if (d)
-		closedir(d);
+	struct weft_tracedir_subdirs s[2]; /* snapshot-N, part-N */
+	weft_tracedir_subdirs(dir, s);
+	unsigned snaps = s[0].n, parts = s[1].n;
 	weft_tracedir_not_written(dir, say_not_written, (void *)dir); /* the runtime's word (lib/fatal.c) */
 	if (!quiet && parts)
-		fprintf(stderr, "weft: record: %d part%s in %s (part-N: each a trace directory)\n", parts,
+		fprintf(stderr, "weft: record: %u part%s in %s (part-N: each a trace directory)\n", parts,
 			parts == 1 ? "" : "s", dir);
 	else if (!quiet)
-		fprintf(stderr, "weft: record: flight recorder: %d snapshot%s in %s%s\n", snaps, snaps == 1 ? "" : "s",
+		fprintf(stderr, "weft: record: flight recorder: %u snapshot%s in %s%s\n", snaps, snaps == 1 ? "" : "s",
 			dir, snaps ? " (snapshot-N: each a trace directory)" : "");
-	if (!quiet && !parts && last)
-		say_ring(dir, last);
+	if (!quiet && !parts && snaps)
+		say_ring(dir, s[0].hi);
 	return code;
 }

@@ -20,13 +20,7 @@ struct weft_unit weft_unit_for(uint64_t max_ns)
 {
 	if (forced >= 0)
 		return units[forced];
-	if (max_ns < 100000)
-		return (struct weft_unit){"ns", 1, 0};
-	if (max_ns < 100000000)
-		return (struct weft_unit){"us", 1e3, 3};
-	if (max_ns < 100000000000ull)
-		return (struct weft_unit){"ms", 1e6, 3};
-	return (struct weft_unit){"s", 1e9, 2};
+	return units[max_ns < 100000 ? 0 : max_ns < 100000000 ? 1 : max_ns < 100000000000ull ? 2 : 3];
 }
 
 void weft_json_str(const char *s)
