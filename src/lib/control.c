@@ -156,6 +156,23 @@ int weft_control_hello(void)
 	return !strcmp(line + 6, "stopped");
 }
 
+void weft_control_bye(int wait_status)
+{
+	int fd = ctl_fd;
+	if (fd < 0 || getpid() != weft_g.pid)
+		return;
+	/* "bye N\n", formatted by hand: this runs in exit handlers and fatal signals' */
+	char line[24] = "bye ", digits[12];
+	unsigned v = (unsigned)wait_status & 0xffff, n = 0, l = 4;
+	do
+		digits[n++] = (char)('0' + v % 10);
+	while ((v /= 10) && n < sizeof(digits));
+	while (n)
+		line[l++] = digits[--n];
+	line[l++] = '\n';
+	send(fd, line, l, MSG_NOSIGNAL | MSG_DONTWAIT);
+}
+
 /* One command: 0 or -errno. */
 static int apply(const char *cmd)
 {

@@ -305,6 +305,10 @@ WEFT_HIDDEN int weft_counters_read(uint64_t *v);
 WEFT_HIDDEN int weft_control_hello(void);
 /* Once the trace runs: the control thread that applies the recorder's commands. */
 WEFT_HIDDEN void weft_control_start(void);
+/* The process ends with this wait status (an exit's, or a fatal signal's before its default
+ * action): said to weft record (`bye STATUS`), whose supervisor of a rank cannot wait for it.
+ * Async-signal-safe. */
+WEFT_HIDDEN void weft_control_bye(int wait_status);
 /* Pause or resume recording (paused: every site's events counted as disabled). */
 WEFT_HIDDEN void weft_control_pause(int paused);
 /* ---- flight.c: the flight recorder (flight=) ---- */

@@ -183,6 +183,15 @@ static void at_exit(void)
 	weft_stop();
 }
 
+#ifdef __GLIBC__
+/* exit(STATUS) or main's return: the status for weft record (control.c) */
+static void at_exit_status(int status, void *arg)
+{
+	(void)arg;
+	weft_control_bye((status & 0xff) << 8);
+}
+#endif
+
 /* Collectors' fork handlers (weft_fork_hooks_add): written once each, before count publishes
  * them (release); read by the fork handlers. */
 #define MAX_FORK_HOOKS 8
@@ -324,6 +333,9 @@ int weft_ensure_started(void)
 			if (!hooks) {
 				hooks = 1;
 				atexit(at_exit);
+#ifdef __GLIBC__
+				on_exit(at_exit_status, NULL); /* (before at_exit: in reverse order) */
+#endif
 				pthread_once(&atfork_once, register_atfork);
 			}
 		}

@@ -428,6 +428,7 @@ static void fatal_handler(int sig, siginfo_t *si, void *uc)
 	 * SIGSEGV sent with kill() or raise() (si_code <= 0: SI_USER, SI_TKILL, SI_QUEUE), would
 	 * just return: it is raised again, so the program ends exactly as it would untraced. */
 	int fault = (sig == SIGSEGV || sig == SIGBUS || sig == SIGFPE || sig == SIGILL) && si && si->si_code > 0;
+	weft_control_bye(sig); /* (no core flag: whether one is dumped is the kernel's to say) */
 	if (!fault)
 		raise(sig);
 }

@@ -16,6 +16,7 @@
  * starts would leave the others waiting in MPI_Init for it.
  */
 #include "tool/drops.h"
+#include "tool/job-endings.h"
 #include "tool/progress.h"
 #include "tool/cmd.h"
 #include "tool/record.h"
@@ -308,12 +309,15 @@ int cmd_record(int argc, char **argv)
 	/* the program, with the runtime injected, waited out (record-launch.c) */
 	struct weft_record_launch launch = {.preload = preload, .options = options, .dir = dir,
 					    .job_id = job.known ? job.id : NULL, .pypath = pypath, .gpu = gpu,
-					    .python = python};
+					    .python = python, .pmi_fd = -1,
+					    .detach = job.known && weft_record_may_detach(&job) ? &jd : NULL};
 	int status = 0;
 	if ((rc = weft_record_launch(&launch, argv + optind, &status)))
 		return rc;
-	int code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-	if (WIFSIGNALED(status)) {
+	/* a rank's supervisor (record-detach.c): the launcher has the program's status already,
+	 * this only says it, in the job's ending line */
+	int code = status < 0 ? 0 : WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+	if (status >= 0 && WIFSIGNALED(status) && !launch.supervising) { /* (a supervisor's: in that line) */
 		weft_cli_program_signal(WTERMSIG(status));
 		weft_cli_error("record", "program killed by SIG%s%s", sigabbrev_np(WTERMSIG(status)) ?
 			       sigabbrev_np(WTERMSIG(status)) : "?", WCOREDUMP(status) ? " (core dumped)" : "");
@@ -325,14 +329,22 @@ int cmd_record(int argc, char **argv)
 		return code;
 	}
 	if (job.known) { /* only the job's last recorder here converts, once every rank ended */
-		int last = weft_jobdir_leave(&jd);
+		char ending[128], words[96];
+		weft_job_ending_words(status, words, sizeof(words));
+		snprintf(ending, sizeof(ending), "%u %s\n", (unsigned)job.rank, words);
+		int last = weft_jobdir_leave(&jd, ending);
+		if (launch.supervising)
+			weft_record_release_pmi(&jd, launch.pmi_fd);
 		if (!last || !convert) {
 			weft_jobdir_close(&jd);
 			return code;
 		}
-		if (!quiet)
-			fprintf(stderr, "weft: record: job %s: rank %u ended last of %u here; converting the job's trace\n",
-				job.id, (unsigned)job.rank, jd.expect);
+		if (!quiet) {
+			char how[1024];
+			weft_jobdir_endings(dir, jd.host, how, sizeof(how));
+			fprintf(stderr, "weft: record: job %s: %s; rank %u ended last of %u here; converting the job's "
+				"trace\n", job.id, how, (unsigned)job.rank, jd.expect);
+		}
 	}
 	if (!convert && quiet)
 		return code;

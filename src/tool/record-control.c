@@ -21,6 +21,7 @@
  */
 #include "tool/record-control.h"
 #include "tool/cmd.h"
+#include "tool/record.h"
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -73,7 +74,9 @@ static struct {
 	struct conn *client; /* who asked: a client, or NULL (the FIFO, or the delay) */
 	int from_ctl;
 	int waiting, nproc, nerr, first_err;
-} R = {.ctl_fd = -1, .ack_fd = -1, .listen_fd = -1};
+	pid_t watched;   /* a supervisor's program (not its child), and the wait status its */
+	int watched_bye; /* runtime said it is ending with (`bye STATUS`), -1 none */
+} R = {.ctl_fd = -1, .ack_fd = -1, .listen_fd = -1, .watched_bye = -1};
 
 int weft_rctl_option(int opt, const char *arg)
 {
@@ -380,6 +383,9 @@ static void on_line(struct conn *c, const char *line)
 		c->kind = K_CLIENT;
 		snprintf(c->cmd, sizeof(c->cmd), "%s", line + 4);
 		c->queued = 1;
+	} else if (c->kind == K_RUNTIME && !strncmp(line, "bye ", 4)) {
+		if (R.watched && c->pid == R.watched)
+			R.watched_bye = atoi(line + 4);
 	} else if (c->kind == K_RUNTIME && c->pending) {
 		c->pending = 0;
 		if (!strncmp(line, "err ", 4)) {
@@ -458,9 +464,11 @@ static void on_ctl(void)
 		R.ctl_len = 0; /* no line in 4K: dropped */
 }
 
-void weft_rctl_wait(pid_t child, int *status)
+void weft_rctl_wait(pid_t child, int given_pidfd, int *status)
 {
-	int pidfd = (int)syscall(SYS_pidfd_open, child, 0);
+	int own = given_pidfd < 0; /* our child: waitpid tells its status */
+	int pidfd = own ? (int)syscall(SYS_pidfd_open, child, 0) : given_pidfd;
+	R.watched = own ? 0 : child;
 	long long enable_at = R.has_delay && R.delay_ms > 0 ? now_ms() + R.delay_ms : -1;
 	struct pollfd *pf = NULL;
 	int reaped = 0;
@@ -493,7 +501,17 @@ void weft_rctl_wait(pid_t child, int *status)
 		int rc = poll(pf, n, timeout);
 		if (rc < 0 && errno != EINTR)
 			break;
-		pid_t w = pidfd >= 0 && !(pf[0].revents & POLLIN) ? 0 : waitpid(child, status, WNOHANG);
+		if (!own && rc > 0 && (pf[0].revents & POLLIN)) { /* (its last lines first) */
+			for (size_t i = nc; i-- > 0;)
+				if (pf[base + i].revents & (POLLIN | POLLHUP | POLLERR))
+					on_readable(i);
+			*status = weft_record_zombie_status(child);
+			if (*status < 0)
+				*status = R.watched_bye;
+			reaped = 1;
+			break;
+		}
+		pid_t w = !own || (pidfd >= 0 && !(pf[0].revents & POLLIN)) ? 0 : waitpid(child, status, WNOHANG);
 		if (w == child) {
 			reaped = 1;
 			break;
@@ -510,8 +528,16 @@ void weft_rctl_wait(pid_t child, int *status)
 				on_readable(i);
 	}
 	free(pf);
-	while (!reaped && waitpid(child, status, 0) < 0 && errno == EINTR)
+	while (!reaped && own && waitpid(child, status, 0) < 0 && errno == EINTR)
 		; /* (out of memory, or poll failed: no control, the program is waited for) */
+	if (!reaped && !own) {
+		struct pollfd one = {.fd = pidfd, .events = POLLIN};
+		while (poll(&one, 1, -1) < 0 && errno == EINTR)
+			;
+		*status = weft_record_zombie_status(child);
+		if (*status < 0)
+			*status = R.watched_bye;
+	}
 	if (pidfd >= 0)
 		close(pidfd);
 	if (R.busy) /* the program ended before every process answered */

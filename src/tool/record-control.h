@@ -15,8 +15,10 @@ int weft_rctl_option(int opt, const char *arg);
  * --control; appends the runtime's control= key to opts. 0, or WEFT_EXIT_FAIL after saying why. */
 int weft_rctl_setup(const char *dir, char *opts, size_t n);
 /* Serves the control channel until child ends; its wait status in *status. Then closes the
- * channel (the socket is removed). */
-void weft_rctl_wait(pid_t child, int *status);
+ * channel (the socket is removed). With pidfd >= 0, child is not this process's child (a
+ * rank's supervisor, record-detach.c): pidfd tells its end, *status is what /proc says
+ * (weft_record_zombie_status), -1 if nothing. */
+void weft_rctl_wait(pid_t child, int pidfd, int *status);
 /* Removes the socket (also at exit, where weft record ends early). */
 void weft_rctl_close(void);
 

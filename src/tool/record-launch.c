@@ -108,7 +108,31 @@ int weft_record_is_setid(const char *prog)
 	return 0;
 }
 
-int weft_record_launch(const struct weft_record_launch *l, char **argv, int *status)
+/* The program's environment: the runtime injected, its settings (in the child, or in the
+ * process that becomes the program, before exec) */
+static void program_env(const struct weft_record_launch *l, const char *ld)
+{
+	const char *preload = l->preload;
+	setenv("LD_PRELOAD", ld, 1);
+	setenv("WEFT_OPTIONS", l->options, 1);
+	setenv("WEFT_SESSION", l->dir, 1);
+	if (l->job_id) /* the runtime names the job as this recorder did (hydra gives no id) */
+		setenv("WEFT_JOB_ID", l->job_id, 1);
+	if (l->pypath[0])
+		setenv("PYTHONPATH", l->pypath, 1);
+	/* CUDA's driver calls InitializeInjection of this library at cuInit (the runtime,
+	 * already preloaded, starts the collector there if it has not yet); one the user
+	 * set is left alone */
+	if (l->gpu && !getenv("CUDA_INJECTION64_PATH"))
+		setenv("CUDA_INJECTION64_PATH", preload, 1);
+	int python = l->python;
+	if (python)
+		setenv("WEFT_PYTHON", (python & PY_C_CALLS) && (python & PY_TASKS) ? "calls,c-calls,tasks"
+				      : python & PY_C_CALLS ? "calls,c-calls"
+				      : python & PY_TASKS ? "calls,tasks" : "calls", 1);
+}
+
+int weft_record_launch(struct weft_record_launch *l, char **argv, int *status)
 {
 	char ld[PATH_MAX * 3];
 	const char *preload = l->preload;
@@ -121,6 +145,24 @@ int weft_record_launch(const struct weft_record_launch *l, char **argv, int *sta
 			 old_ld ? old_ld : "");
 	else
 		snprintf(ld, sizeof(ld), "%s%s%s", preload, old_ld && *old_ld ? ":" : "", old_ld ? old_ld : "");
+
+	struct weft_detached dt;
+	int detached = l->detach ? weft_record_detach(l->detach, &dt) : -1;
+	if (detached == 1) { /* the supervisor: the program is this process's grandparent */
+		l->supervising = 1;
+		l->pmi_fd = dt.pmi_fd;
+		*status = -1;
+		weft_rctl_wait(dt.pid, dt.pidfd, status);
+		close(dt.pidfd);
+		return 0;
+	}
+	if (detached == 0) { /* this process becomes the program, as the launcher started it */
+		program_env(l, ld);
+		execvp(argv[0], argv);
+		weft_cli_error("record", "cannot run '%s': %s", argv[0], strerror(errno));
+		fflush(stderr);
+		_exit(127); /* (not exit: weft's handlers are the supervisor's) */
+	}
 
 	int pipefd[2];
 	if (pipe2(pipefd, O_CLOEXEC)) {
@@ -155,23 +197,7 @@ int weft_record_launch(const struct weft_record_launch *l, char **argv, int *sta
 		for (size_t i = 0; i < npassed; i++)
 			sigaction(passed_on[i], &inherited[i], NULL);
 		sigprocmask(SIG_SETMASK, &old_mask, NULL);
-		setenv("LD_PRELOAD", ld, 1);
-		setenv("WEFT_OPTIONS", l->options, 1);
-		setenv("WEFT_SESSION", l->dir, 1);
-		if (l->job_id) /* the runtime names the job as this recorder did (hydra gives no id) */
-			setenv("WEFT_JOB_ID", l->job_id, 1);
-		if (l->pypath[0])
-			setenv("PYTHONPATH", l->pypath, 1);
-		/* CUDA's driver calls InitializeInjection of this library at cuInit (the runtime,
-		 * already preloaded, starts the collector there if it has not yet); one the user
-		 * set is left alone */
-		if (l->gpu && !getenv("CUDA_INJECTION64_PATH"))
-			setenv("CUDA_INJECTION64_PATH", preload, 1);
-		int python = l->python;
-		if (python)
-			setenv("WEFT_PYTHON", (python & PY_C_CALLS) && (python & PY_TASKS) ? "calls,c-calls,tasks"
-					      : python & PY_C_CALLS ? "calls,c-calls"
-					      : python & PY_TASKS ? "calls,tasks" : "calls", 1);
+		program_env(l, ld);
 		execvp(argv[0], argv);
 		int e = errno;
 		ssize_t w = write(pipefd[1], &e, sizeof(e));
@@ -184,7 +210,7 @@ int weft_record_launch(const struct weft_record_launch *l, char **argv, int *sta
 	ssize_t got = read(pipefd[0], &exec_errno, sizeof(exec_errno));
 	close(pipefd[0]);
 	*status = 0;
-	weft_rctl_wait(child, status); /* serving the control channel (record-control.c) */
+	weft_rctl_wait(child, -1, status); /* serving the control channel (record-control.c) */
 	/* the program is gone: a signal now ends the conversion, the recorded data stays */
 	for (size_t i = 0; i < npassed; i++)
 		sigaction(passed_on[i], &inherited[i], NULL);

@@ -11,8 +11,10 @@
 #ifndef WEFT_TOOL_RECORD_H
 #define WEFT_TOOL_RECORD_H
 
+#include "tool/tracedir.h"
 #include <stddef.h>
 #include <stdio.h>
+#include <sys/types.h>
 
 /* ---- record-options.c ---- */
 
@@ -53,10 +55,36 @@ struct weft_record_launch {
 	const char *pypath;  /* PYTHONPATH, or "" */
 	int gpu;             /* CUDA_INJECTION64_PATH names the preload (unless set) */
 	int python;          /* PY_* bits for WEFT_PYTHON, or 0 */
+	struct weft_jobdir *detach; /* a rank's: this process becomes the program, a supervisor
+				     * waits (record-detach.c); NULL: the program is a child */
+	int supervising;     /* set: this is that supervisor (the program is not its child) */
+	int pmi_fd;          /* the supervisor's copy of Hydra's PMI connection, or -1 */
 };
 /* Runs argv[0] with argv and waits it out (serving the control channel): 0 with its wait
- * status in *status; 127 when it could not be run, WEFT_EXIT_FAIL when no process could be
- * started (both said). */
-int weft_record_launch(const struct weft_record_launch *l, char **argv, int *status);
+ * status in *status (-1 where a supervisor could not see it); 127 when it could not be run,
+ * WEFT_EXIT_FAIL when no process could be started (both said). With l->detach, the calling
+ * process execs the program (never returns but on exec's failure) and the supervisor returns. */
+int weft_record_launch(struct weft_record_launch *l, char **argv, int *status);
+
+/* ---- record-detach.c ---- */
+
+/* Should this rank's recorder leave the launcher's reach? (mpirun's Hydra and Open MPI; not
+ * in a Slurm step, whose end kills every process of the step, nor with WEFT_NO_DETACH set) */
+int weft_record_may_detach(const struct weft_job *job);
+struct weft_detached {
+	pid_t pid; /* the program (the recorder's first process) */
+	int pidfd; /* readable once it ended */
+	int pmi_fd; /* a copy of Hydra's PMI connection (PMI_FD), or -1 */
+};
+/* Forks the supervisor (a session of its own, not a child of this process, holding the job
+ * registration jd, with only weft's own descriptors and stderr): 1 in the supervisor (*out
+ * set), 0 in this process, which is now to exec the program, -1 when no supervisor could be
+ * made (nothing changed). */
+int weft_record_detach(struct weft_jobdir *jd, struct weft_detached *out);
+/* Once the program ended and the rank left the job's directory: closes the supervisor's copy
+ * of the PMI connection when no other rank of this host runs, or after at most 2 s. */
+void weft_record_release_pmi(struct weft_jobdir *jd, int fd);
+/* The wait status of pid, a zombie not ours (/proc/PID/stat), or -1. */
+int weft_record_zombie_status(pid_t pid);
 
 #endif

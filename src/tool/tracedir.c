@@ -294,14 +294,30 @@ int weft_jobdir_join(struct weft_jobdir *jd, const char *dir, const struct weft_
 	return -EBUSY;
 }
 
-int weft_jobdir_leave(struct weft_jobdir *jd)
+int weft_jobdir_handover(struct weft_jobdir *jd, pid_t pid)
+{
+	char run[sizeof(jd->run)], done[sizeof(jd->done)];
+	snprintf(run, sizeof(run), "%.*s/.weft-run-%d@%s", (int)(strlen(jd->run) - strlen(strrchr(jd->run, '/'))),
+		 jd->run, (int)pid, jd->host);
+	snprintf(done, sizeof(done), "%.*s/.weft-done-%d@%s", (int)(strlen(jd->run) - strlen(strrchr(jd->run, '/'))),
+		 jd->run, (int)pid, jd->host);
+	if (rename(jd->run, run))
+		return -errno;
+	memcpy(jd->run, run, sizeof(run));
+	memcpy(jd->done, done, sizeof(done));
+	return 0;
+}
+
+int weft_jobdir_leave(struct weft_jobdir *jd, const char *ending)
 {
 	if (jd->fd < 0)
 		return 0;
 	while (flock(jd->fd, LOCK_EX) && errno == EINTR)
 		;
-	if (rename(jd->run, jd->done))
-		write_file(jd->done, "");
+	/* the registration becomes the record of how the rank ended (written, then renamed: a
+	 * reader never sees a done file without its line) */
+	if (write_file(jd->run, ending ? ending : "") || rename(jd->run, jd->done))
+		write_file(jd->done, ending ? ending : "");
 	DIR *d = opendir(jd->dir);
 	unsigned running = 0, done_here = 0, done_all = 0;
 	struct dirent *e;
@@ -330,6 +346,24 @@ int weft_jobdir_leave(struct weft_jobdir *jd)
 		weft_jobdir_close(jd);
 	}
 	return last;
+}
+
+int weft_jobdir_running_here(const struct weft_jobdir *jd)
+{
+	int n = 0;
+	const char *slash = strrchr(jd->run, '/');
+	DIR *d = opendir(jd->dir);
+	struct dirent *e;
+	while (d && (e = readdir(d))) {
+		const char *at = strchr(e->d_name, '@');
+		int pid = atoi(e->d_name + 10);
+		if (!strncmp(e->d_name, ".weft-run-", 10) && at && !strcmp(at + 1, jd->host) &&
+		    (!slash || strcmp(e->d_name, slash + 1)) && pid > 0 && !(kill(pid, 0) && errno == ESRCH))
+			n++;
+	}
+	if (d)
+		closedir(d);
+	return n;
 }
 
 void weft_jobdir_close(struct weft_jobdir *jd)

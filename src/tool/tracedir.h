@@ -4,6 +4,7 @@
 #define WEFT_TRACEDIR_H
 #include "lib/job.h"
 #include <stddef.h>
+#include <sys/types.h>
 
 /* DIR exists: move it to DIR.old (removing an older DIR.old's weft files), like perf; then
  * create DIR. Only a trace directory is moved: anything else named DIR is the user's. 0 or
@@ -40,10 +41,18 @@ struct weft_jobdir {
 int weft_jobdir_join(struct weft_jobdir *jd, const char *dir, const struct weft_job *job, const char *host,
 		     char *why, size_t whylen);
 
-/* This recorder's program ended: 1 if none of the job's recorders in DIR still runs and it is
+/* The registration passes to process pid (a rank's recorder that goes on, out of the
+ * launcher's reach, after its first process became the program: record-detach.c): the run
+ * file is renamed to pid's, whose end is what a stale one is told by. 0 or -errno. */
+int weft_jobdir_handover(struct weft_jobdir *jd, pid_t pid);
+
+/* This recorder's program ended, as ENDING says ("RANK WORDS\n": "3 exit status 1"; kept in
+ * the done file for weft_jobdir_endings): 1 if none of the job's recorders in DIR still runs and it is
  * the last of those on this host, or of the whole job, to end (then DIR stays locked until
  * weft_jobdir_close: convert it), 0 if others still run or have not registered yet. */
-int weft_jobdir_leave(struct weft_jobdir *jd);
+int weft_jobdir_leave(struct weft_jobdir *jd, const char *ending);
 void weft_jobdir_close(struct weft_jobdir *jd);
+/* How many other recorders of this host in DIR still run (their process alive). */
+int weft_jobdir_running_here(const struct weft_jobdir *jd);
 
 #endif
