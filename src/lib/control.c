@@ -23,6 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/un.h>
 #include <unistd.h>
 
@@ -159,7 +160,8 @@ int weft_control_hello(void)
 void weft_control_bye(int wait_status)
 {
 	int fd = ctl_fd;
-	if (fd < 0 || getpid() != weft_g.pid)
+	struct stat st; /* still weft's socket, not a file of the program's under its number */
+	if (fd < 0 || getpid() != weft_g.pid || fstat(fd, &st) || st.st_dev != ctl_file.dev || st.st_ino != ctl_file.ino)
 		return;
 	/* "bye N\n", formatted by hand: this runs in exit handlers and fatal signals' */
 	char line[24] = "bye ", digits[12];
