@@ -334,7 +334,7 @@ int cmd_record(int argc, char **argv)
 		snprintf(ending, sizeof(ending), "%u %s\n", (unsigned)job.rank, words);
 		int last = weft_jobdir_leave(&jd, ending);
 		if (launch.supervising)
-			weft_record_release_pmi(&jd, launch.pmi_fd);
+			weft_record_let_go(&jd, launch.pmi_fd);
 		if (!last || !convert) {
 			weft_jobdir_close(&jd);
 			return code;

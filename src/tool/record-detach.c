@@ -9,7 +9,7 @@
  * after forking the supervisor: in a session of its own (out of the launcher's killpg and the
  * terminal's Ctrl-C), not a child of the program (a double fork: a program that waits for
  * every child never waits for it), keeping only the descriptors weft opened for itself
- * (close-on-exec) and stderr. It serves the control socket, waits for the program's end (a
+ * (close-on-exec), stdout and stderr (the launcher's pipes) and Hydra's PMI socket. It serves the control socket, waits for the program's end (a
  * pidfd), records the rank's ending in the job's directory, and converts when last.
  *
  * The program's wait status belongs to its parent, the launcher; the supervisor reads it
@@ -42,7 +42,8 @@ int weft_record_may_detach(const struct weft_job *job)
 
 /* Everything the program was meant to inherit (the launcher's pipes, its PMI socket): not
  * close-on-exec. The supervisor keeps what weft opened for itself, stderr for its lines, and
- * a copy of Hydra's PMI socket (PMI_FD; weft_record_release_pmi). Returns that copy, or -1. */
+ * copies of stdout and Hydra's PMI socket (PMI_FD) until weft_record_let_go. Returns the
+ * PMI socket's copy, or -1. */
 static int drop_inherited(void)
 {
 	const char *pmi = getenv("PMI_FD");
@@ -64,27 +65,32 @@ static int drop_inherited(void)
 	int null = open("/dev/null", O_RDWR | O_CLOEXEC);
 	if (null >= 0) {
 		dup2(null, 0);
-		dup2(null, 1);
 		close(null);
 	}
 	return pmi_fd;
 }
 
 /* Hydra ends every rank still running (SIGKILL to its process group) once one rank's PMI
- * connection closes before MPI_Finalize; untraced, each rank's closes as it dies. Traced, a
- * rank that ends on a signal first finishes its trace, and the rank that finished first would
- * get the others killed in the middle of theirs (Ctrl-C: the job's status 2|9, half the
- * trace). So the supervisor's copy keeps the connection open until no other rank of this host
+ * connection closes before MPI_Finalize, or once mpiexec hears of one rank's bad end (the
+ * proxy reaps a rank when its stdout closed); untraced, each rank's close as it dies. Traced,
+ * a rank that ends on a signal first finishes its trace, and the rank that finished first
+ * would get the others killed in the middle of theirs (Ctrl-C: the job's status 2|9, half
+ * the trace). So the supervisor keeps copies of both, open until no other rank of this host
  * runs, for at most WEFT_PMI_HOLD_MS: ranks ending together all finish; a rank that failed
  * alone gets the others ended that much later than untraced. */
 #define WEFT_PMI_HOLD_MS 2000
-void weft_record_release_pmi(struct weft_jobdir *jd, int fd)
+void weft_record_let_go(struct weft_jobdir *jd, int fd)
 {
-	if (fd < 0)
-		return;
-	for (int waited = 0; waited < WEFT_PMI_HOLD_MS && weft_jobdir_running_here(jd) > 0; waited += 10)
-		usleep(10000);
-	close(fd);
+	if (fd >= 0)
+		for (int waited = 0; waited < WEFT_PMI_HOLD_MS && weft_jobdir_running_here(jd) > 0; waited += 10)
+			usleep(10000);
+	if (fd >= 0)
+		close(fd);
+	int null = open("/dev/null", O_WRONLY | O_CLOEXEC); /* stdout's copy: the launcher's end */
+	if (null >= 0) {
+		dup2(null, 1);
+		close(null);
+	}
 }
 
 int weft_record_detach(struct weft_jobdir *jd, struct weft_detached *out)

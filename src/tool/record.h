@@ -81,9 +81,10 @@ struct weft_detached {
  * set), 0 in this process, which is now to exec the program, -1 when no supervisor could be
  * made (nothing changed). */
 int weft_record_detach(struct weft_jobdir *jd, struct weft_detached *out);
-/* Once the program ended and the rank left the job's directory: closes the supervisor's copy
- * of the PMI connection when no other rank of this host runs, or after at most 2 s. */
-void weft_record_release_pmi(struct weft_jobdir *jd, int fd);
+/* Once the program ended and the rank left the job's directory: closes the supervisor's copies
+ * of the launcher's stdout pipe and PMI connection (fd, or -1) when no other rank of this host
+ * runs, or after at most 2 s. */
+void weft_record_let_go(struct weft_jobdir *jd, int fd);
 /* The wait status of pid, a zombie not ours (/proc/PID/stat), or -1. */
 int weft_record_zombie_status(pid_t pid);
 
