@@ -162,11 +162,40 @@ static void number_images(struct weft_trace *t)
 	free(ix);
 }
 
+static int cmp_u32(const void *a, const void *b)
+{
+	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+	return (x > y) - (x < y);
+}
+
+/* A process that has a rank from its launcher's environment but never called MPI_Init, where
+ * another process of that rank did: it only carried the environment down to the rank's MPI
+ * program (mpirun -np 2 ./wrapper.sh ./app: the shell, unshare), and is not named as the rank.
+ * In a job without MPI every process of a rank keeps its name. */
+static void mark_rank_carriers(struct weft_trace *t)
+{
+	uint32_t *ranks = malloc((t->nprocs + 1) * sizeof(*ranks));
+	size_t n = 0;
+	if (!ranks)
+		return;
+	for (size_t i = 0; i < t->nprocs; i++)
+		if (t->procs[i].has_mpi && weft_proc_rank(&t->procs[i]) != WEFT_RANK_NONE)
+			ranks[n++] = weft_proc_rank(&t->procs[i]);
+	qsort(ranks, n, sizeof(*ranks), cmp_u32);
+	for (size_t i = 0; n && i < t->nprocs; i++) {
+		struct weft_proc *p = &t->procs[i];
+		p->rank_carrier = p->has_job && !p->has_mpi && p->job_rank != WEFT_RANK_NONE &&
+				  bsearch(&p->job_rank, ranks, n, sizeof(*ranks), cmp_u32);
+	}
+	free(ranks);
+}
+
 static int finish(struct weft_trace *t, const struct weft_window_req *win, char *err, size_t errlen)
 {
 	uint64_t *buf = NULL;
 	size_t cap = 0;
 	number_images(t);
+	mark_rank_carriers(t);
 	t->first_ns = UINT64_MAX;
 	t->last_ns = 0;
 	for (size_t i = 0; i < t->nprocs; i++) {

@@ -183,6 +183,8 @@ struct weft_proc {
 	uint32_t job_rank, job_size, job_local_rank, job_local_size; /* WEFT_RANK_NONE / 0: unknown */
 	char *job_id, *job_launcher;
 	int has_mpi;
+	int rank_carrier; /* has_job, no MPI, while a process of its rank has: a wrapper that only
+			   * carried the rank's environment (a shell, unshare), not named as the rank */
 	uint32_t mpi_rank, mpi_size, mpi_flavor, mpi_flags;
 	uint64_t mpi_calls, mpi_sent, mpi_received, mpi_undrawn;
 	char *mpi_library;

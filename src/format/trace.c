@@ -265,7 +265,7 @@ uint32_t weft_proc_rank(const struct weft_proc *p)
 {
 	if (p->has_mpi && p->mpi_rank != WEFT_RANK_NONE)
 		return p->mpi_rank;
-	if (p->has_job)
+	if (p->has_job && !p->rank_carrier)
 		return p->job_rank;
 	return WEFT_RANK_NONE;
 }

@@ -252,6 +252,30 @@ class TwoHosts(JobTest):
     def test_openmpi(self):
         self.two_hosts(OMPI, "openmpi")
 
+    def test_one_recorder_mpich(self):
+        """issue 28 item 4: `weft record -o D -- mpirun -np 2 ./app : -np 2 hostB.sh ./app`, one
+        recorder around the launcher: ranks 2-3 on nodeB, aligned, and the wrappers that carried
+        their environment (sh, unshare, hostname) not named as the ranks"""
+        if not have("mpirun.mpich"):
+            self.skipTest("mpirun.mpich not installed")
+        app = self.app("mpich")
+        data = os.path.join(self.tmp, "D")
+        run([WEFT, "record", "-q", "-o", data, "--", "mpirun.mpich", "-np", "2", app, ":", "-np", "2", HOST_B, app],
+            cwd=self.tmp, timeout=120)
+        named, = self.tp(os.path.join(data, "trace.pftrace"),
+                         "select name from process where name like '% rank %' order by name")
+        here = os.uname().nodename
+        self.assertEqual([r["name"] for r in named],
+                         [f"{os.path.basename(app)} rank {r} ({h})"
+                          for r, h in ((0, here), (1, here), (2, "nodeB"), (3, "nodeB"))])
+        info = run([WEFT, "info", data]).stdout
+        self.assertRegex(info, rf"  host {re.escape(here)}: processes [^\n]*\(rank 0\), \d+ \(rank 1\)(, \d+)+\n")
+        self.assertNotRegex(info, rf"  host {re.escape(here)}: [^\n]*rank [23]")
+        m = re.search(r"  host nodeB: processes \d+ \(rank 2\), \d+ \(rank 3\)\n"
+                      r"    clock: offset ([-+]\d+) ns", info)
+        self.assertTrue(m, info)
+        self.assertLess(abs(int(m.group(1)) + AHEAD_S * 10**9), 100_000, info)
+
     def test_mpich(self):
         self.two_hosts(MPICH, "mpich")
 
