@@ -36,6 +36,7 @@ void weft_config_defaults(struct weft_config *c)
 	snprintf(c->nvml_lib, sizeof(c->nvml_lib), "libnvidia-ml.so.1");
 	c->gpu_buffer_size = 8u << 20;
 	c->mpi = 1;
+	c->mpi_sync = 1;
 	c->max_snapshots = 16;
 }
 
@@ -355,6 +356,7 @@ SETTER(set_gpu_buffer_size)
 	return 0;
 }
 SETTER(set_mpi) { return parse_int(v, 0, 1, &c->mpi); }
+SETTER(set_mpi_sync) { return parse_int(v, 0, 1, &c->mpi_sync); }
 /* control=: an absolute path (weft record's control socket, record-control.c) */
 SETTER(set_control) { return *v == '/' || !*v ? set_str(c->control, sizeof(c->control), v) : -EINVAL; }
 SETTER(set_counters)
@@ -536,6 +538,7 @@ static const struct {
 	{"gpu_buffer_size", set_gpu_buffer_size, "a size from 64K to 256M: each CUPTI activity buffer (default 8M)"},
 	{"host", set_host, "the host name to record (default: the hostname)"},
 	{"mpi", set_mpi, "0 or 1 (MPI calls and messages, where libweft-mpi.so is loaded; default 1)"},
+	{"mpi_sync", set_mpi_sync, "0 or 1 (each rank's clock offset measured over MPI at MPI_Init and MPI_Finalize, with every rank of the job; 0 where some ranks run without weft; default 1)"},
 	{"control", set_control, "the absolute path of weft record's control socket (set by weft record: enable, disable, snapshot, stop reach this process through it)"},
 	{"flight", set_flight, "0 or SIZE[,AGE][,noexit]: keep the last SIZE (1M to 64G) of events in memory, at least AGE of time where SIZE allows, written only by a snapshot (flight recorder)"},
 	{"switch_output", set_switch_output, "0, a size from 256K to 16G (K/M/G) or a time from 1ms (s, m, h): the trace as consecutive parts DIR/part-N, each a trace directory"},

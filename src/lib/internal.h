@@ -75,6 +75,7 @@ struct weft_config {
 	char cupti_lib[512];       /* what dlopen loads for CUPTI ("": searched, collect/cupti.c) */
 	uint64_t gpu_buffer_size;  /* bytes of each CUPTI activity buffer */
 	int mpi;                   /* mpi=0: libweft-mpi.so passes MPI calls through unrecorded (default 1) */
+	int mpi_sync;              /* mpi_sync=0: no clock sync over MPI (src/mpi/clocksync.c; default 1) */
 	char control[512]; /* control=: weft record's control socket (control.c; "": none) */
 	uint64_t flight_size;   /* flight=: the flight recorder's ring per process (0: off; flight.c) */
 	uint64_t flight_age_ns; /* ... time it keeps at least, where flight_size allows (0: no aim) */

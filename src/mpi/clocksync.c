@@ -25,6 +25,8 @@
  * (weft info prints it).
  */
 #include "mpi-internal.h"
+#include <dlfcn.h>
+#include <stdio.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -34,6 +36,7 @@
 #define EXTRA_NS 100000000 /* more rounds with a peer only within 100 ms of its first */
 #define SPIN_NS 50000      /* a wait polls this long, then sleeps between polls */
 #define NAP_NS 50000
+#define SAY_NS 10000000000ull /* the duplication waits this long: say why it may be waiting */
 #define TAG 0x5746 /* "WF"; + phase: a late message never matches the other phase */
 
 static mh priv; /* the private communicator; written at phase 0, freed after phase 1 */
@@ -50,9 +53,25 @@ typedef int (*irecv_t)(void *, int, mh, int, int, mh, void *);
 typedef int (*ibarrier_t)(mh, void *);
 typedef int (*test_t)(void *, int *, void *);
 
+/* What a rank says when the private communicator's duplication (every rank of the job takes
+ * part) has not completed after SAY_NS: some ranks may never come (started without weft). */
+static void say_waiting(void)
+{
+	char line[512];
+	int n = snprintf(line, sizeof(line),
+			 "weft: rank %d (pid %d): waiting %d s in weft's clock sync at MPI_Init for the job's other "
+			 "ranks: a rank started without weft (an MPMD part) never joins it; give the traced ranks "
+			 "--options mpi_sync=0 (WEFT_OPTIONS=mpi_sync=0)\n",
+			 mpi_st.world_rank, (int)getpid(), (int)(SAY_NS / 1000000000ull));
+	if (n > 0) {
+		ssize_t w = write(2, line, (size_t)n < sizeof(line) ? (size_t)n : sizeof(line) - 1);
+		(void)w;
+	}
+}
+
 /* Waits for request *req (its handle in a word: MPICH writes 4 bytes of it); with `nap`
- * without keeping a CPU busy past SPIN_NS. */
-static int patient(test_t test, uintptr_t *req, int nap)
+ * without keeping a CPU busy past SPIN_NS; with `say`, say_waiting() once past SAY_NS. */
+static int patient(test_t test, uintptr_t *req, int nap, int say)
 {
 	uint64_t t0 = boot_ns();
 	for (;;) {
@@ -61,6 +80,10 @@ static int patient(test_t test, uintptr_t *req, int nap)
 			return -1;
 		if (flag)
 			return 0;
+		if (say && boot_ns() - t0 > SAY_NS) {
+			say_waiting();
+			say = 0;
+		}
 		if (nap && boot_ns() - t0 > SPIN_NS) {
 			struct timespec ts = {0, NAP_NS};
 			nanosleep(&ts, NULL);
@@ -92,14 +115,22 @@ void mpi_clock_sync(int phase)
 	recv_t rcv = (recv_t)mpi_sym("PMPI_Recv");
 	dup_t dup = (dup_t)mpi_sym("PMPI_Comm_dup");
 	free_t cfree = (free_t)mpi_sym("PMPI_Comm_free");
+	typedef int (*idup_t)(mh, void *, void *);
+	idup_t idup = (idup_t)mpi_sym("PMPI_Comm_idup");
+	int (*sync_option)(void) = (int (*)(void))dlsym(RTLD_DEFAULT, "weft__mpi_sync_option");
 	/* Every rank of the job must take part, or the collective dup below waits for the missing
-	 * ones: so the measurement runs wherever the weft runtime is (mpi=0 too), and a job whose
-	 * ranks do not all run under weft is not supported (docs/mpi.md). */
-	if (!mpi_runtime() || !snd || !rcv || !dup || !cfree || mpi_st.world_size < 1 || mpi_st.world_rank < 0)
+	 * ones: so the measurement runs wherever the weft runtime is (mpi=0 too); in a job whose
+	 * ranks do not all run under weft, mpi_sync=0 leaves it out (said after SAY_NS of waiting:
+	 * docs/mpi.md) */
+	if (!mpi_runtime() || !snd || !rcv || !dup || !cfree || mpi_st.world_size < 1 || mpi_st.world_rank < 0 ||
+	    (sync_option && !sync_option()))
 		return;
 	if (phase == 0) {
-		uintptr_t h = 0;
-		if (dup(mpi_abi.comm_world, &h))
+		uintptr_t h = 0, req = 0;
+		if (idup && test && !idup(mpi_abi.comm_world, &h, &req)) {
+			if (patient(test, &req, 1, 1))
+				return;
+		} else if (dup(mpi_abi.comm_world, &h))
 			return;
 		priv = mh_load(&h, 0);
 		have_priv = 1;
@@ -113,7 +144,7 @@ void mpi_clock_sync(int phase)
 	do {                                                                                         \
 		uintptr_t req_ = 0;                                                                  \
 		if (irecv && test && !irecv((buf), (len), mpi_abi.byte, (src), tag, priv, &req_))    \
-			patient(test, &req_, (nap));                                                 \
+			patient(test, &req_, (nap), 0);                                                 \
 		else                                                                                 \
 			rcv((buf), (len), mpi_abi.byte, (src), tag, priv, ign);                      \
 	} while (0)
@@ -160,7 +191,7 @@ void mpi_clock_sync(int phase)
 	res.host[sizeof(res.host) - 1] = 0;
 	uintptr_t breq = 0; /* every rank leaves together (see above) */
 	if (ibar && test && !ibar(priv, &breq))
-		patient(test, &breq, 1);
+		patient(test, &breq, 1, 0);
 	else if (bar)
 		bar(priv);
 	uint64_t took = (boot_ns() - began) / 1000;

@@ -13,6 +13,13 @@ __attribute__((visibility("default"))) int weft__mpi_option(void)
 	return weft_cfg.mpi;
 }
 
+/* mpi_sync= as configured: 0, no clock sync over MPI (a job where some ranks run without weft,
+ * which would never join it) */
+__attribute__((visibility("default"))) int weft__mpi_sync_option(void)
+{
+	return weft_cfg.mpi_sync;
+}
+
 /* One metadata record of `type` (two parts, either may be empty); thread-safe, not
  * async-signal-safe (the metadata lock). */
 __attribute__((visibility("default"))) void weft__meta_put(unsigned type, const void *a, size_t alen,

@@ -335,13 +335,20 @@ int cmd_record(int argc, char **argv)
 		int last = weft_jobdir_leave(&jd, ending);
 		if (launch.supervising)
 			weft_record_let_go(&jd, launch.pmi_fd);
+		/* none runs, fewer ended than started: ranks that run without weft (an MPMD part),
+		 * or ones not started yet; 2 s without another is taken to mean the former */
+		for (int waited = 0; last == 2 && convert && waited < 2000; waited += 100)
+			usleep(100000);
+		int partial = last == 2;
+		if (partial)
+			last = convert && weft_jobdir_claim(&jd);
 		if (!last || !convert) {
 			weft_jobdir_close(&jd);
 			return code;
 		}
 		if (!quiet) {
 			char how[1024];
-			weft_jobdir_endings(dir, jd.host, how, sizeof(how));
+			weft_jobdir_endings(dir, jd.host, partial ? job.size : 0, how, sizeof(how));
 			fprintf(stderr, "weft: record: job %s: %s; rank %u ended last of %u here; converting the job's "
 				"trace\n", job.id, how, (unsigned)job.rank, jd.expect);
 		}

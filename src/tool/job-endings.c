@@ -54,7 +54,40 @@ static void put(char *out, size_t n, size_t *len, const char *s)
 	*len += l;
 }
 
-void weft_jobdir_endings(const char *dir, const char *host, char *out, size_t n)
+/* the ranks below size missing from e[0..ne) (sorted by rank), as ranges */
+static void put_missing(const struct ending *e, size_t ne, unsigned size, char *out, size_t n, size_t *len)
+{
+	char *seen = calloc(size ? size : 1, 1);
+	unsigned missing = 0;
+	if (!seen)
+		return;
+	for (size_t i = 0; i < ne; i++)
+		if (e[i].rank >= 0 && (unsigned long)e[i].rank < size)
+			seen[e[i].rank] = 1;
+	for (unsigned r = 0; r < size; r++)
+		missing += !seen[r];
+	if (missing) {
+		char buf[64];
+		put(out, n, len, *len ? ", " : "");
+		put(out, n, len, missing > 1 ? "ranks " : "rank ");
+		for (unsigned r = 0, k = 0; r < size; r++) {
+			if (seen[r] || (r > 0 && !seen[r - 1]))
+				continue;
+			unsigned end = r;
+			while (end + 1 < size && !seen[end + 1])
+				end++;
+			if (end > r)
+				snprintf(buf, sizeof(buf), "%s%u-%u", k++ ? "," : "", r, end);
+			else
+				snprintf(buf, sizeof(buf), "%s%u", k++ ? "," : "", r);
+			put(out, n, len, buf);
+		}
+		put(out, n, len, " not run under weft");
+	}
+	free(seen);
+}
+
+void weft_jobdir_endings(const char *dir, const char *host, unsigned size, char *out, size_t n)
 {
 	out[0] = 0;
 	struct ending *e = NULL;
@@ -134,6 +167,7 @@ void weft_jobdir_endings(const char *dir, const char *host, char *out, size_t n)
 			 gone == 1 ? "" : "s");
 		put(out, n, &len, buf);
 	}
+	put_missing(e, ne, size, out, n, &len);
 	free(first);
 	free(e);
 }

@@ -13,8 +13,9 @@ void weft_job_ending_words(int status, char *out, size_t n);
 
 /* How the job's ranks in DIR ended, from the done files: "ranks 0-2 exit status 0, rank 3
  * killed by SIGKILL" (ranks with the same ending together, in rank order; "..." past n),
- * and "N recorders gone without a word" for run files of this host whose process is dead. ""
- * when there are none. */
-void weft_jobdir_endings(const char *dir, const char *host, char *out, size_t n);
+ * "N recorders gone without a word" for run files of this host whose process is dead, and
+ * with the job's size (0 unknown) the ranks that never registered: "ranks 2-3 not run under
+ * weft". "" when there are none. */
+void weft_jobdir_endings(const char *dir, const char *host, unsigned size, char *out, size_t n);
 
 #endif

@@ -345,7 +345,38 @@ int weft_jobdir_leave(struct weft_jobdir *jd, const char *ending)
 		flock(jd->fd, LOCK_UN);
 		weft_jobdir_close(jd);
 	}
-	return last;
+	jd->done_seen = done_all;
+	return last ? 1 : running ? 0 : 2;
+}
+
+int weft_jobdir_claim(struct weft_jobdir *jd)
+{
+	int fd = open(jd->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	while (flock(fd, LOCK_EX) && errno == EINTR)
+		;
+	unsigned running = 0, done_all = 0;
+	int claimed = 0;
+	char mark[300];
+	snprintf(mark, sizeof(mark), ".weft-claimed@%s", jd->host);
+	DIR *d = opendir(jd->dir);
+	struct dirent *e;
+	while (d && (e = readdir(d))) {
+		running += !strncmp(e->d_name, ".weft-run-", 10);
+		done_all += !strncmp(e->d_name, ".weft-done-", 11);
+		claimed |= !strcmp(e->d_name, mark);
+	}
+	if (d)
+		closedir(d);
+	char path[sizeof(jd->dir) + 320];
+	snprintf(path, sizeof(path), "%s/%s", jd->dir, mark);
+	if (running || claimed || done_all != jd->done_seen || write_file(path, "")) {
+		close(fd); /* (a recorder that came since, or one that claimed first, converts) */
+		return 0;
+	}
+	jd->fd = fd;
+	return 1;
 }
 
 int weft_jobdir_running_here(const struct weft_jobdir *jd)

@@ -33,6 +33,7 @@ struct weft_jobdir {
 	char host[256];  /* the host part of those names */
 	unsigned expect; /* recorders of the job on this host (the launcher's local size; 0 unknown) */
 	unsigned size;   /* recorders of the whole job (0 unknown) */
+	unsigned done_seen; /* the job's done files at weft_jobdir_leave */
 };
 
 /* Joins the job's directory DIR: the first recorder of a new job moves an earlier run's DIR to
@@ -49,8 +50,13 @@ int weft_jobdir_handover(struct weft_jobdir *jd, pid_t pid);
 /* This recorder's program ended, as ENDING says ("RANK WORDS\n": "3 exit status 1"; kept in
  * the done file for weft_jobdir_endings): 1 if none of the job's recorders in DIR still runs and it is
  * the last of those on this host, or of the whole job, to end (then DIR stays locked until
- * weft_jobdir_close: convert it), 0 if others still run or have not registered yet. */
+ * weft_jobdir_close: convert it), 0 if others still run, 2 if none runs but fewer ended than
+ * the launcher started (others not registered yet, or never: weft_jobdir_claim). */
 int weft_jobdir_leave(struct weft_jobdir *jd, const char *ending);
+/* After weft_jobdir_leave said 2 (no recorder runs, but fewer ended than the launcher
+ * started: ranks run without weft, an MPMD part) and a while passed: 1 with DIR locked if
+ * still none runs, none ended since and no other recorder claimed it (convert), else 0. */
+int weft_jobdir_claim(struct weft_jobdir *jd);
 void weft_jobdir_close(struct weft_jobdir *jd);
 /* How many other recorders of this host in DIR still run (their process alive). */
 int weft_jobdir_running_here(const struct weft_jobdir *jd);

