@@ -28,12 +28,12 @@
 #define JOB_MARK ".weft-job"
 
 /* weft's own names in a trace directory: its data, the conversion (and one cut short,
- * outfile.c's temporary), the job's mark and registrations, a recorder's control socket */
+ * outfile.c's temporary), the job's mark, registrations and claim, a recorder's control socket */
 static int is_weft_name(const char *n)
 {
 	return !strcmp(n, "trace.pftrace") || !strncmp(n, ".trace.pftrace.weft-", 20) || weft_is_trace_file(n) ||
 	       !strcmp(n, JOB_MARK) || !strncmp(n, ".weft-run-", 10) || !strncmp(n, ".weft-done-", 11) ||
-	       !strncmp(n, ".control.", 9);
+	       !strncmp(n, ".weft-claimed@", 14) || !strncmp(n, ".control.", 9);
 }
 
 /* A trace directory weft writes inside one: the flight recorder's snapshot-N, --switch-output's

@@ -277,10 +277,12 @@ class Race(JobCase):
 
     def test_killed_recorder_not_waited_for(self):
         """a recorder killed with SIGKILL (its registration stays) does not keep the job's last
-        recorder from converting"""
+        recorder from converting. (WEFT_NO_DETACH: the recorder stays the program's parent, as
+        under Slurm; under mpirun the supervisor, in a session of its own, survives the kill and
+        says how the rank ended: test_mpi_failing.py)"""
         d, app = self.fresh("D"), build("plain")
         env = dict(os.environ, OMPI_COMM_WORLD_SIZE="2", OMPI_COMM_WORLD_LOCAL_SIZE="2",
-                   OMPI_MCA_ess_base_jobid="killed")
+                   OMPI_MCA_ess_base_jobid="killed", WEFT_NO_DETACH="1")
         victim = subprocess.Popen([WEFT, "record", "-o", d, "--", "sleep", "30"], cwd=TMP,
                                   env=dict(env, OMPI_COMM_WORLD_RANK="0", OMPI_COMM_WORLD_LOCAL_RANK="0"),
                                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
