@@ -252,9 +252,12 @@ static int finish(struct weft_trace *t, const struct weft_window_req *win, char 
 		if (p->write_errno) {
 			/* the runtime said so: those chunks were never written, and counted as dropped */
 		} else if (missing_chunks) {
-			weft_trace_warn(t, "process %d: %llu chunks missing (first in thread %u): the events files "
-				    "were cut or deleted; their events are not in the trace", p->pid,
-				    (unsigned long long)missing_chunks, missing_tid);
+			/* indexed before their frames were written: a process that never finished its
+			 * trace (killed: SIGKILL, a launcher's) ended in between */
+			weft_trace_warn(t, "process %d: %llu chunks missing (first in thread %u): %s; their events are "
+				    "not in the trace", p->pid, (unsigned long long)missing_chunks, missing_tid,
+				    p->finished ? "the events files were cut or deleted"
+						: "the process ended while writing them, without finishing its trace (killed?)");
 		} else if (p->finished && p->fin[0] > events_read) {
 			weft_trace_warn(t, "process %d: %llu of %llu recorded events missing: an events file was "
 				    "cut or deleted", p->pid, (unsigned long long)(p->fin[0] - events_read),

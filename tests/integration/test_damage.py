@@ -85,6 +85,23 @@ class Damage(TraceTest):
         pf, _ = self.convert(out, "k.pftrace")
         self.protoc_decode(pf)
         self.tp_no_errors(pf)
+        # killed while one writer still wrote a chunk that came before another's (one frame
+        # cut out here): missing, and said to be the kill's doing, not a cut or deleted file
+        ev = max(glob.glob(out + "/*.wevents"), key=os.path.getsize)
+        with open(ev, "rb") as f:
+            d = f.read()
+        off, frames = 32, []
+        while off + 40 <= len(d):
+            stored = struct.unpack_from("<IIIII", d, off)[4]
+            frames.append((off, 40 + stored))
+            off += 40 + stored
+        cut = frames[len(frames) // 2]
+        with open(ev, "wb") as f:
+            f.write(d[:cut[0]] + d[cut[0] + cut[1]:])
+        _, p = self.convert(out, "k2.pftrace")
+        self.assertRegex(p.stderr, r"warning: process \d+: \d+ chunks missing \(first in thread \d+\): the process "
+                                   r"ended while writing them, without finishing its trace \(killed\?\); their events "
+                                   r"are not in the trace")
 
 
 def fnv1a(data):
