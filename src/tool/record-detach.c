@@ -50,18 +50,21 @@ static int drop_inherited(void)
 	int pmi_fd = pmi && *pmi ? atoi(pmi) : -1;
 	if (pmi_fd <= 2 || fcntl(pmi_fd, F_GETFD) < 0)
 		pmi_fd = -1;
-	int keep[1024], nclose = 0;
-	DIR *d = opendir("/proc/self/fd");
-	struct dirent *e;
-	while (d && (e = readdir(d)) && nclose < (int)(sizeof(keep) / sizeof(keep[0]))) {
-		int fd = atoi(e->d_name);
-		if (fd > 2 && fd != dirfd(d) && fd != pmi_fd && !(fcntl(fd, F_GETFD) & FD_CLOEXEC))
-			keep[nclose++] = fd;
-	}
-	if (d)
-		closedir(d);
-	for (int i = 0; i < nclose; i++)
-		close(keep[i]);
+	int shut[256], nshut;
+	do { /* in rounds of 256, until a scan finds none left */
+		nshut = 0;
+		DIR *d = opendir("/proc/self/fd");
+		struct dirent *e;
+		while (d && (e = readdir(d)) && nshut < (int)(sizeof(shut) / sizeof(shut[0]))) {
+			int fd = atoi(e->d_name);
+			if (fd > 2 && fd != dirfd(d) && fd != pmi_fd && !(fcntl(fd, F_GETFD) & FD_CLOEXEC))
+				shut[nshut++] = fd;
+		}
+		if (d)
+			closedir(d);
+		for (int i = 0; i < nshut; i++)
+			close(shut[i]);
+	} while (nshut > 0);
 	int null = open("/dev/null", O_RDWR | O_CLOEXEC);
 	if (null >= 0) {
 		dup2(null, 0);
