@@ -22,7 +22,9 @@ void weft_job_ending_words(int status, char *out, size_t n)
 		const char *abbrev = sigabbrev_np(WTERMSIG(status));
 		char num[16];
 		snprintf(num, sizeof(num), "%d", WTERMSIG(status));
-		snprintf(out, n, "killed by SIG%s%s", abbrev ? abbrev : num, WCOREDUMP(status) ? " (core dumped)" : "");
+		/* (SIGKILL: no handler of weft's ran, the events still in memory are gone) */
+		snprintf(out, n, "killed by SIG%s%s", abbrev ? abbrev : num,
+			 WCOREDUMP(status) ? " (core dumped)" : WTERMSIG(status) == SIGKILL ? " (its unwritten events lost)" : "");
 	} else
 		snprintf(out, n, "ended (status %#x)", (unsigned)status);
 }

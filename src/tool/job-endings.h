@@ -7,7 +7,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* A wait status (or -1: not known) in words: "exit status 1", "killed by SIGKILL",
+/* A wait status (or -1: not known) in words: "exit status 1", "killed by SIGKILL (its
+ * unwritten events lost)",
  * "killed by SIGSEGV (core dumped)", "ended (status not seen)". */
 void weft_job_ending_words(int status, char *out, size_t n);
 
