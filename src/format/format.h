@@ -95,7 +95,7 @@ enum weft_meta_type {
 	WEFT_M_PROCESS_NAME = 8, /* name\0 */
 	WEFT_M_FINISH = 9,  /* u64 events, dropped, after_stop, bytes_raw, bytes_written, chunks, end_ns */
 	WEFT_M_CLOCK_SOURCE = 10, /* u32 kind (0 ns, 1 x86 tsc, 2 arm64 cntvct), u32 0, u64 nominal_hz */
-	WEFT_M_MAPS = 11,   /* u64 ticks, then the text of /proc/self/maps (at start, after dlopen/dlclose) */
+	WEFT_M_MAPS = 11,   /* u64 ticks, then lines of /proc/self/maps: at start whole, after a dlopen the new ones */
 	WEFT_M_FUNC_FILTER = 12, /* u64 functions filtered out by -D/-t (intentional, not drops) */
 	WEFT_M_OVERHEAD = 13, /* u64 CPU ns used by writer threads, u64 slow paths taken (at stop) */
 	WEFT_M_WRITE_FAILED = 14, /* u32 errno, u32 0: writing events failed; later chunks dropped */

@@ -310,6 +310,10 @@ WEFT_HIDDEN void weft_control_start(void);
  * action): said to weft record (`bye STATUS`), whose supervisor of a rank cannot wait for it.
  * Async-signal-safe. */
 WEFT_HIDDEN void weft_control_bye(int wait_status);
+/* preload/maps.c: the lines of /proc/self/maps this process image has not written yet, as a
+ * MAPS record (at start, after dlopen); in a fork child, the whole map again */
+WEFT_HIDDEN void weft_maps_record(void);
+WEFT_HIDDEN void weft_maps_fork_child(void);
 /* Pause or resume recording (paused: every site's events counted as disabled). */
 WEFT_HIDDEN void weft_control_pause(int paused);
 /* ---- flight.c: the flight recorder (flight=) ---- */

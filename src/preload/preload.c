@@ -200,45 +200,6 @@ EXPORT NOINST void __cyg_profile_func_exit(void *fn, void *site)
 	weft__slice(func_hdr(WEFT_R_FUNC_EXIT, fn));
 }
 
-/* The memory map as a MAPS metadata record: where each library's code lies. */
-static void record_maps_locked(void);
-static void record_maps(void)
-{
-	weft_in_runtime++; /* its own allocations are not the program's */
-	record_maps_locked();
-	weft_in_runtime--;
-}
-
-static void record_maps_locked(void)
-{
-	if (atomic_load(&weft_g.run) != WEFT_RUN_ON)
-		return;
-	int fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return;
-	size_t cap = 1 << 16, n = 0;
-	char *buf = malloc(cap);
-	while (buf) {
-		if (n == cap) {
-			char *b = realloc(buf, cap * 2);
-			if (!b)
-				break;
-			buf = b;
-			cap *= 2;
-		}
-		ssize_t r = read(fd, buf + n, cap - n);
-		if (r <= 0)
-			break;
-		n += (size_t)r;
-	}
-	close(fd);
-	if (buf) {
-		uint64_t ticks = weft__ticks();
-		weft_meta_write(WEFT_M_MAPS, &ticks, sizeof(ticks), buf, n);
-		free(buf);
-	}
-}
-
 EXPORT void *dlopen(const char *file, int mode)
 {
 	static void *(*real)(const char *, int);
@@ -246,7 +207,7 @@ EXPORT void *dlopen(const char *file, int mode)
 		real = (void *(*)(const char *, int))dlsym(RTLD_NEXT, "dlopen");
 	void *h = real(file, mode);
 	if (h)
-		record_maps();
+		weft_maps_record();
 	return h;
 }
 
@@ -255,7 +216,7 @@ EXPORT int dlclose(void *handle)
 	static int (*real)(void *);
 	if (!real)
 		real = (int (*)(void *))dlsym(RTLD_NEXT, "dlclose");
-	record_maps(); /* the library's mapping, before it goes */
+	weft_maps_record(); /* the library's mapping, before it goes (written already, unless it changed) */
 	return real(handle);
 }
 
@@ -476,10 +437,10 @@ __attribute__((constructor(101))) static void preload_init(void)
 	/* the control channel's state (taken at start, or changed since): the function hooks follow */
 	weft_g.on_pause = func_pause;
 	func_pause(atomic_load(&weft_g.paused));
-	record_maps();
-	/* a forked child writes its own metadata file: it needs the map too (this handler runs
-	 * after the runtime's, which opened that file) */
-	pthread_atfork(NULL, NULL, record_maps);
+	weft_maps_record();
+	/* a forked child writes its own metadata file: it needs the whole map (this handler
+	 * runs after the runtime's, which opened that file) */
+	pthread_atfork(NULL, NULL, weft_maps_fork_child);
 	weft_signals_start();
 	/* the data sources (memory, mem_access, watch, sched, counters) started with the trace:
 	 * weft_start runs collect/sources.c's table */

@@ -15,7 +15,7 @@
 #include <unistd.h>
 
 #define NOINLINE __attribute__((noinline))
-static void *volatile sink;
+static __thread void *volatile sink; /* per thread: several threads store to it (TSan: no race of the test's own) */
 void *volatile memtest_leaked; /* read by nobody: a leak the compiler must keep */
 
 /* 10 x malloc(64), each freed before the next: 10 temporary allocations, 640 bytes */

@@ -18,7 +18,7 @@ static void no_huge_pages(void *p, size_t n)
 	uintptr_t a = ((uintptr_t)p + (uintptr_t)page - 1) & ~((uintptr_t)page - 1);
 	madvise((void *)a, n - (a - (uintptr_t)p), MADV_NOHUGEPAGE);
 }
-void *volatile touch_sink;
+__thread void *volatile touch_sink; /* per thread (TSan) */
 volatile unsigned long touch_sum;
 
 NOINLINE void *writer_pass(void *arg)

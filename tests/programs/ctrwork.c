@@ -15,7 +15,7 @@ __attribute__((no_instrument_function)) static uint64_t cpu_ns(void)
 	return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
 }
 
-static volatile uint64_t sink;
+static __thread volatile uint64_t sink; /* per thread (TSan) */
 __attribute__((no_instrument_function)) static void spin(uint64_t ns)
 {
 	uint64_t t0 = cpu_ns();

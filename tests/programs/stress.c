@@ -15,7 +15,7 @@ static long per_thread;
 static int pause_us;
 static int mode; /* 0 instants, 1 heap API, 2 malloc */
 static weft_heap_t *heap;
-void *volatile stress_sink;
+__thread void *volatile stress_sink; /* per thread (TSan: the workers all store to it) */
 
 static void *run(void *arg)
 {
