@@ -14,7 +14,7 @@ import sys
 import unittest
 
 sys.path.insert(0, os.path.dirname(__file__))
-from weftlib import BUILD, SRC, WEFT, TraceTest, main, run, sanitizer  # noqa: E402
+from weftlib import meta_records, BUILD, SRC, WEFT, TraceTest, main, run, sanitizer  # noqa: E402
 
 APP = os.path.join(SRC, "tests", "mpi", "mpi_app.c")
 FLAVORS = {
@@ -43,19 +43,6 @@ def mix(a, b, c):
 
 def comm_id(parent, n, root):
     return mix(parent, n, root) & 0x7fffffffffff
-
-
-def meta_records(path):
-    """(type, payload) of a .wmeta file (docs/format.md)."""
-    with open(path, "rb") as f:
-        b = f.read()
-    i = 32
-    while i + 8 <= len(b):
-        t, _, n = struct.unpack_from("<HHI", b, i)
-        if t == 0 and n == 0:
-            break
-        yield t, b[i + 8:i + 8 + n]
-        i += 8 + n
 
 
 SLICES = """

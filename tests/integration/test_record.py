@@ -8,7 +8,6 @@ import json
 import os
 import re
 import signal
-import struct
 import unittest
 import weftlib
 from weftlib import TraceTest, main, run, WEFT, BUILD
@@ -122,19 +121,8 @@ class Record(TraceTest):
                 self.check_trace(data)
                 # MAPS records (type 11): the map at start whole, then after the dlopen only
                 # the lines it added (the plugin's among them); no line written twice
-                maps = []
-                for name in os.listdir(data):
-                    if name.endswith(".wmeta"):
-                        with open(os.path.join(data, name), "rb") as f:
-                            b = f.read()
-                        i = 32
-                        while i + 8 <= len(b):
-                            t, _, n = struct.unpack_from("<HHI", b, i)
-                            if t == 0 and n == 0:
-                                break
-                            if t == 11:
-                                maps.append(b[i + 16:i + 8 + n].decode().splitlines())
-                            i += 8 + n
+                maps = [p[8:].decode().splitlines() for name in os.listdir(data) if name.endswith(".wmeta")
+                        for t, p in weftlib.meta_records(os.path.join(data, name)) if t == 11]
                 self.assertGreaterEqual(len(maps), 2)
                 self.assertTrue(any(f"ft_plugin_{o}" in line for line in maps[0]), maps[0])
                 self.assertFalse(any("libft_plugin.so" in line for line in maps[0]))

@@ -9,6 +9,7 @@ import re
 import select
 import shutil
 import signal
+import struct
 import subprocess
 import sys
 import tempfile
@@ -286,3 +287,16 @@ def main():
     print(f"shard {i}/{n}: {mine.countTestCases()} of {len(tests)} tests", file=sys.stderr)
     ok = unittest.TextTestRunner(verbosity=2).run(mine).wasSuccessful()
     sys.exit(0 if ok else 1)
+
+
+def meta_records(path):
+    """(type, payload) of each record of a .wmeta file (docs/format.md)."""
+    with open(path, "rb") as f:
+        b = f.read()
+    i = 32
+    while i + 8 <= len(b):
+        t, _, n = struct.unpack_from("<HHI", b, i)
+        if t == 0 and n == 0:
+            break
+        yield t, b[i + 8:i + 8 + n]
+        i += 8 + n
