@@ -4,8 +4,8 @@
  * group's ranks as ranges ("0-2,5"), the groups in the order of their first rank.
  */
 #include "tool/job-endings.h"
+#include "tool/tracedir.h"
 #include <dirent.h>
-#include <errno.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -97,10 +97,8 @@ void weft_jobdir_endings(const char *dir, const char *host, unsigned size, char 
 	DIR *d = opendir(dir);
 	struct dirent *de;
 	while (d && (de = readdir(d))) {
-		const char *at = strchr(de->d_name, '@');
 		if (!strncmp(de->d_name, ".weft-run-", 10)) { /* a recorder killed before it could say */
-			int pid = atoi(de->d_name + 10);
-			gone += at && !strcmp(at + 1, host) && pid > 0 && kill(pid, 0) && errno == ESRCH;
+			gone += weft_jobdir_run_gone(de->d_name, host);
 			continue;
 		}
 		if (strncmp(de->d_name, ".weft-done-", 11))

@@ -294,13 +294,48 @@ int weft_jobdir_join(struct weft_jobdir *jd, const char *dir, const struct weft_
 	return -EBUSY;
 }
 
+int weft_jobdir_run_gone(const char *name, const char *host)
+{
+	const char *at = strchr(name, '@');
+	int pid = atoi(name + 10);
+	return !strncmp(name, ".weft-run-", 10) && at && !strcmp(at + 1, host) && pid > 0 && kill(pid, 0) &&
+	       errno == ESRCH;
+}
+
+/* The job's registrations in DIR: a run file of this host whose recorder is gone (killed)
+ * counts as ended, not waited for */
+struct jobdir_counts {
+	unsigned running, running_here, done_here, done_all;
+	int claimed; /* .weft-claimed@HOST of this host is there */
+};
+static struct jobdir_counts jobdir_scan(const struct weft_jobdir *jd)
+{
+	struct jobdir_counts c = {0};
+	DIR *d = opendir(jd->dir);
+	struct dirent *e;
+	while (d && (e = readdir(d))) {
+		const char *at = strchr(e->d_name, '@');
+		int here = at && !strcmp(at + 1, jd->host);
+		if (weft_jobdir_run_gone(e->d_name, jd->host))
+			c.done_all++, c.done_here++;
+		else if (!strncmp(e->d_name, ".weft-run-", 10))
+			c.running++, c.running_here += here;
+		else if (!strncmp(e->d_name, ".weft-done-", 11))
+			c.done_all++, c.done_here += here;
+		else if (here && !strncmp(e->d_name, ".weft-claimed@", 14))
+			c.claimed = 1;
+	}
+	if (d)
+		closedir(d);
+	return c;
+}
+
 int weft_jobdir_handover(struct weft_jobdir *jd, pid_t pid)
 {
 	char run[sizeof(jd->run)], done[sizeof(jd->done)];
-	snprintf(run, sizeof(run), "%.*s/.weft-run-%d@%s", (int)(strlen(jd->run) - strlen(strrchr(jd->run, '/'))),
-		 jd->run, (int)pid, jd->host);
-	snprintf(done, sizeof(done), "%.*s/.weft-done-%d@%s", (int)(strlen(jd->run) - strlen(strrchr(jd->run, '/'))),
-		 jd->run, (int)pid, jd->host);
+	int dirlen = (int)(strrchr(jd->run, '/') - jd->run); /* (DIR as cut in jd->run) */
+	snprintf(run, sizeof(run), "%.*s/.weft-run-%d@%s", dirlen, jd->run, (int)pid, jd->host);
+	snprintf(done, sizeof(done), "%.*s/.weft-done-%d@%s", dirlen, jd->run, (int)pid, jd->host);
 	if (rename(jd->run, run))
 		return -errno;
 	memcpy(jd->run, run, sizeof(run));
@@ -318,26 +353,8 @@ int weft_jobdir_leave(struct weft_jobdir *jd, const char *ending)
 	 * reader never sees a done file without its line) */
 	if (write_file(jd->run, ending ? ending : "") || rename(jd->run, jd->done))
 		write_file(jd->done, ending ? ending : "");
-	DIR *d = opendir(jd->dir);
-	unsigned running = 0, done_here = 0, done_all = 0;
-	struct dirent *e;
-	while (d && (e = readdir(d))) {
-		const char *at = strchr(e->d_name, '@');
-		if (!strncmp(e->d_name, ".weft-run-", 10)) {
-			/* one of this host whose recorder is gone (killed): ended, not waited for */
-			int pid = atoi(e->d_name + 10);
-			if (at && !strcmp(at + 1, jd->host) && pid > 0 && kill(pid, 0) && errno == ESRCH) {
-				done_all++;
-				done_here++;
-				continue;
-			}
-			running++;
-		}
-		else if (!strncmp(e->d_name, ".weft-done-", 11))
-			done_all++, done_here += at && !strcmp(at + 1, jd->host);
-	}
-	if (d)
-		closedir(d);
+	struct jobdir_counts c = jobdir_scan(jd);
+	unsigned running = c.running, done_here = c.done_here, done_all = c.done_all;
 	/* per host: hosts sharing DIR each convert once their own ranks ended (harmless: the
 	 * output is replaced whole); the whole job: ranks given other host names on one machine */
 	int last = !running && (!jd->expect || done_here >= jd->expect || (jd->size && done_all >= jd->size));
@@ -356,22 +373,12 @@ int weft_jobdir_claim(struct weft_jobdir *jd)
 		return 0;
 	while (flock(fd, LOCK_EX) && errno == EINTR)
 		;
-	unsigned running = 0, done_all = 0;
-	int claimed = 0;
+	struct jobdir_counts c = jobdir_scan(jd);
 	char mark[300];
 	snprintf(mark, sizeof(mark), ".weft-claimed@%s", jd->host);
-	DIR *d = opendir(jd->dir);
-	struct dirent *e;
-	while (d && (e = readdir(d))) {
-		running += !strncmp(e->d_name, ".weft-run-", 10);
-		done_all += !strncmp(e->d_name, ".weft-done-", 11);
-		claimed |= !strcmp(e->d_name, mark);
-	}
-	if (d)
-		closedir(d);
 	char path[sizeof(jd->dir) + 320];
 	snprintf(path, sizeof(path), "%s/%s", jd->dir, mark);
-	if (running || claimed || done_all != jd->done_seen || write_file(path, "")) {
+	if (c.running || c.claimed || c.done_all != jd->done_seen || write_file(path, "")) {
 		close(fd); /* (a recorder that came since, or one that claimed first, converts) */
 		return 0;
 	}
@@ -381,20 +388,7 @@ int weft_jobdir_claim(struct weft_jobdir *jd)
 
 int weft_jobdir_running_here(const struct weft_jobdir *jd)
 {
-	int n = 0;
-	const char *slash = strrchr(jd->run, '/');
-	DIR *d = opendir(jd->dir);
-	struct dirent *e;
-	while (d && (e = readdir(d))) {
-		const char *at = strchr(e->d_name, '@');
-		int pid = atoi(e->d_name + 10);
-		if (!strncmp(e->d_name, ".weft-run-", 10) && at && !strcmp(at + 1, jd->host) &&
-		    (!slash || strcmp(e->d_name, slash + 1)) && pid > 0 && !(kill(pid, 0) && errno == ESRCH))
-			n++;
-	}
-	if (d)
-		closedir(d);
-	return n;
+	return (int)jobdir_scan(jd).running_here;
 }
 
 void weft_jobdir_close(struct weft_jobdir *jd)

@@ -58,7 +58,10 @@ int weft_jobdir_leave(struct weft_jobdir *jd, const char *ending);
  * still none runs, none ended since and no other recorder claimed it (convert), else 0. */
 int weft_jobdir_claim(struct weft_jobdir *jd);
 void weft_jobdir_close(struct weft_jobdir *jd);
-/* How many other recorders of this host in DIR still run (their process alive). */
+/* How many recorders of this host in DIR still run (their process alive; after
+ * weft_jobdir_leave, this one is not among them). */
 int weft_jobdir_running_here(const struct weft_jobdir *jd);
+/* Is NAME a run file (.weft-run-PID@HOST) of host whose recorder is gone (killed)? */
+int weft_jobdir_run_gone(const char *name, const char *host);
 
 #endif
