@@ -357,6 +357,7 @@ SETTER(set_gpu_buffer_size)
 }
 SETTER(set_mpi) { return parse_int(v, 0, 1, &c->mpi); }
 SETTER(set_mpi_sync) { return parse_int(v, 0, 1, &c->mpi_sync); }
+SETTER(set_live) { return parse_int(v, 0, 1, &c->live); }
 /* control=: an absolute path (weft record's control socket, record-control.c) */
 SETTER(set_control) { return *v == '/' || !*v ? set_str(c->control, sizeof(c->control), v) : -EINVAL; }
 SETTER(set_counters)
@@ -538,6 +539,7 @@ static const struct {
 	{"gpu_buffer_size", set_gpu_buffer_size, "a size from 64K to 256M: each CUPTI activity buffer (default 8M)"},
 	{"host", set_host, "the host name to record (default: the hostname)"},
 	{"mpi", set_mpi, "0 or 1 (MPI calls and messages, where libweft-mpi.so is loaded; default 1)"},
+	{"live", set_live, "0 or 1 (weft top's calls and self times are counted from the start, not from the first time it asks; costs the writer a hash lookup per call; default 0)"},
 	{"mpi_sync", set_mpi_sync, "0 or 1 (each rank's clock offset measured over MPI at MPI_Init and MPI_Finalize, with every rank of the job; 0 where some ranks run without weft; default 1)"},
 	{"control", set_control, "the absolute path of weft record's control socket (set by weft record: enable, disable, snapshot, stop reach this process through it)"},
 	{"flight", set_flight, "0 or SIZE[,AGE][,noexit]: keep the last SIZE (1M to 64G) of events in memory, at least AGE of time where SIZE allows, written only by a snapshot (flight recorder)"},

@@ -6,7 +6,7 @@
  * of its own. Once the trace runs, a thread of weft's ("weft-control": every signal blocked,
  * weft_in_runtime set, no records of its own) blocks reading commands from that socket -
  * `enable`, `disable`, `snapshot [REASON]`, `stop`, `ping` - applies each and answers `ok` or
- * `err ERRNO`; weft record writes its `ack` once every process has answered. The hot path is
+ * `err ERRNO` (`top`: the lines of docs/top.md first, from live.c); weft record writes its `ack` once every process has answered. The hot path is
  * untouched: disabling re-evaluates the call sites (registry.c) as a filter change does.
  *
  * A fork child starts with its parent's state and connection; its fork handler closes the
@@ -221,6 +221,20 @@ static void *control_main(void *arg)
 	}
 	char cmd[1024], reply[32];
 	while (read_line(fd, cmd, sizeof(cmd)) >= 0) {
+		if (!strcmp(cmd, "top")) { /* weft top: docs/top.md's lines, then the usual answer */
+			char *text;
+			size_t len;
+			int rc = weft_live_report(&text, &len);
+			if (!rc && write_all(fd, text, len))
+				rc = -EPIPE;
+			free(text);
+			if (rc == -EPIPE)
+				break;
+			snprintf(reply, sizeof(reply), rc ? "err %d\n" : "ok\n", -rc);
+			if (write_all(fd, reply, strlen(reply)))
+				break;
+			continue;
+		}
 		int rc = apply(cmd);
 		if (rc < 0)
 			snprintf(reply, sizeof(reply), "err %d\n", -rc);

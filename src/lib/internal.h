@@ -75,6 +75,7 @@ struct weft_config {
 	char cupti_lib[512];       /* what dlopen loads for CUPTI ("": searched, collect/cupti.c) */
 	uint64_t gpu_buffer_size;  /* bytes of each CUPTI activity buffer */
 	int mpi;                   /* mpi=0: libweft-mpi.so passes MPI calls through unrecorded (default 1) */
+	int live;                  /* live=1: weft top's counts from the start (live.c; default 0) */
 	int mpi_sync;              /* mpi_sync=0: no clock sync over MPI (src/mpi/clocksync.c; default 1) */
 	char control[512]; /* control=: weft record's control socket (control.c; "": none) */
 	uint64_t flight_size;   /* flight=: the flight recorder's ring per process (0: off; flight.c) */
@@ -316,6 +317,20 @@ WEFT_HIDDEN void weft_maps_record(void);
 WEFT_HIDDEN void weft_maps_fork_child(void);
 /* Pause or resume recording (paused: every site's events counted as disabled). */
 WEFT_HIDDEN void weft_control_pause(int paused);
+/* ---- live.c: what weft top sees of this process (docs/top.md) ---- */
+/* Session start: the fork handler; counting from the start with live=1. */
+WEFT_HIDDEN void weft_live_init(void);
+WEFT_HIDDEN void weft_live_start(void);
+/* A chunk about to be packed (a writer, or a flight recorder's eviction): its records keep the
+ * thread's stack of open slices, and, once watched, calls and self times. */
+WEFT_HIDDEN void weft_live_chunk(uint32_t tid, uint64_t seq, const void *data, size_t used);
+/* The control thread's answer to `top` (docs/top.md's lines), malloc'd in *out: 0 or -ENOMEM. */
+WEFT_HIDDEN int weft_live_report(char **out, size_t *len);
+/* registry.c: the name of site id (0), or -ENOENT */
+WEFT_HIDDEN int weft_registry_name(uint32_t id, char *out, size_t n);
+/* meta.c: the launcher's view of this process (job.h) */
+struct weft_job;
+WEFT_HIDDEN const struct weft_job *weft_job_this(void);
 /* ---- flight.c: the flight recorder (flight=) ---- */
 struct weft_chunk_header;
 WEFT_HIDDEN int weft_flight_start(void);   /* session start, before the metadata: 0 or -errno */

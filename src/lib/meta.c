@@ -56,6 +56,11 @@ static const struct weft_job *this_job(void)
 	return &job;
 }
 
+const struct weft_job *weft_job_this(void)
+{
+	return this_job();
+}
+
 int weft_in_job(void)
 {
 	return this_job()->known;

@@ -10,6 +10,7 @@
  */
 #include "internal.h"
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -234,6 +235,21 @@ unsigned weft_track(const char *name)
 	pthread_mutex_unlock(&reg_lock);
 	weft_in_runtime--;
 	return id;
+}
+
+int weft_registry_name(uint32_t id, char *out, size_t n)
+{
+	int rc = -ENOENT;
+	pthread_mutex_lock(&reg_lock);
+	for (unsigned h = 0; h < 1024 && rc; h++)
+		for (struct intern *e = table[h]; e; e = e->next)
+			if (e->id == id) {
+				snprintf(out, n, "%s", e->name);
+				rc = 0;
+				break;
+			}
+	pthread_mutex_unlock(&reg_lock);
+	return rc;
 }
 
 /* Fork child: its new metadata file must define everything the parent had defined. */

@@ -173,6 +173,8 @@ static void start_locked(void)
 		atomic_store(&weft_g.run, WEFT_RUN_FAILED);
 		return;
 	}
+	weft_live_init();
+	weft_live_start();
 	atomic_store(&weft_g.run, WEFT_RUN_ON);
 	weft_snapshot_start();
 	weft_sources_start(weft_sources()); /* collect/source.h: every data source, in order */

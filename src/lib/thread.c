@@ -168,6 +168,7 @@ static struct weft_chunk *pool_get(void)
 			if (!q_head)
 				q_tail = NULL;
 			weft_unlock(&pool_lock, WEFT_HOLD_POOL);
+			weft_live_chunk(c->tid, c->seq, c->data, c->used & ~(size_t)7);
 			weft_flight_evict_chunk(c);
 			c->next = NULL;
 			c->used = 0;

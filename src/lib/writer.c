@@ -148,6 +148,7 @@ static size_t compress_chunk(struct writer *w, const uint8_t *p, size_t n)
 static void write_chunk(struct writer *w, struct weft_chunk *c)
 {
 	size_t used = c->used & ~(size_t)7;
+	weft_live_chunk(c->tid, c->seq, c->data, used); /* before packing changes the records */
 	uint32_t dropped = 0, events;
 	struct weft_chunk_header h;
 	memset(&h, 0, sizeof(h));

@@ -16,6 +16,7 @@
 #define WEFT_UI_EVENTS 30000000u
 unsigned long long weft_cli_ui_events(void);
 
+int cmd_top(int argc, char **argv);
 int cmd_control(int argc, char **argv); /* snapshot, enable, disable, stop (argv[0]) */
 int cmd_convert(int argc, char **argv);
 int cmd_estimate(int argc, char **argv);

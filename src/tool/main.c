@@ -26,6 +26,7 @@ static const struct {
 	{"plot", cmd_plot_exec, "draw a trace's memory as PNG: address x time, or live bytes by allocating slice"},
 	{"estimate", cmd_estimate, "what recording costs: events and bytes per function, size for a duration, a filter"},
 	{"overhead", cmd_overhead, "run a program untraced and traced, interleaved; compare time and memory"},
+	{"top", cmd_top, "watch a run live: calls open now, self time, events, drops, MPI waits per rank and thread"},
 	{"snapshot", cmd_control, "ask the weft record writing DIR for a snapshot now (docs/control.md)"},
 	{"enable", cmd_control, "enable recording in the weft record writing DIR"},
 	{"disable", cmd_control, "disable recording in the weft record writing DIR (events counted, not recorded)"},

@@ -74,6 +74,8 @@ static struct {
 	struct conn *client; /* who asked: a client, or NULL (the FIFO, or the delay) */
 	int from_ctl;
 	int waiting, nproc, nerr, first_err;
+	char *out;       /* `top`: the processes' lines, each as "@PID LINE", sent with the ack */
+	size_t out_len, out_cap;
 	pid_t watched;   /* a supervisor's program (not its child), and the wait status its */
 	int watched_bye; /* runtime said it is ending with (`bye STATUS`), -1 none */
 } R = {.ctl_fd = -1, .ack_fd = -1, .listen_fd = -1, .watched_bye = -1};
@@ -269,6 +271,16 @@ static void finish(const char *error)
 			 strerror(R.first_err), R.nerr, R.nproc);
 	else
 		snprintf(line, sizeof(line), "ack\n");
+	if (R.client && R.out_len && !error) { /* top's lines: the client reads them all, waiting */
+		int fl = fcntl(R.client->fd, F_GETFL);
+		struct timeval tv = {5, 0};
+		fcntl(R.client->fd, F_SETFL, fl & ~O_NONBLOCK);
+		setsockopt(R.client->fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+		R.out[R.out_len] = 0;
+		send_line(R.client->fd, R.out);
+		fcntl(R.client->fd, F_SETFL, fl);
+	}
+	R.out_len = 0;
 	if (R.client) {
 		send_line(R.client->fd, line);
 		R.client->queued = 0;
@@ -300,14 +312,14 @@ static void start(const char *line, struct conn *c, int from_ctl)
 	const char *arg = p + vl + strspn(p + vl, " \t");
 	char err[LINE_MAX_ + 100];
 	int known = !strcmp(R.verb, "enable") || !strcmp(R.verb, "disable") || !strcmp(R.verb, "stop") ||
-		    !strcmp(R.verb, "ping") || !strcmp(R.verb, "snapshot");
+		    !strcmp(R.verb, "ping") || !strcmp(R.verb, "snapshot") || !strcmp(R.verb, "top");
 	if (!known || (*arg && strcmp(R.verb, "snapshot"))) {
 		snprintf(err, sizeof(err), "unknown command '%s' (expected enable, disable, snapshot [REASON], "
 			 "stop or ping)", p);
 		finish(err);
 		return;
 	}
-	if (R.state == ST_STOPPED && strcmp(R.verb, "ping") && strcmp(R.verb, "stop")) {
+	if (R.state == ST_STOPPED && strcmp(R.verb, "ping") && strcmp(R.verb, "stop") && strcmp(R.verb, "top")) {
 		snprintf(err, sizeof(err), "%s: the trace is stopped (a stop command ended it)", R.verb);
 		finish(err);
 		return;
@@ -386,6 +398,18 @@ static void on_line(struct conn *c, const char *line)
 	} else if (c->kind == K_RUNTIME && !strncmp(line, "bye ", 4)) {
 		if (R.watched && c->pid == R.watched)
 			R.watched_bye = atoi(line + 4);
+	} else if (c->kind == K_RUNTIME && c->pending && R.busy && !strcmp(R.verb, "top") && strcmp(line, "ok") &&
+		   strncmp(line, "err ", 4)) {
+		size_t l = strlen(line);
+		if (R.out_len + l + 32 >= R.out_cap) {
+			size_t nc = (R.out_cap + l + 32) * 2;
+			char *n = realloc(R.out, nc);
+			if (!n)
+				return;
+			R.out = n;
+			R.out_cap = nc;
+		}
+		R.out_len += (size_t)snprintf(R.out + R.out_len, R.out_cap - R.out_len, "@%d %s\n", c->pid, line);
 	} else if (c->kind == K_RUNTIME && c->pending) {
 		c->pending = 0;
 		if (!strncmp(line, "err ", 4)) {

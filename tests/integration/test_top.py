@@ -1,0 +1,360 @@
+"""Issue 31: `weft top`, a live view of a running recording, tested as a person uses it.
+
+The programs are gated by files, so what runs is known without timing: tests/programs/topbusy.c
+(phase_alpha calling alpha_leaf until GATE.beta exists, then phase_beta/beta_leaf until
+GATE.quit; a thread blocked inside worker_wait), a Python script of the same shape, and
+tests/mpi/mpi_top.c (rank 2 computes until GATE.go exists while ranks 0, 1 and 3 wait in
+MPI_Barrier). Each check polls `weft top` until what must show shows, with a deadline far past
+what a person would wait (the latency seen is printed; bench/RESULTS.md has the measurements):
+- --once -f json: the function the program is busy in is the innermost open call and tops the
+  self time; after the phase change the new function does; the idle thread shows its open call;
+- tmux: the program in one pane, `weft top` in another, the screen read with capture-pane,
+  keys s (sort), f (filter) and q (quit) pressed there;
+- --python, a flight recorder, a 4-rank job under MPICH's and Open MPI's launchers and under
+  Slurm's srun: 4 ranks shown, the ranks in MPI_Barrier show it, and the one they wait for;
+- a run that ended shows its final totals and says so; a directory with no recorder and no
+  trace is one line and exit 1; CSV parses with Python's csv module."""
+import csv
+import io
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+import unittest
+
+sys.path.insert(0, os.path.dirname(__file__))
+from test_mpi_jobs import MPICH, OMPI, have  # noqa: E402
+from weftlib import BUILD, SRC, WEFT, TraceTest, main, run, sanitizer, slurm_local  # noqa: E402
+
+TOPBUSY = os.path.join(BUILD, "topbusy")
+MPI_TOP = os.path.join(SRC, "tests", "mpi", "mpi_top.c")
+DEADLINE = 30  # s: far past the 2 s a person waits; the latency seen is printed
+PY_BUSY = """
+import os, sys
+gate = sys.argv[1]
+def leaf_alpha(i):
+    return i * 3
+def phase_alpha():
+    i = 0
+    while not os.path.exists(gate + ".beta"):
+        for _ in range(500):
+            leaf_alpha(i)
+            i += 1
+def leaf_beta(i):
+    return i ^ 5
+def phase_beta():
+    i = 0
+    while not os.path.exists(gate + ".quit"):
+        for _ in range(500):
+            leaf_beta(i)
+            i += 1
+print("ready", os.getpid(), flush=True)
+phase_alpha()
+phase_beta()
+"""
+
+
+def top_json(data, *extra):
+    """One frame of weft top as JSON (two samples 0.3 s apart), or None when it failed."""
+    p = subprocess.run([WEFT, "top", "--once", "-d", "0.3", "-f", "json", *extra, data], capture_output=True,
+                       text=True, timeout=60)
+    if p.returncode != 0:
+        return None
+    return json.loads(p.stdout)
+
+
+def innermost(thread):
+    return thread["open_now"][-1]["name"] if thread["open_now"] else None
+
+
+class Recording:
+    """LAUNCH... weft record -o DATA -- PROGRAM GATE in the background, its stdout a pipe."""
+
+    def __init__(self, test, cmd, ready_lines=1):
+        self.test = test
+        self.p = subprocess.Popen(cmd, cwd=test.tmp, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        test.addCleanup(self.kill)
+        self.ready = [self.p.stdout.readline() for _ in range(ready_lines)]
+        for line in self.ready:
+            test.assertTrue(line.startswith("ready"), f"the program did not start: {line!r}")
+
+    def kill(self):
+        if self.p.poll() is None:
+            self.p.kill()
+            self.p.wait()
+
+    def finish(self, timeout=120):
+        out, err = self.p.communicate(timeout=timeout)
+        self.test.assertEqual(self.p.returncode, 0, err)
+        return out, err
+
+
+class TopTest(TraceTest):
+    def setUp(self):
+        super().setUp()
+        self.gate = os.path.join(self.tmp, "gate")
+        self.data = os.path.join(self.tmp, "D")
+
+    def touch(self, suffix):
+        open(self.gate + suffix, "w").close()
+
+    def until(self, what, fn, deadline=DEADLINE):
+        """Polls fn() (a frame or None) until it returns something true: that, and the time."""
+        t0 = time.time()
+        last = None
+        while time.time() - t0 < deadline:
+            last = fn()
+            if last:
+                took = time.time() - t0
+                print(f"{self.id()}: {what} shown after {took:.2f} s", file=sys.stderr)
+                return last
+            time.sleep(0.1)
+        self.fail(f"{what}: not shown in {deadline} s; last frame: {last}")
+
+    def busy_in(self, name, *extra, inside=None):
+        """A frame whose main thread is inside name (innermost, or anywhere in its open calls
+        when inside is set) and whose top self-time function is name."""
+        def check():
+            f = top_json(self.data, *extra)
+            if not f or not f["processes"]:
+                return None
+            p = f["processes"][0]
+            main = [t for t in p["threads"] if t["tid"] == p["pid"]]
+            busy = main and (name in [o["name"] for o in main[0]["open_now"]] if inside else
+                             innermost(main[0]) == name)
+            top = [fn["name"] for fn in f["functions"] if fn["name"] not in ("worker_wait", "<module>")]
+            return f if busy and top and top[0] == name else None
+        return self.until(f"busy in {name}", check)
+
+
+class Program(TopTest):
+    def test_c_program_busy_function_phase_change_and_idle_thread(self):
+        r = Recording(self, [WEFT, "record", "-o", self.data, "--", TOPBUSY, self.gate])
+        f = self.busy_in("alpha_leaf")
+        p = f["processes"][0]
+        self.assertEqual(p["pid"], int(r.ready[0].split()[1]))
+        self.assertEqual(p["process"], "topbusy")
+        self.assertFalse(p["flight_recorder"])
+        self.assertGreater(p["events_per_s"], 0)
+        main_t = [t for t in p["threads"] if t["tid"] == p["pid"]][0]
+        self.assertEqual([o["name"] for o in main_t["open_now"]], ["main", "phase_alpha", "alpha_leaf"])
+        self.assertGreater(main_t["calls_per_s"], 1000)
+        # the idle thread blocked in read(): its open call is shown though it records nothing
+        worker = [t for t in p["threads"] if t["name"] == "topworker"]
+        self.assertEqual(len(worker), 1, p["threads"])
+        self.assertEqual([o["name"] for o in worker[0]["open_now"]], ["worker", "worker_wait"])
+        self.assertEqual(worker[0]["events_per_s"], 0)
+        self.touch(".beta")
+        f = self.busy_in("beta_leaf")
+        alpha = [fn for fn in f["functions"] if fn["name"] == "alpha_leaf"]
+        self.assertTrue(alpha and alpha[0]["calls_per_s"] == 0, alpha)  # the old phase: no calls now
+        # the filter: one thread only
+        g = top_json(self.data, "--filter", "tid=%d" % worker[0]["tid"])
+        self.assertEqual([t["name"] for t in g["processes"][0]["threads"]], ["topworker"])
+        self.assertEqual([fn["name"] for fn in g["functions"] if fn["self_pct"] > 0], ["worker_wait"])
+        self.touch(".quit")
+        r.finish()
+        # ended: the final totals from the trace, said as such
+        p = run([WEFT, "top", self.data])
+        self.assertIn("the run has ended: final totals", p.stdout)
+        rows = [line.split() for line in p.stdout.splitlines()]
+        names = [row[-1] for row in rows if len(row) == 6 and row[0].replace(".", "").isdigit()]
+        self.assertIn("alpha_leaf", names)
+        self.assertIn("beta_leaf", names)
+        j = json.loads(run([WEFT, "top", "-f", "json", self.data]).stdout)
+        self.assertTrue(j["ended"])
+        calls = {fn["name"]: fn["calls"] for fn in j["functions"]}
+        self.assertEqual(calls["phase_alpha"], 1)
+        self.assertEqual(calls["phase_beta"], 1)
+        self.assertGreater(calls["alpha_leaf"], 1000)
+
+    def test_csv(self):
+        Recording(self, [WEFT, "record", "-o", self.data, "--", TOPBUSY, self.gate])
+        self.busy_in("alpha_leaf")
+        p = run([WEFT, "top", "--once", "-d", "0.3", "-f", "csv", self.data])
+        rows = list(csv.DictReader(io.StringIO(p.stdout)))
+        tables = {r["table"] for r in rows}
+        self.assertEqual(tables, {"process", "thread", "function"})
+        procs = [r for r in rows if r["table"] == "process"]
+        self.assertEqual(len(procs), 1)
+        self.assertIn("alpha_leaf", procs[0]["open_now"])
+        funcs = [r["name"] for r in rows if r["table"] == "function"]
+        self.assertIn("alpha_leaf", funcs)
+        self.touch(".beta")
+        self.touch(".quit")
+
+    def test_flight_recorder(self):
+        Recording(self, [WEFT, "record", "--flight-recorder=4M", "-o", self.data, "--", TOPBUSY, self.gate])
+        f = self.busy_in("alpha_leaf")
+        self.assertTrue(f["processes"][0]["flight_recorder"])
+        self.touch(".beta")
+        self.busy_in("beta_leaf")
+        self.touch(".quit")
+
+    def test_python(self):
+        script = os.path.join(self.tmp, "busy.py")
+        with open(script, "w") as f:
+            f.write(PY_BUSY)
+        r = Recording(self, [WEFT, "record", "--python", "-o", self.data, "--", "/usr/bin/python3", script,
+                             self.gate])
+        # a Python loop's own frame holds most of its time; its calls are counted
+        f = self.busy_in("phase_alpha", inside=True)
+        main_t = f["processes"][0]["threads"][0]
+        self.assertIn([o["name"] for o in main_t["open_now"]][-1], ("phase_alpha", "leaf_alpha"))
+        leaf = [fn for fn in f["functions"] if fn["name"] == "leaf_alpha"]
+        self.assertTrue(leaf and leaf[0]["calls_per_s"] > 1000, leaf)
+        self.touch(".beta")
+        self.busy_in("phase_beta", inside=True)
+        self.touch(".quit")
+        r.finish()
+
+    def test_no_recorder(self):
+        empty = os.path.join(self.tmp, "empty")
+        os.mkdir(empty)
+        for d in (empty, os.path.join(self.tmp, "missing")):
+            p = run([WEFT, "top", "--once", d], check=False)
+            self.assertEqual(p.returncode, 1)
+            self.assertEqual(p.stdout, "")
+            self.assertEqual(p.stderr, f"weft: top: nothing records {d}, and it holds no trace to show\n")
+        p = run([WEFT, "top", "-d", "0", empty], check=False)
+        self.assertEqual(p.returncode, 2)
+        self.assertIn("bad -d", p.stderr)
+
+
+@unittest.skipUnless(shutil.which("tmux"), "tmux not installed")
+class Tmux(TopTest):
+    """The program in one tmux pane, weft top in another, the screen read with capture-pane."""
+
+    def setUp(self):
+        super().setUp()
+        self.sock = f"weft-top-{os.getpid()}"
+        self.addCleanup(subprocess.run, ["tmux", "-L", self.sock, "kill-server"], capture_output=True)
+
+    def tmux(self, *args):
+        return run(["tmux", "-L", self.sock, *args]).stdout
+
+    def screen(self):
+        return self.tmux("capture-pane", "-p", "-t", "t:0.1")
+
+    def test_top_in_a_pane_beside_the_program(self):
+        self.tmux("-f", "/dev/null", "new-session", "-d", "-s", "t", "-x", "160", "-y", "48",
+                  f"{WEFT} record -o {self.data} -- {TOPBUSY} {self.gate}; sleep 600")
+        self.tmux("set-option", "-t", "t", "remain-on-exit", "on")
+        self.until("the recorder", lambda: any(n.startswith(".control.") for n in os.listdir(self.data))
+                   if os.path.isdir(self.data) else False)
+        self.tmux("split-window", "-t", "t", "-v", f"{WEFT} top {self.data}")
+
+        def first_function(name):
+            def check():
+                s = self.screen()
+                lines = s.splitlines()
+                i = [k for k, line in enumerate(lines) if "FUNCTION OR SLICE" in line]
+                rows = [line.split() for line in lines[i[0] + 1:]] if i else []
+                rows = [r for r in rows if r and r[-1] not in ("worker_wait", "main", "worker")]
+                return s if rows and rows[0][-1] == name and f"> {name}" in s else None
+            return check
+        s = self.until("alpha_leaf on the screen", first_function("alpha_leaf"))
+        self.assertIn("main > phase_alpha > alpha_leaf", s)
+        self.assertIn("worker > worker_wait", s)
+        self.assertIn("sort: self", s)
+        self.touch(".beta")
+        self.until("the phase change on the screen", first_function("beta_leaf"))
+        self.tmux("send-keys", "-t", "t:0.1", "s")
+        self.until("sort by calls", lambda: "sort: calls" in self.screen())
+        self.tmux("send-keys", "-t", "t:0.1", "f", "topworker", "Enter")
+
+        def filtered():
+            s = self.screen()
+            return s if "filter: topworker" in s and "topworker" in s and "phase_beta >" not in s else None
+        self.until("the thread filter", filtered)
+        self.tmux("send-keys", "-t", "t:0.1", "q")
+        self.until("weft top's exit", lambda: self.tmux("display-message", "-p", "-t", "t:0.1",
+                                                        "#{pane_dead} #{pane_dead_status}").split() == ["1", "0"])
+        self.touch(".quit")
+
+
+class Job(TopTest):
+    """4 ranks, rank 2 computing while the others wait for it in MPI_Barrier."""
+
+    def build(self, compiler):
+        if sanitizer():
+            self.skipTest("built with a sanitizer: the MPI launchers and libraries are not")
+        if not have(compiler):
+            self.skipTest(f"{compiler} not installed")
+        exe = os.path.join(self.tmp, "mpi_top")
+        run([compiler, "-O1", "-o", exe, MPI_TOP])
+        return exe
+
+    def watch(self, launch):
+        r = Recording(self, launch, ready_lines=4)
+
+        def check():
+            f = top_json(self.data)
+            if not f or len(f["processes"]) != 4:
+                return None
+            inside = {p["rank"]: innermost(p["threads"][0]) for p in f["processes"]}
+            return f if inside.get(2) != "MPI_Barrier" and all(inside.get(k) == "MPI_Barrier" for k in (0, 1, 3)) \
+                else None
+        f = self.until("4 ranks, 3 in MPI_Barrier", check)
+        self.assertEqual(sorted(p["rank"] for p in f["processes"]), [0, 1, 2, 3])
+        pids = {int(line.split()[1]): int(line.split()[2]) for line in r.ready}
+        self.assertEqual({p["rank"]: p["pid"] for p in f["processes"]}, pids)
+        self.assertIn("waiting for rank 2", f["waiting"])
+        for p in f["processes"]:
+            self.assertGreater(p["mpi_pct"], 50 if p["rank"] != 2 else -1)
+        self.assertEqual([p["mpi_pct"] for p in f["processes"] if p["rank"] == 2], [0.0])
+        self.touch(".go")
+        r.finish()
+
+    def test_mpich(self):
+        exe = self.build("mpicc.mpich")
+        self.watch([*MPICH, "-np", "4", WEFT, "record", "-o", self.data, "--", exe, self.gate])
+
+    def test_openmpi(self):
+        exe = self.build("mpicc.openmpi")
+        self.watch([*OMPI, "-np", "4", WEFT, "record", "-o", self.data, "--", exe, self.gate])
+
+
+@unittest.skipUnless(have("srun", "sinfo") and (have("slurmctld", "slurmd") or os.path.exists("/usr/sbin/slurmd")),
+                     "Slurm not installed (slurmctld, slurmd, slurm-client)")
+@unittest.skipUnless(os.geteuid() == 0, "the local Slurm runs as root")
+class Slurm(Job):
+    @classmethod
+    def setUpClass(cls):
+        if sanitizer():
+            raise unittest.SkipTest("built with a sanitizer: the MPI launchers and libraries are not")
+        cls.sdir = tempfile.mkdtemp(prefix="weft-top-slurm-")
+        slurm_local(cls, cls.sdir)
+        cls.saved_conf = os.environ.get("SLURM_CONF")
+        os.environ["SLURM_CONF"] = os.path.join(cls.sdir, "slurm.conf")
+
+    @classmethod
+    def tearDownClass(cls):
+        if cls.saved_conf is None:
+            os.environ.pop("SLURM_CONF", None)
+        else:
+            os.environ["SLURM_CONF"] = cls.saved_conf
+        shutil.rmtree(cls.sdir, ignore_errors=True)
+
+    def test_mpich(self):
+        exe = self.build("mpicc.mpich")
+        plugins = run(["srun", "--mpi=list"], check=False)
+        if "pmi2" not in plugins.stdout + plugins.stderr:
+            self.skipTest("this Slurm has no --mpi=pmi2 plugin")
+        self.watch(["srun", "-n", "4", "--overcommit", "--mpi=pmi2", WEFT, "record", "-o", self.data, "--", exe,
+                    self.gate])
+
+    def test_openmpi(self):
+        exe = self.build("mpicc.openmpi")
+        plugins = run(["srun", "--mpi=list"], check=False)
+        if "pmix" not in plugins.stdout + plugins.stderr:
+            self.skipTest("this Slurm has no --mpi=pmix plugin")
+        self.watch(["srun", "-n", "4", "--overcommit", "--mpi=pmix", WEFT, "record", "-o", self.data, "--", exe,
+                    self.gate])
+
+
+if __name__ == "__main__":
+    main()
