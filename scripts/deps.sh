@@ -34,6 +34,8 @@ if [ "$what" = test ] || [ "$what" = bench ]; then
   need npm command -v npm
   need clang command -v clang++
   need python3-pytest /usr/bin/python3 -c 'import pytest'
+  # weft top's test reads its screen in a tmux pane (tests/integration/test_top.py)
+  need tmux command -v tmux
   # parallel jobs (tests/integration/test_job.py): both MPIs, Fortran, a local Slurm
   need openmpi-bin command -v mpirun.openmpi
   need libopenmpi-dev command -v mpicc.openmpi

@@ -216,6 +216,43 @@ static void longjmp_to(struct live_thread *t, uint64_t buf, uint64_t ts)
 		}
 }
 
+/* Nobody watches: only the stack, in a loop of its own (the writer runs it on every chunk, just
+ * before packing reads the same records again); a record other than a slice's begin or end on
+ * the thread's track goes to apply(). */
+static void apply(struct live_thread *t, const uint64_t *w, size_t nw, double ticks_per_ns);
+static void apply_stack(struct live_thread *t, const uint64_t *w, size_t nw)
+{
+	uint32_t depth = t->depth;
+	uint64_t events = 0, calls = 0;
+	size_t i = 0;
+	while (i + 2 <= nw) {
+		uint64_t h = w[i + 1];
+		unsigned type = weft_rec_type(h), extra = weft_rec_extra(h);
+		if (i + 2 + extra > nw)
+			break;
+		if (type == WEFT_R_FUNC_ENTER || (type == WEFT_R_BEGIN && !(h >> 48))) {
+			if (depth < LIVE_DEPTH) {
+				t->frame[depth] = type == WEFT_R_BEGIN ? (uint32_t)h | KEY_SITE : h & 0xffff0000ffffffffull;
+				t->since[depth] = w[i];
+			}
+			depth++;
+			calls++;
+			events++;
+		} else if (type == WEFT_R_FUNC_EXIT || (type == WEFT_R_END && !(h >> 48))) {
+			depth -= depth != 0;
+			events++;
+		} else {
+			t->depth = depth;
+			apply(t, w + i, 2 + extra, 1.0);
+			depth = t->depth;
+		}
+		i += 2 + extra;
+	}
+	t->depth = depth;
+	t->events += events;
+	t->calls += calls;
+}
+
 /* One chunk's records (raw, as the thread wrote them). */
 static void apply(struct live_thread *t, const uint64_t *w, size_t nw, double ticks_per_ns)
 {
@@ -297,7 +334,10 @@ void weft_live_chunk(uint32_t tid, uint64_t seq, const void *data, size_t used)
 			t->tid = tid;
 			if (!t->counting && atomic_load_explicit(&counting, memory_order_relaxed))
 				start_counting(t);
-			apply(t, data, used / 8, tpn);
+			if (t->counting)
+				apply(t, data, used / 8, tpn);
+			else
+				apply_stack(t, data, used / 8);
 		}
 	}
 	weft_unlock(&live_lock, 0);
