@@ -51,7 +51,8 @@ struct live_thread {
 	struct live_thread *next;
 	uint32_t tid, serial;
 	uint64_t next_seq; /* the chunk index expected next */
-	uint64_t events, calls, dropped, gaps;
+	uint64_t events, calls, dropped;
+	uint64_t gaps; /* chunks the writer never saw (state), or (a query's copy) chunks behind */
 	uint64_t last; /* ticks of the last push or pop */
 	uint32_t depth; /* open slices on the thread's track; frame[] keeps the first LIVE_DEPTH */
 	uint64_t frame[LIVE_DEPTH], since[LIVE_DEPTH];
@@ -484,6 +485,7 @@ int weft_live_report(char **out, size_t *len)
 			start_counting(s);
 		struct live_thread *t = copy_thread(s);
 		if (t) {
+			t->gaps = 0; /* (the copy's: how far behind the writer is) */
 			t->next = copies;
 			copies = t;
 		}
@@ -496,10 +498,9 @@ int weft_live_report(char **out, size_t *len)
 		for (t = copies; t && t->serial != c->serial; t = t->next)
 			;
 		uint64_t index = c->seq & ((1ull << 40) - 1);
-		if (!t && (t = calloc(1, sizeof(*t)))) { /* its first chunk is its current one */
+		if (!t && (t = calloc(1, sizeof(*t)))) { /* the writer has none of its chunks yet */
 			t->serial = c->serial;
 			t->counting = 1;
-			t->gaps = index;
 			t->next = copies;
 			copies = t;
 		}
@@ -507,11 +508,12 @@ int weft_live_report(char **out, size_t *len)
 			continue;
 		t->tid = c->tid;
 		t->alive = 1;
-		if (c->data && index >= t->next_seq) {
-			if (index > t->next_seq)
-				t->gaps += index - t->next_seq; /* still with the writers */
+		/* the current chunk continues the state only where the writer took every chunk before
+		 * it; else the thread is shown as of the writer's last one, the chunks between counted */
+		if (index > t->next_seq)
+			t->gaps = index - t->next_seq;
+		else if (c->data && index == t->next_seq)
 			apply(t, c->data, c->used / 8, tpn);
-		}
 	}
 	uint64_t now = weft__ticks(), now_ns = weft_boottime_ns();
 	struct text o = {0};
