@@ -23,6 +23,8 @@ need libdeflate-dev have_pc libdeflate
 case $(uname -m) in x86_64|aarch64) need libisal-dev have_pc libisal ;; esac
 need libsqlite3-dev have_pc sqlite3
 need libcairo2-dev have_pc cairo
+# `weft export --otf2` (a build without it says so when asked)
+need libotf2-trace-dev have_pc otf2
 need g++ command -v g++
 # the Python module is built for Debian's interpreter (its headers)
 need python3-dev test -f "$(/usr/bin/python3 -c 'import sysconfig; print(sysconfig.get_paths()["include"])' 2>/dev/null)/Python.h"
@@ -36,6 +38,9 @@ if [ "$what" = test ] || [ "$what" = bench ]; then
   need python3-pytest /usr/bin/python3 -c 'import pytest'
   # weft top's test reads its screen in a tmux pane (tests/integration/test_top.py)
   need tmux command -v tmux
+  # the OTF2 archive's independent readers (tests/integration/test_otf2.py)
+  need otf2-tools command -v otf2-print
+  need python3-otf2 /usr/bin/python3 -c 'import otf2'
   # parallel jobs (tests/integration/test_job.py): both MPIs, Fortran, a local Slurm
   need openmpi-bin command -v mpirun.openmpi
   need libopenmpi-dev command -v mpicc.openmpi

@@ -15,6 +15,9 @@ struct weft_export_summary {
 	uint64_t bad_chunks;  /* chunks that did not decode, left out (warn: see bad_why) */
 	const char *bad_why;  /* the first one's reason */
 	uint64_t oom;         /* chunks or events left out for want of memory (then the export fails) */
+	/* OTF2: events written, locations, complete slices whose times were moved to nest, MPI
+	 * messages whose partner or communicator is not in the trace (left out) */
+	uint64_t records, locations, clamped, unmapped;
 };
 /* Adds a walk's counts into a summary. */
 void weft_export_summary_add(struct weft_export_summary *sum, const struct weft_walk_stats *st);
@@ -42,5 +45,11 @@ int weft_export_json(const struct weft_trace *t, FILE *out, int style, int jobs,
  * temporary, renamed when this succeeds: tool/outfile.c); sum->bytes holds the rows written. */
 int weft_export_sqlite(const struct weft_trace *t, const char *path, struct weft_export_summary *sum, char *err,
 		       size_t errlen);
+
+/* OTF2 archive (docs/otf2.md) written into dir (a new directory, or an empty one: the CLI's
+ * fresh sibling, renamed when this succeeds), anchor file dir/traces.otf2; sum->bytes holds
+ * the archive's size. Only where weft was built with libotf2 (WEFT_HAVE_OTF2). */
+int weft_export_otf2(const struct weft_trace *t, const char *dir, struct weft_export_summary *sum, char *err,
+		     size_t errlen);
 
 #endif
