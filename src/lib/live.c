@@ -233,7 +233,7 @@ static void apply_stack(struct live_thread *t, const uint64_t *w, size_t nw)
 			break;
 		if (type == WEFT_R_FUNC_ENTER || (type == WEFT_R_BEGIN && !(h >> 48))) {
 			if (depth < LIVE_DEPTH) {
-				t->frame[depth] = type == WEFT_R_BEGIN ? (uint32_t)h | KEY_SITE : h & 0xffff0000ffffffffull;
+				t->frame[depth] = type == WEFT_R_BEGIN ? (uint32_t)h | KEY_SITE : (uint32_t)h | (h >> 48) << 32;
 				t->since[depth] = w[i];
 			}
 			depth++;

@@ -35,11 +35,15 @@ DEADLINE = 30  # s: far past the 2 s a person waits; the latency seen is printed
 PY_BUSY = """
 import os, sys
 gate = sys.argv[1]
+def gate_open(suffix):
+    if not os.path.isdir(os.path.dirname(gate)):
+        sys.exit(3)  # the test ended without opening the gates
+    return os.path.exists(gate + suffix)
 def leaf_alpha(i):
     return i * 3
 def phase_alpha():
     i = 0
-    while not os.path.exists(gate + ".beta"):
+    while not gate_open(".beta"):
         for _ in range(500):
             leaf_alpha(i)
             i += 1
@@ -47,7 +51,7 @@ def leaf_beta(i):
     return i ^ 5
 def phase_beta():
     i = 0
-    while not os.path.exists(gate + ".quit"):
+    while not gate_open(".quit"):
         for _ in range(500):
             leaf_beta(i)
             i += 1
@@ -132,7 +136,12 @@ class TopTest(TraceTest):
 
 class Program(TopTest):
     def test_c_program_busy_function_phase_change_and_idle_thread(self):
-        r = Recording(self, [WEFT, "record", "-o", self.data, "--", TOPBUSY, self.gate])
+        r = Recording(self, [WEFT, "record", "--no-convert", "-o", self.data, "--", TOPBUSY, self.gate])
+        # the watch begins late: main and phase_alpha were opened in chunks the writer took
+        # before anyone asked (the stack its walk keeps while nobody watches)
+        self.until("2 MB of events written", lambda: sum(os.path.getsize(os.path.join(self.data, n))
+                                                       for n in os.listdir(self.data) if n.endswith(".wevents"))
+                   > 2 << 20)
         f = self.busy_in("alpha_leaf")
         p = f["processes"][0]
         self.assertEqual(p["pid"], int(r.ready[0].split()[1]))
@@ -172,7 +181,7 @@ class Program(TopTest):
         self.assertGreater(calls["alpha_leaf"], 1000)
 
     def test_csv(self):
-        Recording(self, [WEFT, "record", "-o", self.data, "--", TOPBUSY, self.gate])
+        r = Recording(self, [WEFT, "record", "--no-convert", "-o", self.data, "--", TOPBUSY, self.gate])
         self.busy_in("alpha_leaf")
         p = run([WEFT, "top", "--once", "-d", "0.3", "-f", "csv", self.data])
         rows = list(csv.DictReader(io.StringIO(p.stdout)))
@@ -185,20 +194,22 @@ class Program(TopTest):
         self.assertIn("alpha_leaf", funcs)
         self.touch(".beta")
         self.touch(".quit")
+        r.finish()
 
     def test_flight_recorder(self):
-        Recording(self, [WEFT, "record", "--flight-recorder=4M", "-o", self.data, "--", TOPBUSY, self.gate])
+        r = Recording(self, [WEFT, "record", "--no-convert", "--flight-recorder=4M", "-o", self.data, "--", TOPBUSY, self.gate])
         f = self.busy_in("alpha_leaf")
         self.assertTrue(f["processes"][0]["flight_recorder"])
         self.touch(".beta")
         self.busy_in("beta_leaf")
         self.touch(".quit")
+        r.finish()
 
     def test_python(self):
         script = os.path.join(self.tmp, "busy.py")
         with open(script, "w") as f:
             f.write(PY_BUSY)
-        r = Recording(self, [WEFT, "record", "--python", "-o", self.data, "--", "/usr/bin/python3", script,
+        r = Recording(self, [WEFT, "record", "--no-convert", "--python", "-o", self.data, "--", "/usr/bin/python3", script,
                              self.gate])
         # a Python loop's own frame holds most of its time; its calls are counted
         f = self.busy_in("phase_alpha", inside=True)
@@ -241,11 +252,10 @@ class Tmux(TopTest):
 
     def test_top_in_a_pane_beside_the_program(self):
         self.tmux("-f", "/dev/null", "new-session", "-d", "-s", "t", "-x", "160", "-y", "48",
-                  f"{WEFT} record -o {self.data} -- {TOPBUSY} {self.gate}; sleep 600")
-        self.tmux("set-option", "-t", "t", "remain-on-exit", "on")
+                  f"{WEFT} record --no-convert -o {self.data} -- {TOPBUSY} {self.gate}; sleep 600")
         self.until("the recorder", lambda: any(n.startswith(".control.") for n in os.listdir(self.data))
                    if os.path.isdir(self.data) else False)
-        self.tmux("split-window", "-t", "t", "-v", f"{WEFT} top {self.data}")
+        self.tmux("split-window", "-t", "t", "-v", f"{WEFT} top {self.data}; echo weft-top-exit=$?; sleep 600")
 
         def first_function(name):
             def check():
@@ -271,9 +281,9 @@ class Tmux(TopTest):
             return s if "filter: topworker" in s and "topworker" in s and "phase_beta >" not in s else None
         self.until("the thread filter", filtered)
         self.tmux("send-keys", "-t", "t:0.1", "q")
-        self.until("weft top's exit", lambda: self.tmux("display-message", "-p", "-t", "t:0.1",
-                                                        "#{pane_dead} #{pane_dead_status}").split() == ["1", "0"])
+        self.until("weft top's exit", lambda: "weft-top-exit=0" in self.screen())
         self.touch(".quit")
+        self.until("the recording's end", lambda: not any(n.startswith(".control.") for n in os.listdir(self.data)))
 
 
 class Job(TopTest):
@@ -327,6 +337,7 @@ class Slurm(Job):
         if sanitizer():
             raise unittest.SkipTest("built with a sanitizer: the MPI launchers and libraries are not")
         cls.sdir = tempfile.mkdtemp(prefix="weft-top-slurm-")
+        cls.addClassCleanup(shutil.rmtree, cls.sdir, ignore_errors=True)  # after the daemons' stop
         slurm_local(cls, cls.sdir)
         cls.saved_conf = os.environ.get("SLURM_CONF")
         os.environ["SLURM_CONF"] = os.path.join(cls.sdir, "slurm.conf")
@@ -337,7 +348,6 @@ class Slurm(Job):
             os.environ.pop("SLURM_CONF", None)
         else:
             os.environ["SLURM_CONF"] = cls.saved_conf
-        shutil.rmtree(cls.sdir, ignore_errors=True)
 
     def test_mpich(self):
         exe = self.build("mpicc.mpich")

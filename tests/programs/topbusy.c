@@ -5,7 +5,8 @@
  * then phase_beta (beta_leaf) until GATE.quit exists, then returns 0. A second thread,
  * "topworker", enters worker_wait and blocks there in read() on a pipe nobody writes until
  * main ends: an idle thread whose open call weft top must still show. Prints "ready PID" once
- * both run, "beta PID" when phase beta starts. */
+ * both run, "beta PID" when phase beta starts. Exits with status 3 if GATE's directory goes
+ * away (a test that ended without opening the gates leaves no program spinning). */
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,7 +17,7 @@
 
 static volatile unsigned long sink;
 static int pipefd[2];
-static char gate_beta[4096], gate_quit[4096];
+static char gate_beta[4096], gate_quit[4096], gate_dir[4096];
 
 __attribute__((noinline)) void alpha_leaf(unsigned long i)
 {
@@ -32,6 +33,8 @@ __attribute__((noinline)) void beta_leaf(unsigned long i)
 
 NOINST static int exists(const char *p)
 {
+	if (access(gate_dir, F_OK))
+		exit(3);
 	return access(p, F_OK) == 0;
 }
 
@@ -78,6 +81,9 @@ int main(int argc, char **argv)
 	}
 	snprintf(gate_beta, sizeof(gate_beta), "%s.beta", argv[1]);
 	snprintf(gate_quit, sizeof(gate_quit), "%s.quit", argv[1]);
+	snprintf(gate_dir, sizeof(gate_dir), "%s", argv[1]);
+	char *slash = strrchr(gate_dir, '/');
+	snprintf(slash ? slash + 1 : gate_dir, 2, ".");
 	if (pipe(pipefd))
 		return 1;
 	pthread_t th;
