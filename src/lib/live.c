@@ -56,6 +56,7 @@ struct live_thread {
 	uint64_t last; /* ticks of the last push or pop */
 	uint32_t depth; /* open slices on the thread's track; frame[] keeps the first LIVE_DEPTH */
 	uint64_t frame[LIVE_DEPTH], since[LIVE_DEPTH];
+	uint32_t fent[LIVE_DEPTH]; /* each frame's entry index + 1 (0: not looked up yet) */
 	uint32_t mpi_open;
 	uint64_t mpi_since, mpi_ticks;
 	uint64_t jmp_buf_[LIVE_JMPS];
@@ -132,13 +133,24 @@ static struct live_entry *entry(struct live_thread *t, uint64_t key)
 	return e;
 }
 
+/* Frame d's entry (looked up once per frame), or NULL when memory fails. */
+static struct live_entry *frame_entry(struct live_thread *t, uint32_t d)
+{
+	if (t->fent[d])
+		return &t->ent[t->fent[d] - 1];
+	struct live_entry *e = entry(t, t->frame[d]);
+	if (e)
+		t->fent[d] = (uint32_t)(e - t->ent) + 1;
+	return e;
+}
+
 /* Charges the time since the last push or pop to the innermost open slice. */
 static void charge(struct live_thread *t, uint64_t ts)
 {
 	uint64_t from = atomic_load_explicit(&count_from, memory_order_relaxed);
 	from = from > t->last ? from : t->last;
 	if (t->counting && t->depth && t->depth <= LIVE_DEPTH && ts > from) {
-		struct live_entry *e = entry(t, t->frame[t->depth - 1]);
+		struct live_entry *e = frame_entry(t, t->depth - 1);
 		if (e)
 			e->self += ts - from;
 	}
@@ -150,14 +162,15 @@ static void push(struct live_thread *t, uint64_t key, uint64_t ts)
 {
 	charge(t, ts);
 	t->calls++;
-	if (t->depth < LIVE_DEPTH) {
-		t->frame[t->depth] = key;
-		t->since[t->depth] = ts;
+	uint32_t d = t->depth++;
+	if (d < LIVE_DEPTH) {
+		t->frame[d] = key;
+		t->since[d] = ts;
+		t->fent[d] = 0;
 	}
-	t->depth++;
 	if (!t->counting)
 		return;
-	struct live_entry *e = entry(t, key);
+	struct live_entry *e = d < LIVE_DEPTH ? frame_entry(t, d) : entry(t, key);
 	if (!e)
 		return;
 	uint64_t from = atomic_load_explicit(&count_from, memory_order_relaxed);
@@ -172,8 +185,8 @@ static void pop(struct live_thread *t, uint64_t ts)
 	if (!t->depth)
 		return; /* an end whose begin came before the thread's first chunk seen, or was dropped */
 	charge(t, ts);
-	if (t->counting && t->depth <= LIVE_DEPTH) {
-		struct live_entry *e = entry(t, t->frame[t->depth - 1]);
+	if (t->counting && t->mpi_open && t->depth <= LIVE_DEPTH) {
+		struct live_entry *e = frame_entry(t, t->depth - 1);
 		if (e && (e->flags & ENT_MPI) && t->mpi_open && --t->mpi_open == 0 && ts > t->mpi_since)
 			t->mpi_ticks += ts - t->mpi_since;
 	}
@@ -186,7 +199,7 @@ static void start_counting(struct live_thread *t)
 	t->counting = 1;
 	t->mpi_open = 0;
 	for (uint32_t d = 0; d < t->depth && d < LIVE_DEPTH; d++) {
-		struct live_entry *e = entry(t, t->frame[d]);
+		struct live_entry *e = frame_entry(t, d);
 		if (e && (e->flags & ENT_MPI) && t->mpi_open++ == 0)
 			t->mpi_since = atomic_load(&count_from);
 	}
@@ -235,6 +248,7 @@ static void apply_stack(struct live_thread *t, const uint64_t *w, size_t nw)
 			if (depth < LIVE_DEPTH) {
 				t->frame[depth] = type == WEFT_R_BEGIN ? (uint32_t)h | KEY_SITE : (uint32_t)h | (h >> 48) << 32;
 				t->since[depth] = w[i];
+				t->fent[depth] = 0;
 			}
 			depth++;
 			calls++;
