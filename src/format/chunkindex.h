@@ -73,7 +73,15 @@ struct weft__ix_acc {
 	uint64_t t0, t1, n0, n1;
 	int32_t depth, low;
 	uint32_t flags;
+	/* optional (the runtime's live view, src/lib/live.c; NULL elsewhere): the record index of
+	 * the last slice opened at each depth relative to the chunk's start, opens[r +
+	 * WEFT_IX_OPENS] for r in [-WEFT_IX_OPENS, WEFT_IX_OPENS); at the end, those of the levels
+	 * [low, depth) are the chunk's slices still open. jumps: a SETJMP or LONGJMP was seen (a
+	 * longjmp closes levels the depth count does not see) */
+	uint32_t *opens;
+	int jumps;
 };
+#define WEFT_IX_OPENS 256
 
 static inline void weft__ix_init(struct weft__ix_acc *a)
 {
@@ -81,6 +89,8 @@ static inline void weft__ix_init(struct weft__ix_acc *a)
 	a->t1 = a->n1 = 0;
 	a->depth = a->low = 0;
 	a->flags = 0;
+	a->opens = 0;
+	a->jumps = 0;
 }
 
 /* One record: its header h, type and extra words; w + i is the record (word0 its time). */
@@ -92,6 +102,11 @@ static inline __attribute__((always_inline)) void weft__ix_step(struct weft__ix_
 	if (__builtin_expect(dd && weft_rec_track(h) && type <= WEFT_R_END, 0)) {
 		a->flags |= WEFT_IX_TRACKS; /* a named track's slice: not the thread's own depth */
 		dd = 0;
+	}
+	if (__builtin_expect(a->opens != 0, 0)) {
+		if (dd > 0 && (uint32_t)(a->depth + WEFT_IX_OPENS) < 2 * WEFT_IX_OPENS)
+			a->opens[a->depth + WEFT_IX_OPENS] = (uint32_t)i;
+		a->jumps |= type == WEFT_R_SETJMP || type == WEFT_R_LONGJMP;
 	}
 	a->depth += dd;
 	a->low = a->depth < a->low ? a->depth : a->low;

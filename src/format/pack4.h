@@ -129,14 +129,16 @@ static inline __attribute__((always_inline)) unsigned weft__pack4_addr(uint8_t *
  * weft_pack_bound(n) bytes), with the chunk's index entry in ix as weft_pack_indexed does;
  * scratch: weft_pack4_scratch(n) bytes for the columns while they are made. Returns the bytes
  * written. */
-static inline size_t weft_pack4_indexed(const uint64_t *w, size_t n, uint8_t *out, uint32_t *events,
-					uint32_t *dropped, struct weft_index_rec *ix, uint8_t *scratch)
+static inline __attribute__((always_inline)) size_t
+weft__pack4_ix(const uint64_t *w, size_t n, uint8_t *out, uint32_t *events, uint32_t *dropped,
+	       struct weft_index_rec *ix, uint8_t *scratch, uint32_t *opens, int *jumps)
 {
 	uint8_t *d0 = scratch, *c0 = d0 + 4 * n + 16, *a0 = c0 + n + 16, *s0 = a0 + 10 * n + 16;
 	uint8_t *od = d0, *oc = c0, *oa = a0, *os = s0, *o = out;
 	uint64_t mru[4] = {0, 0, 0, 0}, prev = 0, prev_addr = 0;
 	struct weft__ix_acc acc;
 	weft__ix_init(&acc);
+	acc.opens = opens;
 	uint32_t ev = 0;
 	size_t i = 0;
 	while (i + 2 <= n) {
@@ -198,6 +200,8 @@ static inline size_t weft_pack4_indexed(const uint64_t *w, size_t n, uint8_t *ou
 	*events = ev;
 	if (ix)
 		weft__ix_done(&acc, ix);
+	if (jumps)
+		*jumps = acc.jumps;
 	uint32_t t[4] = {(uint32_t)(o - out), (uint32_t)(od - d0), (uint32_t)(oc - c0), (uint32_t)(oa - a0)};
 	memcpy(o, d0, t[1]);
 	o += t[1];
@@ -209,6 +213,22 @@ static inline size_t weft_pack4_indexed(const uint64_t *w, size_t n, uint8_t *ou
 	o += os - s0;
 	memcpy(o, t, sizeof(t));
 	return (size_t)(o - out) + sizeof(t);
+}
+
+static inline size_t weft_pack4_indexed(const uint64_t *w, size_t n, uint8_t *out, uint32_t *events,
+					uint32_t *dropped, struct weft_index_rec *ix, uint8_t *scratch)
+{
+	return weft__pack4_ix(w, n, out, events, dropped, ix, scratch, 0, 0);
+}
+
+/* weft_pack4_indexed that also keeps, for the runtime's live view, where the chunk's slices
+ * still open at its end were opened (chunkindex.h: opens, WEFT_IX_OPENS * 2 entries; ix must
+ * be given), and whether a setjmp or longjmp made the count unreliable (*jumps). */
+static inline size_t weft_pack4_indexed_opens(const uint64_t *w, size_t n, uint8_t *out, uint32_t *events,
+					      uint32_t *dropped, struct weft_index_rec *ix, uint8_t *scratch,
+					      uint32_t *opens, int *jumps)
+{
+	return weft__pack4_ix(w, n, out, events, dropped, ix, scratch, opens, jumps);
 }
 
 /* A version 4 record's timestamp delta after its tag (small: weft__unpack_hdr's): in the tag,

@@ -324,6 +324,15 @@ WEFT_HIDDEN void weft_live_start(void);
 /* A chunk about to be packed (a writer, or a flight recorder's eviction): its records keep the
  * thread's stack of open slices, and, once watched, calls and self times. */
 WEFT_HIDDEN void weft_live_chunk(uint32_t tid, uint64_t seq, const void *data, size_t used);
+/* What the writers do for it: 0 nothing (no recorder can ask), 1 keep the stacks (packing's
+ * summary: weft_live_chunk_opens after weft_pack4_indexed_opens), 2 the whole walk
+ * (weft_live_chunk before packing: someone watches). */
+WEFT_HIDDEN int weft_live_wanted(void);
+/* The chunk's stack summary from the packing pass (chunkindex.h's opens, depth delta and low);
+ * the records are walked instead where it cannot stand for them. */
+WEFT_HIDDEN void weft_live_chunk_opens(uint32_t tid, uint64_t seq, const void *data, size_t used, int32_t delta,
+				       int32_t low, const uint32_t *opens, int jumps, uint32_t events,
+				       uint32_t dropped);
 /* The control thread's answer to `top` (docs/top.md's lines), malloc'd in *out: 0 or -ENOMEM. */
 WEFT_HIDDEN int weft_live_report(char **out, size_t *len);
 /* registry.c: the name of site id (0), or -ENOENT */

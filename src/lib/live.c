@@ -25,6 +25,7 @@
  * then takes live_lock, so the query takes them one after the other, never nested).
  */
 #include "internal.h"
+#include "../format/chunkindex.h"
 #include "../format/format.h"
 #include "job.h"
 #include <errno.h>
@@ -161,7 +162,6 @@ static void charge(struct live_thread *t, uint64_t ts)
 static void push(struct live_thread *t, uint64_t key, uint64_t ts)
 {
 	charge(t, ts);
-	t->calls++;
 	uint32_t d = t->depth++;
 	if (d < LIVE_DEPTH) {
 		t->frame[d] = key;
@@ -174,8 +174,10 @@ static void push(struct live_thread *t, uint64_t key, uint64_t ts)
 	if (!e)
 		return;
 	uint64_t from = atomic_load_explicit(&count_from, memory_order_relaxed);
-	if (ts >= from) /* (a call made before the watch began is not counted) */
+	if (ts >= from) { /* (a call made before the watch began is not counted) */
 		e->calls++;
+		t->calls++;
+	}
 	if ((e->flags & ENT_MPI) && t->mpi_open++ == 0)
 		t->mpi_since = ts > from ? ts : from;
 }
@@ -237,7 +239,7 @@ static void apply(struct live_thread *t, const uint64_t *w, size_t nw, double ti
 static void apply_stack(struct live_thread *t, const uint64_t *w, size_t nw)
 {
 	uint32_t depth = t->depth;
-	uint64_t events = 0, calls = 0;
+	uint64_t events = 0;
 	size_t i = 0;
 	while (i + 2 <= nw) {
 		uint64_t h = w[i + 1];
@@ -251,7 +253,6 @@ static void apply_stack(struct live_thread *t, const uint64_t *w, size_t nw)
 				t->fent[depth] = 0;
 			}
 			depth++;
-			calls++;
 			events++;
 		} else if (type == WEFT_R_FUNC_EXIT || (type == WEFT_R_END && !(h >> 48))) {
 			depth -= depth != 0;
@@ -265,7 +266,6 @@ static void apply_stack(struct live_thread *t, const uint64_t *w, size_t nw)
 	}
 	t->depth = depth;
 	t->events += events;
-	t->calls += calls;
 }
 
 /* One chunk's records (raw, as the thread wrote them). */
@@ -291,10 +291,10 @@ static void apply(struct live_thread *t, const uint64_t *w, size_t nw, double ti
 		case WEFT_R_SETJMP: setjmp_at(t, addr); break;
 		case WEFT_R_LONGJMP: longjmp_to(t, addr, ts); break;
 		case WEFT_R_COMPLETE:
-			t->calls++;
 			if (t->counting && extra >= 1 && w[i + 2] > ts) {
 				struct live_entry *e = entry(t, (uint32_t)h | KEY_SITE);
 				if (e) {
+					t->calls++;
 					e->calls++;
 					e->self += (uint64_t)((double)(w[i + 2] - ts) * ticks_per_ns);
 				}
@@ -306,9 +306,7 @@ static void apply(struct live_thread *t, const uint64_t *w, size_t nw, double ti
 			break;
 		default: break;
 		}
-		if (type < WEFT_R_ARG_I64 || type > WEFT_R_ARG_STR)
-			if (type != WEFT_R_STACK && type != WEFT_R_CPUMEM && type != WEFT_R_DROPPED)
-				t->events++;
+		t->events += (uint64_t)weft_rec_is_event(type);
 		i += 2 + extra;
 	}
 }
@@ -333,27 +331,77 @@ static struct live_thread *find(uint32_t serial, uint32_t tid, int make)
 	return t;
 }
 
-void weft_live_chunk(uint32_t tid, uint64_t seq, const void *data, size_t used)
+int weft_live_wanted(void)
 {
 	if (!weft_cfg.control[0] && !weft_cfg.live)
-		return; /* no recorder to ask, and no live=: nobody can watch */
-	double tpn = atomic_load_explicit(&counting, memory_order_relaxed) ? weft_ticks_per_ns() : 1.0;
-	weft_lock(&live_lock, 0);
+		return 0; /* no recorder to ask, and no live=: nobody can watch */
+	return atomic_load_explicit(&counting, memory_order_relaxed) ? 2 : 1;
+}
+
+/* Under live_lock: the state of the chunk's thread when this chunk comes next (its seq
+ * recorded as taken), or NULL (a late chunk, or no memory). */
+static struct live_thread *take(uint32_t tid, uint64_t seq)
+{
 	struct live_thread *t = find((uint32_t)(seq >> 40), tid, 1);
+	uint64_t index = seq & ((1ull << 40) - 1);
+	if (!t || index < t->next_seq)
+		return NULL;
+	if (index > t->next_seq)
+		t->gaps++; /* a chunk not seen (another writer has it, or it was lost) */
+	t->next_seq = index + 1;
+	t->tid = tid;
+	if (!t->counting && atomic_load_explicit(&counting, memory_order_relaxed))
+		start_counting(t);
+	return t;
+}
+
+static void walk(struct live_thread *t, const void *data, size_t used)
+{
+	if (t->counting)
+		apply(t, data, used / 8, weft_ticks_per_ns());
+	else
+		apply_stack(t, data, used / 8);
+}
+
+void weft_live_chunk(uint32_t tid, uint64_t seq, const void *data, size_t used)
+{
+	if (!weft_live_wanted())
+		return;
+	weft_lock(&live_lock, 0);
+	struct live_thread *t = take(tid, seq);
+	if (t)
+		walk(t, data, used);
+	weft_unlock(&live_lock, 0);
+}
+
+void weft_live_chunk_opens(uint32_t tid, uint64_t seq, const void *data, size_t used, int32_t delta, int32_t low,
+			   const uint32_t *opens, int jumps, uint32_t events, uint32_t dropped)
+{
+	const uint64_t *w = data;
+	weft_lock(&live_lock, 0);
+	struct live_thread *t = take(tid, seq);
+	/* the walk where the summary cannot stand for it: counting began meanwhile, a longjmp, an
+	 * end below the known stack, or levels past the summary's reach */
+	if (t && (t->counting || jumps || (int64_t)t->depth + low < 0 || low < -WEFT_IX_OPENS ||
+		  delta > WEFT_IX_OPENS)) {
+		walk(t, data, used);
+		t = NULL;
+	}
 	if (t) {
-		uint64_t index = seq & ((1ull << 40) - 1);
-		if (index >= t->next_seq) {
-			if (index > t->next_seq)
-				t->gaps++; /* a chunk not seen (another writer has it, or it was lost) */
-			t->next_seq = index + 1;
-			t->tid = tid;
-			if (!t->counting && atomic_load_explicit(&counting, memory_order_relaxed))
-				start_counting(t);
-			if (t->counting)
-				apply(t, data, used / 8, tpn);
-			else
-				apply_stack(t, data, used / 8);
+		uint32_t base = t->depth;
+		for (int32_t r = low; r < delta; r++) {
+			uint32_t level = (uint32_t)((int64_t)base + r), i = opens[r + WEFT_IX_OPENS];
+			if (level >= LIVE_DEPTH || (size_t)i + 2 > used / 8)
+				continue;
+			uint64_t h = w[i + 1];
+			t->frame[level] = weft_rec_type(h) == WEFT_R_BEGIN ? (uint32_t)h | KEY_SITE
+									 : (uint32_t)h | (h >> 48) << 32;
+			t->since[level] = w[i];
+			t->fent[level] = 0;
 		}
+		t->depth = (uint32_t)((int64_t)base + delta);
+		t->events += events;
+		t->dropped += dropped;
 	}
 	weft_unlock(&live_lock, 0);
 }

@@ -42,6 +42,7 @@ struct writer {
 	size_t pcap;
 	uint8_t *cbuf; /* the columns while they are made (weft_pack4_scratch) */
 	int failed;
+	uint32_t opens[2 * WEFT_IX_OPENS]; /* weft top's stacks: packing's summary (chunkindex.h) */
 	_Atomic int running; /* set by the writer once its thread runs our code (fork waits for it) */
 };
 
@@ -148,7 +149,6 @@ static size_t compress_chunk(struct writer *w, const uint8_t *p, size_t n)
 static void write_chunk(struct writer *w, struct weft_chunk *c)
 {
 	size_t used = c->used & ~(size_t)7;
-	weft_live_chunk(c->tid, c->seq, c->data, used); /* before packing changes the records */
 	uint32_t dropped = 0, events;
 	struct weft_chunk_header h;
 	memset(&h, 0, sizeof(h));
@@ -171,10 +171,21 @@ static void write_chunk(struct writer *w, struct weft_chunk *c)
 		}
 		w->pcap = w->pbuf ? need : 0;
 	}
+	int live = weft_live_wanted(); /* weft top (live.c): the stacks from packing's pass, or a walk */
+	if (live == 2 || (live == 1 && !w->pbuf))
+		weft_live_chunk(c->tid, c->seq, c->data, used); /* before delta_encode changes them */
 	struct weft_index_rec ix; /* the chunk's time index entry (chunkindex.c), made in the same pass */
 	if (w->pbuf) { /* records packed, delta-coded on the way: ~1 byte/event for zstd to chew */
-		stored = weft_pack4_indexed((const uint64_t *)c->data, used / 8, w->pbuf, &events, &dropped, &ix,
-					    w->cbuf);
+		if (live == 1) {
+			int jumps = 0;
+			stored = weft_pack4_indexed_opens((const uint64_t *)c->data, used / 8, w->pbuf, &events, &dropped,
+							  &ix, w->cbuf, w->opens, &jumps);
+			weft_live_chunk_opens(c->tid, c->seq, c->data, used, ix.depth_delta, ix.depth_min, w->opens, jumps,
+					      events, dropped);
+		} else {
+			stored = weft_pack4_indexed((const uint64_t *)c->data, used / 8, w->pbuf, &events, &dropped, &ix,
+						    w->cbuf);
+		}
 		payload = w->pbuf;
 		h.flags |= WEFT_CHUNK_PACKED4;
 	} else { /* no memory for packing: the records themselves, delta-coded */
