@@ -64,6 +64,7 @@ struct live_thread {
 	uint32_t jmp_depth[LIVE_JMPS];
 	unsigned njmp;
 	int counting; /* calls and self times are counted (the watch began) */
+	uint64_t from; /* count_from as read at the start of this walk */
 	int alive;    /* (copies only) its current chunk was seen */
 	struct live_entry *ent; /* append-only: indices stay */
 	size_t nent, cent;
@@ -134,8 +135,11 @@ static struct live_entry *entry(struct live_thread *t, uint64_t key)
 	return e;
 }
 
-/* Frame d's entry (looked up once per frame), or NULL when memory fails. */
-static struct live_entry *frame_entry(struct live_thread *t, uint32_t d)
+#define HOT static inline __attribute__((always_inline))
+
+/* Frame d's entry (looked up once per frame: a call at the depth of the last one to the same
+ * function keeps its entry), or NULL when memory fails. */
+HOT struct live_entry *frame_entry(struct live_thread *t, uint32_t d)
 {
 	if (t->fent[d])
 		return &t->ent[t->fent[d] - 1];
@@ -146,10 +150,9 @@ static struct live_entry *frame_entry(struct live_thread *t, uint32_t d)
 }
 
 /* Charges the time since the last push or pop to the innermost open slice. */
-static void charge(struct live_thread *t, uint64_t ts)
+HOT void charge(struct live_thread *t, uint64_t ts)
 {
-	uint64_t from = atomic_load_explicit(&count_from, memory_order_relaxed);
-	from = from > t->last ? from : t->last;
+	uint64_t from = t->from > t->last ? t->from : t->last;
 	if (t->counting && t->depth && t->depth <= LIVE_DEPTH && ts > from) {
 		struct live_entry *e = frame_entry(t, t->depth - 1);
 		if (e)
@@ -159,30 +162,31 @@ static void charge(struct live_thread *t, uint64_t ts)
 		t->last = ts;
 }
 
-static void push(struct live_thread *t, uint64_t key, uint64_t ts)
+HOT void push(struct live_thread *t, uint64_t key, uint64_t ts)
 {
 	charge(t, ts);
 	uint32_t d = t->depth++;
 	if (d < LIVE_DEPTH) {
-		t->frame[d] = key;
+		if (t->frame[d] != key) { /* (else the entry looked up last time at this depth is its) */
+			t->frame[d] = key;
+			t->fent[d] = 0;
+		}
 		t->since[d] = ts;
-		t->fent[d] = 0;
 	}
 	if (!t->counting)
 		return;
 	struct live_entry *e = d < LIVE_DEPTH ? frame_entry(t, d) : entry(t, key);
 	if (!e)
 		return;
-	uint64_t from = atomic_load_explicit(&count_from, memory_order_relaxed);
-	if (ts >= from) { /* (a call made before the watch began is not counted) */
+	if (ts >= t->from) { /* (a call made before the watch began is not counted) */
 		e->calls++;
 		t->calls++;
 	}
 	if ((e->flags & ENT_MPI) && t->mpi_open++ == 0)
-		t->mpi_since = ts > from ? ts : from;
+		t->mpi_since = ts > t->from ? ts : t->from;
 }
 
-static void pop(struct live_thread *t, uint64_t ts)
+HOT void pop(struct live_thread *t, uint64_t ts)
 {
 	if (!t->depth)
 		return; /* an end whose begin came before the thread's first chunk seen, or was dropped */
@@ -248,9 +252,12 @@ static void apply_stack(struct live_thread *t, const uint64_t *w, size_t nw)
 			break;
 		if (type == WEFT_R_FUNC_ENTER || (type == WEFT_R_BEGIN && !(h >> 48))) {
 			if (depth < LIVE_DEPTH) {
-				t->frame[depth] = type == WEFT_R_BEGIN ? (uint32_t)h | KEY_SITE : (uint32_t)h | (h >> 48) << 32;
+				uint64_t key = type == WEFT_R_BEGIN ? (uint32_t)h | KEY_SITE : (uint32_t)h | (h >> 48) << 32;
+				if (t->frame[depth] != key) {
+					t->frame[depth] = key;
+					t->fent[depth] = 0;
+				}
 				t->since[depth] = w[i];
-				t->fent[depth] = 0;
 			}
 			depth++;
 			events++;
@@ -268,47 +275,59 @@ static void apply_stack(struct live_thread *t, const uint64_t *w, size_t nw)
 	t->events += events;
 }
 
+/* A record other than a slice's begin or end on the thread's track. */
+static void apply_other(struct live_thread *t, const uint64_t *r, unsigned type, unsigned extra, double ticks_per_ns)
+{
+	uint64_t ts = r[0], h = r[1];
+	uint64_t addr = (uint32_t)h | (h >> 48) << 32;
+	switch (type) {
+	case WEFT_R_BEGIN: case WEFT_R_END: break; /* on a named track: not the thread's stack */
+	case WEFT_R_SETJMP: setjmp_at(t, addr); break;
+	case WEFT_R_LONGJMP: longjmp_to(t, addr, ts); break;
+	case WEFT_R_COMPLETE:
+		if (t->counting && extra >= 1 && r[2] > ts && ts >= t->from) {
+			struct live_entry *e = entry(t, (uint32_t)h | KEY_SITE);
+			if (e) {
+				t->calls++;
+				e->calls++;
+				e->self += (uint64_t)((double)(r[2] - ts) * ticks_per_ns);
+			}
+		}
+		break;
+	case WEFT_R_DROPPED:
+		if (extra >= 1)
+			t->dropped += r[2];
+		break;
+	default: break;
+	}
+	t->events += (uint64_t)weft_rec_is_event(type);
+}
+
 /* One chunk's records (raw, as the thread wrote them). */
 static void apply(struct live_thread *t, const uint64_t *w, size_t nw, double ticks_per_ns)
 {
+	t->from = atomic_load_explicit(&count_from, memory_order_relaxed);
+	uint64_t events = 0;
 	for (size_t i = 0; i + 2 <= nw;) {
 		uint64_t ts = w[i], h = w[i + 1];
-		unsigned type = weft_rec_type(h), extra = weft_rec_extra(h), track = (unsigned)(h >> 48);
+		unsigned type = weft_rec_type(h), extra = weft_rec_extra(h);
 		if (i + 2 + extra > nw)
 			break;
-		uint64_t addr = (uint32_t)h | (uint64_t)track << 32;
-		switch (type) {
-		case WEFT_R_BEGIN:
-			if (!track)
-				push(t, (uint32_t)h | KEY_SITE, ts);
-			break;
-		case WEFT_R_END:
-			if (!track)
-				pop(t, ts);
-			break;
-		case WEFT_R_FUNC_ENTER: push(t, addr, ts); break;
-		case WEFT_R_FUNC_EXIT: pop(t, ts); break;
-		case WEFT_R_SETJMP: setjmp_at(t, addr); break;
-		case WEFT_R_LONGJMP: longjmp_to(t, addr, ts); break;
-		case WEFT_R_COMPLETE:
-			if (t->counting && extra >= 1 && w[i + 2] > ts) {
-				struct live_entry *e = entry(t, (uint32_t)h | KEY_SITE);
-				if (e) {
-					t->calls++;
-					e->calls++;
-					e->self += (uint64_t)((double)(w[i + 2] - ts) * ticks_per_ns);
-				}
-			}
-			break;
-		case WEFT_R_DROPPED:
-			if (extra >= 1)
-				t->dropped += w[i + 2];
-			break;
-		default: break;
+		if (type == WEFT_R_FUNC_ENTER) {
+			push(t, (uint32_t)h | (h >> 48) << 32, ts);
+			events++;
+		} else if (type == WEFT_R_FUNC_EXIT || (type == WEFT_R_END && !(h >> 48))) {
+			pop(t, ts);
+			events++;
+		} else if (type == WEFT_R_BEGIN && !(h >> 48)) {
+			push(t, (uint32_t)h | KEY_SITE, ts);
+			events++;
+		} else {
+			apply_other(t, w + i, type, extra, ticks_per_ns);
 		}
-		t->events += (uint64_t)weft_rec_is_event(type);
 		i += 2 + extra;
 	}
+	t->events += events;
 }
 
 static struct live_thread *recent; /* under live_lock: the state find() found last */
@@ -394,10 +413,12 @@ void weft_live_chunk_opens(uint32_t tid, uint64_t seq, const void *data, size_t 
 			if (level >= LIVE_DEPTH || (size_t)i + 2 > used / 8)
 				continue;
 			uint64_t h = w[i + 1];
-			t->frame[level] = weft_rec_type(h) == WEFT_R_BEGIN ? (uint32_t)h | KEY_SITE
-									 : (uint32_t)h | (h >> 48) << 32;
+			uint64_t key = weft_rec_type(h) == WEFT_R_BEGIN ? (uint32_t)h | KEY_SITE : (uint32_t)h | (h >> 48) << 32;
+			if (t->frame[level] != key) {
+				t->frame[level] = key;
+				t->fent[level] = 0;
+			}
 			t->since[level] = w[i];
-			t->fent[level] = 0;
 		}
 		t->depth = (uint32_t)((int64_t)base + delta);
 		t->events += events;
@@ -598,6 +619,7 @@ int weft_live_report(char **out, size_t *len)
 	    (unsigned long long)atomic_load(&weft_g.dropped), (unsigned long long)(mi.uordblks + mi.hblkhd),
 	    j->known ? (int)j->rank : -1, j->known ? (unsigned)j->size : 0u, weft_flight_active() ? 1 : 0, host, comm);
 	for (struct live_thread *t = copies; t; t = t->next) {
+		t->from = atomic_load(&count_from);
 		charge(t, now); /* the innermost open slice, until now */
 		uint64_t mpi = t->mpi_ticks + (t->mpi_open && now > t->mpi_since ? now - t->mpi_since : 0);
 		add(&o, "T %u %u %d %llu %llu %llu %llu %u %llu\n", t->tid, t->serial, t->alive,
