@@ -2,7 +2,7 @@
 # python-next.sh [CTEST-REGEX | --run COMMAND] - builds weft from this tree with Python 3.13
 # (Debian 13, trixie) and runs every Python test there (default regex: python; the Python
 # module's tests, weft record --python, the decorator module and the PerfFlowAspect shim; then
-# the Python tests of test_signals, test_control and test_hosts), or
+# the Python tests of test_signals, test_control, test_hosts and test_top), or
 # COMMAND (bash, in the tree; the build is /var/tmp/weft-build there: e.g.
 # `--run "bench/python/calls_bench.py /var/tmp/weft-build"`). The trixie root is made once
 # with debootstrap and kept ($WEFT_NEXT_ROOT, default /var/cache/weft/trixie); the tree is
@@ -115,10 +115,10 @@ chroot "$root" /usr/bin/env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME=/root LAN
     st=0
     (cd $b && ctest -R "$REGEX" --output-on-failure -j2) || st=$?
     [ "$REGEX" = python ] || exit $st
-    # the Python parts of other integration tests (signals, control, hosts)
+    # the Python parts of other integration tests (signals, control, hosts, top)
     export WEFT_BUILD=$b
     for t in "test_signals Signals.test_python_sees_its_own_dispositions Signals.test_python_ctrl_c_raises_keyboard_interrupt Signals.test_multiprocessing_forkserver_pool" \
-             "test_control PythonControl" "test_hosts TwoHosts.test_python_flow"; do
+             "test_control PythonControl" "test_hosts TwoHosts.test_python_flow" "test_top Program.test_python"; do
       set -- $t
       f=$1; shift
       echo "python-next: $f $*"

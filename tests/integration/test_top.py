@@ -317,6 +317,21 @@ class Job(TopTest):
         for p in f["processes"]:
             self.assertGreater(p["mpi_pct"], 50 if p["rank"] != 2 else -1)
         self.assertEqual([p["mpi_pct"] for p in f["processes"] if p["rank"] == 2], [0.0])
+        if shutil.which("tmux"):  # and on the screen, as a person sees it
+            sock = f"weft-top-job-{os.getpid()}"
+            self.addCleanup(subprocess.run, ["tmux", "-L", sock, "kill-server"], capture_output=True)
+            run(["tmux", "-L", sock, "-f", "/dev/null", "new-session", "-d", "-s", "t", "-x", "200", "-y", "40",
+                 f"{WEFT} top {self.data}; sleep 600"])
+
+            def screen():
+                s = run(["tmux", "-L", sock, "capture-pane", "-p", "-t", "t"]).stdout
+                ranks = [line.split() for line in s.splitlines()]
+                ranks = [r for r in ranks if len(r) > 4 and r[0] in pids.values() and r[1] in "0123"]
+                barrier = [r[1] for r in ranks if r[-1] == "MPI_Barrier"]
+                ok = len(ranks) >= 4 and sorted(barrier) == ["0", "1", "3"] and "waiting for rank 2" in s
+                return s if ok else None
+            pids = {k: str(v) for k, v in pids.items()}
+            self.until("4 ranks on the screen, 3 in MPI_Barrier", screen)
         self.touch(".go")
         r.finish()
 
