@@ -619,12 +619,17 @@ int weft_live_report(char **out, size_t *len)
 	    (unsigned long long)atomic_load(&weft_g.dropped), (unsigned long long)(mi.uordblks + mi.hblkhd),
 	    j->known ? (int)j->rank : -1, j->known ? (unsigned)j->size : 0u, weft_flight_active() ? 1 : 0, host, comm);
 	for (struct live_thread *t = copies; t; t = t->next) {
+		/* known until now where the current chunk continued the state (the innermost open
+		 * slice is charged until now), else until the last record the writer took */
+		uint64_t asof = t->gaps || !t->alive ? t->last : now;
 		t->from = atomic_load(&count_from);
-		charge(t, now); /* the innermost open slice, until now */
-		uint64_t mpi = t->mpi_ticks + (t->mpi_open && now > t->mpi_since ? now - t->mpi_since : 0);
-		add(&o, "T %u %u %d %llu %llu %llu %llu %u %llu\n", t->tid, t->serial, t->alive,
+		charge(t, asof);
+		uint64_t mpi = t->mpi_ticks + (t->mpi_open && asof > t->mpi_since ? asof - t->mpi_since : 0);
+		uint64_t asof_ns = now_ns - (now > asof ? (uint64_t)((double)(now - asof) / tpn) : 0);
+		add(&o, "T %u %u %d %llu %llu %llu %llu %u %llu %llu\n", t->tid, t->serial, t->alive,
 		    (unsigned long long)t->events, (unsigned long long)t->calls, (unsigned long long)t->dropped,
-		    (unsigned long long)((double)mpi / tpn), t->depth, (unsigned long long)t->gaps);
+		    (unsigned long long)((double)mpi / tpn), t->depth, (unsigned long long)t->gaps,
+		    (unsigned long long)asof_ns);
 		char k[24];
 		for (uint32_t d = 0; d < t->depth && d < LIVE_DEPTH; d++) {
 			key_text(t->frame[d], k, sizeof(k));

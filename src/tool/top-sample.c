@@ -4,7 +4,7 @@
  * (DIR/.control.PID, record-control.c), and answers with the lines each of its processes'
  * runtimes gave (src/lib/live.c, prefixed "@PID "), then `ack`. The lines (docs/top.md):
  *   P pid now_ns since_ns events dropped heap rank size flight host comm
- *   T tid serial alive events calls dropped mpi_ns depth lag_chunks
+ *   T tid serial alive events calls dropped mpi_ns depth lag_chunks asof_ns
  *   S tid key open_ns          the open slices, outermost first
  *   E tid key calls self_ns    per function or slice name
  *   N key name                 a site's name (keys sN); fHEX keys are function addresses,
@@ -257,10 +257,11 @@ static int parse_process(struct top_sample *s, struct top_syms *syms, char **lin
 			continue;
 		} else if (l[0] == 'T') {
 			struct top_thread t = {0};
-			unsigned long long ev, calls, dr, mpi, lag;
-			if (sscanf(l, "T %d %u %d %llu %llu %llu %llu %u %llu", &t.tid, &t.serial, &t.alive, &ev, &calls, &dr,
-				   &mpi, &t.depth, &lag) != 9)
+			unsigned long long ev, calls, dr, mpi, lag, asof;
+			if (sscanf(l, "T %d %u %d %llu %llu %llu %llu %u %llu %llu", &t.tid, &t.serial, &t.alive, &ev, &calls,
+				   &dr, &mpi, &t.depth, &lag, &asof) != 10)
 				continue;
+			t.asof_ns = asof;
 			t.events = ev;
 			t.calls = calls;
 			t.dropped = dr;

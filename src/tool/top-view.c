@@ -181,34 +181,35 @@ static int frame_make(const struct top_view *v, const struct top_sample *before,
 			fr->have_dt = 1;
 			fr->dt = r->dt;
 		}
-		uint64_t ev = 0, evb = 0, calls = 0, callsb = 0;
+		uint64_t calls = 0;
 		double mpi = 0;
 		for (size_t k = 0; k < p->nthreads; k++) {
 			const struct top_thread *t = &p->threads[k], *tb = find_thread(b, t->serial, t->tid);
-			ev += t->events;
 			calls += t->calls;
-			if (tb) {
-				evb += tb->events;
-				callsb += tb->calls;
-			}
 			if (t->alive || now->ended)
 				r->threads++;
 			if (!r->main || (t->tid == p->pid && t->alive))
 				r->main = t;
-			double tdt = r->dt;
+			/* a thread's numbers cover the time up to its asof (its writer may be behind) */
+			double tdt = !now->ended && tb && t->asof_ns > tb->asof_ns ? (double)(t->asof_ns - tb->asof_ns) / 1e9
+										  : r->dt;
 			double m = now->ended ? (tdt > 0 ? (double)t->mpi_ns / 1e9 / tdt : 0)
 					      : (tb && tdt > 0 && t->mpi_ns >= tb->mpi_ns ? (double)(t->mpi_ns - tb->mpi_ns) / 1e9 / tdt : 0);
 			if (m > mpi)
 				mpi = m;
+			double tev_s = now->ended ? (r->dt > 0 ? (double)t->events / r->dt : 0) : tb ? rate(t->events, tb->events, tdt) : 0;
+			double tcalls_s = now->ended ? (r->dt > 0 ? (double)t->calls / r->dt : 0) : tb ? rate(t->calls, tb->calls, tdt) : 0;
+			r->ev_s += tev_s; /* the process's: its threads' over their own intervals */
+			r->calls_s += tcalls_s;
 			if (!thread_passes(v, p, t))
 				continue;
 			struct trow *tr = &fr->tr[fr->ntr++];
 			tr->p = p;
 			tr->t = t;
 			tr->b = tb;
-			tr->dt = r->dt;
-			tr->ev_s = now->ended ? (r->dt > 0 ? (double)t->events / r->dt : 0) : tb ? rate(t->events, tb->events, r->dt) : 0;
-			tr->calls_s = now->ended ? (r->dt > 0 ? (double)t->calls / r->dt : 0) : tb ? rate(t->calls, tb->calls, r->dt) : 0;
+			tr->dt = tdt;
+			tr->ev_s = tev_s;
+			tr->calls_s = tcalls_s;
 			tr->mpi_pct = 100 * m;
 			tr->cpu_pct = tb && tb->cpu_ns && t->cpu_ns >= tb->cpu_ns && r->dt > 0
 					      ? 100.0 * (double)(t->cpu_ns - tb->cpu_ns) / 1e9 / r->dt : -1;
@@ -237,16 +238,14 @@ static int frame_make(const struct top_view *v, const struct top_sample *before,
 				if (now->ended) {
 					o->self_pct += r->dt > 0 ? 100.0 * (double)f->self_ns / 1e9 / r->dt : 0;
 					o->calls_s += r->dt > 0 ? (double)f->calls / r->dt : 0;
-				} else if (r->dt > 0) {
+				} else if (tdt > 0) {
 					/* a function (or thread) not in the sample before: all it did is new */
 					uint64_t sb = fb ? fb->self_ns : 0, cb = fb ? fb->calls : 0;
-					o->self_pct += 100.0 * rate(f->self_ns, sb, r->dt) / 1e9;
-					o->calls_s += rate(f->calls, cb, r->dt);
+					o->self_pct += 100.0 * rate(f->self_ns, sb, tdt) / 1e9;
+					o->calls_s += rate(f->calls, cb, tdt);
 				}
 			}
 		}
-		r->ev_s = now->ended ? (r->dt > 0 ? (double)ev / r->dt : 0) : b ? rate(ev, evb, r->dt) : 0;
-		r->calls_s = now->ended ? (r->dt > 0 ? (double)calls / r->dt : 0) : b ? rate(calls, callsb, r->dt) : 0;
 		r->calls = calls;
 		r->mpi_pct = 100 * mpi;
 	}
@@ -438,7 +437,7 @@ static void print_text(FILE *f, const struct top_view *v, const struct top_sampl
 		stack_text(r->t, st, sizeof(st), W ? W - 76 : 0);
 		snprintf(l, sizeof(l), "%7d %7d %-15.15s %5s %8s %8s %8s %5.1f %5u %s%s", r->p->pid, r->t->tid,
 			 r->t->name[0] ? r->t->name : "-", cpu, a, b, d, r->mpi_pct, r->t->depth, st,
-			 r->t->lag_chunks ? " (writer behind)" : "");
+			 r->t->lag_chunks ? " (writer behind)" : r->t->dropped ? " (events dropped: may be off)" : "");
 		line_cut(f, l, W), used++;
 		shown++;
 	}

@@ -27,6 +27,8 @@ struct top_thread {
 	int alive;
 	char name[32];
 	uint64_t events, calls, dropped, mpi_ns, lag_chunks;
+	uint64_t asof_ns; /* CLOCK_BOOTTIME up to which its numbers are known (behind now when its
+			   * writer is behind) */
 	uint64_t cpu_ns; /* user + system CPU time (/proc/PID/task/TID/stat), 0: unknown */
 	unsigned depth; /* open slices (stack[] holds at most the first 512) */
 	struct top_frame *stack; /* outermost first */
