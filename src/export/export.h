@@ -36,6 +36,13 @@ extern _Atomic uint64_t weft_export_progress;
 /* jobs: threads encoding (and as many deflating), 0: one per core (at most 16). */
 int weft_export_pftrace(const struct weft_trace *t, FILE *out, int jobs, int deflate,
 			struct weft_export_summary *sum, char *err, size_t errlen);
+/* Part `part` (0-based) of nparts of that .pftrace: the parts, each written by its own process
+ * (a conversion run as an MPI job, tool/convert-job.c), concatenated in order, are the bytes
+ * weft_export_pftrace writes. Each part holds the threads of a run of whole processes with
+ * about 1/nparts of the events; the first also the header, the last the sequences after the
+ * threads' (memory counters, samplers, GPU). sum counts this part's. */
+int weft_export_pftrace_part(const struct weft_trace *t, FILE *out, int jobs, int deflate, unsigned part,
+			     unsigned nparts, struct weft_export_summary *sum, char *err, size_t errlen);
 
 enum weft_json_style { WEFT_JSON_BE = 0, WEFT_JSON_X = 1 };
 int weft_export_json(const struct weft_trace *t, FILE *out, int style, int jobs,

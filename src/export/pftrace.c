@@ -23,6 +23,7 @@
 #include "export/pftrace-gpu.h"
 #include "export/pftrace-snapshot.h"
 #include "export/pftrace-out.h"
+#include "format/symbols.h"
 #include "export/pftrace-enc.h"
 #include "format/format.h"
 #include <errno.h>
@@ -457,13 +458,77 @@ static void drain_cb(void *ctx)
 	drain(ctx, 1u << 20);
 }
 
+/* Part `part` of nparts: the threads of a run of whole processes, cut where the events before
+ * them reach part/nparts of the trace's (the first part also has the header, the last the
+ * sequences after the threads'). [*k0, *k1) in the order of every thread of every process. */
+static void part_range(const struct weft_trace *t, unsigned part, unsigned nparts, size_t *k0, size_t *k1,
+		       size_t *p0, size_t *p1)
+{
+	uint64_t total = 0, before = 0;
+	for (size_t i = 0; i < t->nprocs; i++)
+		total += weft_proc_events(&t->procs[i]);
+	size_t k = 0;
+	*k0 = *k1 = *p0 = *p1 = 0;
+	int in = 0;
+	for (size_t i = 0; i < t->nprocs; i++) {
+		/* the process goes to the part its first event falls in */
+		unsigned owner = total ? (unsigned)((unsigned __int128)before * nparts / total) : 0;
+		if (owner >= nparts)
+			owner = nparts - 1;
+		if (owner == part && !in) {
+			*k0 = k;
+			*p0 = i;
+			in = 1;
+		}
+		if (owner > part) {
+			if (!in) {
+				*k0 = k;
+				*p0 = i;
+			}
+			*k1 = k;
+			*p1 = i;
+			return;
+		}
+		before += weft_proc_events(&t->procs[i]);
+		k += t->procs[i].nthreads;
+	}
+	if (!in) {
+		*k0 = k;
+		*p0 = t->nprocs;
+	}
+	*k1 = k;
+	*p1 = t->nprocs;
+}
+
+/* A trace opened with weft_trace_defer_symbols (a rank of a conversion run as a job): the
+ * function addresses of its processes named; of every process where the analyses read other
+ * processes' slices (memory, the system sampler, the GPU). */
+static void symbolize_part(struct weft_trace *t, size_t p0, size_t p1)
+{
+	int all = 0;
+	for (size_t i = 0; i < t->nprocs && !all; i++)
+		all = t->procs[i].mem_recorded || t->procs[i].nsys_chans || t->procs[i].has_gpu;
+	for (size_t i = all ? 0 : p0; i < (all ? t->nprocs : p1); i++)
+		if (t->procs[i].maps && !t->procs[i].symbolized)
+			weft_symbolize(t, &t->procs[i]);
+}
+
 int weft_export_pftrace(const struct weft_trace *t, FILE *out, int jobs, int deflate,
 			struct weft_export_summary *sum, char *err, size_t errlen)
+{
+	return weft_export_pftrace_part(t, out, jobs, deflate, 0, 1, sum, err, errlen);
+}
+
+int weft_export_pftrace_part(const struct weft_trace *t, FILE *out, int jobs, int deflate, unsigned part,
+			     unsigned nparts, struct weft_export_summary *sum, char *err, size_t errlen)
 {
 	memset(sum, 0, sizeof(*sum));
 	size_t n = 0;
 	for (size_t i = 0; i < t->nprocs; i++)
 		n += t->procs[i].nthreads;
+	size_t k0, k1, p0, p1;
+	part_range(t, part, nparts ? nparts : 1, &k0, &k1, &p0, &p1);
+	symbolize_part((struct weft_trace *)t, p0, p1);
 	struct seq_enc *encs = calloc(n + 1, sizeof(*encs));
 	struct proc_cats *cats = calloc(t->nprocs + 1, sizeof(*cats));
 	if (!encs || !cats)
@@ -492,7 +557,8 @@ int weft_export_pftrace(const struct weft_trace *t, FILE *out, int jobs, int def
 		return rc;
 	}
 	jobs = weft_jobs(jobs);
-	struct weft_pf_out *file = weft_pf_out_open(out, deflate, n, jobs > 1 ? jobs : 0);
+	int first = part == 0, last = part + 1 >= nparts;
+	struct weft_pf_out *file = weft_pf_out_open(out, deflate, k1 - k0, jobs > 1 ? jobs : 0);
 	if (!file)
 		weft_oom("writing the .pftrace");
 	size_t k = 0;
@@ -505,8 +571,8 @@ int weft_export_pftrace(const struct weft_trace *t, FILE *out, int jobs, int def
 			encs[k].th = &p->threads[h];
 			encs[k].cats = &cats[i];
 			encs[k].file = file;
-			encs[k].seq = (uint32_t)(k + 2);
-			encs[k].so.order = k;
+			encs[k].seq = (uint32_t)(k + 2); /* (the whole trace's numbering, whatever the part) */
+			encs[k].so.order = k - k0;
 			encs[k].tuuid = thread_uuid(p->pid, p->threads[h].tid, p->threads[h].serial);
 			encs[k].mem = weft_mem_for(mem, p);
 			encs[k].big_alloc = mem->big_alloc;
@@ -515,19 +581,21 @@ int weft_export_pftrace(const struct weft_trace *t, FILE *out, int jobs, int def
 
 		}
 	}
-	for (size_t i = 0; i < t->nprocs; i++) /* drops not attributed to a thread count too */
+	for (size_t i = p0; i < p1; i++) /* drops not attributed to a thread count too */
 		sum->dropped += weft_proc_dropped(&t->procs[i]);
 	/* descriptors of processes, named tracks and counters first, then the threads */
 	struct seq_enc head = {.file = file, .so.order = SIZE_MAX};
-	header(t, mem, sys, gpu, &head.out);
-	drain(&head, 1);
-	weft_pf_out_flush(file, &head.so); /* in the file before the first thread's sequence */
-	struct job j = {t, encs, weft_pf_sched_scan(t)};
-	weft_parallel_for(n, jobs, encode_thread, &j);
+	if (first) {
+		header(t, mem, sys, gpu, &head.out);
+		drain(&head, 1);
+		weft_pf_out_flush(file, &head.so); /* in the file before the first thread's sequence */
+	}
+	struct job j = {t, encs + k0, weft_pf_sched_scan(t)};
+	weft_parallel_for(k1 - k0, jobs, encode_thread, &j);
 	weft_pf_sched_ends_free((struct weft_pf_sched_ends *)j.sched_ends);
 	/* memory counters and heap profiles, each on sequences of their own after the threads' */
 	uint32_t seq = (uint32_t)n + 2;
-	for (size_t i = 0; i < t->nprocs; i++) {
+	for (size_t i = 0; last && i < t->nprocs; i++) {
 		const struct weft_mem_proc *mp = weft_mem_for(mem, &t->procs[i]);
 		if (!mp)
 			continue;
@@ -537,9 +605,9 @@ int weft_export_pftrace(const struct weft_trace *t, FILE *out, int jobs, int def
 		drain(&head, 1);
 	}
 	head.machine = 0;
-	for (size_t i = 0; sys && i < sys->nprocs; i++) /* the sampler's readings, a sequence per process */
+	for (size_t i = 0; last && sys && i < sys->nprocs; i++) /* the sampler's readings, a sequence per process */
 		weft_pf_sys_counters(&head.out, &sys->procs[i], seq++, mix, drain_cb, &head);
-	for (size_t i = 0; gpu && i < gpu->nprocs; i++) /* kernels, copies, memsets: a sequence per process */
+	for (size_t i = 0; last && gpu && i < gpu->nprocs; i++) /* kernels, copies, memsets: a sequence per process */
 		weft_pf_gpu_events(&head.out, gpu, &gpu->procs[i], seq++, mix, drain_cb, &head);
 	drain(&head, 1);
 	weft_pf_out_seq_done(file, &head.so);
@@ -547,7 +615,7 @@ int weft_export_pftrace(const struct weft_trace *t, FILE *out, int jobs, int def
 	free(head.out.p);
 	weft_mem_free(mem);
 	weft_sys_free(sys);
-	for (size_t i = 0; i < n; i++)
+	for (size_t i = k0; i < k1; i++)
 		weft_export_summary_add(sum, &encs[i].st);
 	for (size_t i = 0; i < t->nprocs; i++) {
 		free(cats[i].iid);

@@ -299,11 +299,13 @@ static int finish(struct weft_trace *t, const struct weft_window_req *win, char 
 		if (rc)
 			return rc;
 	}
-	for (size_t i = 0; i < t->nprocs; i++)
+	for (size_t i = 0; i < t->nprocs && !weft_trace_defer_symbols; i++)
 		if (t->procs[i].maps)
 			weft_symbolize(t, &t->procs[i]);
 	return 0;
 }
+
+int weft_trace_defer_symbols;
 
 /* The pid in a file name whose header lost it: "PID[.N]..." or "HOST-rRANK-PID[.N]..." */
 static int pid_of(const char *name)

@@ -122,6 +122,7 @@ struct weft_proc {
 	uint64_t writer_cpu_ns, slow_paths; /* overhead, from a clean stop */
 	int has_overhead;
 	int has_meta, finished;
+	int symbolized; /* weft_symbolize ran (at open, or later where weft_trace_defer_symbols) */
 	uint32_t write_errno;     /* writing events failed with this errno (later chunks dropped) */
 	uint32_t end_signal, end_signal_tid; /* the fatal signal that ended it, and on which thread */
 	uint64_t end_signal_ticks;
@@ -298,7 +299,11 @@ int weft_trace_from_buffers(const char *const *names, const unsigned char *const
 			    size_t errlen);
 void weft_trace_free(struct weft_trace *t);
 /* The events its chunks hold, every thread of every process (their frame headers' counts). */
+/* Set before an open: function addresses are not named then (weft_symbolize each process
+ * later, as a conversion run as a job does for its share). Default 0. */
+extern int weft_trace_defer_symbols;
 uint64_t weft_trace_events(const struct weft_trace *t);
+uint64_t weft_proc_events(const struct weft_proc *p); /* the events in its threads' chunks */
 
 static inline uint64_t weft_proc_ns(const struct weft_proc *p, uint64_t ticks)
 {

@@ -386,6 +386,9 @@ static int cmp_addr(const void *a, const void *b)
 
 void weft_symbolize(struct weft_trace *t, struct weft_proc *p)
 {
+	if (p->symbolized)
+		return;
+	p->symbolized = 1;
 	/* 1. distinct addresses (id 0 until named) */
 	uint64_t *buf = NULL;
 	struct collect_job j = {.p = p};

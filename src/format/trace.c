@@ -354,12 +354,19 @@ size_t weft_trace_keep(struct weft_trace *t, int (*keep)(const struct weft_proc 
 	return o;
 }
 
+uint64_t weft_proc_events(const struct weft_proc *p)
+{
+	uint64_t n = 0;
+	for (size_t k = 0; k < p->nthreads; k++)
+		n += p->threads[k].events;
+	return n;
+}
+
 uint64_t weft_trace_events(const struct weft_trace *t)
 {
 	uint64_t n = 0;
 	for (size_t i = 0; i < t->nprocs; i++)
-		for (size_t k = 0; k < t->procs[i].nthreads; k++)
-			n += t->procs[i].threads[k].events;
+		n += weft_proc_events(&t->procs[i]);
 	return n;
 }
 

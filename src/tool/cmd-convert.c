@@ -9,11 +9,14 @@
 #include "lib/internal.h" /* weft_parse_size */
 #include "export/export.h"
 #include "format/format.h"
+#include "tool/convert-job.h"
 #include "tool/outfile.h"
 #include "tool/progress.h"
 #include "tool/timewin.h"
 #include <errno.h>
 #include <getopt.h>
+#include <signal.h>
+#include <unistd.h>
 #include <sys/stat.h>
 #include <limits.h>
 #include <stdio.h>
@@ -93,6 +96,35 @@ static int rank_wanted(const struct weft_proc *p, void *arg)
 		if (r >= rs->lo[i] && r <= rs->hi[i])
 			return 1;
 	return 0;
+}
+
+/* A conversion run as a job (convert-job.c): rank 0's signal handler removes the parts and
+ * F's temporary, so that a job ended by its launcher leaves nothing behind. */
+static struct weft_convert_job job;
+static char job_tmp[PATH_MAX];
+static void job_signal(int sig)
+{
+	weft_convert_job_cleanup(&job);
+	if (job_tmp[0])
+		unlink(job_tmp);
+	signal(sig, SIG_DFL);
+	raise(sig);
+}
+
+/* Rank R > 0 of a conversion run as a job: its part of the .pftrace, beside F. */
+static int convert_part(const struct weft_trace *t, int jobs, int deflate)
+{
+	char err[512] = "";
+	struct weft_export_summary s = {0};
+	FILE *f = weft_convert_job_part_open(&job);
+	int rc = f ? weft_export_pftrace_part(t, f, jobs, deflate, job.rank, job.size, &s, err, sizeof(err)) : -errno;
+	if (!f)
+		snprintf(err, sizeof(err), "cannot write its part %.300s.tmp: %s", job.part, strerror(-rc));
+	if (weft_convert_job_part_done(&job, f, !rc, err, s.events, s.dropped) || rc) {
+		weft_cli_error("convert", "rank %u of %u: %s", job.rank, job.size, err[0] ? err : "its part failed");
+		return WEFT_EXIT_FAIL;
+	}
+	return WEFT_EXIT_OK;
 }
 
 int cmd_convert(int argc, char **argv)
@@ -215,6 +247,19 @@ int cmd_convert(int argc, char **argv)
 		const char *dot = strrchr(outp, '.');
 		fmt = dot && !strcmp(dot, ".json") ? "json" : "pftrace";
 	}
+	/* a rank of `mpirun -np N weft convert`: a part each (a .pftrace to a file; else rank 0
+	 * converts alone and the others have nothing to do) */
+	int in_job = weft_convert_job_detect(&job, outp);
+	if (in_job && (to_stdout || strcmp(fmt, "pftrace"))) {
+		if (job.rank)
+			return WEFT_EXIT_OK;
+		in_job = 0;
+	}
+	if (in_job && !jobs) { /* the host's cores shared by its ranks */
+		long cores = sysconf(_SC_NPROCESSORS_ONLN);
+		jobs = cores > 0 && (unsigned)cores > job.local_size ? (int)(cores / job.local_size) : 1;
+		jobs = jobs > 16 ? 16 : jobs;
+	}
 	struct weft_outfile out = {.fd = -1};
 	for (size_t i = 1; i < ndirs && !to_stdout; i++) { /* never a file of any of the traces */
 		struct weft_outfile probe = {.fd = -1};
@@ -223,12 +268,19 @@ int cmd_convert(int argc, char **argv)
 			return rc;
 		weft_outfile_abort(&probe);
 	}
-	if (!to_stdout && (rc = weft_outfile_open(&out, "convert", outp, dir,
-						  !strcmp(fmt, "pftrace") ? WEFT_OUT_PFTRACE_OK : 0)))
+	if (!to_stdout && !(in_job && job.rank) &&
+	    (rc = weft_outfile_open(&out, "convert", outp, dir, !strcmp(fmt, "pftrace") ? WEFT_OUT_PFTRACE_OK : 0)))
 		return rc;
+	if (in_job && !job.rank) {
+		snprintf(job_tmp, sizeof(job_tmp), "%s", out.tmp);
+		signal(SIGTERM, job_signal);
+		signal(SIGINT, job_signal);
+		signal(SIGHUP, job_signal);
+	}
 	struct weft_trace *t;
 	char err[512];
 	struct weft_progress *pr = quiet ? NULL : weft_progress_start("convert"); /* a terminal's, after 1 s */
+	weft_trace_defer_symbols = in_job; /* each rank names the functions of its share only */
 	rc = weft_trace_open_window(dirs, ndirs, by_time ? &win : NULL, &t, err, sizeof(err));
 	if (rc || t->nwarnings) { /* said on a line of their own */
 		weft_progress_stop(pr);
@@ -237,6 +289,8 @@ int cmd_convert(int argc, char **argv)
 	if (rc) {
 		weft_cli_error("convert", "%s", err);
 		weft_outfile_abort(&out);
+		if (in_job && job.rank)
+			weft_convert_job_part_done(&job, NULL, 0, err, 0, 0);
 		return WEFT_EXIT_FAIL;
 	}
 	if (by_rank && !weft_trace_keep(t, rank_wanted, &ranks)) {
@@ -245,6 +299,13 @@ int cmd_convert(int argc, char **argv)
 		weft_trace_free(t);
 		weft_outfile_abort(&out);
 		return WEFT_EXIT_FAIL;
+	}
+	if (in_job && job.rank) { /* its part only; rank 0 says the rest */
+		weft_progress_stop(pr);
+		t->machines = machines;
+		rc = convert_part(t, jobs, deflate);
+		weft_trace_free(t);
+		return rc;
 	}
 	for (size_t i = 0; i < t->nwarnings; i++)
 		weft_cli_error("convert", "warning: %s", t->warnings[i]);
@@ -266,6 +327,9 @@ int cmd_convert(int argc, char **argv)
 	struct weft_export_summary s;
 	if (!strcmp(fmt, "json"))
 		rc = weft_export_json(t, f, style, jobs, &s, err, sizeof(err));
+	else if (in_job) /* rank 0: its part, then the others' as they come */
+		rc = weft_export_pftrace_part(t, f, jobs, deflate, 0, job.size, &s, err, sizeof(err)) ||
+		     weft_convert_job_gather(&job, f, &s.events, &s.dropped, err, sizeof(err));
 	else
 		rc = weft_export_pftrace(t, f, jobs, deflate, &s, err, sizeof(err));
 	char window[128] = "";
@@ -280,15 +344,21 @@ int cmd_convert(int argc, char **argv)
 	if (rc) {
 		weft_cli_error("convert", "%s", err);
 		weft_outfile_abort(&out);
+		if (in_job)
+			weft_convert_job_cleanup(&job);
 		return WEFT_EXIT_FAIL;
 	}
 	if (!to_stdout && weft_outfile_commit(&out))
 		return WEFT_EXIT_FAIL;
+	if (in_job)
+		signal(SIGTERM, SIG_DFL), signal(SIGINT, SIG_DFL), signal(SIGHUP, SIG_DFL);
 	if (s.bad_chunks) /* even with -q */
 		weft_cli_warn_undecoded("convert", s.bad_chunks, s.bad_why, NULL);
 	if (!quiet) {
 		fprintf(stderr, "weft: convert: wrote %s: %llu events, %llu dropped", to_stdout ? "stdout" : outp,
 			(unsigned long long)s.events, (unsigned long long)s.dropped);
+		if (in_job)
+			fprintf(stderr, " (converted by %u ranks)", job.size);
 		if (s.unterminated)
 			fprintf(stderr, ", %llu slices unterminated (closed at %s end)",
 				(unsigned long long)s.unterminated, *window ? "the window's" : "trace");
