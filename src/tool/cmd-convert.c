@@ -120,11 +120,10 @@ static int convert_part(const struct weft_trace *t, int jobs, int deflate)
 	int rc = f ? weft_export_pftrace_part(t, f, jobs, deflate, job.rank, job.size, &s, err, sizeof(err)) : -errno;
 	if (!f)
 		snprintf(err, sizeof(err), "cannot write its part %.300s.tmp: %s", job.part, strerror(-rc));
-	if (weft_convert_job_part_done(&job, f, !rc, err, s.events, s.dropped) || rc) {
+	int said = weft_convert_job_part_done(&job, f, !rc, err, s.events, s.dropped);
+	if (said < 0 || (rc && !said)) /* (else rank 0 said it) */
 		weft_cli_error("convert", "rank %u of %u: %s", job.rank, job.size, err[0] ? err : "its part failed");
-		return WEFT_EXIT_FAIL;
-	}
-	return WEFT_EXIT_OK;
+	return said || rc ? WEFT_EXIT_FAIL : WEFT_EXIT_OK;
 }
 
 int cmd_convert(int argc, char **argv)
@@ -287,10 +286,9 @@ int cmd_convert(int argc, char **argv)
 		pr = NULL;
 	}
 	if (rc) {
-		weft_cli_error("convert", "%s", err);
 		weft_outfile_abort(&out);
-		if (in_job && job.rank)
-			weft_convert_job_part_done(&job, NULL, 0, err, 0, 0);
+		if (!(in_job && job.rank && weft_convert_job_part_done(&job, NULL, 0, err, 0, 0) == 1))
+			weft_cli_error("convert", "%s", err); /* (a rank whose reason rank 0 took: said there) */
 		return WEFT_EXIT_FAIL;
 	}
 	if (by_rank && !weft_trace_keep(t, rank_wanted, &ranks)) {

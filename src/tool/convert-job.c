@@ -112,7 +112,12 @@ int weft_convert_job_part_done(struct weft_convert_job *j, FILE *f, int ok, cons
 	unlink(tmp);
 	snprintf(side, sizeof(side), "%s.failed", j->part);
 	snprintf(text, sizeof(text), "%s\n", why ? why : "failed");
-	return write_text(side, text);
+	int rc = write_text(side, text);
+	/* rank 0 says it (once, for the job) and removes the file: waited for up to 5 s, so that the
+	 * launcher, which ends the job when this rank exits with 1, does not end rank 0 first */
+	for (int i = 0; !rc && i < 250 && !access(side, F_OK); i++)
+		usleep(20000);
+	return rc ? rc : access(side, F_OK) ? 1 : 0;
 }
 
 static double now_s(void)

@@ -23,7 +23,8 @@ int weft_convert_job_detect(struct weft_convert_job *j, const char *out);
 /* The part's file for writing (rank > 0): a temporary beside it; NULL with errno. */
 FILE *weft_convert_job_part_open(struct weft_convert_job *j);
 /* Rank > 0: the part is complete (ok, with its counts) or failed (why): said in files beside F
- * for rank 0. Returns 0, or -errno when even that cannot be written. */
+ * for rank 0. Returns 0; for a failure 1 once rank 0 took it (and says it), 0 when rank 0 did
+ * not within 5 s (the caller says it); -errno when even that cannot be written. */
 int weft_convert_job_part_done(struct weft_convert_job *j, FILE *f, int ok, const char *why, uint64_t events,
 			       uint64_t dropped);
 
