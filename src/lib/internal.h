@@ -318,9 +318,14 @@ WEFT_HIDDEN void weft_maps_fork_child(void);
 /* Pause or resume recording (paused: every site's events counted as disabled). */
 WEFT_HIDDEN void weft_control_pause(int paused);
 /* ---- live.c: what weft top sees of this process (docs/top.md) ---- */
-/* Session start: the fork handler; counting from the start with live=1. */
-WEFT_HIDDEN void weft_live_init(void);
+/* Session start: counting from the start with live=1. */
 WEFT_HIDDEN void weft_live_start(void);
+/* Fork (session.c, in this order: after the writers' locks, which a writer holds while it
+ * takes live.c's): the lock taken, released; the child's states emptied (before its writers
+ * start). */
+WEFT_HIDDEN void weft_live_atfork_prepare(void);
+WEFT_HIDDEN void weft_live_atfork_parent(void);
+WEFT_HIDDEN void weft_live_atfork_child(void);
 /* A chunk about to be packed (a writer, or a flight recorder's eviction): its records keep the
  * thread's stack of open slices, and, once watched, calls and self times. */
 WEFT_HIDDEN void weft_live_chunk(uint32_t tid, uint64_t seq, const void *data, size_t used);
@@ -335,7 +340,9 @@ WEFT_HIDDEN void weft_live_chunk_opens(uint32_t tid, uint64_t seq, const void *d
 				       uint32_t dropped);
 /* The control thread's answer to `top` (docs/top.md's lines), malloc'd in *out: 0 or -ENOMEM. */
 WEFT_HIDDEN int weft_live_report(char **out, size_t *len);
-/* registry.c: the name of site id (0), or -ENOENT */
+/* registry.c: whether site id is named MPI_* (no lock: safe on a writer) */
+WEFT_HIDDEN int weft_registry_is_mpi(uint32_t id);
+/* registry.c: the name of site id (0), or -ENOENT (takes the registry's lock) */
 WEFT_HIDDEN int weft_registry_name(uint32_t id, char *out, size_t n);
 /* meta.c: the launcher's view of this process (job.h) */
 struct weft_job;

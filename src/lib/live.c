@@ -20,9 +20,11 @@
  * time since the last record to the innermost open slice, and formats the lines of
  * docs/top.md. The program's threads do no work of their own for it.
  *
- * live_lock: taken by the writer per chunk and by the query while it copies; never while a
- * thread's lock is held by this code (the evicting program thread holds its own lock and
- * then takes live_lock, so the query takes them one after the other, never nested).
+ * live_lock: taken by the writer per chunk (holding its work lock) and by the query while it
+ * copies; never while a thread's lock is held by this code (the evicting program thread holds
+ * its own lock and then takes live_lock, so the query takes them one after the other, never
+ * nested). Nothing under it takes the registry's lock (a fork takes that one first, then the
+ * writers', then this: session.c).
  */
 #include "internal.h"
 #include "../format/chunkindex.h"
@@ -93,8 +95,7 @@ static uint64_t hash_key(uint64_t k)
 
 static int site_is_mpi(uint32_t id)
 {
-	char name[16];
-	return !weft_registry_name(id, name, sizeof(name)) && !strncmp(name, "MPI_", 4);
+	return weft_registry_is_mpi(id); /* (lock-free: the writer holds its work lock here) */
 }
 
 /* The entry of key (made when missing), or NULL when memory fails. */
@@ -675,10 +676,11 @@ void weft_live_start(void)
 		counting_begins();
 }
 
-/* Fork: the child's threads are its own; what the parent's were doing is the parent's. */
-static void atfork_prepare(void) { pthread_mutex_lock(&live_lock); }
-static void atfork_parent(void) { pthread_mutex_unlock(&live_lock); }
-static void atfork_child(void)
+/* Fork (session.c): the lock after the writers' (a writer takes it while it holds its work
+ * lock); the child's states are its parent's threads', gone: emptied before its writers start. */
+void weft_live_atfork_prepare(void) { pthread_mutex_lock(&live_lock); }
+void weft_live_atfork_parent(void) { pthread_mutex_unlock(&live_lock); }
+void weft_live_atfork_child(void)
 {
 	while (threads) {
 		struct live_thread *n = threads->next;
@@ -687,16 +689,6 @@ static void atfork_child(void)
 	}
 	recent = NULL;
 	atomic_store(&counting, 0);
+	pthread_mutex_init(&live_lock, NULL);
 	weft_live_start();
-	pthread_mutex_unlock(&live_lock); /* (taken by prepare in the forking thread, this one) */
-}
-
-void weft_live_init(void)
-{
-	static int hooked;
-	if (hooked)
-		return;
-	hooked = 1;
-	static const struct weft_fork_hooks h = {atfork_prepare, atfork_parent, atfork_child};
-	weft_fork_hooks_add(&h);
 }

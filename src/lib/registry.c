@@ -30,6 +30,10 @@ static struct intern *table[1024];      /* (kind, cat, name) -> id */
 static uint32_t next_id = 1;
 static char *tracks[65536];             /* track id -> name, 1..65535 */
 static unsigned ntracks;
+/* Site ids (below 65536) named MPI_*: set under reg_lock when the id is made, read without a
+ * lock by weft top's writer-side counting (live.c), which must not take reg_lock (a fork takes
+ * it before the writers' locks; the writer would hold one of those). */
+static _Atomic uint32_t mpi_bits[65536 / 32];
 
 static unsigned hash_str(const char *a, const char *b, unsigned kind)
 {
@@ -94,6 +98,8 @@ static uint32_t intern(const struct weft_site *s, const char *file, unsigned lin
 	}
 	e->kind = s->kind;
 	e->id = next_id++;
+	if (!strncmp(n, "MPI_", 4) && e->id < 65536)
+		atomic_fetch_or_explicit(&mpi_bits[e->id >> 5], 1u << (e->id & 31), memory_order_relaxed);
 	e->next = table[h];
 	table[h] = e;
 	write_site(e->id, s);
@@ -235,6 +241,11 @@ unsigned weft_track(const char *name)
 	pthread_mutex_unlock(&reg_lock);
 	weft_in_runtime--;
 	return id;
+}
+
+int weft_registry_is_mpi(uint32_t id)
+{
+	return id < 65536 && (atomic_load_explicit(&mpi_bits[id >> 5], memory_order_relaxed) >> (id & 31) & 1);
 }
 
 int weft_registry_name(uint32_t id, char *out, size_t n)

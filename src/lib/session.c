@@ -173,7 +173,6 @@ static void start_locked(void)
 		atomic_store(&weft_g.run, WEFT_RUN_FAILED);
 		return;
 	}
-	weft_live_init();
 	weft_live_start();
 	atomic_store(&weft_g.run, WEFT_RUN_ON);
 	weft_snapshot_start();
@@ -242,6 +241,7 @@ static void fork_prepare(void)
 	nfork_prepared = n;
 	weft_registry_atfork_prepare();
 	weft_writers_atfork_prepare();
+	weft_live_atfork_prepare(); /* a writer takes it while it holds its work lock */
 	weft_threads_atfork_prepare();
 	weft_flight_atfork_prepare(); /* after the threads' locks: a snapshot takes it under them */
 	weft_meta_atfork_prepare();
@@ -254,6 +254,7 @@ static void fork_parent(void)
 	weft_meta_atfork_parent();
 	weft_flight_atfork_parent();
 	weft_threads_atfork_parent();
+	weft_live_atfork_parent();
 	weft_writers_atfork_parent();
 	weft_registry_atfork_parent();
 	for (int i = 0; i < nfork_prepared; i++)
@@ -283,6 +284,7 @@ static void fork_child(void)
 static void fork_child_locked(void)
 {
 	weft_meta_atfork_child();
+	weft_live_atfork_child();
 	weft_threads_atfork_child();
 	weft_registry_atfork_child();
 	weft_writers_atfork_child();

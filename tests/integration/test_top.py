@@ -228,6 +228,16 @@ class Program(TopTest):
         self.touch(".quit")
         r.finish()
 
+    def test_forks_while_the_writer_works(self):
+        """A fork while a writer keeps weft top's stacks: before the fix a fork that took the
+        live view's lock before a writer's (which takes it while it holds its own) hung the
+        program for ever, at its first run here."""
+        for k in range(4):
+            data = os.path.join(self.tmp, f"f{k}")
+            p = subprocess.run([WEFT, "record", "-q", "--no-convert", "-o", data, "--",
+                                os.path.join(BUILD, "forkbusy"), "300"], capture_output=True, text=True, timeout=120)
+            self.assertEqual(p.returncode, 0, p.stderr)
+
     def test_no_recorder(self):
         empty = os.path.join(self.tmp, "empty")
         os.mkdir(empty)
