@@ -16,7 +16,7 @@ class Options(TraceTest):
                                    "compression, overflow, func_depth, func_min, func_filter, func_libs, memory, "
                                    "memory_stacks, memory_threshold, memory_sample, mem_access, mem_access_period, counters, "
                                    "watch, sched, sched_threads, cpu_mem, cpu_mem_exact, power, sample_period, power_period, sysfs_root, "
-                                   "procfs_root, nvml_lib, gpu, cupti_lib, gpu_buffer_size, host, mpi, mpi_sync, control, "
+                                   "procfs_root, nvml_lib, gpu, cupti_lib, gpu_buffer_size, host, mpi, live, mpi_sync, control, "
                                    "flight, switch_output, switch_max_files, "
                                    "snapshot_signal, trigger, max_snapshots, min_interval, after")
         self.assertEqual(lines[1], "weft: bad value 'zero' for option writers: expected 1 to 16; using the default")
