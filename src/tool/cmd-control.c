@@ -34,9 +34,7 @@ static void usage(FILE *f, const char *cmd)
 			"Finish the trace (the program runs on untraced) of");
 }
 
-/* Sends line to the recorder listening on DIR/name; its answer in reply. 0 when it answered,
- * -errno when it cannot be reached. */
-static int ask(const char *dir, const char *name, const char *line, char *reply, size_t n)
+int weft_rctl_connect(const char *dir, const char *name)
 {
 	struct sockaddr_un a = {.sun_family = AF_UNIX};
 	int dirfd = -1;
@@ -54,6 +52,17 @@ static int ask(const char *dir, const char *name, const char *line, char *reply,
 	int rc = fd < 0 || connect(fd, (struct sockaddr *)&a, sizeof(a)) ? -errno : 0;
 	if (dirfd >= 0)
 		close(dirfd);
+	if (rc && fd >= 0)
+		close(fd);
+	return rc ? rc : fd;
+}
+
+/* Sends line to the recorder listening on DIR/name; its answer in reply. 0 when it answered,
+ * -errno when it cannot be reached. */
+static int ask(const char *dir, const char *name, const char *line, char *reply, size_t n)
+{
+	int fd = weft_rctl_connect(dir, name);
+	int rc = fd < 0 ? fd : 0;
 	size_t len = strlen(line), got = 0;
 	if (!rc && send(fd, line, len, MSG_NOSIGNAL) != (ssize_t)len)
 		rc = -EPIPE;

@@ -19,6 +19,24 @@
 #include <stdio.h>
 #include <string.h>
 
+/* The trace DIR (within win, where given), its warnings said; the window's text in window
+ * ("" for the whole trace). NULL, said in one line, when it cannot be read. */
+static struct weft_trace *open_trace(const char *dir, const struct weft_window_req *win, char *window, size_t n)
+{
+	struct weft_trace *t;
+	char err[512];
+	window[0] = 0;
+	if (weft_trace_open_window(&dir, 1, win, &t, err, sizeof(err))) {
+		weft_cli_error("export", "%s", err);
+		return NULL;
+	}
+	for (size_t i = 0; i < t->nwarnings; i++)
+		weft_cli_error("export", "warning: %s", t->warnings[i]);
+	if (t->window.active)
+		weft_cli_window_text(t, window, n);
+	return t;
+}
+
 static void help(FILE *f)
 {
 	fprintf(f, "usage: weft export [OPTIONS] [DIR] -o FILE.db   (default DIR weft.data)\n"
@@ -86,18 +104,12 @@ static int export_otf2(const char *dir, const char *outp, const struct weft_wind
 	int orc = weft_outdir_open(&out, "export", outp, otf2_is_ours);
 	if (orc)
 		return orc;
-	struct weft_trace *t;
-	char err[512];
-	if (weft_trace_open_window(&dir, 1, win, &t, err, sizeof(err))) {
-		weft_cli_error("export", "%s", err);
+	char err[512], window[128];
+	struct weft_trace *t = open_trace(dir, win, window, sizeof(window));
+	if (!t) {
 		weft_outdir_abort(&out);
 		return WEFT_EXIT_FAIL;
 	}
-	for (size_t i = 0; i < t->nwarnings; i++)
-		weft_cli_error("export", "warning: %s", t->warnings[i]);
-	char window[128] = "";
-	if (t->window.active)
-		weft_cli_window_text(t, window, sizeof(window));
 	struct weft_export_summary s;
 	int rc = weft_export_otf2(t, out.tmp, &s, err, sizeof(err));
 	weft_trace_free(t);
@@ -166,18 +178,12 @@ int cmd_export(int argc, char **argv)
 	int orc = weft_outfile_open(&out, "export", outp, dir, WEFT_OUT_NAMED);
 	if (orc)
 		return orc;
-	struct weft_trace *t;
-	char err[512];
-	if (weft_trace_open_window(&dir, 1, by_time ? &win : NULL, &t, err, sizeof(err))) {
-		weft_cli_error("export", "%s", err);
+	char err[512], window[128];
+	struct weft_trace *t = open_trace(dir, by_time ? &win : NULL, window, sizeof(window));
+	if (!t) {
 		weft_outfile_abort(&out);
 		return WEFT_EXIT_FAIL;
 	}
-	for (size_t i = 0; i < t->nwarnings; i++)
-		weft_cli_error("export", "warning: %s", t->warnings[i]);
-	char window[128] = "";
-	if (t->window.active)
-		weft_cli_window_text(t, window, sizeof(window));
 	struct weft_export_summary s;
 	int rc = weft_export_sqlite(t, out.tmp, &s, err, sizeof(err));
 	weft_trace_free(t);

@@ -21,5 +21,8 @@ int weft_rctl_setup(const char *dir, char *opts, size_t n);
 void weft_rctl_wait(pid_t child, int pidfd, int *status);
 /* Removes the socket (also at exit, where weft record ends early). */
 void weft_rctl_close(void);
+/* cmd-control.c: a connection to the recorder socket DIR/name (a path too long for sun_path
+ * goes through the directory's descriptor): the socket, or -errno. */
+int weft_rctl_connect(const char *dir, const char *name);
 
 #endif

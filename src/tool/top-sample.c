@@ -366,34 +366,6 @@ static int parse_answer(struct top_sample *s, struct top_syms *syms, char *text)
 	return rc;
 }
 
-/* Connects to DIR/name: the socket, or -errno. */
-static int connect_to(const char *dir, const char *name)
-{
-	struct sockaddr_un a = {.sun_family = AF_UNIX};
-	int dirfd = -1;
-	if (strlen(dir) + 1 + strlen(name) < sizeof(a.sun_path)) {
-		size_t dl = strlen(dir);
-		memcpy(a.sun_path, dir, dl);
-		a.sun_path[dl] = '/';
-		memcpy(a.sun_path + dl + 1, name, strlen(name) + 1);
-	} else {
-		dirfd = open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
-		if (dirfd < 0)
-			return -errno;
-		snprintf(a.sun_path, sizeof(a.sun_path), "/proc/self/fd/%d/%s", dirfd, name);
-	}
-	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	int rc = fd < 0 || connect(fd, (struct sockaddr *)&a, sizeof(a)) ? -errno : 0;
-	if (dirfd >= 0)
-		close(dirfd);
-	if (rc) {
-		if (fd >= 0)
-			close(fd);
-		return rc;
-	}
-	return fd;
-}
-
 struct asking {
 	int fd;
 	char *buf;
@@ -415,7 +387,7 @@ int top_sample_live(const char *dir, struct top_syms *syms, struct top_sample *s
 	while ((e = readdir(d))) {
 		if (strncmp(e->d_name, WEFT_CONTROL_PREFIX, strlen(WEFT_CONTROL_PREFIX)))
 			continue;
-		int fd = connect_to(dir, e->d_name);
+		int fd = weft_rctl_connect(dir, e->d_name);
 		if (fd < 0)
 			continue; /* left by a recorder that was killed, or one that just ended */
 		static const char line[] = "cmd top\n";
