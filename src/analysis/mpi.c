@@ -366,10 +366,9 @@ static int is_send_fn(const char *n)
 	return 0;
 }
 
-/* The int64 values of the MPI keys among an event's arguments (-1: absent). */
-static void args_of(const struct weft_proc *p, const struct weft_ev *e, int64_t v[K_N])
+void weft_mpi_args(const struct weft_proc *p, const struct weft_ev *e, const char *const *names, int n, int64_t *v)
 {
-	for (int k = 0; k < K_N; k++)
+	for (int k = 0; k < n; k++)
 		v[k] = -1;
 	for (unsigned i = 0; i < e->nargs; i++) {
 		const struct weft_ev_arg *a = &e->args[i];
@@ -378,10 +377,15 @@ static void args_of(const struct weft_proc *p, const struct weft_ev *e, int64_t 
 		const char *kn = weft_site_name(p, a->key);
 		if (!kn || strncmp(kn, "mpi.", 4))
 			continue;
-		for (int k = 0; k < K_N; k++)
-			if (!strcmp(kn, key_names[k]))
+		for (int k = 0; k < n; k++)
+			if (!strcmp(kn, names[k]))
 				v[k] = (int64_t)a->v;
 	}
+}
+
+static void args_of(const struct weft_proc *p, const struct weft_ev *e, int64_t v[K_N])
+{
+	weft_mpi_args(p, e, key_names, K_N, v);
 }
 
 static size_t fncap;

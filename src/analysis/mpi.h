@@ -54,6 +54,10 @@ struct weft_mpi {
 /* Walks every thread's records once. *out is always set (free it with weft_mpi_free); its
  * calls is 0 when the trace holds no MPI slice. 0, or -errno with the reason in err. */
 int weft_mpi_analyze(const struct weft_trace *t, struct weft_mpi **out, char *err, size_t errlen);
+/* The int64 values of the MPI wrappers' argument keys names[0..n) among an event's arguments
+ * into v (-1: absent). */
+struct weft_ev;
+void weft_mpi_args(const struct weft_proc *p, const struct weft_ev *e, const char *const *names, int n, int64_t *v);
 void weft_mpi_free(struct weft_mpi *m);
 
 /* Compute time (span minus time in MPI, never below 0) of a present rank. */

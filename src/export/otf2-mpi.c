@@ -15,6 +15,7 @@
  * (refs 0 and 1), the others in the order met. Ranks in a communicator other than WORLD are its
  * members' positions in world-rank order (weft does not record MPI's own numbering there).
  */
+#include "analysis/mpi.h"
 #include "export/otf2-internal.h"
 #include "format/format.h"
 #include "mpi/mpi-ids.h"
@@ -181,19 +182,7 @@ static uint32_t comm_ref(struct ox *x, int64_t comm)
 
 static void args_of(const struct weft_proc *p, const struct weft_ev *e, int64_t v[A_N])
 {
-	for (int k = 0; k < A_N; k++)
-		v[k] = -1;
-	for (unsigned i = 0; i < e->nargs; i++) {
-		const struct weft_ev_arg *a = &e->args[i];
-		if (a->type != WEFT_R_ARG_I64 && a->type != WEFT_R_ARG_U64)
-			continue;
-		const char *kn = weft_site_name(p, a->key);
-		if (!kn || strncmp(kn, "mpi.", 4))
-			continue;
-		for (int k = 0; k < A_N; k++)
-			if (!strcmp(kn, arg_names[k]))
-				v[k] = (int64_t)a->v;
-	}
+	weft_mpi_args(p, e, arg_names, A_N, v);
 }
 
 static int name_in(const char *n, const char *const *set)
