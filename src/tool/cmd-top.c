@@ -215,6 +215,13 @@ int cmd_top(int argc, char **argv)
 	struct top_syms *syms = top_syms_new();
 	struct top_sample before, now;
 	int rc = syms ? top_sample_live(v.dir, syms, &before) : -ENOMEM;
+	if (rc == -ENOENT && before.elsewhere) { /* a job whose recorders here are gone or never were */
+		weft_cli_error("top", "nothing records %s from this host; %d recorder%s of its job run%s on other hosts "
+			       "(%s): run weft top there", v.dir, before.elsewhere, before.elsewhere == 1 ? "" : "s",
+			       before.elsewhere == 1 ? "s" : "", before.other_hosts);
+		top_syms_free(syms);
+		return WEFT_EXIT_FAIL;
+	}
 	if (rc == -ENOENT || rc == -ENOTDIR) { /* no recorder: a run that ended, or nothing */
 		char err[512];
 		top_syms_free(syms);

@@ -15,6 +15,7 @@
 #include "export/profile.h"
 #include "format/reader.h"
 #include "format/symbols.h"
+#include "lib/job.h"
 #include "tool/record-control.h"
 #include <dirent.h>
 #include <errno.h>
@@ -384,7 +385,18 @@ int top_sample_live(const char *dir, struct top_syms *syms, struct top_sample *s
 	struct asking *a = NULL;
 	size_t na = 0;
 	struct dirent *e;
+	char host[256] = "", here[256];
+	gethostname(host, sizeof(host) - 1);
+	weft_job_host_part(host, here, sizeof(here));
 	while ((e = readdir(d))) {
+		const char *at = !strncmp(e->d_name, ".weft-run-", 10) ? strchr(e->d_name, '@') : NULL;
+		if (at && strcmp(at + 1, here)) { /* a job's recorder on another host */
+			if (s->elsewhere++ < 4 && !strstr(s->other_hosts, at + 1)) {
+				size_t l = strlen(s->other_hosts);
+				snprintf(s->other_hosts + l, sizeof(s->other_hosts) - l, "%s%s", l ? ", " : "", at + 1);
+			}
+			continue;
+		}
 		if (strncmp(e->d_name, WEFT_CONTROL_PREFIX, strlen(WEFT_CONTROL_PREFIX)))
 			continue;
 		int fd = weft_rctl_connect(dir, e->d_name);
@@ -404,7 +416,7 @@ int top_sample_live(const char *dir, struct top_syms *syms, struct top_sample *s
 	closedir(d);
 	if (!na) {
 		free(a);
-		return -ENOENT;
+		return -ENOENT; /* (s->elsewhere stays) */
 	}
 	struct pollfd *pf = calloc(na, sizeof(*pf));
 	struct timespec t0;

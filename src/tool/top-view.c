@@ -385,6 +385,11 @@ static void print_text(FILE *f, const struct top_view *v, const struct top_sampl
 	waiting_line(fr, fr->have_dt, wl, sizeof(wl));
 	if (wl[0])
 		line_cut(f, wl, W), used++;
+	if (now->elsewhere) {
+		snprintf(l, sizeof(l), "not shown: %d recorder%s of the job on other hosts (%s): weft top reaches this "
+			 "host's; run it there too", now->elsewhere, now->elsewhere == 1 ? "" : "s", now->other_hosts);
+		line_cut(f, l, W), used++;
+	}
 	fputc('\n', f), used++;
 	/* processes: a table when several (a job), else one line */
 	snprintf(l, sizeof(l), "%7s %5s %-12s %-14s %4s %5s %8s %8s %8s %8s %5s%s %s", "PID", "RANK", "HOST", "PROCESS",
@@ -553,8 +558,10 @@ static void print_json(FILE *f, const struct top_view *v, const struct top_sampl
 	waiting_line(fr, fr->have_dt, wl, sizeof(wl));
 	fprintf(f, "{\"dir\":");
 	json_str(f, v->dir);
-	fprintf(f, ",\"ended\":%s,\"interval_s\":%.3f,\"recorders\":%d,\"waiting\":", now->ended ? "true" : "false",
-		now->ended ? now->span_s : fr->dt, now->recorders);
+	fprintf(f, ",\"ended\":%s,\"interval_s\":%.3f,\"recorders\":%d,\"recorders_elsewhere\":%d,\"other_hosts\":",
+		now->ended ? "true" : "false", now->ended ? now->span_s : fr->dt, now->recorders, now->elsewhere);
+	json_str(f, now->other_hosts);
+	fprintf(f, ",\"waiting\":");
 	json_str(f, wl);
 	fprintf(f, ",\"processes\":[");
 	for (size_t i = 0; i < fr->npr; i++) {

@@ -54,6 +54,8 @@ struct top_sample {
 	struct top_proc *procs;
 	size_t nprocs;
 	int recorders;   /* that answered */
+	int elsewhere;   /* recorders of a job registered in DIR from other hosts (not reachable here) */
+	char other_hosts[128]; /* the first of those hosts, ", " between them */
 	int ended;       /* no recorder: the totals of the trace in the directory */
 	double span_s;   /* ended: the trace's length */
 };
@@ -64,7 +66,9 @@ struct top_syms *top_syms_new(void);
 void top_syms_free(struct top_syms *s);
 
 /* Asks every recorder writing dir (DIR/.control.*) for its processes' state. 0 with s filled
- * (s->recorders of them answered); -ENOENT when no recorder listens there; other -errno. */
+ * (s->recorders of them answered; s->elsewhere: the job's recorders on other hosts, whose
+ * sockets only their host reaches); -ENOENT when no recorder listens there (s->elsewhere
+ * still counted); other -errno. */
 int top_sample_live(const char *dir, struct top_syms *syms, struct top_sample *s);
 /* The final totals of the trace in dir (a run that ended): 0, or -1 with why in err. */
 int top_sample_ended(const char *dir, struct top_sample *s, char *err, size_t n);

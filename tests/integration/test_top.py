@@ -238,6 +238,33 @@ class Program(TopTest):
                                 os.path.join(BUILD, "forkbusy"), "300"], capture_output=True, text=True, timeout=120)
             self.assertEqual(p.returncode, 0, p.stderr)
 
+    def test_recorders_on_other_hosts(self):
+        """A job whose ranks share DIR over several hosts registers each recorder as
+        .weft-run-PID@HOST (tracedir.c); those of other hosts cannot be asked from here (their
+        sockets are their host's), which weft top says instead of leaving them out silently."""
+        r = Recording(self, [WEFT, "record", "--no-convert", "--options", "overflow=block", "-o", self.data, "--",
+                             TOPBUSY, self.gate])
+        fakes = [os.path.join(self.data, f".weft-run-{4242 + k}@node{h}") for k, h in enumerate("BC")]
+        for f in fakes:
+            open(f, "w").close()
+        j = top_json(self.data)
+        self.assertEqual((j["recorders"], j["recorders_elsewhere"]), (1, 2))
+        self.assertEqual(sorted(j["other_hosts"].split(", ")), ["nodeB", "nodeC"])
+        p = run([WEFT, "top", "--once", "-d", "0.2", self.data])
+        self.assertIn("not shown: 2 recorders of the job on other hosts (node", p.stdout)
+        for f in fakes:
+            os.unlink(f)
+        self.touch(".beta")
+        self.touch(".quit")
+        r.finish()
+        elsewhere = os.path.join(self.tmp, "elsewhere")
+        os.mkdir(elsewhere)
+        open(os.path.join(elsewhere, ".weft-run-4242@nodeB"), "w").close()
+        p = run([WEFT, "top", "--once", elsewhere], check=False)
+        self.assertEqual(p.returncode, 1)
+        self.assertEqual(p.stderr, f"weft: top: nothing records {elsewhere} from this host; 1 recorder of its job "
+                                   "runs on other hosts (nodeB): run weft top there\n")
+
     def test_no_recorder(self):
         empty = os.path.join(self.tmp, "empty")
         os.mkdir(empty)
