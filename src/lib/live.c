@@ -618,7 +618,7 @@ int weft_live_report(char **out, size_t *len)
 	add(&o, "P %d %llu %llu %llu %llu %llu %d %u %d %s %s\n", (int)getpid(), (unsigned long long)now_ns,
 	    (unsigned long long)counting_since, (unsigned long long)atomic_load(&weft_g.events),
 	    (unsigned long long)atomic_load(&weft_g.dropped), (unsigned long long)(mi.uordblks + mi.hblkhd),
-	    j->known ? (int)j->rank : -1, j->known ? (unsigned)j->size : 0u, weft_flight_active() ? 1 : 0, host, comm);
+	    j->known ? (int)j->rank : -1, j->known ? (unsigned)j->size : 0u, weft_cfg.flight_size ? 1 : 0, host, comm);
 	for (struct live_thread *t = copies; t; t = t->next) {
 		/* known until now where the current chunk continued the state (the innermost open
 		 * slice is charged until now), else until the last record the writer took */

@@ -170,6 +170,7 @@ class Otf2Test(TraceTest):
             self.assertIn((n, n), match, f"{label}: {n} slices, locations {by_loc}")
         return threads
 
+    @unittest.skipIf(os.environ.get("WEFT_TEST_NO_PRELOAD"), "preloading is not testable in this build (TSan)")
     def test_c_program(self):
         src = os.path.join(self.tmp, "prog.c")
         with open(src, "w") as f:
