@@ -4,13 +4,15 @@
  * time; per thread its events, calls, drops and time inside MPI calls; for the process its
  * heap in use.
  *
- * Nothing here runs on the program's threads' hot path. The writer thread (writer.c), and in
- * a flight recorder a thread that evicts a waiting chunk (thread.c), hand each chunk to
- * weft_live_chunk before packing it; that walks the chunk's records once and keeps each
- * thread's stack of open slices (track 0 BEGIN/END, FUNC_ENTER/EXIT, SETJMP/LONGJMP), which
- * costs about a nanosecond per record on the writer, so that a watcher arriving late still
- * sees the slices opened before it came. Calls and self times are counted only from the
- * first `top` query on (or from the start with live=1): a hash lookup per call, on the writer.
+ * Nothing here runs on the program's threads' hot path. The writer (writer.c) keeps each
+ * thread's stack of open slices (track 0 BEGIN/END, FUNC_ENTER/EXIT) from every chunk, so that
+ * a watcher arriving late still sees the slices opened before it came. While nobody watches it
+ * takes them from the packing pass it makes anyway (weft_live_chunk_opens: chunkindex.h notes
+ * the record that opened each level still open at the chunk's end); a chunk with a setjmp or
+ * longjmp, or one the summary cannot stand for, is walked record by record (weft_live_chunk,
+ * as is a chunk a flight recorder's program thread evicts, thread.c). Calls and self times are
+ * counted only from the first `top` query on (or from the start with live=1): then every chunk
+ * is walked before packing, with a hash lookup per call.
  *
  * A query (weft_live_report, on the control thread) copies each live thread's current chunk
  * as committed so far (weft_threads_visit: under the thread's own lock, which its owner only
