@@ -16,7 +16,7 @@ const char *const top_sort_names[TOP_NSORT] = {"self", "calls", "events", "name"
 /* ---- the frame's rows ---- */
 
 struct prow { /* a process */
-	const struct top_proc *p, *b;
+	const struct top_proc *p;
 	double dt;            /* s; 0: no interval */
 	double ev_s, calls_s, mpi_pct;
 	double cpu_pct;       /* its threads' (that weft records), -1: unknown */
@@ -26,7 +26,7 @@ struct prow { /* a process */
 };
 struct trow {
 	const struct top_proc *p;
-	const struct top_thread *t, *b;
+	const struct top_thread *t;
 	double dt, ev_s, calls_s, mpi_pct;
 	double cpu_pct; /* -1: unknown */
 };
@@ -175,7 +175,6 @@ static int frame_make(const struct top_view *v, const struct top_sample *before,
 		struct prow *r = &fr->pr[fr->npr++];
 		r->cpu_pct = -1;
 		r->p = p;
-		r->b = b;
 		r->dt = now->ended ? now->span_s : b && p->now_ns > b->now_ns ? (double)(p->now_ns - b->now_ns) / 1e9 : 0;
 		if (r->dt > 0 && !fr->have_dt) {
 			fr->have_dt = 1;
@@ -206,7 +205,6 @@ static int frame_make(const struct top_view *v, const struct top_sample *before,
 			struct trow *tr = &fr->tr[fr->ntr++];
 			tr->p = p;
 			tr->t = t;
-			tr->b = tb;
 			tr->dt = tdt;
 			tr->ev_s = tev_s;
 			tr->calls_s = tcalls_s;
