@@ -50,7 +50,7 @@ struct mem_frames *weft_mem__frames(struct mem_frame_map *m, uint64_t hash, int 
 uint32_t weft_mem__intern(struct weft_mem_proc *mp, uint32_t parent, uint32_t site)
 {
 	if (mp->nstacks * 2 >= mp->icap) { /* rehash */
-		size_t cap = mp->icap ? mp->icap * 2 : 1024;
+		size_t cap = mp->icap ? mp->icap * 2 : 16; /* small: every process has one, most of them no heap */
 		uint64_t *k = calloc(cap, sizeof(*k));
 		uint32_t *v = calloc(cap, sizeof(*v));
 		if (!k || !v)

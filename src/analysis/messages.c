@@ -1,32 +1,36 @@
 /*
  * messages.c - pairs every thread's flow ends by id (see messages.h). One walk of every
- * thread collects the flow ends with the slice they belong to (process, thread, slice number)
- * and the begins and ends of those slices; sorting the slices gives each flow end its slice's
- * span; sorting the ends by id pairs them, the n-th out of an id with its n-th in in time
- * order (a program may reuse an id).
+ * thread collects the flow ends with the span of the slice they belong to: the walk keeps the
+ * thread's open slices (a flow at an end takes its slice's begin from there, a flow at a begin
+ * waits there for the end), so memory follows the flows and the open depth, not the slices;
+ * sorting the ends by id pairs them, the n-th out of an id with its n-th in in time order (a
+ * program may reuse an id).
  */
 #include "analysis/messages.h"
 
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "export/model.h"
 
 struct fend {
-	uint64_t id, key, serial;
-	uint64_t t0, t1; /* the slice's begin and end (0: look it up) */
+	uint64_t id, key;
+	uint64_t t0, t1; /* the slice's begin and end (0: unknown) */
+	size_t next;     /* while its slice is open: the next flow end waiting for its end, + 1 */
 	int out;
 	unsigned host;
 };
-struct sl {
-	uint64_t key, serial, ts;
-	int is_end;
+/* A slice open on the thread walked: its begin, and the flow ends that wait for its end. */
+struct open {
+	uint64_t serial, ts;
+	size_t waiting; /* index + 1 in f, 0: none */
 };
 struct walk {
 	struct fend *f;
 	size_t nf, fcap;
-	struct sl *s;
-	size_t ns, scap;
+	struct open *o; /* the thread's open slices, in the order they began */
+	size_t no, ocap;
 	uint64_t key;
 	unsigned host;
 };
@@ -42,13 +46,26 @@ static void *grow(void *p, size_t *cap, size_t n, size_t size)
 	return p;
 }
 
+/* The open slice of this serial, searched from the innermost: -1 when none. */
+static ptrdiff_t find_open(const struct walk *w, uint64_t serial)
+{
+	for (size_t i = w->no; i-- > 0;)
+		if (w->o[i].serial == serial)
+			return (ptrdiff_t)i;
+	return -1;
+}
+
 static void on_event(void *ud, const struct weft_ev *e)
 {
 	struct walk *w = ud;
-	int slice = e->kind == WEFT_EV_BEGIN || e->kind == WEFT_EV_END;
-	if (slice && e->serial) {
-		w->s = grow(w->s, &w->scap, w->ns, sizeof(*w->s));
-		w->s[w->ns++] = (struct sl){w->key, e->serial, e->ts, e->kind == WEFT_EV_END};
+	int slice = (e->kind == WEFT_EV_BEGIN || e->kind == WEFT_EV_END) && e->serial;
+	ptrdiff_t at = -1;
+	if (slice && e->kind == WEFT_EV_BEGIN) {
+		w->o = grow(w->o, &w->ocap, w->no, sizeof(*w->o));
+		at = (ptrdiff_t)w->no;
+		w->o[w->no++] = (struct open){e->serial, e->ts, 0};
+	} else if (slice) {
+		at = find_open(w, e->serial);
 	}
 	for (unsigned k = 0; k < e->nout + e->nin; k++) {
 		uint64_t id = k < e->nout ? e->flows_out[k] : e->flows_in[k - e->nout];
@@ -57,25 +74,24 @@ static void on_event(void *ud, const struct weft_ev *e)
 		w->f = grow(w->f, &w->fcap, w->nf, sizeof(*w->f));
 		struct fend *f = &w->f[w->nf++];
 		*f = (struct fend){.id = id, .key = w->key, .out = k < e->nout, .host = w->host};
-		if (slice && e->serial) {
-			f->serial = e->serial;
-			f->t0 = e->kind == WEFT_EV_BEGIN ? e->ts : 0;
-			f->t1 = e->kind == WEFT_EV_END ? e->ts : 0;
+		if (slice && e->kind == WEFT_EV_BEGIN) { /* its end is still to come */
+			f->t0 = e->ts;
+			f->next = w->o[at].waiting;
+			w->o[at].waiting = w->nf;
+		} else if (slice) {
+			f->t0 = at >= 0 ? w->o[at].ts : 0;
+			f->t1 = e->ts;
 		} else {
 			f->t0 = e->ts;
 			f->t1 = e->kind == WEFT_EV_COMPLETE && e->end_ts > e->ts ? e->end_ts : e->ts;
 		}
 	}
-}
-
-static int cmp_sl(const void *a, const void *b)
-{
-	const struct sl *x = a, *y = b;
-	if (x->key != y->key)
-		return x->key < y->key ? -1 : 1;
-	if (x->serial != y->serial)
-		return x->serial < y->serial ? -1 : 1;
-	return x->is_end - y->is_end;
+	if (slice && e->kind == WEFT_EV_END && at >= 0) { /* it ends: so do the flows waiting for it */
+		for (size_t i = w->o[at].waiting; i; i = w->f[i - 1].next)
+			w->f[i - 1].t1 = e->ts;
+		memmove(w->o + at, w->o + at + 1, (w->no - (size_t)at - 1) * sizeof(*w->o));
+		w->no--;
+	}
 }
 
 static int cmp_f(const void *a, const void *b)
@@ -86,13 +102,6 @@ static int cmp_f(const void *a, const void *b)
 	if (x->out != y->out)
 		return y->out - x->out; /* outs first */
 	return x->t0 < y->t0 ? -1 : x->t0 > y->t0;
-}
-
-static uint64_t slice_time(const struct walk *w, uint64_t key, uint64_t serial, int is_end)
-{
-	struct sl k = {key, serial, 0, is_end};
-	const struct sl *s = bsearch(&k, w->s, w->ns, sizeof(*w->s), cmp_sl);
-	return s ? s->ts : 0;
 }
 
 void weft_messages_check(const struct weft_trace *t, struct weft_msg_stats *out)
@@ -107,21 +116,12 @@ void weft_messages_check(const struct weft_trace *t, struct weft_msg_stats *out)
 			struct weft_walk_stats st = {0};
 			w.key = (uint64_t)i << 32 | k;
 			w.host = p->host_index;
+			w.no = 0; /* (slices left open: their flows keep an unknown end) */
 			weft_walk_thread(p, &p->threads[k], t->last_ns, on_event, &w, &st, &buf, &cap);
 		}
 	}
 	free(buf);
-	if (w.ns)
-		qsort(w.s, w.ns, sizeof(*w.s), cmp_sl);
-	for (size_t i = 0; i < w.nf; i++) {
-		struct fend *f = &w.f[i];
-		if (!f->serial)
-			continue;
-		if (!f->t0)
-			f->t0 = slice_time(&w, f->key, f->serial, 0);
-		if (!f->t1)
-			f->t1 = slice_time(&w, f->key, f->serial, 1);
-	}
+	free(w.o);
 	if (w.nf)
 		qsort(w.f, w.nf, sizeof(*w.f), cmp_f);
 	for (size_t a = 0; a < w.nf;) {
@@ -147,5 +147,4 @@ void weft_messages_check(const struct weft_trace *t, struct weft_msg_stats *out)
 		a = b;
 	}
 	free(w.f);
-	free(w.s);
 }

@@ -509,7 +509,7 @@ static void symbolize_part(struct weft_trace *t, size_t p0, size_t p1)
 	for (size_t i = 0; i < t->nprocs && !all; i++)
 		all = t->procs[i].mem_recorded || t->procs[i].nsys_chans || t->procs[i].has_gpu;
 	for (size_t i = all ? 0 : p0; i < (all ? t->nprocs : p1); i++)
-		if (t->procs[i].maps && !t->procs[i].symbolized)
+		if (t->procs[i].maps_len && !t->procs[i].symbolized)
 			weft_symbolize(t, &t->procs[i]);
 }
 

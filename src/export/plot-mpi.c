@@ -38,10 +38,11 @@ static int rgb8(double v)
 /* A rank label step: 1, 2 or 5 times a power of ten, for at most 16 labels. */
 static size_t label_step(size_t n)
 {
+	static const size_t mult[3] = {1, 2, 5};
 	for (size_t p = 1;; p *= 10)
-		for (size_t k = 1; k <= 5; k = k == 1 ? 2 : 5)
-			if ((n + k * p - 1) / (k * p) <= 16)
-				return k * p;
+		for (int k = 0; k < 3; k++)
+			if ((n + mult[k] * p - 1) / (mult[k] * p) <= 16)
+				return mult[k] * p;
 }
 
 int weft_plot_mpi(const struct weft_trace *t, const struct weft_plot_opts *o, char *err, size_t errlen)

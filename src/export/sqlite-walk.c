@@ -362,13 +362,14 @@ static void sift_down(struct pwalk *pw, size_t i)
 static struct region *parse_regions(const struct weft_proc *p, size_t *n, size_t *capp)
 {
 	*n = *capp = 0;
-	if (!p->maps)
+	char *maps = weft_proc_maps(p);
+	if (!maps)
 		return NULL;
 	size_t cap = 64, k = 0;
 	struct region *r = malloc(cap * sizeof(*r));
 	const char *exe = NULL;
 	size_t exe_len = 0;
-	for (const char *line = p->maps; r && *line;) {
+	for (const char *line = maps; r && *line;) {
 		const char *eol = strchr(line, '\n');
 		size_t len = eol ? (size_t)(eol - line) : strlen(line);
 		unsigned long long a, b;
@@ -402,6 +403,7 @@ static struct region *parse_regions(const struct weft_proc *p, size_t *n, size_t
 		}
 		line += len + (eol ? 1 : 0);
 	}
+	free(maps);
 	*n = k;
 	*capp = r ? cap : 0;
 	return r;

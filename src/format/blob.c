@@ -37,6 +37,21 @@ static size_t page(void)
 	return ps;
 }
 
+/* The first of the n mapped blobs (sorted by address) that starts after a: a blob holding a
+ * is the one before it. */
+static size_t find(const struct mapped *m, size_t n, uintptr_t a)
+{
+	size_t lo = 0, hi = n;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (m[mid].addr <= a)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
 static void *map_file(int fd, size_t size)
 {
 	size_t len = size + 1;
@@ -59,7 +74,10 @@ static void *map_file(int fd, size_t size)
 		maps = m;
 		mapcap = cap;
 	}
-	maps[nmaps++] = (struct mapped){(uintptr_t)res, len};
+	size_t at = find(maps, nmaps, (uintptr_t)res); /* kept sorted by address */
+	memmove(maps + at + 1, maps + at, (nmaps - at) * sizeof(*maps));
+	maps[at] = (struct mapped){(uintptr_t)res, len};
+	nmaps++;
 	pthread_mutex_unlock(&lock);
 	return res;
 }
@@ -67,7 +85,10 @@ static void *map_file(int fd, size_t size)
 void *weft_blob_load(int fd, size_t size, int map, size_t *got)
 {
 	*got = 0;
-	if (map && size >= WEFT_BLOB_MAP_MIN) {
+	pthread_mutex_lock(&lock);
+	int room = nmaps < WEFT_BLOB_MAP_MAX; /* beyond it, read (the map count is limited) */
+	pthread_mutex_unlock(&lock);
+	if (map && room && size >= WEFT_BLOB_MAP_MIN) {
 		void *p = map_file(fd, size);
 		if (p) {
 			*got = size;
@@ -92,12 +113,12 @@ void weft_blob_free(void *p)
 		return;
 	size_t len = 0;
 	pthread_mutex_lock(&lock);
-	for (size_t i = 0; i < nmaps; i++)
-		if (maps[i].addr == (uintptr_t)p) {
-			len = maps[i].len;
-			maps[i] = maps[--nmaps];
-			break;
-		}
+	size_t at = find(maps, nmaps, (uintptr_t)p);
+	if (at && maps[at - 1].addr == (uintptr_t)p) {
+		len = maps[at - 1].len;
+		memmove(maps + at - 1, maps + at, (nmaps - at) * sizeof(*maps));
+		nmaps--;
+	}
 	pthread_mutex_unlock(&lock);
 	if (len)
 		munmap(p, len);
@@ -111,12 +132,11 @@ void weft_blob_release(const void *p, size_t n)
 	if (!n)
 		return;
 	pthread_mutex_lock(&lock);
-	for (size_t i = 0; i < nmaps; i++)
-		if (a >= maps[i].addr && a - maps[i].addr < maps[i].len) {
-			lo = maps[i].addr;
-			hi = maps[i].addr + maps[i].len;
-			break;
-		}
+	size_t at = find(maps, nmaps, a);
+	if (at && a - maps[at - 1].addr < maps[at - 1].len) {
+		lo = maps[at - 1].addr;
+		hi = maps[at - 1].addr + maps[at - 1].len;
+	}
 	pthread_mutex_unlock(&lock);
 	if (!hi)
 		return;

@@ -4,7 +4,7 @@
  * its pages back (weft_blob_release, from the decoders), so a walk through a trace of any size
  * holds a few chunks' pages at a time instead of the whole file. The bytes stay valid: a page
  * given back is read again from the page cache when touched. Smaller files, and anything not
- * a regular file that maps, are read into the heap as before. Either way the bytes are followed
+ * a regular file that maps, are read into the heap. Either way the bytes are followed
  * by one zero byte. Thread-safe.
  */
 #ifndef WEFT_FORMAT_BLOB_H
@@ -20,7 +20,10 @@ void weft_blob_free(void *p);
  * this process's memory (they come back when read). A no-op for any other memory. */
 void weft_blob_release(const void *p, size_t n);
 
-/* Files at least this big are mapped (when `map` is asked for). */
-#define WEFT_BLOB_MAP_MIN (1u << 20)
+/* Files at least this big are mapped (when `map` is asked for), as long as fewer than
+ * WEFT_BLOB_MAP_MAX are (each takes one or two of the process's 65,530 map areas): a rank's
+ * events file of a few pages is mapped too, so a 4,096-rank job's reader does not hold them all. */
+#define WEFT_BLOB_MAP_MIN (8u << 10)
+#define WEFT_BLOB_MAP_MAX 20000
 
 #endif

@@ -47,11 +47,67 @@ int weft_rd_check_header(struct weft_trace *t, const char *name, const unsigned 
 	return 0;
 }
 
+/* A process's map text is appended to plainly while its metadata file is read (maps_open
+ * brings back what an earlier file of the same process left compressed), then compressed
+ * (maps_close): 30-60 KB of text per rank becomes a few KB, what a 4,096-rank job's reader
+ * can hold. Where compression fails the text stays plain; weft_proc_maps reads either. */
+static void maps_open(struct weft_proc *p)
+{
+	if (!p->maps_z)
+		return;
+	char *text = weft_proc_maps(p);
+	if (!text)
+		weft_oom("reading the trace");
+	free(p->maps_z);
+	p->maps_z = NULL;
+	p->maps_zlen = 0;
+	p->maps = text;
+}
+
+static void maps_close(struct weft_proc *p)
+{
+	if (!p->maps || !p->maps_len)
+		return;
+	size_t bound = ZSTD_compressBound(p->maps_len);
+	void *z = malloc(bound);
+	size_t got = z ? ZSTD_compress(z, bound, p->maps, p->maps_len, 1) : 0;
+	if (!z || ZSTD_isError(got) || got >= p->maps_len) {
+		free(z);
+		return;
+	}
+	void *fit = realloc(z, got);
+	p->maps_z = fit ? fit : z;
+	p->maps_zlen = got;
+	free(p->maps);
+	p->maps = NULL;
+}
+
+char *weft_proc_maps(const struct weft_proc *p)
+{
+	if (!p->maps_len)
+		return NULL;
+	char *text = malloc(p->maps_len + 1);
+	if (!text)
+		return NULL;
+	if (p->maps) {
+		memcpy(text, p->maps, p->maps_len);
+	} else {
+		size_t got = p->maps_z ? ZSTD_decompress(text, p->maps_len, p->maps_z, p->maps_zlen) : 0;
+		if (ZSTD_isError(got) || got != p->maps_len) {
+			free(text);
+			return NULL;
+		}
+	}
+	text[p->maps_len] = 0;
+	return text;
+}
+
 void weft_rd_parse_meta(struct weft_trace *t, const char *name, const unsigned char *d, size_t n,
 		       const char *stem, int pid)
 {
 	struct weft_proc *p = weft_rd_proc_get(t, stem, pid);
 	p->has_meta = 1;
+	maps_open(p);
 	size_t off = sizeof(struct weft_file_header);
 	while (off < n) {
 		struct weft_meta_rec_header h;
@@ -238,7 +294,7 @@ void weft_rd_parse_meta(struct weft_trace *t, const char *name, const unsigned c
 			if (len < sizeof(struct weft_index_rec))
 				break;
 			if (p->nindex == p->index_cap) {
-				p->index_cap = p->index_cap ? p->index_cap * 2 : 256;
+				p->index_cap = p->index_cap ? p->index_cap * 2 : 16;
 				p->index = weft_rd_xrealloc(p->index, p->index_cap * sizeof(*p->index));
 			}
 			memcpy(&p->index[p->nindex++], r, sizeof(struct weft_index_rec));
@@ -567,4 +623,5 @@ void weft_rd_parse_meta(struct weft_trace *t, const char *name, const unsigned c
 			break; /* a newer minor version's record: skip */
 		}
 	}
+	maps_close(p);
 }

@@ -14,6 +14,8 @@ char *weft_rd_xstrndup(const char *s, size_t n);
 
 /* One weft_proc per file stem (pid, or pid.N for an exec'd image), added when first named. */
 struct weft_proc *weft_rd_proc_get(struct weft_trace *t, const char *stem, int pid);
+/* The files are read: the stems' lookup table goes (the processes may be reordered after). */
+void weft_rd_stems_done(struct weft_trace *t);
 /* The thread (tid, serial), added when first named. */
 struct weft_thread_data *weft_rd_thread_get(struct weft_proc *p, uint32_t tid, uint32_t serial);
 /* CHUNK_INDEX records onto their chunks (sorted by seq); frees the index. */

@@ -300,7 +300,7 @@ static int finish(struct weft_trace *t, const struct weft_window_req *win, char 
 			return rc;
 	}
 	for (size_t i = 0; i < t->nprocs && !weft_trace_defer_symbols; i++)
-		if (t->procs[i].maps)
+		if (t->procs[i].maps_len)
 			weft_symbolize(t, &t->procs[i]);
 	return 0;
 }
@@ -359,9 +359,24 @@ static void no_trace_files(const char *dir, char *err, size_t errlen)
 			 k ? "parts" : "snapshots", dir, kind[k], lo[k], hi[k]);
 }
 
-static int load(struct weft_trace *t, const char *const *names, const unsigned char *const *data,
-		const size_t *sizes, size_t n, const struct weft_window_req *win, char *err, size_t errlen)
+/* Where load() gets a file's bytes: from memory (data[i], sizes[i] set), or read when its turn
+ * comes (fetch), so that each metadata file is parsed and freed before the next is read. */
+struct files {
+	const unsigned char **data;
+	size_t *sizes; /* as stat saw them before reading, then as read */
+	int (*fetch)(struct files *f, struct weft_trace *t, size_t i); /* 0: data[i] set */
+	void (*drop)(struct files *f, size_t i);                        /* done with a metadata file */
+	const char *const *dirs;
+	const size_t *from; /* from[i]: the directory of names[i] */
+	size_t ndirs;
+	const char *const *names;
+};
+
+static int load(struct weft_trace *t, const char *const *names, struct files *fs, size_t n,
+		const struct weft_window_req *win, char *err, size_t errlen)
 {
+	const unsigned char **data = fs->data;
+	const size_t *sizes = fs->sizes;
 	size_t used = 0;
 	/* Call-site ids count up from 1 in a process and its forked children, each defined by one
 	 * SITE record (16 bytes at least) in one of the metadata files: an id beyond what all of
@@ -382,12 +397,17 @@ static int load(struct weft_trace *t, const char *const *names, const unsigned c
 			int is_meta = !strcmp(dot, ".wmeta"), is_ev = !strcmp(dot, ".wevents");
 			if ((pass == 0 && !is_meta) || (pass == 1 && !is_ev))
 				continue;
+			if (fs->fetch && fs->fetch(fs, t, i))
+				continue;
 			int rc = weft_rd_check_header(t, names[i], data[i], sizes[i],
 					      is_meta ? WEFT_META_MAGIC : WEFT_EVENTS_MAGIC, err, errlen);
 			if (rc < 0)
 				return -EPROTO;
-			if (rc > 0)
+			if (rc > 0) {
+				if (fs->drop)
+					fs->drop(fs, i);
 				continue;
+			}
 			struct weft_file_header h;
 			memcpy(&h, data[i], sizeof(h));
 			int pid = h.pid ? (int)h.pid : pid_of(names[i]);
@@ -398,12 +418,15 @@ static int load(struct weft_trace *t, const char *const *names, const unsigned c
 			const char *end = is_meta ? dot : strrchr(base, '-');
 			size_t sl = end && end > base ? (size_t)(end - names[i]) : strlen(names[i]);
 			snprintf(stem, sizeof(stem), "%.*s", (int)(sl < sizeof(stem) ? sl : sizeof(stem) - 1), names[i]);
-			if (is_meta)
+			if (is_meta) {
 				weft_rd_parse_meta(t, names[i], data[i], sizes[i], stem, pid);
-			else
+				if (fs->drop) /* everything kept was copied out of it */
+					fs->drop(fs, i);
+			} else
 				weft_rd_parse_events(t, names[i], data[i], sizes[i], stem, pid);
 			used++;
 		}
+	weft_rd_stems_done(t);
 	if (!used) {
 		no_trace_files(t->dir, err, errlen);
 		return -ENOENT;
@@ -416,7 +439,8 @@ int weft_trace_from_buffers(const char *const *names, const unsigned char *const
 {
 	struct weft_trace *t = weft_rd_xcalloc(1, sizeof(*t));
 	t->dir = strdup("(memory)");
-	int rc = load(t, names, data, sizes, n, NULL, err, errlen);
+	struct files fs = {.data = (const unsigned char **)data, .sizes = (size_t *)sizes};
+	int rc = load(t, names, &fs, n, NULL, err, errlen);
 	if (rc) {
 		weft_trace_free(t);
 		return rc;
@@ -456,6 +480,53 @@ static int list_dir(const char *dir, const char *prefix, char ***names, size_t *
 	if (*n > first)
 		qsort(*names + first, *n - first, sizeof(**names), cmp_str);
 	return 0;
+}
+
+static const char *file_path(char *path, size_t len, const char *const *dirs, const size_t *from,
+			     const char *const *names, size_t ndirs, size_t i)
+{
+	const char *base = ndirs > 1 ? strchr(names[i], '/') + 1 : names[i];
+	snprintf(path, len, "%s/%s", dirs[from[i]], base);
+	return path;
+}
+
+/* Reads names[i] into fs->data[i]: 0, or 1 with a warning where it cannot be read. */
+static int fetch_file(struct files *fs, struct weft_trace *t, size_t i)
+{
+	char path[4096];
+	const char *name = fs->names[i];
+	const char *base = strrchr(name, '/') ? strrchr(name, '/') + 1 : name;
+	file_path(path, sizeof(path), fs->dirs, fs->from, fs->names, fs->ndirs, i);
+	/* O_NONBLOCK: a FIFO or device named like a trace file must not hang the reader */
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+	struct stat st;
+	if (fd < 0 || fstat(fd, &st)) {
+		weft_trace_warn(t, "%s: %s; skipped", name, strerror(errno));
+		if (fd >= 0)
+			close(fd);
+		return 1;
+	}
+	if (!S_ISREG(st.st_mode)) {
+		weft_trace_warn(t, "%s: not a regular file; skipped", name);
+		close(fd);
+		return 1;
+	}
+	/* events files mapped (format/blob.h): a walk holds a few chunks' pages, not the file */
+	const char *dot = strrchr(base, '.');
+	size_t got = 0;
+	unsigned char *d = weft_blob_load(fd, (size_t)st.st_size, dot && !strcmp(dot, ".wevents"), &got);
+	close(fd);
+	if (!d)
+		weft_oom("reading the trace");
+	fs->data[i] = d;
+	fs->sizes[i] = got;
+	return 0;
+}
+
+static void drop_file(struct files *fs, size_t i)
+{
+	weft_blob_free((void *)fs->data[i]);
+	fs->data[i] = NULL;
 }
 
 int weft_trace_open_dirs(const char *const *dirs, size_t ndirs, struct weft_trace **out, char *err,
@@ -498,36 +569,20 @@ int weft_trace_open_window(const char *const *dirs, size_t ndirs, const struct w
 	t->dir = strdup(dirs[0]);
 	unsigned char **data = weft_rd_xcalloc(n, sizeof(*data));
 	size_t *sizes = weft_rd_xcalloc(n, sizeof(*sizes));
-	for (size_t i = 0; i < n; i++) {
+	for (size_t i = 0; i < n; i++) { /* the sizes first: load() bounds call-site ids by them */
 		char path[4096];
-		const char *base = ndirs > 1 ? strchr(names[i], '/') + 1 : names[i];
-		snprintf(path, sizeof(path), "%s/%s", dirs[from[i]], base);
-		/* O_NONBLOCK: a FIFO or device named like a trace file must not hang the reader */
-		int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
 		struct stat st;
-		if (fd < 0 || fstat(fd, &st)) {
-			weft_trace_warn(t, "%s: %s; skipped", names[i], strerror(errno));
-			if (fd >= 0)
-				close(fd);
-			continue;
-		}
-		if (!S_ISREG(st.st_mode)) {
-			weft_trace_warn(t, "%s: not a regular file; skipped", names[i]);
-			close(fd);
-			continue;
-		}
-		/* events files mapped (format/blob.h): a walk holds a few chunks' pages, not the file */
-		const char *dot = strrchr(base, '.');
-		size_t got = 0;
-		if (!(data[i] = weft_blob_load(fd, (size_t)st.st_size, dot && !strcmp(dot, ".wevents"), &got)))
-			weft_oom("reading the trace");
-		sizes[i] = got;
-		close(fd);
+		if (!stat(file_path(path, sizeof(path), dirs, from, (const char *const *)names, ndirs, i), &st) &&
+		    S_ISREG(st.st_mode))
+			sizes[i] = (size_t)st.st_size;
 	}
-	free(from);
-	t->blobs = (void **)data;
+	struct files fs = {.data = (const unsigned char **)data, .sizes = sizes, .fetch = fetch_file,
+			   .drop = drop_file, .dirs = dirs, .from = from, .ndirs = ndirs,
+			   .names = (const char *const *)names};
+	t->blobs = (void **)data; /* the events files' bytes stay, the trace's to free */
 	t->nblobs = n;
-	int rc = load(t, (const char *const *)names, (const unsigned char *const *)data, sizes, n, win, err, errlen);
+	int rc = load(t, (const char *const *)names, &fs, n, win, err, errlen);
+	free(from);
 	for (size_t i = 0; i < n; i++)
 		free(names[i]);
 	free(names);

@@ -105,8 +105,14 @@ struct weft_proc {
 	size_t nthreads, thread_cap;
 	uint64_t *thkey; /* hash table (tid, serial) -> index in threads */
 	size_t *thidx, thcap;
-	char *maps;            /* every MAPS record's text, concatenated */
+	/* every MAPS record's text, concatenated, maps_len bytes: kept zstd-compressed (maps_z,
+	 * maps_zlen; maps NULL) once its metadata file is read, since a process's map is tens of
+	 * KB of text held for every rank of a job; read it with weft_proc_maps. A reader that
+	 * fills in a process itself may set maps (and maps_len) plainly instead. */
+	char *maps;
 	size_t maps_len;
+	void *maps_z;
+	size_t maps_zlen;
 	uint64_t *func_addr;   /* open-addressing table: function address -> site id */
 	uint32_t *func_id;
 	size_t func_cap, nfuncs;
@@ -244,7 +250,8 @@ struct weft_trace {
 	char *dir;
 	struct weft_window_info window;
 	struct weft_proc *procs;
-	size_t nprocs;
+	size_t nprocs, proc_cap;
+	size_t *stem_ix, stem_cap; /* while reading (trace.c) */
 	char **warnings;
 	size_t nwarnings;
 	struct { const char *fmt; uint64_t n; char last[512]; } wkinds[32]; /* warnings by kind */
@@ -275,6 +282,10 @@ int weft_chunk_decode_prepared(const struct weft_chunk_view *c, const struct wef
  * sites a chunk mentions). *buf is scratch as for weft_chunk_decode. Returns as it does. */
 int weft_chunk_headers(const struct weft_chunk_view *c, uint64_t **buf, size_t *cap,
 		       void (*fn)(uint64_t h, void *ud), void *ud, const char **why);
+
+/* The memory map text of p (its MAPS records, concatenated): a NUL-terminated copy for the
+ * caller to free, maps_len bytes; NULL when p recorded none or memory ran out. */
+char *weft_proc_maps(const struct weft_proc *p);
 
 /* Open DIR. Returns 0, or -errno with a one-line reason in err. */
 int weft_trace_open(const char *dir, struct weft_trace **out, char *err, size_t errlen);

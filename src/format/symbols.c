@@ -314,13 +314,10 @@ struct weft_symtab {
 struct weft_symtab *weft_symtab_open(const struct weft_proc *p)
 {
 	struct weft_symtab *st = calloc(1, sizeof(*st));
-	if (!st || !(st->text = malloc(p->maps_len + 1))) {
+	if (!st || !(st->text = p->maps_len ? weft_proc_maps(p) : calloc(1, 1))) {
 		free(st);
 		return NULL;
 	}
-	if (p->maps_len)
-		memcpy(st->text, p->maps, p->maps_len);
-	st->text[p->maps_len] = 0;
 	st->maps = parse_maps(st->text, &st->nmaps);
 	elf_version(EV_CURRENT);
 	st->files = calloc(st->nmaps + 1, sizeof(*st->files));

@@ -113,13 +113,49 @@ char *weft_rd_xstrndup(const char *s, size_t n)
 	return r;
 }
 
+static uint64_t stem_hash(const char *s)
+{
+	uint64_t h = 1469598103934665603ull; /* FNV-1a */
+	for (; *s; s++)
+		h = (h ^ (unsigned char)*s) * 1099511628211ull;
+	return h;
+}
+
+/* The stems' hash table while files are read (t->stem_ix: index + 1 in t->procs, 0 free),
+ * so that finding a process is not a walk of every rank's process; NULL afterwards. */
+static size_t *stem_slot(struct weft_trace *t, const char *stem)
+{
+	size_t m = t->stem_cap - 1, h = (size_t)stem_hash(stem) & m;
+	while (t->stem_ix[h] && strcmp(t->procs[t->stem_ix[h] - 1].stem, stem))
+		h = (h + 1) & m;
+	return &t->stem_ix[h];
+}
+
+void weft_rd_stems_done(struct weft_trace *t)
+{
+	free(t->stem_ix);
+	t->stem_ix = NULL;
+	t->stem_cap = 0;
+}
+
 /* One weft_proc per file stem (pid, or pid.N for an exec'd image). */
 struct weft_proc *weft_rd_proc_get(struct weft_trace *t, const char *stem, int pid)
 {
-	for (size_t i = 0; i < t->nprocs; i++)
-		if (!strcmp(t->procs[i].stem, stem))
-			return &t->procs[i];
-	t->procs = weft_rd_xrealloc(t->procs, (t->nprocs + 1) * sizeof(*t->procs));
+	if ((t->nprocs + 1) * 2 > t->stem_cap) { /* (re)built: at most half full */
+		free(t->stem_ix);
+		t->stem_cap = t->stem_cap ? t->stem_cap * 2 : 64;
+		t->stem_ix = weft_rd_xcalloc(t->stem_cap, sizeof(*t->stem_ix));
+		for (size_t i = 0; i < t->nprocs; i++)
+			*stem_slot(t, t->procs[i].stem) = i + 1;
+	}
+	size_t *slot = stem_slot(t, stem);
+	if (*slot)
+		return &t->procs[*slot - 1];
+	if (t->nprocs == t->proc_cap) {
+		t->proc_cap = t->proc_cap ? t->proc_cap * 2 : 16;
+		t->procs = weft_rd_xrealloc(t->procs, t->proc_cap * sizeof(*t->procs));
+	}
+	*slot = t->nprocs + 1;
 	struct weft_proc *p = &t->procs[t->nprocs++];
 	memset(p, 0, sizeof(*p));
 	p->pid = pid;
@@ -310,6 +346,7 @@ static void proc_free(struct weft_proc *p)
 	free(p->argv);
 	free(p->clock);
 	free(p->maps);
+	free(p->maps_z);
 	for (size_t c = 0; c < p->nsys_chans; c++)
 		free(p->sys_chans[c].name);
 	free(p->sys_chans);
@@ -378,6 +415,7 @@ void weft_trace_free(struct weft_trace *t)
 	for (size_t i = 0; i < t->nprocs; i++)
 		proc_free(&t->procs[i]);
 	free(t->procs);
+	free(t->stem_ix);
 	for (size_t i = 0; i < t->nwarnings; i++)
 		free(t->warnings[i]);
 	free(t->warnings);

@@ -35,33 +35,106 @@ static void per_event(uint64_t bytes, uint64_t events)
 
 /* Processes under `parent` (pid; -1: those whose parent is not in the trace), images of one
  * pid in exec order. */
-static void print_tree(const struct weft_trace *t, int parent, int depth, int guard)
+/* The process tree, found through two sorted indexes (a job of thousands of processes): by
+ * (pid, image, order) for a process's images, by (parent, order) for its children. */
+struct tree {
+	const struct weft_trace *t;
+	size_t *by_pid, *by_ppid;
+};
+
+static const struct weft_trace *tree_t; /* for the comparators */
+
+static int cmp_pid(const void *a, const void *b)
 {
-	if (guard > 64)
-		return;
-	for (size_t i = 0; i < t->nprocs; i++) {
-		const struct weft_proc *p = &t->procs[i];
-		int root = 1;
-		for (size_t k = 0; k < t->nprocs && root; k++)
-			root = !(t->procs[k].pid == p->ppid && t->procs[k].pid != p->pid);
-		if (parent == -1 ? !root : (p->ppid != parent || p->pid == parent))
-			continue;
-		if (p->gen) /* exec'd images are listed under their first image */
-			continue;
-		for (size_t g = 0; g < t->nprocs * t->nprocs; g++) { /* images in exec order */
-			const struct weft_proc *q = &t->procs[g % t->nprocs];
-			if (q->pid != p->pid || q->gen != (int)(g / t->nprocs))
-				continue;
-			printf("%*s%d %s", depth * 2, "", q->pid, q->name);
-			if (q->gen)
-				printf(" (after exec #%d)", q->gen);
-			printf(":");
-			for (int a = 0; a < q->argc; a++)
-				printf(" %s", q->argv[a]);
-			printf("\n");
-		}
-		print_tree(t, p->pid, depth + 1, guard + 1);
+	const struct weft_proc *x = &tree_t->procs[*(const size_t *)a], *y = &tree_t->procs[*(const size_t *)b];
+	if (x->pid != y->pid)
+		return x->pid < y->pid ? -1 : 1;
+	if (x->gen != y->gen)
+		return x->gen < y->gen ? -1 : 1;
+	return *(const size_t *)a < *(const size_t *)b ? -1 : 1;
+}
+
+static int cmp_ppid(const void *a, const void *b)
+{
+	const struct weft_proc *x = &tree_t->procs[*(const size_t *)a], *y = &tree_t->procs[*(const size_t *)b];
+	if (x->ppid != y->ppid)
+		return x->ppid < y->ppid ? -1 : 1;
+	return *(const size_t *)a < *(const size_t *)b ? -1 : 1;
+}
+
+/* The first entry of ix (sorted by key) whose key is >= v. */
+static size_t lower(const struct tree *tr, const size_t *ix, int v, int by_ppid)
+{
+	size_t lo = 0, hi = tr->t->nprocs;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		const struct weft_proc *p = &tr->t->procs[ix[mid]];
+		if ((by_ppid ? p->ppid : p->pid) < v)
+			lo = mid + 1;
+		else
+			hi = mid;
 	}
+	return lo;
+}
+
+static void print_proc_tree(const struct tree *tr, const struct weft_proc *p, int depth, int guard);
+
+static void print_children(const struct tree *tr, int parent, int depth, int guard)
+{
+	const struct weft_trace *t = tr->t;
+	for (size_t j = lower(tr, tr->by_ppid, parent, 1); j < t->nprocs; j++) {
+		const struct weft_proc *p = &t->procs[tr->by_ppid[j]];
+		if (p->ppid != parent)
+			break;
+		if (p->pid != parent)
+			print_proc_tree(tr, p, depth, guard);
+	}
+}
+
+static void print_proc_tree(const struct tree *tr, const struct weft_proc *p, int depth, int guard)
+{
+	const struct weft_trace *t = tr->t;
+	if (guard > 64 || p->gen) /* exec'd images are listed under their first image */
+		return;
+	for (size_t j = lower(tr, tr->by_pid, p->pid, 0); j < t->nprocs; j++) { /* images in exec order */
+		const struct weft_proc *q = &t->procs[tr->by_pid[j]];
+		if (q->pid != p->pid)
+			break;
+		if (q->gen < 0 || (size_t)q->gen >= t->nprocs)
+			continue;
+		printf("%*s%d %s", depth * 2, "", q->pid, q->name);
+		if (q->gen)
+			printf(" (after exec #%d)", q->gen);
+		printf(":");
+		for (int a = 0; a < q->argc; a++)
+			printf(" %s", q->argv[a]);
+		printf("\n");
+	}
+	print_children(tr, p->pid, depth + 1, guard + 1);
+}
+
+static void print_tree(const struct weft_trace *t)
+{
+	struct tree tr = {t, malloc((t->nprocs + 1) * sizeof(size_t)), malloc((t->nprocs + 1) * sizeof(size_t))};
+	if (!tr.by_pid || !tr.by_ppid) {
+		free(tr.by_pid);
+		free(tr.by_ppid);
+		return;
+	}
+	for (size_t i = 0; i < t->nprocs; i++)
+		tr.by_pid[i] = tr.by_ppid[i] = i;
+	tree_t = t;
+	qsort(tr.by_pid, t->nprocs, sizeof(size_t), cmp_pid);
+	qsort(tr.by_ppid, t->nprocs, sizeof(size_t), cmp_ppid);
+	for (size_t i = 0; i < t->nprocs; i++) { /* the roots: their parent is not in the trace */
+		const struct weft_proc *p = &t->procs[i];
+		size_t j = lower(&tr, tr.by_pid, p->ppid, 0);
+		int root = p->ppid == p->pid || j == t->nprocs || t->procs[tr.by_pid[j]].pid != p->ppid;
+		if (root)
+			print_proc_tree(&tr, p, 1, 0);
+	}
+	free(tr.by_pid);
+	free(tr.by_ppid);
 }
 
 /* DIR holds no trace of its own but the flight recorder's snapshot-N or --switch-output's
@@ -150,7 +223,7 @@ int cmd_info(int argc, char **argv)
 	printf("\n");
 	weft_info_hosts(t);
 	printf("\nprocess tree:\n");
-	print_tree(t, -1, 1, 0);
+	print_tree(t);
 	for (size_t i = 0; i < t->nprocs; i++) {
 		const struct weft_proc *p = &t->procs[i];
 		printf("\nprocess %d \"%s\" (parent %d)%s%s\n", p->pid, p->name, p->ppid,

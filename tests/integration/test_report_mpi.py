@@ -226,6 +226,17 @@ class ReportMpi(TraceTest):
         self.assertEqual({(c["cell"]["from"], c["cell"]["to"]): c["cell"]["bytes"] for c in desc3 if "cell" in c}[0, 1],
                          100000)
 
+    def test_plot_many_ranks(self):
+        # 100 ranks: the rank labels step by 10 (over 80 ranks the label step once never ended)
+        d = self.job("wider")
+        png, desc = self.plot(d, "wider.png")
+        frame = desc[0]["frame"]
+        self.assertEqual(frame["ranks"], 100)
+        cells = {(c["cell"]["from"], c["cell"]["to"]): c["cell"]["bytes"] for c in desc if "cell" in c}
+        self.assertEqual(cells, {(r, (r + 1) % 100): 100 * (r + 1) for r in range(100)})
+        self.assertEqual(len([b for b in desc if "bar" in b]), 100)
+        self.assertEqual(read_png(png)[:2], (1600, 900))
+
     def test_plot_no_mpi(self):
         png = os.path.join(self.tmp, "none.png")
         p = run([WEFT, "plot", "mpi", self.job("nompi"), "-o", png], env=PLOT_ENV, check=False)

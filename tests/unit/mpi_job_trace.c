@@ -1,4 +1,4 @@
-/* mpi_job_trace DIR [unranked|heavy|nompi|wide] - writes a hand-made trace of a 4-rank MPI job into
+/* mpi_job_trace DIR [unranked|heavy|nompi|wide|wider|irecv] - writes a hand-made trace of a 4-rank MPI job into
  * DIR, with the slices, arguments and flows libweft-mpi.so writes (docs: MPI call slices in
  * the issue 19 contract), so `weft report --mpi` and `weft plot mpi` have exactly known
  * answers. tests/integration/test_report_mpi.py holds the same timeline and checks them.
@@ -26,7 +26,7 @@
  * unranked: no JOB records (ranks by pid order: 201 -> 0, 202 -> 1, ...); heavy: rank 0 sends
  * 100,000 bytes instead of 1000; nompi: only the "main" slices (no MPI site); wide: instead 20
  * ranks (pids 300 + r, one host), each with one MPI_Send of 100 * (r + 1) bytes to r + 1 (no
- * arrow) in its "main" slice. */
+ * arrow) in its "main" slice; wider: the same with 100 ranks. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -195,12 +195,12 @@ static void process(const char *dir, int pid, const char *name, const char *host
 int main(int argc, char **argv)
 {
 	if (argc < 2 || argc > 3) {
-		fprintf(stderr, "usage: mpi_job_trace DIR [unranked|heavy|nompi|wide|irecv]\n");
+		fprintf(stderr, "usage: mpi_job_trace DIR [unranked|heavy|nompi|wide|wider|irecv]\n");
 		return 2;
 	}
 	const char *v = argc == 3 ? argv[2] : "";
-	if (!strcmp(v, "wide")) {
-		nranks = 20;
+	if (!strcmp(v, "wide") || !strcmp(v, "wider")) {
+		nranks = v[4] ? 100 : 20;
 		for (int k = 0; k < nranks; k++) {
 			struct recs w;
 			memset(&w, 0, sizeof(w));

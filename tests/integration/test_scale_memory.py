@@ -1,0 +1,97 @@
+"""Issue 29 item 3: a reader's memory follows a window of the trace, not the number of ranks.
+
+A 4-rank MPICH job of tests/mpi/mpi_app.c is recorded once and cloned into 64 and 512 ranks
+(bench/mpi/gen_ranks.py: each rank a byte-for-byte copy of a recorded one, its metadata a real
+rank's: about 30 KB of memory map, ~60 KB of events). Each reading command runs on both, and the
+peak RSS it adds per extra rank (the kernel's ru_maxrss of that child, os.wait4) must stay
+under 48 KiB, about half of what a rank's files hold (what is left: the process's tables, its
+map compressed, its decoding buffers). Before: every metadata file was held
+whole while all were read (~32 KB a rank), each map as text (~29 KB), the small events files in
+the heap (~22 KB), `weft info`'s message check kept every slice of the trace (about 1 MB a rank
+here). Also checked: the outputs do not change with the reading (the 320-rank .pftrace is read
+by trace_processor with 320 processes), and `weft plot mpi` draws a job of over 80 ranks (its
+rank labels' step once never ended)."""
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import unittest
+
+sys.path.insert(0, os.path.dirname(__file__))
+from weftlib import SRC, WEFT, TraceTest, main, run, sanitizer  # noqa: E402
+
+APP = os.path.join(SRC, "tests", "mpi", "mpi_app.c")
+GEN = os.path.join(SRC, "bench", "mpi", "gen_ranks.py")
+SMALL, LARGE = 64, 512  # powers of two: the tables that double are full at both
+PER_RANK_KB = 48  # measured 21-28 KiB a rank since (64 to 1,024 ranks), 85-103 before (info: 995)
+
+
+def peak_kib(cmd, cwd):
+    """Runs cmd; returns (exit status, its peak RSS in KiB, stderr)."""
+    p = subprocess.Popen(cmd, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    err = p.stderr.read().decode()
+    _, status, usage = os.wait4(p.pid, 0)
+    p.returncode = os.waitstatus_to_exitcode(status)
+    return p.returncode, usage.ru_maxrss, err
+
+
+@unittest.skipUnless(shutil.which("mpicc.mpich") and shutil.which("mpirun.mpich"),
+                     "MPICH not installed (mpich, libmpich-dev)")
+class ScaleMemory(TraceTest):
+    @classmethod
+    def setUpClass(cls):
+        if sanitizer():
+            raise unittest.SkipTest("built with a sanitizer: its shadow memory is not the reader's")
+        cls.dir = tempfile.mkdtemp(prefix="weft-scale-")
+        cls.addClassCleanup(shutil.rmtree, cls.dir, ignore_errors=True)
+        exe = os.path.join(cls.dir, "mpi_app")
+        run(["mpicc.mpich", "-O1", "-Wno-stringop-overflow", "-o", exe, APP])
+        g4 = os.path.join(cls.dir, "G4")
+        run(["mpirun.mpich", "-np", "4", WEFT, "record", "-q", "--no-convert", "-o", g4, "--", exe], cwd=cls.dir)
+        for n in (SMALL, LARGE):
+            run(["/usr/bin/python3", GEN, g4, str(n), os.path.join(cls.dir, f"G{n}"), "--per-host", "4"])
+
+    def per_rank(self, *args, out=None):
+        """KiB of peak RSS each rank past SMALL adds to `weft ARGS G{n}` (-o out.N when out)."""
+        peaks = {}
+        for n in (SMALL, LARGE):
+            cmd = [WEFT, *args, f"G{n}"] + (["-o", f"{out}.{n}"] if out else [])
+            rc, kib, err = peak_kib(cmd, self.dir)
+            self.assertEqual(rc, 0, (cmd, err))
+            peaks[n] = kib
+        return (peaks[LARGE] - peaks[SMALL]) / (LARGE - SMALL), peaks
+
+    def test_readers_per_rank(self):
+        for args, out in ((["convert"], "c.pftrace"), (["info"], None), (["report"], None),
+                          (["report", "--mpi"], None), (["estimate"], None), (["convert", "--ranks", "0-15"], "r.pftrace"),
+                          (["convert", "--time", "0.1:0.2"], "t.pftrace"), (["export", "--otf2"], "o.otf2")):
+            with self.subTest(args=args):
+                kb, peaks = self.per_rank(*args, out=out)
+                self.assertLess(kb, PER_RANK_KB, f"weft {' '.join(args)}: {kb:.1f} KiB a rank ({peaks})")
+
+    def test_output_whole(self):
+        # the files read one at a time, the maps kept compressed: nothing of the job is lost
+        out = os.path.join(self.tmp, "all.pftrace")
+        run([WEFT, "convert", "-q", os.path.join(self.dir, f"G{LARGE}"), "-o", out])
+        procs, with_slices = self.tp(out, "select count(*) as n from process where pid >= 100000",
+                                     "select count(distinct upid) as n from thread_track t join slice s "
+                                     "on s.track_id = t.id join thread using(utid)")
+        self.assertEqual(procs[0]["n"], LARGE)
+        self.assertEqual(with_slices[0]["n"], LARGE)
+        info = run([WEFT, "info", os.path.join(self.dir, f"G{LARGE}")]).stdout
+        self.assertIn(f"processes:  {LARGE}\n", info)
+        self.assertEqual(len(re.findall(r"^  \d+ mpi_app rank \d+ ", info, re.M)), LARGE)  # the tree
+        self.assertEqual(len(re.findall(r'^process \d+ "mpi_app rank \d+ ', info, re.M)), LARGE)  # the details
+
+    def test_plot_many_ranks(self):
+        png = os.path.join(self.tmp, "mpi.png")
+        p = run([WEFT, "plot", "mpi", os.path.join(self.dir, f"G{SMALL}"), "-o", png], timeout=120)
+        self.assertEqual(p.returncode, 0)
+        with open(png, "rb") as f:
+            self.assertEqual(f.read(8), b"\x89PNG\r\n\x1a\n")
+
+
+if __name__ == "__main__":
+    main()
