@@ -1,7 +1,7 @@
 #!/bin/bash
 # bench/mpi/dirsize.sh [NEW_BUILD] [BASE_BUILD]: the trace directory of one job per MPI and
 # build, `mpirun -np 4 weft record -q -o D -- ./mpi_app` (tests/mpi/mpi_app.c) under Open MPI
-# and MPICH: its bytes, the metadata files' bytes and the MAPS records' share of them (Open MPI
+# and MPICH: its bytes, the metadata files' bytes and the MAPS and MAPS_Z records' share of them (Open MPI
 # dlopens ~120 components at MPI_Init; each dlopen wrote a whole copy of /proc/self/maps).
 set -u
 NEW=$(cd "${1:-build}" && pwd)
@@ -21,7 +21,7 @@ for f in glob.glob(sys.argv[1] + "/*.wmeta"):
         t, _, n = struct.unpack_from("<HHI", b, i)
         if t == 0 and n == 0:
             break
-        tot += n + 8 if t == 11 else 0
+        tot += n + 8 if t in (11, 43) else 0  # MAPS, MAPS_Z (1.11)
         i += 8 + n
 print(tot)
 PY

@@ -16,7 +16,7 @@
 #include "weft_fastpath.h" /* record types and site kinds */
 
 #define WEFT_FMT_MAJOR 1
-#define WEFT_FMT_MINOR 10 /* 1: packing version 2; 2: thread serials (chunk seq, THREAD records);
+#define WEFT_FMT_MINOR 11 /* 1: packing version 2; 2: thread serials (chunk seq, THREAD records);
                           * 3: memory records (ALLOC..STACK), RUSAGE; 4: SOURCE records, END flags;
                           * 5: SCHED records and metadata; the system sampler (SAMPLE records,
                           *    SYS_SOURCE, SYS_CHANNEL, SYS_OVERHEAD); the COUNTERS record
@@ -31,7 +31,8 @@
                           * 9: the chunk checksum weft_sum32 (chunk flag WEFT_CHUNK_SUM);
                           *    packing version 3 (memory records' words in columns);
                           * 10: packing version 4 (deltas, memory widths, addresses and sizes in
-                          *    fixed-width columns, pack4.h) */
+                          *    fixed-width columns, pack4.h);
+                          * 11: MAPS_Z (a MAPS record's lines zstd-compressed) */
 #define WEFT_META_MAGIC "WEFTMETA"
 #define WEFT_EVENTS_MAGIC "WEFTEVTS"
 #define WEFT_CHUNK_MAGIC 0x4b4e4843u /* "CHNK" */
@@ -96,6 +97,10 @@ enum weft_meta_type {
 	WEFT_M_FINISH = 9,  /* u64 events, dropped, after_stop, bytes_raw, bytes_written, chunks, end_ns */
 	WEFT_M_CLOCK_SOURCE = 10, /* u32 kind (0 ns, 1 x86 tsc, 2 arm64 cntvct), u32 0, u64 nominal_hz */
 	WEFT_M_MAPS = 11,   /* u64 ticks, then lines of /proc/self/maps: at start whole, after a dlopen the new ones */
+	WEFT_M_MAPS_Z = 43, /* (1.11) a MAPS record whose lines are compressed (what writers write):
+			     * u64 ticks, u64 their length, u32 flags (1: continues the zstd stream of
+			     * the file's previous MAPS_Z record; 0: begins one), u32 weft_sum32 of
+			     * the lines, then the stream's next flushed block, holding them */
 	WEFT_M_FUNC_FILTER = 12, /* u64 functions filtered out by -D/-t (intentional, not drops) */
 	WEFT_M_OVERHEAD = 13, /* u64 CPU ns used by writer threads, u64 slow paths taken (at stop) */
 	WEFT_M_WRITE_FAILED = 14, /* u32 errno, u32 0: writing events failed; later chunks dropped */

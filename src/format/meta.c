@@ -82,6 +82,57 @@ static void maps_close(struct weft_proc *p)
 	p->maps = NULL;
 }
 
+/* A MAPS_Z record: its lines decompressed onto the process's map text, as a MAPS record's.
+ * The records of a file are blocks of one zstd stream (*dctx, made at the first): a record that
+ * does not decode loses its lines and those of the records continuing its stream, said once. */
+static void maps_z_record(struct weft_trace *t, const char *name, struct weft_proc *p, const unsigned char *r,
+			  size_t len, ZSTD_DCtx **dctx, int *broken)
+{
+	uint64_t raw;
+	uint32_t flags;
+	if (len < 24)
+		return;
+	memcpy(&raw, r + 8, 8);
+	memcpy(&flags, r + 16, 4);
+	if (!(flags & 1))
+		*broken = 0; /* a stream begins */
+	else if (*broken)
+		return;
+	const char *why = NULL;
+	if (!*dctx && !(*dctx = ZSTD_createDCtx()))
+		why = "no memory";
+	else if (!raw || raw > (64u << 20)) /* damage must not size the buffer */
+		why = "its length is damaged";
+	if (!why) {
+		if (!(flags & 1))
+			ZSTD_DCtx_reset(*dctx, ZSTD_reset_session_only);
+		p->maps = weft_rd_xrealloc(p->maps, p->maps_len + raw + 2);
+		ZSTD_inBuffer in = {r + 24, len - 24, 0};
+		ZSTD_outBuffer out = {p->maps + p->maps_len, raw, 0};
+		size_t rc = 0;
+		while (in.pos < in.size && out.pos < out.size && !ZSTD_isError(rc = ZSTD_decompressStream(*dctx, &out, &in)))
+			;
+		uint32_t sum;
+		memcpy(&sum, r + 20, 4);
+		if (ZSTD_isError(rc))
+			why = ZSTD_getErrorName(rc);
+		else if (out.pos != raw || in.pos != in.size)
+			why = out.pos != raw ? "fewer bytes than it says" : "more bytes than it says";
+		else if (weft_sum32(p->maps + p->maps_len, raw) != sum)
+			why = "checksum mismatch";
+		else {
+			p->maps_len += raw;
+			p->maps[p->maps_len++] = '\n';
+		}
+		p->maps[p->maps_len] = 0;
+	}
+	if (why) {
+		*broken = 1;
+		weft_trace_warn(t, "%s: a compressed MAPS record does not decode (%s); its lines and those after it "
+				"in its stream are lost (functions there are left unnamed)", name, why);
+	}
+}
+
 char *weft_proc_maps(const struct weft_proc *p)
 {
 	if (!p->maps_len)
@@ -108,6 +159,8 @@ void weft_rd_parse_meta(struct weft_trace *t, const char *name, const unsigned c
 	struct weft_proc *p = weft_rd_proc_get(t, stem, pid);
 	p->has_meta = 1;
 	maps_open(p);
+	ZSTD_DCtx *dctx = NULL; /* the file's MAPS_Z stream */
+	int zbroken = 0;
 	size_t off = sizeof(struct weft_file_header);
 	while (off < n) {
 		struct weft_meta_rec_header h;
@@ -337,6 +390,9 @@ void weft_rd_parse_meta(struct weft_trace *t, const char *name, const unsigned c
 		case WEFT_M_PROCESS_NAME:
 			free(p->name);
 			p->name = weft_rd_xstrndup((const char *)r, bounded_len((const char *)r, len));
+			break;
+		case WEFT_M_MAPS_Z:
+			maps_z_record(t, name, p, r, len, &dctx, &zbroken);
 			break;
 		case WEFT_M_MAPS:
 			if (len > 8) {
@@ -623,5 +679,6 @@ void weft_rd_parse_meta(struct weft_trace *t, const char *name, const unsigned c
 			break; /* a newer minor version's record: skip */
 		}
 	}
+	ZSTD_freeDCtx(dctx);
 	maps_close(p);
 }

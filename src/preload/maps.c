@@ -6,16 +6,87 @@
  * MPI_Init, and a whole copy each time made 4 MB of maps per rank). The lines written are
  * remembered by hash (FNV-1a, 64 bits) in an open-addressing set, under a lock (dlopen is
  * called from any thread); a fork child starts with an empty set and writes its whole map
- * into its own metadata file.
+ * into its own metadata file. The lines go out zstd-compressed (MAPS_Z, format 1.11): a
+ * process's map is the bulk of its metadata (30-100 KB of text at start, each Open MPI
+ * component's dlopen ~1 KB more), and a job writes one per rank.
  */
+#define ZSTD_STATIC_LINKING_ONLY /* ZSTD_createCCtx_advanced: the context's memory is weft's */
 #include "lib/internal.h"
 #include <fcntl.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <unistd.h>
+#include <zstd.h>
 
 static pthread_mutex_t maps_lock = PTHREAD_MUTEX_INITIALIZER;
+static ZSTD_CCtx *maps_cctx; /* under maps_lock: made at the first map, kept */
+static int maps_streaming;    /* the metadata file's zstd stream has begun (MAPS_Z, flag 1 next) */
+
+/* The compression context's memory (~1.4 MB): mapped populated, so that making it takes no
+ * page fault in the program's thread (`--mem-access=pagefault` samples those as the program's,
+ * outside any of its blocks), and weft's own, not the program's malloc. */
+static void *z_alloc(void *opaque, size_t n)
+{
+	(void)opaque;
+	size_t len = n + 16;
+	void *p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
+	if (p == MAP_FAILED)
+		return NULL;
+	memcpy(p, &len, sizeof(len));
+	return (char *)p + 16;
+}
+
+static void z_free(void *opaque, void *p)
+{
+	(void)opaque;
+	if (!p)
+		return;
+	size_t len;
+	memcpy(&len, (char *)p - 16, sizeof(len));
+	munmap((char *)p - 16, len);
+}
+
+/* Writes the lines as a MAPS_Z record: the next flushed block of one zstd stream per metadata
+ * file, so that a record after a dlopen (~1 KB of lines naming the same directories and the
+ * paths the map already holds) costs what it adds, not a frame of its own. maps_lock held: the
+ * records must reach the file in the stream's order. 0 where it cannot (written plain then). */
+static int write_z(uint64_t ticks, const char *text, size_t n)
+{
+	if (!maps_cctx && !(maps_cctx = ZSTD_createCCtx_advanced((ZSTD_customMem){z_alloc, z_free, NULL})))
+		return 0;
+	if (!maps_streaming) {
+		ZSTD_CCtx_reset(maps_cctx, ZSTD_reset_session_only);
+		ZSTD_CCtx_setParameter(maps_cctx, ZSTD_c_compressionLevel, 3);
+		ZSTD_CCtx_setParameter(maps_cctx, ZSTD_c_windowLog, 17); /* 128 KiB: a map's size; the context small */
+	}
+	size_t cap = 24 + ZSTD_compressBound(n) + 64;
+	unsigned char *rec = malloc(cap);
+	if (!rec)
+		return 0;
+	ZSTD_inBuffer in = {text, n, 0};
+	ZSTD_outBuffer o = {rec + 24, cap - 24, 0};
+	size_t left;
+	do
+		left = ZSTD_compressStream2(maps_cctx, &o, &in, ZSTD_e_flush);
+	while (!ZSTD_isError(left) && left && o.pos < o.size);
+	if (ZSTD_isError(left) || left) { /* the stream is in an unknown state: the next one begins anew */
+		maps_streaming = 0;
+		free(rec);
+		return 0;
+	}
+	uint64_t raw = n;
+	uint32_t flags = maps_streaming ? 1u : 0u, sum = weft_sum32(text, n); /* (the stream has none) */
+	memcpy(rec, &ticks, 8);
+	memcpy(rec + 8, &raw, 8);
+	memcpy(rec + 16, &flags, 4);
+	memcpy(rec + 20, &sum, 4);
+	weft_meta_write(WEFT_M_MAPS_Z, rec, 24, rec + 24, o.pos);
+	maps_streaming = 1;
+	free(rec);
+	return 1;
+}
 static uint64_t *seen; /* hashes of the lines written; 0: an empty slot */
 static size_t nseen, seen_cap;
 
@@ -107,9 +178,9 @@ void weft_maps_record(void)
 			}
 			a = b;
 		}
-		pthread_mutex_unlock(&maps_lock);
-		if (out)
+		if (out && !write_z(ticks, buf, out)) /* (under the lock: the stream's order) */
 			weft_meta_write(WEFT_M_MAPS, &ticks, sizeof(ticks), buf, out);
+		pthread_mutex_unlock(&maps_lock);
 		free(buf);
 	}
 	weft_in_runtime--;
@@ -119,6 +190,7 @@ void weft_maps_fork_child(void)
 {
 	/* (the lock may have been held by a thread the child does not have) */
 	pthread_mutex_init(&maps_lock, NULL);
+	maps_streaming = 0; /* its own metadata file: a stream of its own */
 	free(seen);
 	seen = NULL;
 	nseen = seen_cap = 0;

@@ -10,6 +10,7 @@ import re
 import sqlite3
 import subprocess
 import unittest
+import weftlib
 from weftlib import TraceTest, main, run, sanitizer, WEFT, BUILD
 
 PAGE = os.sysconf("SC_PAGE_SIZE")
@@ -604,8 +605,8 @@ class AccessSites(TraceTest):
         # program's blocks is a handful (stacks)
         info = run([WEFT, "info", data]).stdout
         self.assertRegex(info, r"left out: \d+ samples in weft's own memory")
-        with open(next(os.path.join(data, f) for f in os.listdir(data) if f.endswith(".wmeta")), "rb") as f:
-            maps = re.findall(rb"([0-9a-f]+)-([0-9a-f]+) \S+ \S+ \S+ \d+ +\S*libweft-preload\.so", f.read())
+        text = "".join(weftlib.maps_records(next(os.path.join(data, f) for f in os.listdir(data) if f.endswith(".wmeta"))))
+        maps = re.findall(r"([0-9a-f]+)-([0-9a-f]+) \S+ \S+ \S+ \d+ +\S*libweft-preload\.so", text)
         self.assertTrue(maps)
         lo, hi = min(int(a, 16) for a, b in maps), max(int(b, 16) for a, b in maps)
         inside, = con.execute("select count(*) from accesses where (ip >= ? and ip < ?) or (addr >= ? and addr < ?)",

@@ -119,10 +119,13 @@ class Record(TraceTest):
                 c = self.counts(data)
                 self.assertEqual((c.get("plugin_work"), c.get("plugin_helper")), (10, 10))
                 self.check_trace(data)
-                # MAPS records (type 11): the map at start whole, then after the dlopen only
-                # the lines it added (the plugin's among them); no line written twice
-                maps = [p[8:].decode().splitlines() for name in os.listdir(data) if name.endswith(".wmeta")
-                        for t, p in weftlib.meta_records(os.path.join(data, name)) if t == 11]
+                # MAPS records (type 43, compressed; 11 plain): the map at start whole, then after
+                # the dlopen only the lines it added (the plugin's among them); no line written twice
+                types = [t for name in os.listdir(data) if name.endswith(".wmeta")
+                         for t, _ in weftlib.meta_records(os.path.join(data, name)) if t in (11, 43)]
+                self.assertEqual(set(types), {43})
+                maps = [m.splitlines() for name in os.listdir(data) if name.endswith(".wmeta")
+                        for m in weftlib.maps_records(os.path.join(data, name))]
                 self.assertGreaterEqual(len(maps), 2)
                 self.assertTrue(any(f"ft_plugin_{o}" in line for line in maps[0]), maps[0])
                 self.assertFalse(any("libft_plugin.so" in line for line in maps[0]))
@@ -130,6 +133,35 @@ class Record(TraceTest):
                 every = [line for m in maps for line in m]
                 self.assertEqual(len(every), len(set(every)))
                 self.assertLess(sum(map(len, maps[1:])), len(maps[0]))
+                self.damaged_maps(data, o)
+
+    def damaged_maps(self, data, o):
+        # the map's first block damaged: its lines and the stream's later ones are lost, said
+        # in one warning; everything else converts (the functions stay, unnamed)
+        bad = os.path.join(self.tmp, f"badmaps_{o}")
+        os.makedirs(bad)
+        for name in os.listdir(data):
+            if not name.endswith((".wmeta", ".wevents")):
+                continue
+            with open(os.path.join(data, name), "rb") as f:
+                b = bytearray(f.read())
+            if name.endswith(".wmeta"):
+                i = 32
+                while i + 8 <= len(b):
+                    t, n = int.from_bytes(b[i:i + 2], "little"), int.from_bytes(b[i + 4:i + 8], "little")
+                    if t == 43:
+                        for k in range(i + 8 + 24 + 8, i + 8 + n, 7):
+                            b[k] ^= 0x5a
+                        break
+                    i += 8 + n
+            with open(os.path.join(bad, name), "wb") as f:
+                f.write(b)
+        p = run([WEFT, "convert", bad, "-o", os.path.join(self.tmp, f"bad_{o}.pftrace")])
+        self.assertEqual(p.stderr.count("a compressed MAPS record does not decode"), 1, p.stderr)
+        self.assertIn("its lines and those after it in its stream are lost", p.stderr)
+        names = [r["function"] for r in self.report(bad)]
+        self.assertNotIn("plugin_work", names)
+        self.assertNotIn("main", names)
 
     def test_longjmp(self):
         for o in OPTS:

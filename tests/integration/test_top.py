@@ -238,7 +238,10 @@ class Program(TopTest):
         # a Python loop's own frame holds most of its time; its calls are counted
         f = self.busy_in("phase_alpha", inside="phase_alpha")
         main_t = f["processes"][0]["threads"][0]
-        self.assertIn([o["name"] for o in main_t["open_now"]][-1], ("phase_alpha", "leaf_alpha", "gate_open"))
+        names = [o["name"] for o in main_t["open_now"]]
+        self.assertIn("phase_alpha", names)
+        below = names[names.index("phase_alpha") + 1:]  # gate_open may be in os.path's functions
+        self.assertTrue(below in ([], ["leaf_alpha"]) or below[0] == "gate_open", names)
         leaf = [fn for fn in f["functions"] if fn["name"] == "leaf_alpha"]
         self.assertTrue(leaf and leaf[0]["calls_per_s"] > 1000, leaf)
         self.touch(".beta")

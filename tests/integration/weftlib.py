@@ -9,6 +9,8 @@ import re
 import select
 import shutil
 import signal
+import ctypes
+import ctypes.util
 import struct
 import subprocess
 import sys
@@ -300,3 +302,58 @@ def meta_records(path):
             break
         yield t, b[i + 8:i + 8 + n]
         i += 8 + n
+
+
+class _ZIn(ctypes.Structure):
+    _fields_ = [("src", ctypes.c_void_p), ("size", ctypes.c_size_t), ("pos", ctypes.c_size_t)]
+
+
+class _ZOut(ctypes.Structure):
+    _fields_ = [("dst", ctypes.c_void_p), ("size", ctypes.c_size_t), ("pos", ctypes.c_size_t)]
+
+
+class ZstdStream:
+    """A zstd decoding stream through libzstd (the library weft uses; Python 3.11 has no zstd
+    module): feed(block, size) returns the SIZE bytes the block decodes to."""
+    _c, _In, _Out = ctypes, _ZIn, _ZOut
+
+    def __init__(self):
+        c = self._c
+        self.lib = c.CDLL(ctypes.util.find_library("zstd") or "libzstd.so.1")
+        self.lib.ZSTD_createDCtx.restype = c.c_void_p
+        self.lib.ZSTD_freeDCtx.argtypes = [c.c_void_p]
+        self.lib.ZSTD_decompressStream.restype = c.c_size_t
+        self.lib.ZSTD_decompressStream.argtypes = [c.c_void_p, c.POINTER(self._Out), c.POINTER(self._In)]
+        self.lib.ZSTD_isError.argtypes = [c.c_size_t]
+        self.dctx = self.lib.ZSTD_createDCtx()
+
+    def feed(self, block, size):
+        c = self._c
+        src = c.create_string_buffer(block, len(block))
+        dst = c.create_string_buffer(max(size, 1))
+        i, o = self._In(c.cast(src, c.c_void_p), len(block), 0), self._Out(c.cast(dst, c.c_void_p), size, 0)
+        while i.pos < i.size and o.pos < o.size:
+            rc = self.lib.ZSTD_decompressStream(self.dctx, c.byref(o), c.byref(i))
+            if self.lib.ZSTD_isError(rc):
+                raise ValueError("zstd stream: does not decode")
+        if o.pos != size or i.pos != i.size:
+            raise ValueError(f"zstd stream: {o.pos} bytes, not {size}")
+        return dst.raw[:size]
+
+    def __del__(self):
+        self.lib.ZSTD_freeDCtx(self.dctx)
+
+
+def maps_records(path):
+    """The text of each MAPS record of a .wmeta file, in order: type 11 plain, type 43 (1.11)
+    u64 ticks, u64 length, u32 flags (1: continues the previous one's stream), u32 checksum, a
+    block of the file's zstd stream."""
+    stream = None
+    for t, p in meta_records(path):
+        if t == 11:
+            yield p[8:].decode()
+        elif t == 43:
+            size, flags = struct.unpack_from("<QI", p, 8)
+            if not flags & 1:
+                stream = ZstdStream()
+            yield stream.feed(p[24:], size).decode()
