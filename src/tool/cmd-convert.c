@@ -127,8 +127,9 @@ static int convert_part(const struct weft_trace *t, int jobs, int deflate)
 }
 
 /* Chrome JSON's merge (export/json.c) holds each thread's current chunk at once, decoded and
- * formatted twice over (the list written and the next one): about 2 x 150 bytes per event of a
- * thread's largest chunk, plus its records. Where that passes 1 GB (a job of hundreds of ranks
+ * formatted twice over (the list written and the next one): about 110 bytes per event of a
+ * thread's largest chunk, plus its records (2.5 GB estimated, 2.4 GiB measured, for the 1,024
+ * ranks of bench/mpi/scale_read.sh). Where that passes 1 GB (a job of hundreds of ranks
  * tracing densely), the user hears it before the memory goes, with the way around it. */
 static void json_memory_warning(const struct weft_trace *t)
 {
@@ -142,7 +143,7 @@ static void json_memory_warning(const struct weft_trace *t)
 				ev = th->chunks[c].events > ev ? th->chunks[c].events : ev;
 				raw = th->chunks[c].raw_size > raw ? th->chunks[c].raw_size : raw;
 			}
-			bytes += 300.0 * ev + raw;
+			bytes += 110.0 * ev + raw;
 			threads++;
 		}
 	if (bytes > 1e9)
