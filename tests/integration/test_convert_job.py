@@ -13,15 +13,12 @@ by `mpirun -np N weft convert D -o F` under MPICH's Hydra (N = 2, 3) and Open MP
 import glob
 import os
 import shutil
-import subprocess
 import sys
-import tempfile
 import unittest
 
 sys.path.insert(0, os.path.dirname(__file__))
-from weftlib import SRC, WEFT, TraceTest, main, run, sanitizer  # noqa: E402
+from weftlib import WEFT, TraceTest, main, mpich_app_job, run  # noqa: E402
 
-APP = os.path.join(SRC, "tests", "mpi", "mpi_app.c")
 OMPI = ["mpirun.openmpi", "--oversubscribe", "--allow-run-as-root"]
 MPICH = ["mpirun.mpich"]
 TABLES = ["select count(*) from process where pid > 0",
@@ -39,14 +36,7 @@ def have(*progs):
 class ConvertJob(TraceTest):
     @classmethod
     def setUpClass(cls):
-        if sanitizer():
-            raise unittest.SkipTest("built with a sanitizer: the MPI launchers and libraries are not")
-        cls.dir = tempfile.mkdtemp(prefix="weft-convert-job-")
-        cls.addClassCleanup(shutil.rmtree, cls.dir, ignore_errors=True)
-        exe = os.path.join(cls.dir, "mpi_app")
-        run(["mpicc.mpich", "-O1", "-Wno-stringop-overflow", "-o", exe, APP])
-        cls.data = os.path.join(cls.dir, "D")
-        run([*MPICH, "-np", "4", WEFT, "record", "-q", "--no-convert", "-o", cls.data, "--", exe], cwd=cls.dir)
+        cls.data = mpich_app_job(cls, "weft-convert-job-")
         cls.one = os.path.join(cls.dir, "one.pftrace")
         run([WEFT, "convert", "-q", cls.data, "-o", cls.one])
         with open(cls.one, "rb") as f:

@@ -16,13 +16,11 @@ import re
 import shutil
 import subprocess
 import sys
-import tempfile
 import unittest
 
 sys.path.insert(0, os.path.dirname(__file__))
-from weftlib import SRC, WEFT, TraceTest, main, run, sanitizer  # noqa: E402
+from weftlib import SRC, WEFT, TraceTest, main, mpich_app_job, run  # noqa: E402
 
-APP = os.path.join(SRC, "tests", "mpi", "mpi_app.c")
 GEN = os.path.join(SRC, "bench", "mpi", "gen_ranks.py")
 SMALL, LARGE = 64, 512  # powers of two: the tables that double are full at both
 PER_RANK_KB = 48  # measured 21-28 KiB a rank since (64 to 1,024 ranks), 85-103 before (info: 995)
@@ -42,14 +40,7 @@ def peak_kib(cmd, cwd):
 class ScaleMemory(TraceTest):
     @classmethod
     def setUpClass(cls):
-        if sanitizer():
-            raise unittest.SkipTest("built with a sanitizer: its shadow memory is not the reader's")
-        cls.dir = tempfile.mkdtemp(prefix="weft-scale-")
-        cls.addClassCleanup(shutil.rmtree, cls.dir, ignore_errors=True)
-        exe = os.path.join(cls.dir, "mpi_app")
-        run(["mpicc.mpich", "-O1", "-Wno-stringop-overflow", "-o", exe, APP])
-        g4 = os.path.join(cls.dir, "G4")
-        run(["mpirun.mpich", "-np", "4", WEFT, "record", "-q", "--no-convert", "-o", g4, "--", exe], cwd=cls.dir)
+        g4 = mpich_app_job(cls, "weft-scale-", "G4")  # (skips under a sanitizer)
         for n in (SMALL, LARGE):
             run(["/usr/bin/python3", GEN, g4, str(n), os.path.join(cls.dir, f"G{n}"), "--per-host", "4"])
 

@@ -357,3 +357,20 @@ def maps_records(path):
             if not flags & 1:
                 stream = ZstdStream()
             yield stream.feed(p[24:], size).decode()
+
+
+def mpich_app_job(cls, prefix, name="D", np=4):
+    """For a test class's setUpClass: skips under a sanitizer (the MPI launchers and libraries
+    are not built with it); in a new temporary cls.dir (removed after the class), compiles
+    tests/mpi/mpi_app.c with MPICH and records it on NP ranks (--no-convert) into cls.dir/NAME;
+    returns that directory."""
+    if sanitizer():
+        raise unittest.SkipTest("built with a sanitizer: the MPI launchers and libraries are not")
+    cls.dir = tempfile.mkdtemp(prefix=prefix)
+    cls.addClassCleanup(shutil.rmtree, cls.dir, ignore_errors=True)
+    exe = os.path.join(cls.dir, "mpi_app")
+    run(["mpicc.mpich", "-O1", "-Wno-stringop-overflow", "-o", exe, os.path.join(SRC, "tests", "mpi", "mpi_app.c")])
+    data = os.path.join(cls.dir, name)
+    run(["mpirun.mpich", "-np", str(np), WEFT, "record", "-q", "--no-convert", "-o", data, "--", exe], cwd=cls.dir)
+    return data
+
