@@ -295,7 +295,7 @@ EXPORT int MPI_Mrecv(void *buf, int count, mh dt, void *message, void *status)
 	if (!mpi_enter(&site_MPI_Mrecv))
 		return real_MPI_Mrecv(buf, count, dt, message, status);
 	struct mpi_req *m = mpi_req_find(mh_load(message, 0));
-	struct mpi_req copy;
+	struct mpi_req copy = {0}; /* (read only where m was found: gcc 14 cannot tell) */
 	if (m)
 		copy = *m, mpi_req_del(m);
 	mpi_emit(&site_MPI_Mrecv, WEFT_R_BEGIN, NULL, 0, 0, 0);
