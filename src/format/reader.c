@@ -363,7 +363,7 @@ static void no_trace_files(const char *dir, char *err, size_t errlen)
  * comes (fetch), so that each metadata file is parsed and freed before the next is read. */
 struct files {
 	const unsigned char **data;
-	size_t *sizes; /* as stat saw them before reading, then as read */
+	size_t *sizes; /* metadata files' as stat saw them before reading; each file's as read */
 	int (*fetch)(struct files *f, struct weft_trace *t, size_t i); /* 0: data[i] set */
 	void (*drop)(struct files *f, size_t i);                        /* done with a metadata file */
 	const char *const *dirs;
@@ -569,10 +569,12 @@ int weft_trace_open_window(const char *const *dirs, size_t ndirs, const struct w
 	t->dir = strdup(dirs[0]);
 	unsigned char **data = weft_rd_xcalloc(n, sizeof(*data));
 	size_t *sizes = weft_rd_xcalloc(n, sizeof(*sizes));
-	for (size_t i = 0; i < n; i++) { /* the sizes first: load() bounds call-site ids by them */
+	for (size_t i = 0; i < n; i++) { /* metadata sizes first: load() bounds call-site ids by them */
 		char path[4096];
 		struct stat st;
-		if (!stat(file_path(path, sizeof(path), dirs, from, (const char *const *)names, ndirs, i), &st) &&
+		const char *dot = strrchr(names[i], '.');
+		if (dot && !strcmp(dot, ".wmeta") &&
+		    !stat(file_path(path, sizeof(path), dirs, from, (const char *const *)names, ndirs, i), &st) &&
 		    S_ISREG(st.st_mode))
 			sizes[i] = (size_t)st.st_size;
 	}

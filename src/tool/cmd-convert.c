@@ -349,11 +349,11 @@ int cmd_convert(int argc, char **argv)
 	static char obuf[1 << 20];
 	setvbuf(f, obuf, _IOFBF, sizeof(obuf));
 	struct weft_export_summary s;
-	if (!strcmp(fmt, "json") && !quiet)
-		json_memory_warning(t);
-	if (!strcmp(fmt, "json"))
+	if (!strcmp(fmt, "json")) {
+		if (!quiet)
+			json_memory_warning(t);
 		rc = weft_export_json(t, f, style, jobs, &s, err, sizeof(err));
-	else if (in_job) /* rank 0: its part, then the others' as they come */
+	} else if (in_job) /* rank 0: its part, then the others' as they come */
 		rc = weft_export_pftrace_part(t, f, jobs, deflate, 0, job.size, &s, err, sizeof(err)) ||
 		     weft_convert_job_gather(&job, f, &s.events, &s.dropped, err, sizeof(err));
 	else
