@@ -190,6 +190,7 @@ struct weft_chunk {
 };
 WEFT_HIDDEN struct weft_chunk *weft_queue_pop_wait(int *stopping); /* writers */
 WEFT_HIDDEN void weft_pool_release(struct weft_chunk *c);           /* writers */
+WEFT_HIDDEN void weft_pool_spare(void); /* writers: free chunks made ahead while the pool grows */
 WEFT_HIDDEN void weft_threads_flush_all(void);                      /* stop */
 WEFT_HIDDEN void weft_threads_count_late(void); /* stop: events committed after the flush */
 WEFT_HIDDEN void weft_chunk_unwritten(struct weft_chunk *c, uint32_t events); /* writers */

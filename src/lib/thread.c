@@ -64,6 +64,13 @@ static size_t allocated, max_chunks, chunk_bytes;
 static size_t max_held; /* flight recorder: the most chunks, counting those threads hold as their current one */
 static _Atomic size_t free_count; /* readable without the lock: drop mode's quick check */
 static int stopping;               /* writers drain and exit */
+/* The pool grows under pressure: a program thread found no free chunk while chunks waited for
+ * the writers, and made one itself. From then on the writers keep POOL_SPARES free chunks made
+ * ahead, their pages faulted in the writer's thread (weft_pool_spare), so that the program's
+ * threads do not take a fresh chunk's page faults as they fill it: a 1 MiB chunk is 256 faults,
+ * about 20 ns per MPI call on a 2-core VM (bench/RESULTS.md, issue 30). */
+#define POOL_SPARES 2
+static int spare_due;
 
 void weft_pool_init(void)
 {
@@ -99,14 +106,18 @@ void weft_pool_init(void)
  * (MADV_POPULATE_WRITE: no page-fault event), so that filling it is not sampled as the program's
  * first touches of memory (collect/access.c leaves out what still is). An older kernel refuses:
  * the pages fault as they fill. */
-static void prefault(char *data, size_t n)
+static void populate(char *data, size_t n)
 {
-	if (!weft_cfg.mem_access[0])
-		return;
 	uintptr_t page = 4096, a = (uintptr_t)data & ~(page - 1), b = ((uintptr_t)data + n + page - 1) & ~(page - 1);
 	int saved = errno;
 	madvise((void *)a, b - a, MADV_POPULATE_WRITE);
 	errno = saved;
+}
+
+static void prefault(char *data, size_t n)
+{
+	if (weft_cfg.mem_access[0])
+		populate(data, n);
 }
 
 static struct weft_chunk *chunk_new(void)
@@ -149,6 +160,7 @@ static struct weft_chunk *pool_get(void)
 		 * its own), and one more is a working buffer, not a backlog */
 		if (allocated < max_chunks || (allocated < max_held && !q_head)) {
 			__atomic_store_n(&allocated, allocated + 1, __ATOMIC_RELAXED);
+			spare_due |= q_head != NULL;
 			weft_unlock(&pool_lock, WEFT_HOLD_POOL);
 			c = chunk_new();
 			if (!c) {
@@ -209,6 +221,35 @@ void weft_pool_release(struct weft_chunk *c)
 	atomic_fetch_add(&free_count, 1);
 	pthread_cond_signal(&free_cond);
 	weft_unlock(&pool_lock, WEFT_HOLD_POOL);
+}
+
+void weft_pool_spare(void)
+{
+	for (;;) {
+		weft_lock(&pool_lock, WEFT_HOLD_POOL);
+		int want = spare_due && !stopping && atomic_load_explicit(&free_count, memory_order_relaxed) < POOL_SPARES &&
+			   allocated < max_chunks;
+		if (want)
+			__atomic_store_n(&allocated, allocated + 1, __ATOMIC_RELAXED);
+		weft_unlock(&pool_lock, WEFT_HOLD_POOL);
+		if (!want)
+			return;
+		struct weft_chunk *c = chunk_new();
+		if (c && !weft_cfg.mem_access[0])
+			populate(c->data, chunk_bytes);
+		weft_lock(&pool_lock, WEFT_HOLD_POOL);
+		if (c) {
+			c->next = free_list;
+			free_list = c;
+			atomic_fetch_add(&free_count, 1);
+			pthread_cond_signal(&free_cond);
+		} else {
+			__atomic_store_n(&allocated, allocated - 1, __ATOMIC_RELAXED);
+		}
+		weft_unlock(&pool_lock, WEFT_HOLD_POOL);
+		if (!c)
+			return;
+	}
 }
 
 void weft_pool_wake_all(void)
@@ -630,6 +671,7 @@ void weft_threads_atfork_child(void)
 	free_list = q_head = q_tail = NULL;
 	atomic_store(&free_count, 0);
 	allocated = 0;
+	spare_due = 0;
 	stopping = 0;
 	threads = NULL;
 	struct weft_thread *t = self;

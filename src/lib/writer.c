@@ -292,6 +292,8 @@ static void *writer_main(void *arg)
 		pthread_mutex_unlock(&w->work);
 		if (done)
 			break;
+		if (c)
+			weft_pool_spare();
 	}
 	weft_flight_writer_exit();
 	struct timespec cpu;

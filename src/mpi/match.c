@@ -21,11 +21,11 @@ struct counter {
 	uint64_t comm;
 	int src, dst, tag, side; /* side: 0 sent, 1 received (a message to oneself is both) */
 	uint64_t n;
-	uint64_t pre; /* mix(comm, src, dst): the flow id's first round, computed once */
+	uint64_t base; /* weft_mpi_flow_base(comm, src, dst, tag): computed once */
 };
 static struct counter counters[NCOUNT];
 
-uint64_t mpi_next_n(uint64_t comm, int src, int dst, int tag, int side, uint64_t *pre)
+uint64_t mpi_next_n(uint64_t comm, int src, int dst, int tag, int side, uint64_t *base)
 {
 	/* the slot: one mixing round over the fields (the flow id, computed once per message, is
 	 * the contract's slower mix5) */
@@ -36,24 +36,23 @@ uint64_t mpi_next_n(uint64_t comm, int src, int dst, int tag, int side, uint64_t
 		struct counter *c = &counters[i];
 		if (c->key == key && c->comm == comm && c->src == src && c->dst == dst && c->tag == tag &&
 		    c->side == side) {
-			*pre = c->pre;
+			*base = c->base;
 			return ++c->n;
 		}
 		if (!c->key) {
 			c->key = key;
 			c->comm = comm, c->src = src, c->dst = dst, c->tag = tag, c->side = side;
-			c->pre = *pre = weft_mpi_mix(comm, (uint32_t)src, (uint32_t)dst);
+			c->base = *base = weft_mpi_flow_base(comm, (uint32_t)src, (uint32_t)dst, tag);
 			return c->n = 1;
 		}
 	}
 	return 0;
 }
 
-/* weft_mpi_flow_id(comm, src, dst, tag, n) from its first round: mix5(a, b, c, d, e) is
- * mix(mix(a, b, c), d, e) */
-static uint64_t flow_id(uint64_t pre, int tag, uint64_t n)
+/* weft_mpi_flow_id(comm, src, dst, tag, n) from the quadruple's base */
+static uint64_t flow_id(uint64_t base, uint64_t n)
 {
-	return WEFT_MPI_FLOW_TAG | (weft_mpi_mix(pre, (uint64_t)(uint32_t)tag, n) & WEFT_MPI_FLOW_MASK);
+	return WEFT_MPI_FLOW_TAG | ((base + n) & WEFT_MPI_FLOW_MASK);
 }
 
 uint64_t mpi_send_flow(struct mpi_comm *c, int dst_world, int tag)
@@ -66,7 +65,7 @@ uint64_t mpi_send_flow(struct mpi_comm *c, int dst_world, int tag)
 		return 0;
 	}
 	mpi_st.sent++;
-	return flow_id(pre, tag, n);
+	return flow_id(pre, n);
 }
 
 void mpi_recv_post(struct mpi_req *r, struct mpi_comm *c, int src_rank, int tag)
@@ -94,7 +93,7 @@ void mpi_recv_post(struct mpi_req *r, struct mpi_comm *c, int src_rank, int tag)
 	if (!n)
 		r->undrawn = 1;
 	else
-		r->flow = flow_id(pre, tag, n);
+		r->flow = flow_id(pre, n);
 }
 
 uint64_t mpi_recv_done(struct mpi_req *r, const void *st, int *peer, int *tag, uint64_t *bytes)
@@ -117,7 +116,7 @@ uint64_t mpi_recv_done(struct mpi_req *r, const void *st, int *peer, int *tag, u
 		if (src >= 0 && *peer >= 0) {
 			uint64_t pre, n = mpi_next_n(c->id, *peer, mpi_st.world_rank, t, 1, &pre);
 			if (n)
-				flow = flow_id(pre, t, n);
+				flow = flow_id(pre, n);
 		} else {
 			return 0; /* MPI_PROC_NULL's empty status, or a cancelled receive */
 		}

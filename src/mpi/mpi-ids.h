@@ -46,11 +46,19 @@ static inline uint64_t weft_mpi_comm_id(uint64_t parent, uint64_t n, uint64_t ro
 	return weft_mpi_mix(parent, n, root_world) & WEFT_MPI_COMM_ID_MASK;
 }
 
+/* The flows of the messages from src to dst (world ranks) with tag on communicator comm are
+ * consecutive numbers: the quadruple's base, a hash computed once, plus n. So a rank's flow
+ * words differ from one message to the next in their low bits only, and compress to a byte or
+ * two (a hash per message took 8 bytes on disk on each side: issue 30). */
+static inline uint64_t weft_mpi_flow_base(uint64_t comm, uint32_t src, uint32_t dst, int32_t tag)
+{
+	return weft_mpi_mix5(comm, src, dst, (uint64_t)(uint32_t)tag, 0);
+}
+
 /* the flow of the n-th message from src to dst (world ranks) with tag on communicator comm */
 static inline uint64_t weft_mpi_flow_id(uint64_t comm, uint32_t src, uint32_t dst, int32_t tag, uint64_t n)
 {
-	return WEFT_MPI_FLOW_TAG |
-	       (weft_mpi_mix5(comm, src, dst, (uint64_t)(uint32_t)tag, n) & WEFT_MPI_FLOW_MASK);
+	return WEFT_MPI_FLOW_TAG | ((weft_mpi_flow_base(comm, src, dst, tag) + n) & WEFT_MPI_FLOW_MASK);
 }
 
 #endif

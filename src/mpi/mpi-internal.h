@@ -130,9 +130,9 @@ static inline int comm_world_rank(const struct mpi_comm *c, int r)
 }
 
 /* ---- match.c: message numbers ---- */
-/* the next number on (comm, src, dst, tag) for side 0 (sends) or 1 (receives), and in *pre
- * mix(comm, src, dst); 0: table full */
-HIDDEN uint64_t mpi_next_n(uint64_t comm, int src, int dst, int tag, int side, uint64_t *pre);
+/* the next number on (comm, src, dst, tag) for side 0 (sends) or 1 (receives), and in *base
+ * weft_mpi_flow_base(comm, src, dst, tag); 0: table full */
+HIDDEN uint64_t mpi_next_n(uint64_t comm, int src, int dst, int tag, int side, uint64_t *base);
 
 /* ---- request.c: pending requests ---- */
 enum { RQ_SEND = 1, RQ_RECV = 2, RQ_OTHER = 3 };

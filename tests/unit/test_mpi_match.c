@@ -67,8 +67,8 @@ static void request_table(void **s)
 static void numbers(void **s)
 {
 	(void)s;
-	uint64_t pre;
-#define mpi_next_n(c, a, b, t, side) mpi_next_n(c, a, b, t, side, &pre)
+	uint64_t base;
+#define mpi_next_n(c, a, b, t, side) mpi_next_n(c, a, b, t, side, &base)
 	assert_int_equal(mpi_next_n(0, 1, 2, 5, 0), 1);
 	assert_int_equal(mpi_next_n(0, 1, 2, 5, 0), 2);
 	assert_int_equal(mpi_next_n(0, 2, 1, 5, 0), 1); /* the other direction */
@@ -76,7 +76,12 @@ static void numbers(void **s)
 	assert_int_equal(mpi_next_n(0, 1, 2, 6, 0), 1); /* another tag */
 	assert_int_equal(mpi_next_n(0, 1, 2, 5, 1), 1); /* the receiving side counts apart */
 	assert_int_equal(mpi_next_n(0, 1, 2, 5, 0), 3);
-	assert_int_equal(pre, weft_mpi_mix(0, 1, 2));
+	assert_int_equal(base, weft_mpi_flow_base(0, 1, 2, 5));
+	/* a quadruple's flows are consecutive numbers above its base (compressible), its own */
+	assert_int_equal(weft_mpi_flow_id(0, 1, 2, 5, 3), WEFT_MPI_FLOW_TAG | ((base + 3) & WEFT_MPI_FLOW_MASK));
+	assert_int_not_equal(weft_mpi_flow_base(0, 1, 2, 5), weft_mpi_flow_base(0, 2, 1, 5));
+	assert_int_not_equal(weft_mpi_flow_base(0, 1, 2, 5), weft_mpi_flow_base(0, 1, 2, 6));
+	assert_int_not_equal(weft_mpi_flow_base(0, 1, 2, 5), weft_mpi_flow_base(7, 1, 2, 5));
 #undef mpi_next_n
 }
 
