@@ -76,6 +76,11 @@ enum weft_rec_type {
 	 * correlation id, track the kind (enum weft_gpu_kind in src/format/format.h; docs/format.md
 	 * lists the extra words) */
 	WEFT_R_GPU = 32,
+	/* a slice with nothing recorded inside it (format 1.12): a BEGIN and its END in one record,
+	 * for the reader the same two events. word0 the begin's ticks, id the site (track 0), one
+	 * extra word: the ticks from the begin to the end. Written by weft__end_leaf: an END that
+	 * finds its own BEGIN the last record of the chunk turns that BEGIN into this record. */
+	WEFT_R_LEAF = 33,
 };
 
 /* Flags of an END's extra word. */
@@ -250,6 +255,43 @@ WEFT__INLINE void weft__rec3(uint64_t hdr, uint64_t extra)
 	p[1] = hdr;
 	p[2] = extra;
 	weft__commit(p + 3);
+}
+
+/* The END of site id's slice on the thread's own track, begun by a plain two-word BEGIN
+ * (weft__rec2: no counters=, no flags word). When the
+ * slice's BEGIN is the last record of the thread's current chunk (nothing was recorded inside the
+ * slice: a leaf call), that BEGIN becomes a LEAF record, one word longer, instead of a second
+ * two-word record: half the records a writer packs for a leaf. The header is rewritten before
+ * the position moves past the new word (release), so a reader of the published records (the
+ * live view, a crash's snapshot) sees the BEGIN, the whole LEAF, or at worst a LEAF whose last
+ * word is not yet published, which it drops as a record cut short. Otherwise a plain END. */
+WEFT__INLINE void weft__end_leaf(uint32_t id)
+{
+	uint64_t t = weft__ticks();
+	uint64_t begin = weft__hdr(id, WEFT_R_BEGIN, 0, 0);
+	if (__builtin_expect(weft__tls.busy, 0)) { /* a signal handler's END inside an event */
+		weft__lost();
+		return;
+	}
+	weft__tls.busy = 1;
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+	uint64_t *p = (uint64_t *)weft__tls.pos;
+	if (__builtin_expect(p && (char *)p - 16 >= weft__tls.start && p[-1] == begin &&
+			     weft__tls.end - (char *)p >= 8, 1)) {
+		p[0] = t > p[-2] ? t - p[-2] : 0;
+		/* a published word rewritten: the one store others may read while it happens */
+		__atomic_store_n(&p[-1], weft__hdr(id, WEFT_R_LEAF, 1, 0), __ATOMIC_RELAXED);
+		weft__commit(p + 1);
+		return;
+	}
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+	weft__tls.busy = 0;
+	p = weft__reserve(16);
+	if (__builtin_expect(p == 0, 0))
+		return;
+	p[0] = t;
+	p[1] = weft__hdr(id, WEFT_R_END, 0, 0);
+	weft__commit(p + 2);
 }
 
 #ifdef __cplusplus

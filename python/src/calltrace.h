@@ -52,7 +52,7 @@ static inline struct weft_site *site_of(PyCodeObject *co)
 static inline void end_of(uint32_t id, PyObject *result)
 {
 	if (__builtin_expect(result != NULL, 1))
-		weft__rec2(weft__hdr(id, WEFT_R_END, 0, 0));
+		weft__end_leaf(id);
 	else
 		weft__rec3(weft__hdr(id, WEFT_R_END, 1, 0), WEFT_END_EXCEPTION);
 }

@@ -129,7 +129,7 @@ static inline __attribute__((always_inline)) void begin(struct weft_site *s)
 static inline __attribute__((always_inline)) void end_on(struct weft_site *s, int exc)
 {
 	if (__builtin_expect(!exc, 1))
-		weft__rec2(weft__hdr(s->id, WEFT_R_END, 0, 0));
+		weft__end_leaf(s->id);
 	else
 		weft__rec3(weft__hdr(s->id, WEFT_R_END, 1, 0), WEFT_END_EXCEPTION);
 }

@@ -258,6 +258,7 @@ static size_t packed_sizes(const uint8_t *in, size_t len, int fmt, uint32_t *siz
 		if (weft__unpack_hdr(&p, end, mru, &h, fmt, &small) < 0)
 			return (size_t)-1;
 		unsigned type = weft_rec_type(h), extra = weft_rec_extra(h);
+		int leaf = fmt == 4 && type == WEFT_R_LEAF && extra == 1; /* decoded: its BEGIN and END */
 		const uint8_t *c4_at[4] = {c4.d, c4.c, c4.a, c4.s};
 		if (fmt == 4 && weft_rec_has_ticks(type)) {
 			if (weft__unpack4_delta(small, &p, end, &c4, &v))
@@ -286,16 +287,22 @@ static size_t packed_sizes(const uint8_t *in, size_t len, int fmt, uint32_t *siz
 			for (unsigned j = 0; j < extra; j++)
 				if (weft__get_varint(&p, end, &v))
 					return (size_t)-1;
+		} else if (leaf) {
+			if (weft__get_varint(&p, end, &v))
+				return (size_t)-1;
 		} else {
 			if ((size_t)(end - p) < (size_t)extra * 8)
 				return (size_t)-1;
 			p += (size_t)extra * 8;
 		}
-		if (k == cap)
+		if (k + (size_t)leaf >= cap)
 			return (size_t)-1;
 		if (fmt == 4)
 			in_cols = (size_t)(c4.d - c4_at[0] + c4.c - c4_at[1] + c4.a - c4_at[2] + c4.s - c4_at[3]);
-		sizes[k++] = (uint32_t)(p - at + in_cols);
+		uint32_t size = (uint32_t)(p - at + in_cols);
+		if (leaf) /* split between the BEGIN and the END */
+			sizes[k++] = size - size / 2, size /= 2;
+		sizes[k++] = size;
 	}
 	return k;
 }
@@ -438,13 +445,13 @@ static void attribute(struct ctx *x, const struct weft_chunk_view *c, const uint
 		cum += x->sizes[k];
 		uint64_t upto = total ? (uint64_t)(((unsigned __int128)frame * cum) / total) : 0;
 		struct weft_est_row *w = &x->e->rows[row];
-		w->events += (uint64_t)weft_rec_is_event(type);
+		w->events += (uint64_t)weft_rec_events(type);
 		w->records++;
 		w->raw_bytes += (2 + (uint64_t)extra) * 8;
 		w->packed_bytes += x->sizes[k];
 		w->bytes += upto - given;
 		given = upto;
-		x->e->events += (uint64_t)weft_rec_is_event(type);
+		x->e->events += (uint64_t)weft_rec_events(type);
 		x->e->records++;
 		x->e->raw_bytes += (2 + (uint64_t)extra) * 8;
 		x->e->packed_bytes += x->sizes[k];

@@ -45,7 +45,7 @@ struct weft_est_row {
 	const char *symbol; /* a function whose name is demangled C++: its symbol as the ELF table
 			     * spells it (what weft record -N matches), else NULL */
 	unsigned kind;    /* enum weft_est_kind */
-	uint64_t events;  /* records that are events (weft_rec_is_event): their sum is the chunks' */
+	uint64_t events;  /* records that are events (weft_rec_events): their sum is the chunks' */
 	uint64_t records; /* every record, with the arguments, flows, stacks that belong to them */
 	uint64_t raw_bytes;    /* their bytes in memory (8 a word), what the buffers hold */
 	uint64_t packed_bytes; /* their bytes in the chunks' packed streams */

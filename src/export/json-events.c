@@ -657,7 +657,8 @@ static void hdr_wanted(uint64_t h, void *ud)
 {
 	unsigned type = weft_rec_type(h);
 	if (type == WEFT_R_FUNC_ENTER || type == WEFT_R_FUNC_EXIT ||
-	    ((type == WEFT_R_BEGIN || type == WEFT_R_END || type == WEFT_R_INSTANT) && !weft_rec_track(h)))
+	    ((type == WEFT_R_BEGIN || type == WEFT_R_END || type == WEFT_R_INSTANT || type == WEFT_R_LEAF) &&
+	     !weft_rec_track(h)))
 		return;
 	*(int *)ud = 1;
 }

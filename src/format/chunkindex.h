@@ -18,6 +18,7 @@
 #define WEFT_IX_COUNTERS 0x1u /* the chunk holds counter records (a window starts with their last values) */
 #define WEFT_IX_TRACKS 0x2u   /* ... slices on named tracks */
 #define WEFT_IX_ASYNC 0x4u    /* ... async slices */
+#define WEFT_IX_LEAF 0x8u     /* ... LEAF records (1.12; the writer flags the chunk WEFT_CHUNK_LEAF) */
 
 /* The CHUNK_INDEX record's payload (72 bytes). Depth counts the slices open on the thread's own
  * track: a BEGIN on track 0 or a function entry adds one, an END on track 0 or a function exit
@@ -58,14 +59,14 @@ static const int8_t weft__ix_depth[WEFT__IX_TYPES] = {
 	[WEFT_R_BEGIN] = 1, [WEFT_R_END] = -1, [WEFT_R_FUNC_ENTER] = 1, [WEFT_R_FUNC_EXIT] = -1};
 static const uint8_t weft__ix_flag[WEFT__IX_TYPES] = {
 	[WEFT_R_COUNTER_I64] = WEFT_IX_COUNTERS, [WEFT_R_COUNTER_F64] = WEFT_IX_COUNTERS,
-	[WEFT_R_ASYNC_BEGIN] = WEFT_IX_ASYNC, [WEFT_R_ASYNC_END] = WEFT_IX_ASYNC};
+	[WEFT_R_ASYNC_BEGIN] = WEFT_IX_ASYNC, [WEFT_R_ASYNC_END] = WEFT_IX_ASYNC, [WEFT_R_LEAF] = WEFT_IX_LEAF};
 static const uint8_t weft__ix_time[WEFT__IX_TYPES] = {
 	[WEFT_R_BEGIN] = 1, [WEFT_R_END] = 1, [WEFT_R_INSTANT] = 1, [WEFT_R_COUNTER_I64] = 1,
 	[WEFT_R_COUNTER_F64] = 1, [WEFT_R_ASYNC_BEGIN] = 1, [WEFT_R_ASYNC_END] = 1, [WEFT_R_COMPLETE] = 2,
 	[WEFT_R_DROPPED] = 1, [WEFT_R_ASYNC_INSTANT] = 1, [WEFT_R_FUNC_ENTER] = 1, [WEFT_R_FUNC_EXIT] = 1,
 	[WEFT_R_SETJMP] = 1, [WEFT_R_LONGJMP] = 1, [WEFT_R_ALLOC] = 1, [WEFT_R_FREE] = 1,
 	[WEFT_R_REALLOC] = 1, [WEFT_R_HEAP_USAGE] = 1, [WEFT_R_ACCESS] = 2, [WEFT_R_SCHED] = 2,
-	[WEFT_R_SAMPLE] = 2};
+	[WEFT_R_SAMPLE] = 2, [WEFT_R_LEAF] = 1};
 
 /* The entry as it accumulates over a chunk's records: weft_index_scan's walk, and the writers'
  * packing walk (pack.h), which computes it on the way. */
@@ -118,8 +119,10 @@ static inline __attribute__((always_inline)) void weft__ix_step(struct weft__ix_
 		a->n0 = v < a->n0 ? v : a->n0;
 		a->n1 = e > a->n1 ? e : a->n1;
 	} else if (tk) {
+		/* a LEAF ends its duration (the extra word) after its begin */
+		uint64_t e = __builtin_expect(type == WEFT_R_LEAF, 0) && extra ? v + w[i + 2] : v;
 		a->t0 = v < a->t0 ? v : a->t0;
-		a->t1 = v > a->t1 ? v : a->t1;
+		a->t1 = e > a->t1 ? e : a->t1;
 	}
 }
 

@@ -183,10 +183,12 @@ static int decode(const struct weft_chunk_view *c, const struct weft_proc *prep,
 		*why = "written by a newer weft (chunk flags it does not know): use a newer weft";
 		return -EBADMSG;
 	}
-	/* packed records are decompressed behind the room for the words, then unpacked forward */
-	int fmt = weft_chunk_packing(c->flags);
+	/* packed records are decompressed behind the room for the words, then unpacked forward;
+	 * a chunk with LEAF records (1.12) decodes to a word more per LEAF (3 words at least) */
+	int fmt = weft_chunk_packing(c->flags), leaves = (c->flags & WEFT_CHUNK_LEAF) != 0;
 	size_t packed_room = fmt ? weft_pack_bound(c->raw_size / 8) : 0;
-	size_t need = c->raw_size + packed_room + 8;
+	size_t grow = leaves ? (c->raw_size / 24 + 1) * 8 : 0, words_room = c->raw_size + grow;
+	size_t need = words_room + packed_room + 8;
 	if (need > *cap) {
 		uint64_t *b = realloc(*buf, need);
 		if (!b) {
@@ -197,7 +199,7 @@ static int decode(const struct weft_chunk_view *c, const struct weft_proc *prep,
 		*cap = need;
 	}
 	uint64_t *w = *buf;
-	uint8_t *dst = fmt ? (uint8_t *)w + c->raw_size : (uint8_t *)w;
+	uint8_t *dst = fmt ? (uint8_t *)w + words_room : (uint8_t *)w;
 	size_t room = fmt ? packed_room : c->raw_size, got = c->stored_size;
 	if (c->flags & WEFT_CHUNK_ZSTD) {
 		got = ZSTD_decompress(dst, room, c->stored, c->stored_size);
@@ -212,14 +214,35 @@ static int decode(const struct weft_chunk_view *c, const struct weft_proc *prep,
 		}
 		memcpy(dst, c->stored, c->stored_size);
 	}
-	size_t n = c->raw_size / 8, i = 0;
+	size_t n = c->raw_size / 8, i = 0, cap_words = words_room / 8;
+	if (fmt && leaves && !(prep && fmt == 4)) { /* LEAF records made BEGIN and END, then prepared */
+		size_t words = weft_unpack(dst, got, w, n, fmt, 1);
+		if (words != n || (words = weft_leaf_expand(w, n, cap_words)) == (size_t)-1) {
+			*why = "bad packed records";
+			return -EBADMSG;
+		}
+		*nwords = words;
+		if (c->fix)
+			fix_records(c->fix, w, words);
+		if (prep)
+			weft_records_prepare(prep, w, words);
+		return 0;
+	}
 	if (fmt) {
 		struct prep_ctx x = {.p = prep};
 		size_t words;
 		if (!prep)
 			words = weft_unpack(dst, got, w, n, fmt, 1);
-		else if (fmt == 4)
-			words = weft_unpack4_rewrite(dst, got, w, n, prepare_hdr, prepare_ts, &x);
+		else if (fmt == 4 && leaves) { /* each LEAF comes out as its BEGIN and END */
+			words = weft_unpack4_rewrite(dst, got, w, cap_words, prepare_hdr, prepare_ts, &x, 1);
+			if (words != (size_t)-1 && words >= n && words <= cap_words) {
+				*nwords = words;
+				if (c->fix)
+					fix_records(c->fix, w, words);
+				return 0;
+			}
+		} else if (fmt == 4)
+			words = weft_unpack4_rewrite(dst, got, w, n, prepare_hdr, prepare_ts, &x, 0);
 		else if (fmt == 3)
 			words = weft_unpack_each(dst, got, w, n, 3, 1, prepare_rec, &x);
 		else if (fmt == 2)
@@ -246,6 +269,10 @@ static int decode(const struct weft_chunk_view *c, const struct weft_proc *prep,
 			w[i] = prev;
 		}
 		i += 2 + extra;
+	}
+	if (leaves && (i = weft_leaf_expand(w, i, cap_words)) == (size_t)-1) {
+		*why = "bad records";
+		return -EBADMSG;
 	}
 	*nwords = i;
 	if (c->fix)

@@ -16,7 +16,7 @@
 #include "weft_fastpath.h" /* record types and site kinds */
 
 #define WEFT_FMT_MAJOR 1
-#define WEFT_FMT_MINOR 11 /* 1: packing version 2; 2: thread serials (chunk seq, THREAD records);
+#define WEFT_FMT_MINOR 12 /* 1: packing version 2; 2: thread serials (chunk seq, THREAD records);
                           * 3: memory records (ALLOC..STACK), RUSAGE; 4: SOURCE records, END flags;
                           * 5: SCHED records and metadata; the system sampler (SAMPLE records,
                           *    SYS_SOURCE, SYS_CHANNEL, SYS_OVERHEAD); the COUNTERS record
@@ -32,7 +32,9 @@
                           *    packing version 3 (memory records' words in columns);
                           * 10: packing version 4 (deltas, memory widths, addresses and sizes in
                           *    fixed-width columns, pack4.h);
-                          * 11: MAPS_Z (a MAPS record's lines zstd-compressed) */
+                          * 11: MAPS_Z (a MAPS record's lines zstd-compressed);
+                          * 12: LEAF records (a slice with nothing inside: its BEGIN and END
+                          *    in one record; chunk flag WEFT_CHUNK_LEAF) */
 #define WEFT_META_MAGIC "WEFTMETA"
 #define WEFT_EVENTS_MAGIC "WEFTEVTS"
 #define WEFT_CHUNK_MAGIC 0x4b4e4843u /* "CHNK" */
@@ -56,8 +58,10 @@ struct weft_file_header { /* 32 bytes */
 #define WEFT_CHUNK_SUM 0x8u     /* checksum is weft_sum32, not FNV-1a (format 1.9) */
 #define WEFT_CHUNK_PACKED3 0x10u /* records in packing version 3 (pack.h; format 1.9) */
 #define WEFT_CHUNK_PACKED4 0x20u /* records in packing version 4 (pack4.h; format 1.10) */
+#define WEFT_CHUNK_LEAF 0x40u    /* the records hold LEAF records (format 1.12): an older reader,
+				  * which would misread them, refuses the chunk as a newer weft's */
 /* the flags this weft reads; a chunk with any other is a later format's: refused, said so */
-#define WEFT_CHUNK_KNOWN_FLAGS 0x3fu
+#define WEFT_CHUNK_KNOWN_FLAGS 0x7fu
 struct weft_chunk_header { /* 40 bytes */
 	uint32_t magic;
 	uint32_t flags;
@@ -258,11 +262,55 @@ static inline unsigned weft_rec_extra(uint64_t h) { return (unsigned)(h >> 40) &
 static inline unsigned weft_rec_track(uint64_t h) { return (unsigned)(h >> 48); }
 static inline uint64_t weft_rec_addr(uint64_t h) { return (h & 0xffffffffu) | ((h >> 48) << 32); }
 
+/* The header of the BEGIN (or END: type) a LEAF record's header h stands for: same site and track. */
+static inline uint64_t weft_leaf_hdr(uint64_t h, unsigned type)
+{
+	return (h & 0xffff0000ffffffffull) | ((uint64_t)type << 32);
+}
+
+/* Decoded records w[0..n) (absolute times) with every LEAF record [begin, LEAF, ticks to the
+ * end] made the BEGIN and END it stands for ([begin, BEGIN, begin + ticks, END]), in place; w has
+ * room for cap words. Returns the words now, or (size_t)-1 when cap is too small. */
+static inline size_t weft_leaf_expand(uint64_t *w, size_t n, size_t cap)
+{
+	size_t leaves = 0, i = 0;
+	for (; i + 2 <= n; i += 2 + weft_rec_extra(w[i + 1]))
+		leaves += weft_rec_type(w[i + 1]) == WEFT_R_LEAF && weft_rec_extra(w[i + 1]) == 1 && i + 3 <= n;
+	if (!leaves)
+		return n;
+	if (n + leaves > cap)
+		return (size_t)-1;
+	for (size_t k = n; k-- > 0;) /* the records moved up by `leaves` words, then read forward */
+		w[k + leaves] = w[k];
+	size_t o = 0, r = leaves, end = n + leaves;
+	while (r + 2 <= end) {
+		uint64_t t = w[r], h = w[r + 1];
+		size_t len = 2 + weft_rec_extra(h);
+		if (weft_rec_type(h) == WEFT_R_LEAF && len == 3 && r + 3 <= end) {
+			uint64_t d = w[r + 2];
+			w[o] = t;
+			w[o + 1] = weft_leaf_hdr(h, WEFT_R_BEGIN);
+			w[o + 2] = t + d;
+			w[o + 3] = weft_leaf_hdr(h, WEFT_R_END);
+			o += 4;
+			r += 3;
+			continue;
+		}
+		if (r + len > end)
+			len = end - r;
+		for (size_t k = 0; k < len; k++)
+			w[o + k] = w[r + k];
+		o += len;
+		r += len;
+	}
+	return o;
+}
+
 /* Records whose word0 is a clock reading (delta-coded in chunks). */
 static inline int weft_rec_has_ticks(unsigned type)
 {
 	return (type >= WEFT_R_BEGIN && type <= WEFT_R_ASYNC_END) ||
-	       (type >= WEFT_R_DROPPED && type <= WEFT_R_HEAP_USAGE);
+	       (type >= WEFT_R_DROPPED && type <= WEFT_R_HEAP_USAGE) || type == WEFT_R_LEAF;
 }
 
 /* Memory records: their extra words are packed as varints (addresses as differences). */
@@ -271,13 +319,15 @@ static inline int weft_rec_is_mem(unsigned type)
 	return type >= WEFT_R_ALLOC && type <= WEFT_R_REALLOC;
 }
 
-/* Records that are an event of the program (counted as such; the rest annotate or mark). */
-static inline int weft_rec_is_event(unsigned type)
+/* How many events of the program a record is: 1, 2 for a LEAF (a slice's begin and its end), 0
+ * for the records that annotate or mark. */
+static inline unsigned weft_rec_events(unsigned type)
 {
-	return (type >= WEFT_R_BEGIN && type <= WEFT_R_COMPLETE) ||
-	       (type >= WEFT_R_ASYNC_INSTANT && type <= WEFT_R_FUNC_EXIT) ||
-	       (type >= WEFT_R_ALLOC && type <= WEFT_R_HEAP_USAGE) || type == WEFT_R_ACCESS ||
-	       type == WEFT_R_SAMPLE || type == WEFT_R_GPU;
+	return (unsigned)((type >= WEFT_R_BEGIN && type <= WEFT_R_COMPLETE) ||
+			  (type >= WEFT_R_ASYNC_INSTANT && type <= WEFT_R_FUNC_EXIT) ||
+			  (type >= WEFT_R_ALLOC && type <= WEFT_R_HEAP_USAGE) || type == WEFT_R_ACCESS ||
+			  type == WEFT_R_SAMPLE || type == WEFT_R_GPU) +
+	       2u * (type == WEFT_R_LEAF);
 }
 
 static inline void weft_file_header_init(struct weft_file_header *h, const char *magic, int pid,

@@ -228,7 +228,7 @@ static inline __attribute__((always_inline)) size_t weft__pack(const uint64_t *w
 		if (i + 2 + extra > n)
 			break;
 		__builtin_prefetch(w + i + 64); /* the chunk was just written on another core */
-		ev += (unsigned)weft_rec_is_event(type);
+		ev += (unsigned)weft_rec_events(type);
 		if (ix) /* as weft_index_scan does */
 			weft__ix_step(&acc, w, i, h, type, extra);
 		if (__builtin_expect(type == WEFT_R_DROPPED && extra, 0))
@@ -446,6 +446,9 @@ weft_unpack_each(const uint8_t *in, size_t len, uint64_t *w, size_t cap, int fmt
 		} else if (__builtin_expect(fmt == 2 && weft_rec_is_mem(weft_rec_type(h)), 0)) {
 			if (weft__unpack_mem(&p, end, w + n + 2, weft_rec_type(h), extra, &prev_addr))
 				return (size_t)-1;
+		} else if (__builtin_expect(fmt == 4 && weft_rec_type(h) == WEFT_R_LEAF && extra == 1, 0)) {
+			if (weft__get_varint(&p, end, w + n + 2)) /* a LEAF's ticks to its end */
+				return (size_t)-1;
 		} else {
 			if ((size_t)(end - p) < (size_t)extra * 8)
 				return (size_t)-1;
@@ -499,7 +502,8 @@ static inline int weft_unpack_headers(const uint8_t *in, size_t len, int fmt, vo
 		if (literal)
 			fn(h, ud);
 		size_t skip = (size_t)weft_rec_extra(h) * 8;
-		if (fmt >= 2 && weft_rec_is_mem(weft_rec_type(h)))
+		int leaf = fmt == 4 && weft_rec_type(h) == WEFT_R_LEAF && weft_rec_extra(h) == 1;
+		if ((fmt >= 2 && weft_rec_is_mem(weft_rec_type(h))) || leaf)
 			skip = 0; /* varints, skipped below (version 3: in the columns) */
 		if (fmt == 4 && weft_rec_has_ticks(weft_rec_type(h))) {
 			if (small == WEFT_PACK4_INLINE) { /* skip the varint (else: in the tag or the deltas) */
@@ -523,6 +527,11 @@ static inline int weft_unpack_headers(const uint8_t *in, size_t len, int fmt, vo
 		if ((size_t)(end - p) < skip)
 			return -1;
 		p += skip;
+		if (leaf) {
+			uint64_t v;
+			if (weft__get_varint(&p, end, &v))
+				return -1;
+		}
 		if (fmt == 2 && weft_rec_is_mem(weft_rec_type(h))) {
 			for (unsigned j = 0; j < weft_rec_extra(h); j++) {
 				uint64_t v;

@@ -25,6 +25,8 @@
  * bits 3-4 of its size (0..3: 1, 2, 4, 8 bytes; ALLOC and REALLOC), bits 5-7 of REALLOC's
  * second address; other bits and codes are malformed. A memory record of another shape has
  * no code byte: its addresses and sizes are varints in the two columns (as version 3).
+ * A LEAF record (format 1.12) with its one extra word, the ticks from its begin to its end, has
+ * that word as a varint in the records after the tag (and its delta), not 8 bytes.
  * The writers compress each part as a zstd frame of its own (writer.c): a malloc/free stream
  * then costs zstd about half of version 3's time in slightly fewer bytes, a compiler's
  * allocations 0.9x the bytes (bench/RESULTS.md, issue 21, h22/memfloor).
@@ -147,7 +149,7 @@ weft__pack4_ix(const uint64_t *w, size_t n, uint8_t *out, uint32_t *events, uint
 		if (i + 2 + extra > n)
 			break;
 		__builtin_prefetch(w + i + 64); /* the chunk was just written on another core */
-		ev += (unsigned)weft_rec_is_event(type);
+		ev += (unsigned)weft_rec_events(type);
 		if (ix)
 			weft__ix_step(&acc, w, i, h, type, extra);
 		if (__builtin_expect(type == WEFT_R_DROPPED && extra, 0))
@@ -172,8 +174,17 @@ weft__pack4_ix(const uint64_t *w, size_t n, uint8_t *out, uint32_t *events, uint
 		}
 		const uint64_t *x = w + i + 2;
 		if (__builtin_expect(!weft_rec_is_mem(type), 1)) {
-			memcpy(o, x, (size_t)extra * 8);
-			o += (size_t)extra * 8;
+			if (__builtin_expect(extra == 1, 1)) { /* no rep movs for one word */
+				if (type == WEFT_R_LEAF) {
+					o = weft__put_varint(o, x[0]);
+				} else {
+					memcpy(o, x, 8);
+					o += 8;
+				}
+			} else if (extra) {
+				memcpy(o, x, (size_t)extra * 8);
+				o += (size_t)extra * 8;
+			}
 		} else if (type == WEFT_R_FREE && extra == 1) {
 			*oc++ = (uint8_t)weft__pack4_addr(&oa, x[0], &prev_addr);
 		} else if (type == WEFT_R_ALLOC && extra == 2) {
@@ -323,15 +334,18 @@ static inline __attribute__((always_inline)) unsigned weft__order_take(unsigned 
  * records: 0, their words are in the columns), 8 more for word0 where it is not a timestamp. */
 #define WEFT__S4_TICKS 0x10000u /* word0 is a timestamp delta */
 #define WEFT__S4_MEM 0x20000u   /* a memory record: its extra words in the columns */
-#define WEFT__S4_TICK_TYPES 0x07fe00feu /* bit t: weft_rec_has_ticks(t) */
-#define WEFT__S4_MEM_TYPES 0x03800000u  /* bit t: weft_rec_is_mem(t) */
+#define WEFT__S4_VARX 0x40000u  /* a LEAF with one extra word: a varint in the records */
+#define WEFT__S4_TICK_TYPES 0x207fe00feull   /* bit t: weft_rec_has_ticks(t) */
+#define WEFT__S4_MEM_TYPES 0x03800000ull    /* bit t: weft_rec_is_mem(t) */
 static inline uint32_t weft__slot4_info(uint64_t h)
 {
 	unsigned type = weft_rec_type(h), extra = weft_rec_extra(h);
-	/* weft_rec_has_ticks and weft_rec_is_mem as bit masks of the types (below 32: all of
+	/* weft_rec_has_ticks and weft_rec_is_mem as bit masks of the types (below 64: all of
 	 * them); test_pack4 checks them against the functions */
-	uint32_t bit = type < 32 ? 1u << type : 0;
-	uint32_t mem = bit & WEFT__S4_MEM_TYPES, ticks = bit & WEFT__S4_TICK_TYPES;
+	uint64_t bit = type < 64 ? 1ull << type : 0;
+	uint64_t mem = bit & WEFT__S4_MEM_TYPES, ticks = bit & WEFT__S4_TICK_TYPES;
+	if (type == WEFT_R_LEAF && extra == 1)
+		return WEFT__S4_VARX | WEFT__S4_TICKS;
 	return (mem ? WEFT__S4_MEM : extra * 8u) + (ticks ? WEFT__S4_TICKS : 8u);
 }
 
@@ -339,7 +353,7 @@ static inline uint32_t weft__slot4_info(uint64_t h)
  * record with no extra words in the records: a function's entry or exit, a memory record). */
 static inline int weft__slot4_one(uint32_t info)
 {
-	return (info & ~WEFT__S4_MEM) == WEFT__S4_TICKS;
+	return (info & ~WEFT__S4_MEM) == WEFT__S4_TICKS; /* (a LEAF's varint follows: not one) */
 }
 
 /* The first byte at or after p (before end) that is 64 * j or more (j 1 to 3), or end: 8 bytes at
@@ -421,6 +435,12 @@ static inline int weft_unpack4_headers(const uint8_t *in, size_t len, void (*fn)
 		if ((size_t)(end - p) < skip)
 			return -1;
 		p += skip;
+		if (__builtin_expect(x & WEFT__S4_VARX, 0)) {
+			uint64_t d;
+			if (weft__get_varint(&p, end, &d))
+				return -1;
+			skip = 1;
+		}
 		run = b < WEFT_PACK_LITERAL && !skip ? run + 1 : 0;
 	}
 	return 0;
@@ -428,11 +448,13 @@ static inline int weft_unpack4_headers(const uint8_t *in, size_t len, void (*fn)
 
 /* weft_unpack_each for version 4 with undelta, for a reader that rewrites records as it goes:
  * each record's header comes out as hdr(h, ctx), computed once per literal (hdr must depend on
- * h alone), and a timestamp as ts(absolute ticks, ctx). w has room for cap words. Returns the
- * words written, or (size_t)-1 if the input is malformed. */
+ * h alone), and a timestamp as ts(absolute ticks, ctx). With `leaves`, a LEAF record comes out
+ * as the BEGIN and the END it stands for (4 words for 3: weft_leaf_expand's result). w has room
+ * for cap words. Returns the words written, or (size_t)-1 if the input is malformed. */
 static inline __attribute__((always_inline)) size_t
 weft_unpack4_rewrite(const uint8_t *in, size_t len, uint64_t *w, size_t cap,
-		     uint64_t (*hdr)(uint64_t h, void *ctx), uint64_t (*ts)(uint64_t ticks, void *ctx), void *ctx)
+		     uint64_t (*hdr)(uint64_t h, void *ctx), uint64_t (*ts)(uint64_t ticks, void *ctx), void *ctx,
+		     int leaves)
 {
 	struct weft__cols4 c4;
 	size_t m, n = 0;
@@ -483,7 +505,21 @@ weft_unpack4_rewrite(const uint8_t *in, size_t len, uint64_t *w, size_t cap,
 		}
 		w[n] = v;
 		w[n + 1] = out[slot];
-		if (__builtin_expect(extra != 0, 0)) {
+		if (__builtin_expect(x & WEFT__S4_VARX, 0)) {
+			uint64_t d;
+			if (weft__get_varint(&p, end, &d))
+				return (size_t)-1;
+			if (leaves) { /* the BEGIN and END it stands for */
+				if (n + 4 > cap)
+					return (size_t)-1;
+				w[n + 1] = hdr(weft_leaf_hdr(h[slot], WEFT_R_BEGIN), ctx);
+				w[n + 2] = ts(prev + d, ctx);
+				w[n + 3] = hdr(weft_leaf_hdr(h[slot], WEFT_R_END), ctx);
+				n += 4;
+				continue;
+			}
+			w[n + 2] = d;
+		} else if (__builtin_expect(extra != 0, 0)) {
 			if (x & WEFT__S4_MEM) {
 				if (weft__unpack4_mem(&c4, w + n + 2, weft_rec_type(h[slot]), extra, &prev_addr))
 					return (size_t)-1;

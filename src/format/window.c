@@ -239,8 +239,7 @@ static void make_chunk(struct weft_trace *t, struct weft_chunk_view *c, uint64_t
 	uint32_t events = 0, dropped = 0;
 	for (size_t i = 0; i + 2 <= n; i += 2 + weft_rec_extra(d[i + 1])) {
 		unsigned type = weft_rec_type(d[i + 1]);
-		if (weft_rec_is_event(type))
-			events++;
+		events += weft_rec_events(type);
 		if (type == WEFT_R_DROPPED && weft_rec_extra(d[i + 1]))
 			dropped += (uint32_t)d[i + 2];
 		if (weft_rec_has_ticks(type)) {

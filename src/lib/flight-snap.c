@@ -163,8 +163,7 @@ static size_t window_cut(const uint64_t *w, size_t n, size_t skip, uint64_t W, u
 				before = t < W;
 			if (!before)
 				break;
-			if (weft_rec_is_event(type))
-				ev++;
+			ev += weft_rec_events(type);
 			cut = i + 2 + extra;
 		}
 		i += 2 + extra;
@@ -310,7 +309,7 @@ static void dump_thread(struct snap *s0, struct fl_thread *t)
 		const uint64_t *w = t->part;
 		size_t nw = t->npart;
 		for (size_t i = 0; i + 2 <= nw; i += 2 + weft_rec_extra(w[i + 1]))
-			s0->part_events += weft_rec_is_event(weft_rec_type(w[i + 1]));
+			s0->part_events += weft_rec_events(weft_rec_type(w[i + 1]));
 		size_t skip = t->has_cut && t->cut_seq == t->limit ? t->cut_off / 8 : 0;
 		size_t cut = skip;
 		if (!context_done) {

@@ -267,6 +267,8 @@ static void apply_stack(struct live_thread *t, const uint64_t *w, size_t nw)
 		} else if (type == WEFT_R_FUNC_EXIT || (type == WEFT_R_END && !(h >> 48))) {
 			depth -= depth != 0;
 			events++;
+		} else if (type == WEFT_R_LEAF) { /* begun and ended: the stack as it was */
+			events += 2;
 		} else {
 			t->depth = depth;
 			apply(t, w + i, 2 + extra, 1.0);
@@ -303,7 +305,7 @@ static void apply_other(struct live_thread *t, const uint64_t *r, unsigned type,
 		break;
 	default: break;
 	}
-	t->events += (uint64_t)weft_rec_is_event(type);
+	t->events += (uint64_t)weft_rec_events(type);
 }
 
 /* One chunk's records (raw, as the thread wrote them). */
@@ -325,6 +327,10 @@ static void apply(struct live_thread *t, const uint64_t *w, size_t nw, double ti
 		} else if (type == WEFT_R_BEGIN && !(h >> 48)) {
 			push(t, (uint32_t)h | KEY_SITE, ts);
 			events++;
+		} else if (type == WEFT_R_LEAF && extra == 1) { /* a BEGIN and its END */
+			push(t, (uint32_t)h | KEY_SITE, ts);
+			pop(t, ts + w[i + 2]);
+			events += 2;
 		} else {
 			apply_other(t, w + i, type, extra, ticks_per_ns);
 		}

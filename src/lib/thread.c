@@ -437,7 +437,7 @@ static void count_late(struct weft_thread *t, char *pos)
 		unsigned type = weft_rec_type(w[i + 1]), extra = weft_rec_extra(w[i + 1]);
 		if (i + 2 + extra > n)
 			break;
-		late += weft_rec_is_event(type);
+		late += weft_rec_events(type);
 		i += 2 + extra;
 	}
 	t->stop_pos = (char *)(w + i);

@@ -61,8 +61,7 @@ static uint32_t delta_encode(uint64_t *w, size_t nwords, uint32_t *dropped)
 		unsigned type = weft_rec_type(h), extra = weft_rec_extra(h);
 		if (i + 2 + extra > nwords)
 			break;
-		if (weft_rec_is_event(type))
-			events++;
+		events += weft_rec_events(type);
 		if (type == WEFT_R_DROPPED && extra)
 			*dropped += (uint32_t)w[i + 2];
 		if (weft_rec_has_ticks(type)) {
@@ -188,9 +187,13 @@ static void write_chunk(struct writer *w, struct weft_chunk *c)
 		}
 		payload = w->pbuf;
 		h.flags |= WEFT_CHUNK_PACKED4;
+		if (ix.flags & WEFT_IX_LEAF)
+			h.flags |= WEFT_CHUNK_LEAF;
 	} else { /* no memory for packing: the records themselves, delta-coded */
 		weft_index_scan((const uint64_t *)c->data, used / 8, &ix); /* while they are absolute */
 		events = delta_encode((uint64_t *)c->data, used / 8, &dropped);
+		if (ix.flags & WEFT_IX_LEAF)
+			h.flags |= WEFT_CHUNK_LEAF;
 	}
 	if (!weft_flight_active()) /* in the ring no frame has a file offset (a snapshot's differ) */
 		weft_index_chunk(c, &ix, (unsigned)w->idx, w->at, NULL);

@@ -202,7 +202,7 @@ class Undecodable(TraceTest):
         with open(self.events, "r+b") as f:
             d = bytearray(f.read())
             flags, = struct.unpack_from("<I", d, 32 + 4)
-            struct.pack_into("<I", d, 32 + 4, flags | 0x40)  # the checksum does not cover the header
+            struct.pack_into("<I", d, 32 + 4, flags | 0x80)  # the checksum does not cover the header
             f.seek(0)
             f.write(d)
         pf, c = self.convert(self.data, "n.pftrace", "-q")

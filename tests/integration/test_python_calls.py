@@ -129,6 +129,47 @@ class PythonCallsTest(TraceTest):
         self.check_calls(pf)
         self.tp_no_errors(pf)
 
+    def test_leaf_calls(self):
+        """A call with nothing recorded inside it is written as one LEAF record (format 1.12)
+        and read as its slice: its end where the callee returned (a 3 ms sleep, a C call, is
+        inside it), the next call after it, nested under its caller; an exception's END keeps
+        its flag; a leaf among recorded children is not one."""
+        script = os.path.join(self.tmp, "leaves.py")
+        with open(script, "w") as f:
+            f.write("import time\n"
+                    "def leaf(n):\n    time.sleep(0.003) if n == 3 else None\n    return n\n"
+                    "def boom():\n    raise ValueError\n"
+                    "def parent():\n    s = 0\n    for i in range(5):\n        s += leaf(i)\n"
+                    "    try:\n        boom()\n    except ValueError:\n        pass\n    return s\n"
+                    "print(parent())\n")
+        out = os.path.join(self.tmp, "l.data")
+        p = run([WEFT, "record", "-q", "-o", out, "--python", "--", PY, script], cwd=self.tmp)
+        self.assertEqual(p.stdout, "10\n")
+        pf = os.path.join(out, "trace.pftrace")
+        leaves, boom, parent = self.tp(
+            pf,
+            "select s.ts, s.dur, p.name parent, s.depth - p.depth d from slice s join slice p on s.parent_id = p.id "
+            "where s.name = 'leaf' order by s.ts",
+            "select s.dur, extract_arg(s.arg_set_id, 'debug.exception') e, p.name parent from slice s "
+            "join slice p on s.parent_id = p.id where s.name = 'boom'",
+            "select ts, dur from slice where name = 'parent'")
+        self.assertEqual([(r["parent"], r["d"]) for r in leaves], [("parent", 1)] * 5)
+        self.assertGreaterEqual(leaves[3]["dur"], 3000000)  # the sleep is inside the leaf's slice
+        for a, b in zip(leaves, leaves[1:]):
+            self.assertLessEqual(a["ts"] + a["dur"], b["ts"])  # each ends before the next begins
+        self.assertEqual((boom[0]["e"], boom[0]["parent"]), (1, "parent"))
+        self.assertLessEqual(leaves[-1]["ts"] + leaves[-1]["dur"], parent[0]["ts"] + parent[0]["dur"])
+        # a loop of 20000 leaf calls: 24 bytes a call as the thread writes them (a LEAF), not 32
+        loop = os.path.join(self.tmp, "loop.py")
+        with open(loop, "w") as f:
+            f.write("def leaf():\n    pass\nfor _ in range(20000):\n    leaf()\n")
+        out = os.path.join(self.tmp, "loop.data")
+        run([WEFT, "record", "-q", "--no-convert", "-o", out, "--python", "--", PY, loop], cwd=self.tmp)
+        info = run([WEFT, "info", out]).stdout
+        events, raw = (int(re.search(rf"^{k}:\s+(\d+)", info, re.M).group(1)) for k in ("events", "bytes raw"))
+        self.assertGreaterEqual(events, 40000)
+        self.assertLess(raw / events, 13.0, info)  # 12 for leaves (16 for BEGIN + END)
+
     def test_python_m_weft(self):
         """python3 -m weft SCRIPT: the same calls, weft's runtime started by the module."""
         out = os.path.join(self.tmp, "m.data")

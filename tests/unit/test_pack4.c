@@ -52,7 +52,7 @@ static void fast_agrees(const uint8_t *in, size_t len, size_t cap)
 {
 	uint64_t *a = malloc(cap * 8 + 8), *b = malloc(cap * 8 + 8);
 	size_t na = weft_unpack_each(in, len, a, cap, 4, 1, prep_ref, NULL);
-	size_t nb = weft_unpack4_rewrite(in, len, b, cap, rw_hdr, rw_ts, NULL);
+	size_t nb = weft_unpack4_rewrite(in, len, b, cap, rw_hdr, rw_ts, NULL, 0);
 	assert_int_equal(nb, na);
 	if (na != (size_t)-1)
 		assert_memory_equal(a, b, na * 8);
@@ -343,7 +343,8 @@ static void put_chunk(struct tb *b, uint32_t tid, uint64_t seq, const uint64_t *
 	h.raw_size = (uint32_t)(n * 8);
 	h.events = events;
 	h.dropped = dropped;
-	h.flags = WEFT_CHUNK_ZSTD | WEFT_CHUNK_SUM | (fmt == 4 ? WEFT_CHUNK_PACKED4 : WEFT_CHUNK_PACKED3);
+	h.flags = WEFT_CHUNK_ZSTD | WEFT_CHUNK_SUM | (fmt == 4 ? WEFT_CHUNK_PACKED4 : WEFT_CHUNK_PACKED3) |
+		  (ix.flags & WEFT_IX_LEAF ? WEFT_CHUNK_LEAF : 0); /* as writer.c flags it */
 	h.stored_size = (uint32_t)z;
 	h.checksum = weft_chunk_sum(h.flags, zb, z);
 	tb_put(b, &h, sizeof(h));
@@ -396,6 +397,123 @@ static int has_warning(struct weft_trace *t, const char *needle)
 		if (strstr(t->warnings[i], needle))
 			return 1;
 	return 0;
+}
+
+/* LEAF records (format 1.12, a slice with nothing inside: weft__end_leaf): packed with their
+ * duration as a varint, counted as two events, indexed to their end; every reader gives the
+ * BEGIN and END each stands for, at the begin and begin + duration, whatever the chunk's
+ * packing, prepared (ns) or not; a cut LEAF is refused or dropped, never read past. */
+/* a header as a constant (weft__hdr is a function) */
+#define LHDR(id, type, extra) ((uint64_t)(id) | (uint64_t)(type) << 32 | (uint64_t)(extra) << 40)
+static const uint64_t leaf_recs[] = {
+	1000, LHDR(5, WEFT_R_BEGIN, 0),
+	1010, LHDR(6, WEFT_R_LEAF, 1), 40,
+	1100, LHDR(6, WEFT_R_LEAF, 1), 70000, /* ends after the END below: 71100 */
+	1200, LHDR(5, WEFT_R_END, 0),
+	1300, LHDR(7, WEFT_R_LEAF, 1), 0,
+	1301, LHDR(0, WEFT_R_FREE, 1) | (uint64_t)WEFT_MEM_FREE << 48, 0x55d0c0a01230ull,
+};
+static const uint64_t leaf_expanded[] = {
+	1000, LHDR(5, WEFT_R_BEGIN, 0),
+	1010, LHDR(6, WEFT_R_BEGIN, 0), 1050, LHDR(6, WEFT_R_END, 0),
+	1100, LHDR(6, WEFT_R_BEGIN, 0), 71100, LHDR(6, WEFT_R_END, 0),
+	1200, LHDR(5, WEFT_R_END, 0),
+	1300, LHDR(7, WEFT_R_BEGIN, 0), 1300, LHDR(7, WEFT_R_END, 0),
+	1301, LHDR(0, WEFT_R_FREE, 1) | (uint64_t)WEFT_MEM_FREE << 48, 0x55d0c0a01230ull,
+};
+
+static void leaf_packing(void **s)
+{
+	(void)s;
+	size_t n = sizeof(leaf_recs) / 8, ne = sizeof(leaf_expanded) / 8;
+	uint8_t *p4 = malloc(weft_pack_bound(n)), *scratch = malloc(weft_pack4_scratch(n));
+	size_t len = round_trip(leaf_recs, n, p4); /* as version 2, headers, fast readers */
+	uint32_t events = 0, dropped = 0;
+	struct weft_index_rec ix;
+	assert_int_equal(weft_pack4_indexed(leaf_recs, n, p4, &events, &dropped, &ix, scratch), len);
+	assert_int_equal(events, 9);
+	assert_true(ix.flags & WEFT_IX_LEAF);
+	assert_int_equal(ix.first_ticks, 1000);
+	assert_int_equal(ix.last_ticks, 71100);
+	assert_int_equal(ix.depth_delta, 0);
+	/* the duration is a varint: 70000 in 3 bytes, not 8 */
+	uint64_t one[] = {1100, HDR(6, WEFT_R_LEAF, 1, 0), 70000};
+	uint64_t two[] = {1100, HDR(6, WEFT_R_COMPLETE, 1, 0), 70000};
+	uint8_t a[64], b[64];
+	size_t la = weft_pack4_indexed(one, 3, a, &events, &dropped, &ix, scratch);
+	size_t lb = weft_pack4_indexed(two, 3, b, &events, &dropped, &ix, scratch);
+	assert_int_equal(lb - la, 5 + 6); /* and COMPLETE's word0 is not a delta: 8 bytes, not 2 */
+	/* expanded in place, and by the rewriting reader as it goes (the same words, prepared) */
+	uint64_t w[64];
+	memcpy(w, leaf_recs, n * 8);
+	assert_int_equal(weft_leaf_expand(w, n, ne - 1), (size_t)-1); /* no room */
+	assert_int_equal(weft_leaf_expand(w, n, ne), ne);
+	assert_memory_equal(w, leaf_expanded, ne * 8);
+	uint64_t r[64], want[64];
+	assert_int_equal(weft_unpack4_rewrite(p4, len, r, 64, rw_hdr, rw_ts, NULL, 1), ne);
+	memcpy(want, leaf_expanded, ne * 8);
+	for (size_t i = 0; i + 2 <= ne; i += 2 + weft_rec_extra(want[i + 1]))
+		prep_ref(want + i, NULL);
+	assert_memory_equal(r, want, ne * 8);
+	assert_int_equal(weft_unpack4_rewrite(p4, len, r, ne - 1, rw_hdr, rw_ts, NULL, 1), (size_t)-1);
+	/* a LEAF cut short (its word not there) stays as it is: nothing is read past the end */
+	memcpy(w, leaf_recs, n * 8);
+	assert_int_equal(weft_leaf_expand(w, 4, 64), 4);
+	assert_memory_equal(w, leaf_recs, 4 * 8);
+	assert_int_equal(weft_leaf_expand(w, 5, 64), 6); /* whole: expanded */
+	assert_int_equal(w[4], 1050);
+	assert_int_equal(w[5], HDR(6, WEFT_R_END, 0, 0));
+	every_cut(p4, len, leaf_recs, n);
+	free(p4);
+	free(scratch);
+}
+
+/* The reader on chunks with LEAF records: packed (flagged as the writers flag it) and stored
+ * unpacked (delta-coded, the writers' fallback), decoded and prepared. */
+static void leaf_reader(void **s)
+{
+	(void)s;
+	size_t ne = sizeof(leaf_expanded) / 8;
+	for (int packed = 0; packed < 2; packed++) {
+		meta.n = ev.n = 0;
+		tb_header(&meta, WEFT_META_MAGIC, 1, 77);
+		tb_site(&meta, 5, 0, "outer");
+		tb_site(&meta, 6, 0, "leaf");
+		tb_site(&meta, 7, 0, "empty");
+		tb_clock(&meta, 1000, 5000000);
+		tb_clock(&meta, 81000, 5080000); /* 1 tick = 1 ns */
+		tb_header(&ev, WEFT_EVENTS_MAGIC, 1, 77);
+		if (packed) {
+			put_chunk(&ev, 78, 0, leaf_recs, sizeof(leaf_recs) / 8, 4);
+		} else {
+			tb_chunk_flags = WEFT_CHUNK_LEAF;
+			tb_chunk(&ev, 78, 0, leaf_recs, sizeof(leaf_recs) / 8, 1);
+			tb_chunk_flags = 0;
+		}
+		char err[256];
+		struct weft_trace *t = load(err, sizeof(err));
+		assert_non_null(t);
+		assert_int_equal(t->nwarnings, 0);
+		struct weft_thread_data *th = &t->procs[0].threads[0];
+		assert_int_equal(th->events, 9);
+		uint64_t *buf = NULL;
+		size_t cap = 0, nw = 0;
+		const char *why;
+		assert_int_equal(weft_chunk_decode(&th->chunks[0], &buf, &cap, &nw, &why), 0);
+		assert_int_equal(nw, ne);
+		assert_memory_equal(buf, leaf_expanded, ne * 8);
+		/* prepared: every time in ns, the ends' too */
+		const struct weft_proc *p = &t->procs[0];
+		assert_int_equal(weft_chunk_decode_prepared(&th->chunks[0], p, &buf, &cap, &nw, &why), 0);
+		assert_int_equal(nw, ne);
+		for (size_t i = 0; i + 2 <= ne; i += 2 + weft_rec_extra(leaf_expanded[i + 1])) {
+			assert_int_equal(buf[i], weft_proc_ns(p, leaf_expanded[i]));
+			assert_int_equal(buf[i + 1], leaf_expanded[i + 1]);
+		}
+		assert_int_equal(buf[8] - buf[6], 70000 * (weft_proc_ns(p, 81000) - weft_proc_ns(p, 1000)) / 80000);
+		free(buf);
+		weft_trace_free(t);
+	}
 }
 
 static void reader_same_records_v3_v4(void **s)
@@ -489,6 +607,8 @@ int main(void)
 		cmocka_unit_test(adversarial_round_trips),
 		cmocka_unit_test(damage_is_refused),
 		cmocka_unit_test(fast_readers_agree),
+		cmocka_unit_test(leaf_packing),
+		cmocka_unit_test(leaf_reader),
 		cmocka_unit_test(reader_same_records_v3_v4),
 		cmocka_unit_test(reader_truncated_v4),
 	};

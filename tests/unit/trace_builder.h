@@ -67,8 +67,7 @@ static inline void tb_chunk(struct tb *b, uint32_t tid, uint64_t seq, const uint
 	uint32_t events = 0, dropped = 0;
 	for (size_t i = 0; i + 2 <= nwords; i += 2 + weft_rec_extra(d[i + 1])) {
 		unsigned t = weft_rec_type(d[i + 1]);
-		if (weft_rec_is_event(t))
-			events++;
+		events += weft_rec_events(t);
 		if (t == WEFT_R_DROPPED)
 			dropped += (uint32_t)d[i + 2];
 		if (weft_rec_has_ticks(t)) {
