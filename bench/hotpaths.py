@@ -162,6 +162,12 @@ class Bench:
             self.notes.append("py313: skipped: needs root (chroot, bind mounts)")
             return None
         self.mounts = []
+        for kind, what, where in (("proc", "proc", "proc"), ("bind", "/dev", "dev")):
+            target = os.path.join(self.root, where)
+            if not os.path.ismount(target):
+                subprocess.run(["mount", "-t", "proc", "proc", target] if kind == "proc" else
+                               ["mount", "--bind", what, target], check=True)
+                self.mounts.append(target)
         builds = {}
         for b, build in self.builds.items():
             src = src_of(build)

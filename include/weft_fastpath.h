@@ -257,21 +257,31 @@ WEFT__INLINE void weft__rec3(uint64_t hdr, uint64_t extra)
 	weft__commit(p + 3);
 }
 
-/* The END of site id's slice on the thread's own track, begun by a plain two-word BEGIN
- * (weft__rec2: no counters=, no flags word). When the
- * slice's BEGIN is the last record of the thread's current chunk (nothing was recorded inside the
- * slice: a leaf call), that BEGIN becomes a LEAF record, one word longer, instead of a second
- * two-word record: half the records a writer packs for a leaf. The header is rewritten before
- * the position moves past the new word (release), so a reader of the published records (the
- * live view, a crash's snapshot) sees the BEGIN, the whole LEAF, or at worst a LEAF whose last
- * word is not yet published, which it drops as a record cut short. Otherwise a plain END. */
-WEFT__INLINE void weft__end_leaf(uint32_t id)
+/* Two-word record at time t (read by the caller). */
+WEFT__INLINE void weft__rec2_at(uint64_t t, uint64_t hdr)
 {
-	uint64_t t = weft__ticks();
-	uint64_t begin = weft__hdr(id, WEFT_R_BEGIN, 0, 0);
-	if (__builtin_expect(weft__tls.busy, 0)) { /* a signal handler's END inside an event */
-		weft__lost();
+	uint64_t *p = weft__reserve(16);
+	if (__builtin_expect(p == 0, 0))
 		return;
+	p[0] = t;
+	p[1] = hdr;
+	weft__commit(p + 2);
+}
+
+/* The end, at time t, of a slice begun by the plain two-word record `begin` (a BEGIN on the
+ * thread's own track, without counters=), when that record is the last one of the thread's
+ * current chunk (nothing was recorded inside: a leaf call): the record becomes `leaf` (a LEAF,
+ * one extra word: the ticks to the end) instead of a second
+ * two-word record being written, so a writer packs one record for a leaf. Returns 1 when it is
+ * done (or the event was dropped inside a signal handler's), 0 when the caller writes its END.
+ * The header is rewritten before the position moves past the new word (release), so a reader
+ * of the published records (the live view, a crash's snapshot) sees the begin, the whole leaf,
+ * or at worst a leaf whose last word is not yet published, which it drops as cut short. */
+WEFT__INLINE int weft__leaf_end(uint64_t t, uint64_t begin, uint64_t leaf)
+{
+	if (__builtin_expect(weft__tls.busy, 0)) { /* a signal handler's end inside an event */
+		weft__lost();
+		return 1;
 	}
 	weft__tls.busy = 1;
 	__atomic_signal_fence(__ATOMIC_SEQ_CST);
@@ -280,18 +290,22 @@ WEFT__INLINE void weft__end_leaf(uint32_t id)
 			     weft__tls.end - (char *)p >= 8, 1)) {
 		p[0] = t > p[-2] ? t - p[-2] : 0;
 		/* a published word rewritten: the one store others may read while it happens */
-		__atomic_store_n(&p[-1], weft__hdr(id, WEFT_R_LEAF, 1, 0), __ATOMIC_RELAXED);
+		__atomic_store_n(&p[-1], leaf, __ATOMIC_RELAXED);
 		weft__commit(p + 1);
-		return;
+		return 1;
 	}
 	__atomic_signal_fence(__ATOMIC_SEQ_CST);
 	weft__tls.busy = 0;
-	p = weft__reserve(16);
-	if (__builtin_expect(p == 0, 0))
-		return;
-	p[0] = t;
-	p[1] = weft__hdr(id, WEFT_R_END, 0, 0);
-	weft__commit(p + 2);
+	return 0;
+}
+
+/* The END of site id's slice on the thread's own track, begun by weft__rec2(BEGIN): a LEAF
+ * when nothing was recorded inside it (weft__leaf_end), else a plain two-word END. */
+WEFT__INLINE void weft__end_leaf(uint32_t id)
+{
+	uint64_t t = weft__ticks();
+	if (!weft__leaf_end(t, weft__hdr(id, WEFT_R_BEGIN, 0, 0), weft__hdr(id, WEFT_R_LEAF, 1, 0)))
+		weft__rec2_at(t, weft__hdr(id, WEFT_R_END, 0, 0));
 }
 
 #ifdef __cplusplus
