@@ -61,11 +61,16 @@ static void load(const char *path)
 		uint8_t *packed = d + off;
 		size_t plen = h.stored_size;
 		uint8_t *tmp = NULL;
-		if (h.flags & WEFT_CHUNK_ZSTD) {
-			unsigned long long r = ZSTD_getFrameContentSize(packed, plen);
-			tmp = malloc(r);
+		if (h.flags & WEFT_CHUNK_ZSTD) { /* one frame, or (version 4) one per part back to back */
+			unsigned long long r = ZSTD_decompressBound(packed, plen);
+			if (r == ZSTD_CONTENTSIZE_ERROR || !(tmp = malloc(r)))
+				break;
 			plen = ZSTD_decompress(tmp, r, packed, plen);
 			packed = tmp;
+			if (ZSTD_isError(plen)) {
+				fprintf(stderr, "writer_bench: %s: a chunk does not decompress\n", path);
+				exit(1);
+			}
 		}
 		struct chunk c = {malloc(h.raw_size), h.raw_size / 8, h.events};
 		int fmt = weft_chunk_packing(h.flags);
