@@ -219,17 +219,22 @@ WEFT__INLINE void weft__commit(uint64_t *end)
 	weft__tls.busy = 0;
 }
 
-/* Two-word record with the current time: begin, end, instant. The clock is read before the
- * window opens, to keep the window short. */
-WEFT__INLINE void weft__rec2(uint64_t hdr)
+/* Two-word record at time t (read by the caller, before the window opens). */
+WEFT__INLINE void weft__rec2_at(uint64_t t, uint64_t hdr)
 {
-	uint64_t t = weft__ticks();
 	uint64_t *p = weft__reserve(16);
 	if (__builtin_expect(p == 0, 0))
 		return;
 	p[0] = t;
 	p[1] = hdr;
 	weft__commit(p + 2);
+}
+
+/* Two-word record with the current time: begin, end, instant. The clock is read before the
+ * window opens, to keep the window short. */
+WEFT__INLINE void weft__rec2(uint64_t hdr)
+{
+	weft__rec2_at(weft__ticks(), hdr);
 }
 
 /* A slice's begin or end: two words, or (counters=) the out-of-line record with the counter
@@ -255,17 +260,6 @@ WEFT__INLINE void weft__rec3(uint64_t hdr, uint64_t extra)
 	p[1] = hdr;
 	p[2] = extra;
 	weft__commit(p + 3);
-}
-
-/* Two-word record at time t (read by the caller). */
-WEFT__INLINE void weft__rec2_at(uint64_t t, uint64_t hdr)
-{
-	uint64_t *p = weft__reserve(16);
-	if (__builtin_expect(p == 0, 0))
-		return;
-	p[0] = t;
-	p[1] = hdr;
-	weft__commit(p + 2);
 }
 
 /* The end, at time t, of a slice begun by the plain two-word record `begin` (a BEGIN on the

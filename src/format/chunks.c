@@ -175,6 +175,19 @@ static void fix_records(const struct weft_ns_fix *f, uint64_t *r, size_t n)
 	}
 }
 
+/* Decoded records w[0..n) with absolute ticks: another host's correction, then (prep) the
+ * preparing (ns, function ids). */
+static int finish(const struct weft_chunk_view *c, const struct weft_proc *prep, uint64_t *w, size_t n,
+		  size_t *nwords)
+{
+	*nwords = n;
+	if (c->fix)
+		fix_records(c->fix, w, n);
+	if (prep)
+		weft_records_prepare(prep, w, n);
+	return 0;
+}
+
 static int decode(const struct weft_chunk_view *c, const struct weft_proc *prep, uint64_t **buf, size_t *cap,
 		  size_t *nwords, const char **why)
 {
@@ -221,12 +234,7 @@ static int decode(const struct weft_chunk_view *c, const struct weft_proc *prep,
 			*why = "bad packed records";
 			return -EBADMSG;
 		}
-		*nwords = words;
-		if (c->fix)
-			fix_records(c->fix, w, words);
-		if (prep)
-			weft_records_prepare(prep, w, words);
-		return 0;
+		return finish(c, prep, w, words, nwords);
 	}
 	if (fmt) {
 		struct prep_ctx x = {.p = prep};
@@ -274,12 +282,7 @@ static int decode(const struct weft_chunk_view *c, const struct weft_proc *prep,
 		*why = "bad records";
 		return -EBADMSG;
 	}
-	*nwords = i;
-	if (c->fix)
-		fix_records(c->fix, w, i);
-	if (prep)
-		weft_records_prepare(prep, w, i);
-	return 0;
+	return finish(c, prep, w, i, nwords);
 }
 
 int weft_chunk_decode(const struct weft_chunk_view *c, uint64_t **buf, size_t *cap, size_t *nwords,
