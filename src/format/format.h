@@ -268,6 +268,15 @@ static inline uint64_t weft_leaf_hdr(uint64_t h, unsigned type)
 	return (h & 0xffff0000ffffffffull) | ((uint64_t)type << 32);
 }
 
+/* Whether records w[0..n) hold a LEAF record: a chunk of them is flagged WEFT_CHUNK_LEAF. */
+static inline int weft_records_have_leaf(const uint64_t *w, size_t n)
+{
+	for (size_t i = 0; i + 2 <= n; i += 2 + weft_rec_extra(w[i + 1]))
+		if (weft_rec_type(w[i + 1]) == WEFT_R_LEAF)
+			return 1;
+	return 0;
+}
+
 /* Decoded records w[0..n) (absolute times) with every LEAF record [begin, LEAF, ticks to the
  * end] made the BEGIN and END it stands for ([begin, BEGIN, begin + ticks, END]), in place; w has
  * room for cap words. Returns the words now, or (size_t)-1 when cap is too small. */

@@ -93,7 +93,7 @@ static void write_records(struct snap *s, struct fl_thread *t, const uint64_t *w
 	uint32_t events = 0, dropped = 0;
 	size_t stored = weft_pack(w, n, fl_packbuf, &events, &dropped);
 	const void *payload = fl_packbuf;
-	h.flags = WEFT_CHUNK_PACKED2;
+	h.flags = WEFT_CHUNK_PACKED2 | (weft_records_have_leaf(w, n) ? WEFT_CHUNK_LEAF : 0); /* (1.12) */
 	if (!weft_g.in_signal && weft_cfg.compression != 0) { /* a fresh context may allocate */
 		size_t z = ZSTD_compressCCtx(fl_cctx, fl_zbuf, fl_zcap, fl_packbuf, stored, weft_cfg.compression);
 		if (!ZSTD_isError(z) && z < stored) {

@@ -773,7 +773,8 @@ void weft_flight_evict_chunk(const struct weft_chunk *c)
 	uint32_t events = 0, dropped = 0;
 	/* (version 2 packing: no scratch columns, so the memory bound holds) */
 	size_t stored = weft_pack((const uint64_t *)c->data, n, evict_pack, &events, &dropped);
-	h.flags = WEFT_CHUNK_PACKED2 | WEFT_CHUNK_SUM;
+	h.flags = WEFT_CHUNK_PACKED2 | WEFT_CHUNK_SUM |
+		  (weft_records_have_leaf((const uint64_t *)c->data, n) ? WEFT_CHUNK_LEAF : 0); /* (1.12) */
 	h.events = events;
 	h.dropped = dropped;
 	h.stored_size = (uint32_t)stored;

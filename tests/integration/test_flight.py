@@ -310,6 +310,33 @@ class Flight(TraceTest):
         self.assertEqual(p.returncode, 2)
         self.assertIn("bad --flight-recorder '100K'", p.stderr)
 
+    @unittest.skipIf(os.environ.get("WEFT_TEST_NO_PRELOAD") or "thread" in sanitizer(),
+                     "preloading is not testable in this build (TSan)")
+    def test_python_leaf_calls_in_a_snapshot(self):
+        """A Python call with nothing inside is one LEAF record (format 1.12): a snapshot keeps
+        it whether it comes from the ring's frames or from the records the snapshot packs itself
+        (the threads' current chunks: they once lost every leaf slice, their chunks not flagged)."""
+        script = os.path.join(self.tmp, "leaves.py")
+        with open(script, "w") as f:
+            f.write("import sys\ndef leaf(i):\n    return i\ndef mid(i):\n    return leaf(i) + leaf(i + 1)\n"
+                    "s = 0\nfor i in range(int(sys.argv[1])):\n    s += mid(i)\nprint(s)\n")
+        for n, name in ((3000, "small"), (150000, "large")):  # the current chunk only; ring frames too
+            data = os.path.join(self.tmp, f"{name}.data")
+            run([WEFT, "record", "-q", "-o", data, "--flight-recorder=4M", "--options", "overflow=block", "--python",
+                 "--", "/usr/bin/python3", script, str(n)])
+            pf = os.path.join(data, "snapshot-1", "trace.pftrace")
+            self.tp_no_errors(pf)
+            (counts,), parents = self.tp(
+                pf, "select sum(name = 'mid'), sum(name = 'leaf') from slice",
+                "select p.name, count(*) from slice s join slice p on s.parent_id = p.id where s.name = 'leaf' "
+                "group by p.name")
+            mids, leaves = counts
+            if n == 3000:
+                self.assertEqual((mids, leaves), (3000, 6000))
+            self.assertGreater(mids, 1000)
+            self.assertLessEqual(abs(leaves - 2 * mids), 2, (mids, leaves))  # (a window cut in a mid)
+            self.assertEqual([r[0] for r in parents], ["mid"], parents)
+
     @unittest.skipIf(os.environ.get("WEFT_TEST_NO_PRELOAD"), "preloading is not testable in this build (TSan)")
     def test_fatal_signal_writes_the_window(self):
         # weft record's fatal-signal path stops the trace from the handler (weft_g.in_signal):
