@@ -243,12 +243,8 @@ static int decode(const struct weft_chunk_view *c, const struct weft_proc *prep,
 			words = weft_unpack(dst, got, w, n, fmt, 1);
 		else if (fmt == 4 && leaves) { /* each LEAF comes out as its BEGIN and END */
 			words = weft_unpack4_rewrite(dst, got, w, cap_words, prepare_hdr, prepare_ts, &x, 1);
-			if (words != (size_t)-1 && words >= n && words <= cap_words) {
-				*nwords = words;
-				if (c->fix)
-					fix_records(c->fix, w, words);
-				return 0;
-			}
+			if (words != (size_t)-1 && words >= n && words <= cap_words)
+				return finish(c, NULL, w, words, nwords); /* (prepared as they came) */
 		} else if (fmt == 4)
 			words = weft_unpack4_rewrite(dst, got, w, n, prepare_hdr, prepare_ts, &x, 0);
 		else if (fmt == 3)

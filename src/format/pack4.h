@@ -439,7 +439,7 @@ static inline int weft_unpack4_headers(const uint8_t *in, size_t len, void (*fn)
 			uint64_t d;
 			if (weft__get_varint(&p, end, &d))
 				return -1;
-			skip = 1;
+			skip = 1; /* not a one-byte record: no run through it */
 		}
 		run = b < WEFT_PACK_LITERAL && !skip ? run + 1 : 0;
 	}

@@ -22,9 +22,10 @@
  * A chunk without an index entry (a trace written before format 1.8, or one cut short before
  * its index records) is decoded once to compute the same entry: the window is still right,
  * only the cost is the whole trace's, and a warning says so.
- * Head and tail chunks are rewritten as packed, compressed chunks owned by the trace. Exact for properly nested slices on a thread's own track; slices on named tracks and
- * async slices open at FROM are not carried into the window (their ends in the window are
- * skipped as ends without a begin).
+ * Head and tail chunks are rewritten as packed, compressed chunks owned by the trace. Exact for
+ * properly nested slices on a thread's own track; slices on named tracks and async slices open
+ * at FROM are not carried into the window (their ends in the window are skipped as ends without
+ * a begin).
  */
 #include "reader.h"
 #include "chunkindex.h"
@@ -230,68 +231,72 @@ static int cmp_order(const void *a, const void *b)
 	return x->order < y->order ? -1 : x->order > y->order;
 }
 
-/* A chunk of the given absolute records (whole ones), owned by the trace, stored as a writer
- * stores it: packed (packing 4) and zstd-compressed, so that a window's head and tail chunks
- * (one or two per thread) take what the writer's chunks take, not 16 bytes a record (a 1 MiB
- * head chunk per thread was 617 KiB a rank of `convert --time`'s peak). Plain (delta-coded)
- * when memory for the packing is short. */
+/* Records w[0..n) (whole, absolute times) packed (packing 4) and zstd-compressed into c, as a
+ * writer stores a chunk; the stored bytes (malloc'd), or NULL when memory is short. */
+static uint8_t *store_packed(struct weft_chunk_view *c, const uint64_t *w, size_t n)
+{
+	struct weft_index_rec ix;
+	size_t zcap = ZSTD_compressBound(weft_pack_bound(n)), zl = 0;
+	uint8_t *packed = malloc(weft_pack_bound(n) + 8), *scratch = malloc(weft_pack4_scratch(n));
+	uint8_t *z = packed && scratch ? malloc(zcap) : NULL;
+	if (z) {
+		size_t len = weft_pack4_indexed(w, n, packed, &c->events, &c->dropped, &ix, scratch);
+		zl = ZSTD_compress(z, zcap, packed, len, 1);
+	}
+	free(packed);
+	free(scratch);
+	if (!z || ZSTD_isError(zl)) {
+		free(z);
+		return NULL;
+	}
+	z = xrealloc(z, zl);
+	c->stored = z;
+	c->stored_size = (uint32_t)zl;
+	c->flags = WEFT_CHUNK_PACKED4 | WEFT_CHUNK_ZSTD | (ix.flags & WEFT_IX_LEAF ? WEFT_CHUNK_LEAF : 0);
+	return z;
+}
+
+/* The same stored plain (delta-coded, as a writer without memory to pack writes it). */
+static uint8_t *store_plain(struct weft_chunk_view *c, const uint64_t *w, size_t n)
+{
+	uint64_t *d = xrealloc(NULL, n * 8 + 8);
+	memcpy(d, w, n * 8);
+	uint64_t prev = 0;
+	c->events = c->dropped = 0;
+	for (size_t i = 0; i + 2 <= n; i += 2 + weft_rec_extra(d[i + 1])) {
+		unsigned type = weft_rec_type(d[i + 1]);
+		c->events += weft_rec_events(type);
+		if (type == WEFT_R_DROPPED && weft_rec_extra(d[i + 1]))
+			c->dropped += (uint32_t)d[i + 2];
+		if (weft_rec_has_ticks(type)) {
+			uint64_t ts = d[i];
+			d[i] = ts - prev;
+			prev = ts;
+		}
+	}
+	c->stored = (const unsigned char *)d;
+	c->stored_size = (uint32_t)(n * 8);
+	c->flags = 0;
+	return (uint8_t *)d;
+}
+
+/* A chunk of the given absolute records, owned by the trace: packed and compressed, so that a
+ * window's head and tail chunks (one or two per thread) take what the writer's chunks take, not
+ * 16 bytes a record (a 1 MiB head chunk per thread was 617 KiB a rank of `convert --time`'s
+ * peak); plain when memory for the packing is short. */
 static void make_chunk(struct weft_trace *t, struct weft_chunk_view *c, uint64_t seq, const uint64_t *w, size_t n)
 {
 	size_t whole = 0;
 	while (whole + 2 <= n && whole + 2 + weft_rec_extra(w[whole + 1]) <= n)
 		whole += 2 + weft_rec_extra(w[whole + 1]);
-	n = whole;
-	uint32_t events = 0, dropped = 0;
-	struct weft_index_rec ix;
-	uint8_t *packed = malloc(weft_pack_bound(n) + 8), *scratch = malloc(weft_pack4_scratch(n));
-	size_t zcap = ZSTD_compressBound(weft_pack_bound(n));
-	uint8_t *z = packed && scratch ? malloc(zcap) : NULL;
 	memset(c, 0, sizeof(*c));
-	if (z) {
-		size_t len = weft_pack4_indexed(w, n, packed, &events, &dropped, &ix, scratch);
-		size_t zl = ZSTD_compress(z, zcap, packed, len, 1);
-		free(packed);
-		free(scratch);
-		if (ZSTD_isError(zl)) {
-			free(z);
-			z = NULL;
-		} else {
-			z = xrealloc(z, zl);
-			c->stored = z;
-			c->stored_size = (uint32_t)zl;
-			c->flags = WEFT_CHUNK_PACKED4 | WEFT_CHUNK_ZSTD | (ix.flags & WEFT_IX_LEAF ? WEFT_CHUNK_LEAF : 0);
-		}
-	} else {
-		free(packed);
-		free(scratch);
-	}
-	if (!z) { /* plain: the records delta-coded */
-		uint64_t *d = xrealloc(NULL, n * 8 + 8);
-		memcpy(d, w, n * 8);
-		uint64_t prev = 0;
-		events = dropped = 0;
-		for (size_t i = 0; i + 2 <= n; i += 2 + weft_rec_extra(d[i + 1])) {
-			unsigned type = weft_rec_type(d[i + 1]);
-			events += weft_rec_events(type);
-			if (type == WEFT_R_DROPPED && weft_rec_extra(d[i + 1]))
-				dropped += (uint32_t)d[i + 2];
-			if (weft_rec_has_ticks(type)) {
-				uint64_t ts = d[i];
-				d[i] = ts - prev;
-				prev = ts;
-			}
-		}
-		z = (uint8_t *)d;
-		c->stored = z;
-		c->stored_size = (uint32_t)(n * 8);
-		c->flags = 0;
-	}
+	uint8_t *stored = store_packed(c, w, whole);
+	if (!stored)
+		stored = store_plain(c, w, whole);
 	t->blobs = xrealloc(t->blobs, (t->nblobs + 1) * sizeof(*t->blobs));
-	t->blobs[t->nblobs++] = z;
+	t->blobs[t->nblobs++] = stored;
 	c->seq = seq;
-	c->events = events;
-	c->dropped = dropped;
-	c->raw_size = (uint32_t)(n * 8);
+	c->raw_size = (uint32_t)(whole * 8);
 	c->fix = NULL; /* the records were decoded: corrected already */
 }
 

@@ -102,10 +102,10 @@ void weft_pool_init(void)
 #define MADV_POPULATE_WRITE 23 /* Linux 5.14 */
 #endif
 
-/* With access sampling (mem_access=), a new chunk's pages are faulted in now, by the kernel
- * (MADV_POPULATE_WRITE: no page-fault event), so that filling it is not sampled as the program's
- * first touches of memory (collect/access.c leaves out what still is). An older kernel refuses:
- * the pages fault as they fill. */
+/* A new chunk's pages faulted in now, by the kernel (MADV_POPULATE_WRITE: no page-fault event):
+ * with access sampling (mem_access=), so that filling it is not sampled as the program's first
+ * touches of memory (collect/access.c leaves out what still is), and for a spare, in the writer's
+ * thread rather than the program's. An older kernel refuses: the pages fault as they fill. */
 static void populate(char *data, size_t n)
 {
 	uintptr_t page = 4096, a = (uintptr_t)data & ~(page - 1), b = ((uintptr_t)data + n + page - 1) & ~(page - 1);
@@ -114,13 +114,8 @@ static void populate(char *data, size_t n)
 	errno = saved;
 }
 
-static void prefault(char *data, size_t n)
-{
-	if (weft_cfg.mem_access[0])
-		populate(data, n);
-}
-
-static struct weft_chunk *chunk_new(void)
+/* A chunk, its pages faulted in now where `all` or access sampling asks for it. */
+static struct weft_chunk *chunk_new(int all)
 {
 	struct weft_chunk *c = calloc(1, sizeof(*c));
 	if (!c)
@@ -129,7 +124,8 @@ static struct weft_chunk *chunk_new(void)
 		free(c);
 		return NULL;
 	}
-	prefault(c->data, chunk_bytes);
+	if (all || weft_cfg.mem_access[0])
+		populate(c->data, chunk_bytes);
 	return c;
 }
 
@@ -162,7 +158,7 @@ static struct weft_chunk *pool_get(void)
 			__atomic_store_n(&allocated, allocated + 1, __ATOMIC_RELAXED);
 			spare_due |= q_head != NULL;
 			weft_unlock(&pool_lock, WEFT_HOLD_POOL);
-			c = chunk_new();
+			c = chunk_new(0);
 			if (!c) {
 				weft_lock(&pool_lock, WEFT_HOLD_POOL);
 				__atomic_store_n(&allocated, allocated - 1, __ATOMIC_RELAXED);
@@ -234,9 +230,7 @@ void weft_pool_spare(void)
 		weft_unlock(&pool_lock, WEFT_HOLD_POOL);
 		if (!want)
 			return;
-		struct weft_chunk *c = chunk_new();
-		if (c && !weft_cfg.mem_access[0])
-			populate(c->data, chunk_bytes);
+		struct weft_chunk *c = chunk_new(1);
 		weft_lock(&pool_lock, WEFT_HOLD_POOL);
 		if (c) {
 			c->next = free_list;

@@ -187,14 +187,12 @@ static void write_chunk(struct writer *w, struct weft_chunk *c)
 		}
 		payload = w->pbuf;
 		h.flags |= WEFT_CHUNK_PACKED4;
-		if (ix.flags & WEFT_IX_LEAF)
-			h.flags |= WEFT_CHUNK_LEAF;
 	} else { /* no memory for packing: the records themselves, delta-coded */
 		weft_index_scan((const uint64_t *)c->data, used / 8, &ix); /* while they are absolute */
 		events = delta_encode((uint64_t *)c->data, used / 8, &dropped);
-		if (ix.flags & WEFT_IX_LEAF)
-			h.flags |= WEFT_CHUNK_LEAF;
 	}
+	if (ix.flags & WEFT_IX_LEAF) /* (1.12) a reader expands them */
+		h.flags |= WEFT_CHUNK_LEAF;
 	if (!weft_flight_active()) /* in the ring no frame has a file offset (a snapshot's differ) */
 		weft_index_chunk(c, &ix, (unsigned)w->idx, w->at, NULL);
 	h.events = events;
