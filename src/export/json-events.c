@@ -374,10 +374,17 @@ static void x_event(struct jthread *j, struct jlist *L, const struct weft_ev *ev
 	close_entry(L, e);
 }
 
+static void x_durations(struct jthread *j, const struct weft_ev *ev);
+
 /* Pass 1: durations of slices (X style), lanes, and complete slices into the side list. */
 static void pass1_event(void *ud, const struct weft_ev *ev)
 {
 	struct jthread *j = ud;
+	if (!(j->p1 & JP1_REST)) { /* (the X style's durations alone, a group at a time) */
+		if (ev->kind != WEFT_EV_COMPLETE)
+			x_durations(j, ev);
+		return;
+	}
 	if ((ev->kind == WEFT_EV_ASYNC_BEGIN || ev->kind == WEFT_EV_ASYNC_END || ev->kind == WEFT_EV_ASYNC_INSTANT) &&
 	    ev->nout + ev->nin) {
 		if (j->naflows == j->acap) {
@@ -407,6 +414,14 @@ static void pass1_event(void *ud, const struct weft_ev *ev)
 		flows(j, &j->side, ev);
 		return;
 	}
+	if (j->p1 & JP1_DURS)
+		x_durations(j, ev);
+}
+
+/* The X style's pass 1 proper: every slice's duration (and the arguments after its END), by
+ * begin. */
+static void x_durations(struct jthread *j, const struct weft_ev *ev)
+{
 	if (j->style != WEFT_JSON_X || (ev->kind != WEFT_EV_BEGIN && ev->kind != WEFT_EV_END))
 		return;
 	struct jstack *s = stack_for(j, ev->track);
@@ -741,10 +756,13 @@ static void pass1_be(struct jthread *j)
 void weft_json_pass1(size_t i, void *ud)
 {
 	struct jthread *j = &((struct jthread *)ud)[i];
-	if (j->style == WEFT_JSON_X) /* every slice's duration: the whole walk */
-		weft_walk_thread(j->p, j->th, j->end_ns, pass1_event, j, &j->st, &j->buf, &j->bufcap);
-	else
+	if (j->p1 & JP1_DURS) { /* every slice's duration: the whole walk */
+		struct weft_walk_stats st = {0}, *sp = j->p1 & JP1_REST ? &j->st : &st;
+		weft_walk_thread(j->p, j->th, j->end_ns, pass1_event, j, sp, &j->buf, &j->bufcap);
+		j->st.oom += sp == &st ? st.oom : 0; /* (pass 2's counts: it walks the same) */
+	} else {
 		pass1_be(j);
+	}
 	if (j->neargs)
 		qsort(j->eargs, j->neargs, sizeof(*j->eargs), cmp_endargs);
 	if (j->side.unsorted)
@@ -754,4 +772,7 @@ void weft_json_pass1(size_t i, void *ud)
 	free(j->stacks);
 	j->stacks = NULL;
 	j->nstacks = 0;
+	free(j->buf); /* a chunk's worth: pass 2 takes the threads a few at a time */
+	j->buf = NULL;
+	j->bufcap = 0;
 }

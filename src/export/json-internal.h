@@ -10,6 +10,7 @@
 #include "export/pb.h"
 #include "analysis/memory.h"
 #include <stdint.h>
+#include <stdio.h>
 #include <string.h>
 
 /* An entry's text is the event's JSON after the ",\n" that separates it from the one before
@@ -57,6 +58,7 @@ struct jthread {
 	const struct weft_thread_data *th;
 	size_t thread_index;
 	int style, pass;
+	int p1; /* what pass 1 learns: JP1_REST and (X style) JP1_DURS, once or in two walks */
 	uint64_t end_ns; /* closes slices left open */
 	struct jlist out;  /* pass 2: the entries being merged (one chunk's or more) */
 	/* pass 2: the next entries, formatted ahead by a worker (json.c) while `out` is merged;
@@ -91,6 +93,8 @@ struct jthread {
 	int *want;
 	const char **want_why;
 };
+#define JP1_REST 1 /* lanes, complete slices, the arrows of async slices: before the merge */
+#define JP1_DURS 2 /* the X style's durations: with the rest, or a group at a time */
 #define JD_UNTERM (1ull << 63)
 #define JD_EXC (1ull << 62) /* left by an exception */
 
@@ -255,7 +259,8 @@ void weft_json_names_build(const struct weft_proc *p, struct jnames *N);
 void weft_json_thread_prefix(struct jthread *j);
 /* B/E style, before pass 1: which chunks of the n threads pass 1 wants, on `jobs` threads. */
 void weft_json_scan(struct jthread *js, size_t n, int jobs);
-/* Pass 1 of thread i of the array ud (struct jthread[]): durations, lanes, side list. */
+/* Pass 1 of thread i of the array ud (struct jthread[]): what its p1 says (durations, lanes,
+ * side list). */
 void weft_json_pass1(size_t i, void *ud);
 /* Pass 2's event callback: formats into the thread's out list. */
 void weft_json_pass2_event(void *ud, const struct weft_ev *ev);
@@ -266,6 +271,28 @@ void weft_json_snapshot_marks(const struct weft_trace *t, struct jlist *L);
 /* A lane's pseudo-thread id. */
 uint64_t weft_json_lane_tid(const struct jthread *j, unsigned track);
 int weft_json_cmp_u64(const void *a, const void *b);
+
+/* The merge in stages (json-runs.c): sorted runs of entries in a spill file, then merged. */
+struct jruns {
+	int fd;        /* the spill file: unlinked, in $TMPDIR or /tmp */
+	const char *dir;
+	void *cctx;    /* (ZSTD_CCtx) */
+	uint8_t *blk, *zbuf; /* the block being gathered; a compressed block */
+	size_t blkn, blkcap, zcap;
+	uint64_t *off; /* run i: bytes [off[i], off[i + 1]) */
+	size_t n, cap;
+	uint64_t at;   /* bytes written */
+	int err;       /* the first failure's errno */
+};
+/* A new spill file: 0, or -errno. */
+int weft_json_runs_open(struct jruns *R);
+/* An entry (text without its separator) to the run being written. */
+void weft_json_runs_add(struct jruns *R, uint64_t ts, const uint8_t *text, size_t len);
+/* Ends the run being written (the next entry starts another). */
+void weft_json_runs_end(struct jruns *R);
+/* Every run's entries to emit, by (timestamp, run): 0, or -errno. */
+int weft_json_runs_merge(struct jruns *R, void (*emit)(void *ud, const uint8_t *text, size_t len), void *ud);
+void weft_json_runs_free(struct jruns *R);
 int weft_json_cmp_ent(const void *a, const void *b);
 
 #endif

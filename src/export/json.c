@@ -6,19 +6,24 @@
  * args.weft_unterminated = true. Named-track lanes become pseudo-threads (tid 0x40000000 +
  * track<<12 + thread index) named "track / thread".
  *
- * Two passes, memory bounded by two chunks per thread. Pass 1 (threads in parallel) walks each
- * thread to learn what the streaming pass cannot know in time: the duration of every slice
- * (for X events, written at their begin), the lanes used (their names come first), and the
- * complete slices, whose times lie in the past of the stream - those are formatted right away
- * into a side list. The B/E style needs no durations: its pass 1 decodes only the chunks whose
- * record headers show something else than function entries and exits and plain slices and
- * instants on the thread's own row (a parallel scan of the packed headers decides). Pass 2
- * formats each thread one chunk at a time, a chunk ahead on worker threads (--jobs), and
- * merges the threads (and side lists) by timestamp through a heap; the entries' bytes go out
- * in runs from where they were formatted. GPU activities (json-gpu.c) are one more side list
- * in that merge, on rows of their own. Formatting is table-driven where it is hot: each
- * process's site names escaped once, each thread's `"pid":..,"tid":..` made once, and a
- * timestamp's whole seconds printed once per second. The bytes do not depend on --jobs.
+ * Two passes. Pass 1 (threads in parallel) walks each thread to learn what the streaming pass
+ * cannot know in time: the duration of every slice (for X events, written at their begin), the
+ * lanes used (their names come first), and the complete slices, whose times lie in the past of
+ * the stream - those are formatted right away into a side list. The B/E style needs no
+ * durations: its pass 1 decodes only the chunks whose record headers show something else than
+ * function entries and exits and plain slices and instants on the thread's own row (a parallel
+ * scan of the packed headers decides). Pass 2 formats each thread one chunk at a time, a chunk
+ * ahead on worker threads (--jobs), and merges the threads (and side lists) by timestamp
+ * through a heap; the entries' bytes go out in runs from where they were formatted. GPU
+ * activities (json-gpu.c) are one more side list in that merge, on rows of their own.
+ *
+ * Memory: two formatted chunks for each thread being merged. A trace of more than JSON_GROUP
+ * threads (a job's ranks) is merged a group at a time into sorted runs of a spill file, then
+ * the runs into the output (json-runs.c): the same bytes, with one group's memory.
+ *
+ * Formatting is table-driven where it is hot: each process's site names escaped once, each
+ * thread's `"pid":..,"tid":..` made once, and a timestamp's whole seconds printed once per
+ * second. The bytes do not depend on --jobs, nor on the merge's stages.
  */
 #include "export/json-internal.h"
 #include "export/export.h"
@@ -129,6 +134,10 @@ static int refill(struct feed *f, size_t i)
 	return more;
 }
 
+/* Threads merged at once: beyond, the merge goes in stages through a spill file (json-runs.c),
+ * so that memory holds this many threads' chunks (a few MB each when busy), not all of them. */
+#define JSON_GROUP 16
+
 struct ctx {
 	FILE *out;
 	struct pb buf;
@@ -228,6 +237,125 @@ static int stream_next(struct feed *f, size_t s)
 	return (s & 1) || s / 2 == f->n ? 0 : refill(f, s / 2);
 }
 
+/* The streams' heap, keyed by (the timestamp of the stream's current entry, the stream): equal
+ * timestamps go out in stream order, whether merged in one stage or in groups. */
+struct merge {
+	struct jthread *js;
+	struct feed *f;
+	struct ctx *c;
+	struct jruns *runs; /* in stages: where the group's entries go */
+	size_t *heap, hn;
+};
+
+static int stream_before(struct jthread *js, size_t a, size_t b)
+{
+	const struct jlist *A = stream_list(js, a), *B = stream_list(js, b);
+	uint64_t ka = A->ents[A->pos].ts, kb = B->ents[B->pos].ts;
+	return ka < kb || (ka == kb && a < b);
+}
+
+static void sift_down(struct merge *m, size_t at)
+{
+	for (;;) {
+		size_t l = 2 * at + 1, r = l + 1, k = at;
+		if (l < m->hn && stream_before(m->js, m->heap[l], m->heap[k]))
+			k = l;
+		if (r < m->hn && stream_before(m->js, m->heap[r], m->heap[k]))
+			k = r;
+		if (k == at)
+			return;
+		size_t t = m->heap[k];
+		m->heap[k] = m->heap[at];
+		m->heap[at] = t;
+		at = k;
+	}
+}
+
+/* Threads [lo, hi)'s streams (with `rest`, also the snapshots' and the GPU's lists) merged into
+ * the output, or in stages into one run of the spill file. */
+static void merge_streams(struct merge *m, size_t lo, size_t hi, int rest)
+{
+	struct feed *f = m->f;
+	struct jthread *js = m->js;
+	size_t n = f->n;
+	pthread_mutex_lock(&f->lock);
+	for (size_t i = lo; i < hi; i++)
+		feed_queue(f, i);
+	pthread_mutex_unlock(&f->lock);
+	m->hn = 0;
+	for (size_t s = 2 * lo; s < 2 * hi; s++)
+		if ((s & 1) ? js[s / 2].side.nents > 0 : refill(f, s / 2))
+			m->heap[m->hn++] = s;
+	if (rest && js[n].out.nents) /* 2n: the snapshots' list, 2n + 1: the GPU's */
+		m->heap[m->hn++] = 2 * n;
+	if (rest && js[n].side.nents)
+		m->heap[m->hn++] = 2 * n + 1;
+	for (size_t i = m->hn / 2 + 1; i-- > 0;)
+		sift_down(m, i);
+	for (uint64_t emitted = 1; m->hn; emitted++) {
+		size_t s = m->heap[0];
+		struct jlist *L = stream_list(js, s);
+		const struct jent *e = &L->ents[L->pos];
+		if (m->runs) {
+			size_t sep = e->flags & JF_BARE ? 0 : 2;
+			weft_json_runs_add(m->runs, e->ts, L->text.p + e->off + sep, e->len - sep);
+		} else {
+			emit_ent(m->c, L, e);
+			if (L->pos + 1 >= L->nents) /* its text is about to be reused */
+				run_flush(m->c);
+		}
+		if (!(emitted & 0xffff)) /* the progress line's count */
+			atomic_fetch_add_explicit(&weft_export_progress, 0x10000, memory_order_relaxed);
+		if (!stream_next(f, s))
+			m->heap[0] = m->heap[--m->hn];
+		sift_down(m, 0);
+	}
+	if (m->runs)
+		weft_json_runs_end(m->runs);
+}
+
+/* A run's entry into the output (the merge in stages). */
+static void emit_text(void *ud, const uint8_t *text, size_t len)
+{
+	struct ctx *c = ud;
+	if (!c->first)
+		PUTS(&c->buf, ",\n");
+	c->first = 0;
+	put(&c->buf, (const char *)text, len);
+	out_flush(c, 0);
+}
+
+/* What a thread holds for the merge, given back once merged. */
+static void release(struct jthread *j)
+{
+	free(j->out.text.p);
+	free(j->out.ents);
+	free(j->spare.text.p);
+	free(j->spare.ents);
+	free(j->side.text.p);
+	free(j->side.ents);
+	free(j->durs);
+	free(j->eargs);
+	free(j->etext.p);
+	free(j->buf);
+	memset(&j->out, 0, sizeof(j->out));
+	memset(&j->spare, 0, sizeof(j->spare));
+	memset(&j->side, 0, sizeof(j->side));
+	memset(&j->etext, 0, sizeof(j->etext));
+	j->durs = NULL;
+	j->eargs = NULL;
+	j->buf = NULL;
+	j->bufcap = 0;
+}
+
+/* Threads merged at once before the merge goes in stages (WEFT_JSON_GROUP, for tests). */
+static size_t json_group(void)
+{
+	const char *e = getenv("WEFT_JSON_GROUP");
+	long v = e ? strtol(e, NULL, 10) : 0;
+	return v >= 1 ? (size_t)v : JSON_GROUP;
+}
+
 int weft_export_json(const struct weft_trace *t, FILE *out, int style, int jobs,
 		     struct weft_export_summary *sum, char *err, size_t errlen)
 {
@@ -285,7 +413,13 @@ int weft_export_json(const struct weft_trace *t, FILE *out, int style, int jobs,
 	}
 	weft_json_snapshot_marks(t, &js[n].out); /* stream 2n: no thread's (js[n] has none: finished) */
 	js[n].finished = 1;
-	if (style != WEFT_JSON_X)
+	/* in stages, the X style's durations (8 bytes a slice) are learnt a group at a time */
+	size_t group = json_group();
+	struct jruns runs; /* in stages (or no spill file could be made: memory is all there is) */
+	int staged = n > group && !weft_json_runs_open(&runs), durs_later = staged && style == WEFT_JSON_X;
+	for (size_t i = 0; i < n; i++)
+		js[i].p1 = JP1_REST | (style == WEFT_JSON_X && !durs_later ? JP1_DURS : 0);
+	if (!(js[0].p1 & JP1_DURS))
 		weft_json_scan(js, n, weft_jobs(jobs));
 	weft_parallel_for(n, weft_jobs(jobs), weft_json_pass1, js);
 	for (size_t i = 0; i < n; i++)
@@ -313,6 +447,7 @@ int weft_export_json(const struct weft_trace *t, FILE *out, int style, int jobs,
 	}
 
 	struct ctx c = {.out = out, .first = 1};
+	char spill_err[200] = "";
 	PUTS(&c.buf, "{\"displayTimeUnit\":\"ns\",\"traceEvents\":[\n");
 	k = 0;
 	for (size_t i = 0; i < t->nprocs; i++) {
@@ -354,58 +489,37 @@ int weft_export_json(const struct weft_trace *t, FILE *out, int style, int jobs,
 	f.queue = malloc(f.cap * sizeof(*f.queue));
 	if (!f.queue)
 		weft_oom("writing JSON");
-	pthread_mutex_lock(&f.lock);
-	for (size_t i = 0; i < n; i++)
-		feed_queue(&f, i);
-	pthread_mutex_unlock(&f.lock);
 	pthread_t workers[16];
 	int nworkers = 0;
 	for (int w = 1; w < weft_jobs(jobs) && (size_t)w <= n; w++)
 		if (pthread_create(&workers[nworkers], NULL, feed_main, &f) == 0)
 			nworkers++;
-	/* the heap of streams, keyed by the timestamp of each stream's current entry */
-	size_t *heap = calloc(2 * n + 2, sizeof(size_t)), hn = 0;
-	if (!heap)
+	struct merge m = {.js = js, .f = &f, .c = &c, .heap = calloc(2 * n + 2, sizeof(size_t))};
+	if (!m.heap)
 		weft_oom("writing JSON");
-#define KEY(s) (stream_list(js, s)->ents[stream_list(js, s)->pos].ts)
-#define SIFT_DOWN(at0)                                                                   \
-	do {                                                                             \
-		size_t at_ = (at0);                                                      \
-		for (;;) {                                                               \
-			size_t l_ = 2 * at_ + 1, r_ = l_ + 1, m_ = at_;                  \
-			if (l_ < hn && KEY(heap[l_]) < KEY(heap[m_]))                    \
-				m_ = l_;                                                 \
-			if (r_ < hn && KEY(heap[r_]) < KEY(heap[m_]))                    \
-				m_ = r_;                                                 \
-			if (m_ == at_)                                                   \
-				break;                                                   \
-			size_t tmp_ = heap[m_];                                          \
-			heap[m_] = heap[at_];                                            \
-			heap[at_] = tmp_;                                                \
-			at_ = m_;                                                        \
-		}                                                                        \
-	} while (0)
-	for (size_t s = 0; s < 2 * n + 2; s++) { /* 2n + 1: the GPU's list, 2n: the snapshots' */
-		int has = (s & 1) ? js[s / 2].side.nents > 0 : s < 2 * n ? refill(&f, s / 2) : js[n].out.nents > 0;
-		if (has)
-			heap[hn++] = s;
+	if (!staged) {
+		merge_streams(&m, 0, n, 1);
+	} else {
+		m.runs = &runs;
+		for (size_t lo = 0; lo < n && !runs.err; lo += group) { /* (a failed write is said below) */
+			size_t hi = n - lo > group ? lo + group : n;
+			for (size_t i = lo; durs_later && i < hi; i++)
+				js[i].p1 = JP1_DURS;
+			if (durs_later)
+				weft_parallel_for(hi - lo, weft_jobs(jobs), weft_json_pass1, js + lo);
+			merge_streams(&m, lo, hi, hi == n);
+			for (size_t i = lo; i < hi; i++)
+				release(&js[i]);
+		}
+		run_flush(&c);
+		int spill_rc = weft_json_runs_merge(&runs, emit_text, &c);
+		if (spill_rc && !c.err) {
+			snprintf(spill_err, sizeof(spill_err), "merging the threads through a spill file in %s failed: %s",
+				 runs.dir, strerror(-spill_rc));
+			c.err = -spill_rc;
+		}
+		weft_json_runs_free(&runs);
 	}
-	for (size_t i = hn / 2 + 1; i-- > 0;)
-		SIFT_DOWN(i);
-	for (uint64_t emitted = 1; hn; emitted++) {
-		size_t s = heap[0];
-		struct jlist *L = stream_list(js, s);
-		emit_ent(&c, L, &L->ents[L->pos]);
-		if (!(emitted & 0xffff)) /* the progress line's count */
-			atomic_fetch_add_explicit(&weft_export_progress, 0x10000, memory_order_relaxed);
-		if (L->pos + 1 >= L->nents) /* its text is about to be reused */
-			run_flush(&c);
-		if (!stream_next(&f, s))
-			heap[0] = heap[--hn];
-		SIFT_DOWN(0);
-	}
-#undef SIFT_DOWN
-#undef KEY
 	pthread_mutex_lock(&f.lock);
 	f.quit = 1;
 	pthread_cond_broadcast(&f.cond);
@@ -429,19 +543,10 @@ int weft_export_json(const struct weft_trace *t, FILE *out, int style, int jobs,
 		sum->bad_chunks += j->st.bad_chunks;
 		if (!sum->bad_why)
 			sum->bad_why = j->st.bad_why;
-		free(j->out.text.p);
-		free(j->out.ents);
-		free(j->spare.text.p);
-		free(j->spare.ents);
-		free(j->side.text.p);
-		free(j->side.ents);
-		free(j->durs);
+		release(j);
 		free(j->want);
 		free(j->want_why);
-		free(j->eargs);
-		free(j->etext.p);
 		free(j->lanes);
-		free(j->buf);
 	}
 	run_flush(&c);
 	PUTS(&c.buf, "\n],\"metadata\":{\"weft-dropped-events\":");
@@ -451,7 +556,7 @@ int weft_export_json(const struct weft_trace *t, FILE *out, int style, int jobs,
 	PUTS(&c.buf, "}}\n");
 	out_flush(&c, 1);
 	free(c.buf.p);
-	free(heap);
+	free(m.heap);
 	free(aset);
 	free(js[n].side.text.p); /* gpu.text, when it had events */
 	if (js[n].side.text.p != gpu.text.p)
@@ -474,7 +579,10 @@ int weft_export_json(const struct weft_trace *t, FILE *out, int style, int jobs,
 	if (!c.err && fflush(out))
 		c.err = errno;
 	if (c.err) {
-		snprintf(err, errlen, "writing the trace failed: %s", strerror(c.err));
+		if (spill_err[0])
+			snprintf(err, errlen, "%s", spill_err);
+		else
+			snprintf(err, errlen, "writing the trace failed: %s", strerror(c.err));
 		return -c.err;
 	}
 	return weft_export_result(sum, 0, err, errlen);

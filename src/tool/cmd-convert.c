@@ -126,32 +126,6 @@ static int convert_part(const struct weft_trace *t, int jobs, int deflate)
 	return said || rc ? WEFT_EXIT_FAIL : WEFT_EXIT_OK;
 }
 
-/* Chrome JSON's merge (export/json.c) holds each thread's current chunk at once, decoded and
- * formatted twice over (the list written and the next one): about 110 bytes per event of a
- * thread's largest chunk, plus its records (2.5 GB estimated, 2.4 GiB measured, for the 1,024
- * ranks of bench/mpi/scale_read.sh). Where that passes 1 GB (a job of hundreds of ranks
- * tracing densely), the user hears it before the memory goes, with the way around it. */
-static void json_memory_warning(const struct weft_trace *t)
-{
-	double bytes = 0;
-	size_t threads = 0;
-	for (size_t i = 0; i < t->nprocs; i++)
-		for (size_t k = 0; k < t->procs[i].nthreads; k++) {
-			const struct weft_thread_data *th = &t->procs[i].threads[k];
-			uint32_t ev = 0, raw = 0;
-			for (size_t c = 0; c < th->nchunks; c++) {
-				ev = th->chunks[c].events > ev ? th->chunks[c].events : ev;
-				raw = th->chunks[c].raw_size > raw ? th->chunks[c].raw_size : raw;
-			}
-			bytes += 110.0 * ev + raw;
-			threads++;
-		}
-	if (bytes > 1e9)
-		weft_cli_error("convert", "warning: Chrome JSON merges all %zu threads at once, holding each one's current "
-			       "chunk: about %.1f GB of memory here; a .pftrace holds a few at a time (or convert a part: "
-			       "--ranks, --time)", threads, bytes / 1e9);
-}
-
 int cmd_convert(int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -350,8 +324,6 @@ int cmd_convert(int argc, char **argv)
 	setvbuf(f, obuf, _IOFBF, sizeof(obuf));
 	struct weft_export_summary s;
 	if (!strcmp(fmt, "json")) {
-		if (!quiet)
-			json_memory_warning(t);
 		rc = weft_export_json(t, f, style, jobs, &s, err, sizeof(err));
 	} else if (in_job) /* rank 0: its part, then the others' as they come */
 		rc = weft_export_pftrace_part(t, f, jobs, deflate, 0, job.size, &s, err, sizeof(err)) ||

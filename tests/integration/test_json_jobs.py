@@ -2,9 +2,11 @@
 the same bytes whatever --jobs, in both styles; and the B/E style, whose first pass decodes only
 the chunks that hold complete or async slices, arrows or named tracks (tests/programs/jsonmix.c
 puts them between long runs of plain slices, in 8 KiB chunks), has every event the X style,
-whose first pass reads every chunk, has."""
+whose first pass reads every chunk, has. Merged in stages (WEFT_JSON_GROUP=1: a thread at a
+time into runs of a spill file, as a job of more than 16 threads is), the bytes are the same."""
 import json
-from weftlib import TraceTest, main
+import os
+from weftlib import WEFT, TraceTest, main, run
 
 ROUNDS, PLAIN = 12, 3000
 
@@ -28,6 +30,15 @@ class JsonJobs(TraceTest):
             for jobs in (2, 3, 8):
                 with self.subTest(style=style, jobs=jobs):
                     self.assertTrue(outs[jobs] == outs[1], f"--jobs {jobs} wrote other bytes than --jobs 1")
+            # merged a thread at a time through the spill file (what a job of more than 16
+            # threads gets), the X style's durations learnt a thread at a time: the same bytes
+            for jobs in (1, 2):
+                with self.subTest(style=style, stages=jobs):
+                    path = os.path.join(self.tmp, f"s-{style}-{jobs}.json")
+                    run([WEFT, "convert", self.data, "-o", path, f"--json-style={style}", "-j", str(jobs)],
+                        env={"WEFT_JSON_GROUP": "1"})
+                    with open(path, "rb") as f:
+                        self.assertTrue(f.read() == outs[1], "the merge in stages wrote other bytes")
 
     def test_be_has_what_x_has(self):
         be = self.load_json(self.convert(self.data, "t-be.json", "--json-style=be")[0])

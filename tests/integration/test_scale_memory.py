@@ -10,10 +10,15 @@ whole while all were read (~32 KB a rank), each map as text (~29 KB), the small 
 the heap (~22 KB), `weft info`'s message check kept every slice of the trace (about 1 MB a rank
 here). Also checked: the outputs do not change with the reading (the 320-rank .pftrace is read
 by trace_processor with 320 processes), and `weft plot mpi` draws a job of over 80 ranks (its
-rank labels' step once never ended)."""
+rank labels' step once never ended). Chrome JSON, merged by time, held every thread's current
+chunk formatted (2 MB and more a rank); it merges 16 threads at a time through a spill file
+since, with the same bytes, and says so in one line when that file cannot be written."""
+import json
 import os
 import re
+import resource
 import shutil
+import signal
 import subprocess
 import sys
 import unittest
@@ -88,6 +93,54 @@ class ScaleMemory(TraceTest):
         self.assertIn(f"processes:  {LARGE}\n", info)
         self.assertEqual(len(re.findall(r"^  \d+ mpi_app rank \d+ ", info, re.M)), LARGE)  # the tree
         self.assertEqual(len(re.findall(r'^process \d+ "mpi_app rank \d+ ', info, re.M)), LARGE)  # the details
+
+    def test_json_per_rank(self):
+        # Chrome JSON merges every thread by time: it held each thread's current chunk formatted
+        # twice over, about 2 MB a rank here (2.2 GiB at 1,024 ranks); since 2026-12-07 it merges
+        # 16 threads at a time into sorted runs of a spill file, then the runs
+        for style in ("be", "x"):
+            with self.subTest(style=style):
+                kb, peaks = self.per_rank("convert", "-j1", "-f", "json", "--json-style", style, out=f"{style}.json")
+                self.assertLess(kb, PER_RANK_KB, f"weft convert -f json --json-style {style}: {kb:.1f} KiB a rank ({peaks})")
+
+    def test_json_stages_same_bytes(self):
+        # the merge in stages writes what the one-stage merge writes, byte for byte: equal
+        # timestamps go out in thread order either way; without a spill file (TMPDIR not
+        # writable) the one-stage merge is what runs
+        src = os.path.join(self.dir, f"G{SMALL}")
+        for style in ("x", "be"):
+            outs = {}
+            for name, env in (("one", {"WEFT_JSON_GROUP": "100000"}), ("stages", {}), ("by3", {"WEFT_JSON_GROUP": "3"}),
+                              ("nospill", {"TMPDIR": os.path.join(self.tmp, "absent")})):
+                out = os.path.join(self.tmp, f"{name}.json")
+                run([WEFT, "convert", "-q", "-j2", "--json-style", style, src, "-o", out], env=env)
+                with open(out, "rb") as f:
+                    outs[name] = f.read()
+            for name in ("stages", "by3", "nospill"):
+                self.assertTrue(outs[name] == outs["one"], f"--json-style {style}: {name} wrote other bytes")
+        doc = json.loads(outs["stages"])
+        ev = doc["traceEvents"]
+        ts = [e["ts"] for e in ev if e["ph"] != "M"]
+        self.assertEqual(ts, sorted(ts))
+        self.assertEqual(len({e["pid"] for e in ev if e["ph"] == "B"}), SMALL)
+        self.assertEqual(sum(e["ph"] == "B" for e in ev), sum(e["ph"] == "E" for e in ev))
+        info = run([WEFT, "info", src]).stdout
+        events = int(re.search(r"^events:\s+(\d+)", info, re.M).group(1))
+        self.assertEqual(sum(e["ph"] in "BEiIXC" for e in ev), events)  # every event, once
+
+    def test_json_spill_fails(self):
+        # the spill file cannot grow (a 1 MiB file size limit; ~3 MB are needed): one line
+        # that says why, a failing status, no output file left
+        def limited():
+            signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+            resource.setrlimit(resource.RLIMIT_FSIZE, (1 << 20, 1 << 20))
+        out = os.path.join(self.tmp, "limited.json")
+        p = subprocess.run([WEFT, "convert", "-q", os.path.join(self.dir, f"G{SMALL}"), "-o", out],
+                           preexec_fn=limited, capture_output=True, text=True, timeout=240)
+        self.assertEqual(p.returncode, 1, p.stderr)
+        self.assertEqual(p.stderr, "weft: convert: merging the threads through a spill file in "
+                         f"{os.environ.get('TMPDIR') or '/tmp'} failed: File too large\n")
+        self.assertFalse(os.path.exists(out))
 
     def test_plot_many_ranks(self):
         png = os.path.join(self.tmp, "mpi.png")
