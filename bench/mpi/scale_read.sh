@@ -6,8 +6,9 @@
 # Records tests/mpi/mpi_app.c on 4 MPICH ranks with NEW_BUILD, clones it with gen_ranks.py (4
 # ranks per host), then runs each command ROUNDS times (default 3) per build, the builds
 # interleaved: the median wall and the largest peak RSS (/usr/bin/time's %M). Without
-# BASE_BUILD only NEW_BUILD is measured. Chrome JSON is measured up to 64 ranks only (its merge
-# holds every thread's current chunk: not bounded, see docs/scale.md).
+# BASE_BUILD only NEW_BUILD is measured. ONLY=REGEX measures only the commands it matches (e.g.
+# ONLY=json). A base build whose Chrome JSON merge is not bounded (before 2026-12-07, fourth
+# session: ~2 MB a rank) is run on it up to 1,024 ranks only (BASE_JSON_MAX to change).
 set -euo pipefail
 src=$(cd "$(dirname "$0")/../.." && pwd)
 new=$(cd "${1:-$src/build}" && pwd)
@@ -55,12 +56,13 @@ echo
 echo "| command | ranks | build | wall s (median) | peak RSS MiB |"
 echo "|---|---|---|---|---|"
 for c in "${cmds[@]}"; do
+	[[ -n ${ONLY:-} && ! $c =~ $ONLY ]] && continue
 	for n in 4 64 1024 4096; do
-		[[ $c == *json* && $n -gt 64 ]] && continue
 		cmd=${c//\{n\}/$n}
 		declare -A walls=() peaks=()
 		for ((r = 0; r < rounds; r++)); do
 			for b in "${builds[@]}"; do
+				[[ $b != "$new" && $c == *json* && $n -gt ${BASE_JSON_MAX:-1024} ]] && continue
 				read -r wall peak < <(one "$b" "$cmd")
 				walls[$b]+="$wall "
 				[[ $peak != nan && $peak -gt ${peaks[$b]:-0} ]] && peaks[$b]=$peak
@@ -69,6 +71,7 @@ for c in "${cmds[@]}"; do
 		for b in "${builds[@]}"; do
 			label=new
 			[ "$b" != "$new" ] && label=base
+			[ -z "${walls[$b]:-}" ] && continue
 			m=$(echo "${walls[$b]}" | tr ' ' '\n' | grep -v '^$' | median)
 			echo "| \`${cmd}\` | $n | $label | $m | $(( ${peaks[$b]:-0} / 1024 )) |"
 		done
