@@ -673,7 +673,14 @@ int weft_flight_dump_as(const char *kind, const char *reason, uint64_t trigger_t
 	}
 	fl_snapshots = number;
 	rc = number;
+	/* --switch-output: what came after the cut (put before step 3) is the next part's; zeroing
+	 * the count lost it, and a fast program's whole run went into one part */
 	fl_pending = 0;
+	for (size_t k = 0; k < fl_ents_n; k++) {
+		struct fl_entry *e = fl_ent_at(k);
+		if (!e->ghost && e->th->limit != UINT64_MAX && e->seq >= e->th->limit)
+			fl_pending += e->len + e->nsum * 8;
+	}
 	if (!strcmp(kind, "part") && weft_cfg.switch_max_files && number > weft_cfg.switch_max_files) {
 		snprintf(final, sizeof(final), "%s/part-%d", weft_g.dir, number - weft_cfg.switch_max_files);
 		fl_remove_dir(final); /* --switch-max-files: the oldest part goes */

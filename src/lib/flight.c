@@ -364,7 +364,31 @@ static uint64_t *summarize(struct sum_scratch **scr, const uint64_t *w, size_t n
 	}
 	size_t nw = 0, nl = 0, nops = 0, nctr = 0, i = 0;
 	int attach = 0;
+	uint64_t fst = UINT64_MAX, lst = 0; /* (locals: a store to x->w cannot change them) */
 	while (i + 2 <= n) {
+		/* the bulk of a function trace: entries and exits with nothing of their own, an exit
+		 * closing the innermost entry; what the general case below does with them */
+		for (uint64_t *xw = x->w; i + 2 <= n; i += 2) {
+			uint64_t h = w[i + 1], t = w[i];
+			unsigned te = (unsigned)(h >> 32) & 0xffff; /* type, no extra words (the track bits: the address's) */
+			if (te == WEFT_R_FUNC_ENTER && nl < SUM_LEVELS && nw + 2 <= x->cap) {
+				x->lvl[nl] = (uint32_t)nw;
+				x->trk[nl++] = 0xffff;
+				xw[nw] = t;
+				xw[nw + 1] = h;
+				nw += 2;
+				attach = 1;
+			} else if (te == WEFT_R_FUNC_EXIT && nl && x->trk[nl - 1] == 0xffff) {
+				nw = x->lvl[--nl];
+				attach = 0;
+			} else {
+				break;
+			}
+			fst = fst == UINT64_MAX ? t : fst;
+			lst = t;
+		}
+		if (i + 2 > n)
+			break;
 		uint64_t h = w[i + 1];
 		unsigned type = weft_rec_type(h), extra = weft_rec_extra(h);
 		size_t len = 2 + extra;
@@ -372,15 +396,15 @@ static uint64_t *summarize(struct sum_scratch **scr, const uint64_t *w, size_t n
 			break;
 		if (weft_rec_has_ticks(type)) {
 			if (type != WEFT_R_DROPPED) {
-				if (*first == UINT64_MAX)
-					*first = w[i];
-				*last = w[i];
+				if (fst == UINT64_MAX)
+					fst = w[i];
+				lst = w[i];
 			}
 		} else if (type == WEFT_R_SCHED || type == WEFT_R_SAMPLE || type == WEFT_R_ACCESS) {
 			uint64_t t = ns_to_ticks(w[i]);
-			if (*first == UINT64_MAX)
-				*first = t;
-			*last = t;
+			if (fst == UINT64_MAX)
+				fst = t;
+			lst = t;
 		}
 		if (type == WEFT_R_BEGIN || type == WEFT_R_FUNC_ENTER) {
 			attach = 0;
@@ -437,6 +461,8 @@ static uint64_t *summarize(struct sum_scratch **scr, const uint64_t *w, size_t n
 		}
 		i += len;
 	}
+	*first = fst;
+	*last = lst;
 	if (!nops && !nw && !nctr)
 		return NULL;
 	size_t total = 3 + nops + nw + nctr * 3;
