@@ -77,6 +77,7 @@ struct snap {
 	uint64_t events, chunks, bytes_raw, reemitted, not_in_window;
 	uint64_t window_events; /* events less the re-emitted context */
 	uint64_t part_events;   /* events of the threads' current chunks (not in the ring yet) */
+	int zhelp;              /* a second compressor runs (flight-zhelp.c) */
 };
 
 /* Packs records w[0..n) (absolute times) and writes them as thread t's next chunk. */
@@ -206,6 +207,14 @@ static void sort_by_seq(size_t *a, size_t n)
 	}
 }
 
+/* A whole frame of the ring the snapshot compresses: packed, not compressed, and not from a
+ * signal handler (where a compressor might allocate). */
+static int compressible(const struct weft_chunk_header *h)
+{
+	return !(h->flags & WEFT_CHUNK_ZSTD) && !weft_g.in_signal && weft_cfg.compression != 0 &&
+	       h->stored_size <= fl_packcap;
+}
+
 /* One thread's part of the snapshot: its context, then its window's frames (trimmed where the
  * window starts inside one), then the copy of its current chunk. */
 static void dump_thread(struct snap *s0, struct fl_thread *t)
@@ -238,7 +247,7 @@ static void dump_thread(struct snap *s0, struct fl_thread *t)
 	if (nctr)
 		memcpy(ctr, t->ctr, nctr * 24);
 	uint64_t *ctrp = ctr;
-	size_t k = 0;
+	size_t k = 0, given = SIZE_MAX; /* the frame the helper compresses */
 	int attach = 0, context_done = 0;
 	size_t gap = 0; /* frames before the last gap (a ghost: records never kept) are not shown */
 	for (size_t q = 0; q < n; q++)
@@ -288,22 +297,42 @@ static void dump_thread(struct snap *s0, struct fl_thread *t)
 		h.seq = ((uint64_t)t->serial << WEFT_SEQ_SERIAL_SHIFT) | t->written++;
 		const void *payload = fl_ring + e->off + sizeof(h);
 		/* the ring keeps frames packed; the snapshot compresses them (not in a signal handler,
-		 * where a compressor might allocate) */
-		if (!(h.flags & WEFT_CHUNK_ZSTD) && !weft_g.in_signal && weft_cfg.compression != 0 &&
-		    h.stored_size <= fl_packcap) {
-			size_t z = ZSTD_compressCCtx(fl_cctx, fl_zbuf, fl_zcap, payload, h.stored_size, weft_cfg.compression);
-			if (!ZSTD_isError(z) && z < h.stored_size) {
-				payload = fl_zbuf;
-				h.stored_size = (uint32_t)z;
-				h.flags |= WEFT_CHUNK_ZSTD;
-				h.checksum = weft_chunk_sum(h.flags, payload, z);
+		 * where a compressor might allocate), every other one on the helper's thread where it
+		 * runs (flight-zhelp.c): this one was given to it at the frame before, or the next one
+		 * goes to it now while this one is compressed here */
+		size_t z = 0;
+		const uint8_t *zout = fl_zbuf;
+		if (given == k) {
+			z = fl_zhelp_take(&zout);
+			given = SIZE_MAX;
+		} else {
+			if (s->zhelp && k + 1 < n) {
+				const struct fl_entry *x = &fl_ents[fl_ord[k + 1]];
+				struct weft_chunk_header hx;
+				memcpy(&hx, fl_ring + x->off, sizeof(hx));
+				if (compressible(&hx) && fl_zhelp_give(fl_ring + x->off + sizeof(hx), hx.stored_size))
+					given = k + 1;
 			}
+			if (compressible(&h)) {
+				z = ZSTD_compressCCtx(fl_cctx, fl_zbuf, fl_zcap, payload, h.stored_size, weft_cfg.compression);
+				z = ZSTD_isError(z) || z >= h.stored_size ? 0 : z;
+			}
+		}
+		if (z) {
+			payload = zout;
+			h.stored_size = (uint32_t)z;
+			h.flags |= WEFT_CHUNK_ZSTD;
+			h.checksum = weft_chunk_sum(h.flags, payload, z);
 		}
 		snap_chunk_write(&s->ev, &h, payload);
 		s->events += h.events;
 		s->window_events += h.events;
 		s->chunks++;
 		s->bytes_raw += h.raw_size;
+	}
+	if (given != SIZE_MAX) { /* (never: the frame given is the loop's next) */
+		const uint8_t *unused;
+		fl_zhelp_take(&unused);
 	}
 	if (t->part && t->npart) {
 		const uint64_t *w = t->part;
@@ -634,9 +663,11 @@ int weft_flight_dump_as(const char *kind, const char *reason, uint64_t trigger_t
 	struct weft_file_header fh;
 	weft_file_header_init(&fh, WEFT_EVENTS_MAGIC, weft_g.pid, 0, weft_clock_kind());
 	out_put(&s.ev, &fh, sizeof(fh));
+	s.zhelp = fl_zhelp_start();
 	for (size_t i = 0; i < fl_nths; i++)
 		if (!fl_ths[i].excluded)
 			dump_thread(&s, &fl_ths[i]);
+	fl_zhelp_stop();
 	out_flush(&s.ev);
 	rc = s.ev.err;
 	if (close(s.ev.fd) && !rc)

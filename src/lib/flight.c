@@ -961,6 +961,7 @@ void weft_flight_atfork_child(void)
 	ring_empty();
 	fl_dumping = 0;
 	fl_pending = 0;
+	fl_zhelp_atfork_child();
 	weft_switch_atfork_child();
 }
 void weft_flight_atfork_prepare(void) { pthread_mutex_lock(&fl_ring_lock); }
@@ -993,6 +994,7 @@ void weft_flight_finish(void)
 	free(fl_raw);
 	free(fl_packbuf);
 	free(fl_zbuf);
+	fl_zhelp_free();
 	free(fl_ctxw);
 	free(fl_ctxlvl);
 	free(fl_ctxtrack);

@@ -128,6 +128,18 @@ WEFT_HIDDEN extern ZSTD_CCtx *fl_cctx;
 WEFT_HIDDEN extern pthread_mutex_t fl_dump_lock; /* one snapshot at a time */
 WEFT_HIDDEN extern int fl_finishing;             /* weft_flight_finish: the writers are done */
 
+/* flight-zhelp.c: a second compressor for a snapshot's whole frames. start: 1 where the helper
+ * runs for this snapshot (0: the snapshot compresses alone); give: src[0..n) to compress (the
+ * helper idle; 0: not taken); take: waits for it, its compressed bytes in *out (the helper's
+ * buffer, until the next give), their size or 0 where it did not shrink; stop: at the
+ * snapshot's end. */
+WEFT_HIDDEN int fl_zhelp_start(void);
+WEFT_HIDDEN int fl_zhelp_give(const void *src, size_t n);
+WEFT_HIDDEN size_t fl_zhelp_take(const uint8_t **out);
+WEFT_HIDDEN void fl_zhelp_stop(void);
+WEFT_HIDDEN void fl_zhelp_atfork_child(void);
+WEFT_HIDDEN void fl_zhelp_free(void);
+
 /* flight.c's helpers */
 WEFT_HIDDEN uint64_t fl_rec_ticks(unsigned type, uint64_t w0); /* a record's time in ticks, 0: none */
 WEFT_HIDDEN int fl_is_attached(unsigned type); /* belongs to the event before it */

@@ -71,6 +71,27 @@ class Flight(TraceTest):
         self.assertTrue(m, info)
         self.assertGreater(int(m.group(1)), 1000 * 101)
 
+    def test_exit_snapshot_two_compressors(self):
+        """A ring of 8M or more is compressed at the snapshot by two threads (flight-zhelp.c:
+        every other whole frame on a helper's), written in order: the exit's snapshot of a
+        16M ring that holds the whole run has every step once, under run, in order, its
+        frames compressed (before: the same bytes, from one thread)."""
+        data, p = self.fly(["steps", 8000, 100, -1, 1], "flight=16M")  # ~9 MB of frames
+        snaps = sorted(os.listdir(data), key=lambda x: int(x.split("-")[1]))
+        snap, out = self.snapshot(data, int(snaps[-1].split("-")[1]))
+        (first, last, n), run_rows, bad = self.steps(out)
+        self.assertEqual((first, last, n, bad), (0, 7999, 8000, 0))
+        self.assertEqual(len(run_rows), 1)
+        order, = self.tp(out, "select count(*) from (select a.int_value i, lag(a.int_value) over (order by s.ts) p "
+                              "from slice s join args a using (arg_set_id) where s.name = 'step' and a.key = 'debug.i') "
+                              "where p is not null and i != p + 1")
+        self.assertEqual(order[0][0], 0)  # the frames in their order
+        info = run([WEFT, "info", snap]).stdout
+        events = int(re.search(r"^events:\s+(\d+)", info, re.M).group(1))
+        disk = int(re.search(r"^bytes disk:\s+(\d+)", info, re.M).group(1))
+        self.assertGreaterEqual(events, 8000 * 102)
+        self.assertLess(disk / events, 5.0, info)  # compressed: 2.6 bytes an event (packed alone: 10.9)
+
     def test_ring_says_what_it_holds(self):
         """weft record's summary and weft info say how many events a full ring holds, as the
         snapshots measured it, and a snapshot of a full ring holds about that many; the ring's
