@@ -9,8 +9,8 @@
  * run, whatever the number of threads.
  *
  * An entry in a run: its timestamp (8 bytes), its text's length (4), its text (no separator).
- * A run's entries are zstd-compressed (level 1) in blocks of 128 KiB: the spill file is about 5%
- * of the output (1,024 ranks: 66 MB for 1.33 GB; that much memory where $TMPDIR is a tmpfs),
+ * A run's entries are zstd-compressed (level 1) in blocks of 32 KiB: the spill file is about 5%
+ * of the output (1,024 ranks: 72 MB for 1.33 GB; that much memory where $TMPDIR is a tmpfs),
  * and the merge holds one block per run.
  *
  * Runs are merged by (timestamp, run): the groups are consecutive threads and each group's
@@ -26,7 +26,7 @@
 #include <unistd.h>
 #include <zstd.h>
 
-#define BLOCK (128u << 10) /* a run's entries compressed in blocks of this size (or one entry) */
+#define BLOCK (32u << 10) /* a run's entries compressed in blocks of this size (or one entry) */
 #define ENT_HDR 12u
 #define BLK_HDR 8u /* before each block: its size, then its compressed size (4 bytes each) */
 
