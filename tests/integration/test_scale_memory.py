@@ -53,7 +53,8 @@ class ScaleMemory(TraceTest):
         """KiB of peak RSS each rank past SMALL adds to `weft ARGS G{n}` (-o out.N when out)."""
         peaks = {}
         for n in (SMALL, LARGE):
-            cmd = [WEFT, *args, f"G{n}"] + (["-o", f"{out}.{n}"] if out else [])
+            dest = out if out and out.startswith("/dev/") else f"{out}.{n}"  # (a device: written through)
+            cmd = [WEFT, *args, f"G{n}"] + (["-o", dest] if out else [])
             rc, kib, err = peak_kib(cmd, self.dir)
             self.assertEqual(rc, 0, (cmd, err))
             peaks[n] = kib
@@ -100,7 +101,8 @@ class ScaleMemory(TraceTest):
         # 16 threads at a time into sorted runs of a spill file, then the runs
         for style in ("be", "x"):
             with self.subTest(style=style):
-                kb, peaks = self.per_rank("convert", "-j1", "-f", "json", "--json-style", style, out=f"{style}.json")
+                # (to /dev/null: the 512 ranks' JSON is 650 MB, which only the disk would feel)
+                kb, peaks = self.per_rank("convert", "-j1", "-f", "json", "--json-style", style, out="/dev/null")
                 self.assertLess(kb, PER_RANK_KB, f"weft convert -f json --json-style {style}: {kb:.1f} KiB a rank ({peaks})")
 
     def test_json_stages_same_bytes(self):
@@ -110,13 +112,14 @@ class ScaleMemory(TraceTest):
         src = os.path.join(self.dir, f"G{SMALL}")
         for style in ("x", "be"):
             outs = {}
-            for name, env in (("one", {"WEFT_JSON_GROUP": "100000"}), ("stages", {}), ("by3", {"WEFT_JSON_GROUP": "3"}),
-                              ("nospill", {"TMPDIR": os.path.join(self.tmp, "absent")})):
+            variants = (("one", {"WEFT_JSON_GROUP": "100000"}), ("stages", {}), ("by3", {"WEFT_JSON_GROUP": "3"}),
+                        ("nospill", {"TMPDIR": os.path.join(self.tmp, "absent")}))
+            for name, env in variants if style == "be" else variants[:2]:
                 out = os.path.join(self.tmp, f"{name}.json")
                 run([WEFT, "convert", "-q", "-j2", "--json-style", style, src, "-o", out], env=env)
                 with open(out, "rb") as f:
                     outs[name] = f.read()
-            for name in ("stages", "by3", "nospill"):
+            for name in outs:
                 self.assertTrue(outs[name] == outs["one"], f"--json-style {style}: {name} wrote other bytes")
         doc = json.loads(outs["stages"])
         ev = doc["traceEvents"]
