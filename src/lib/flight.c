@@ -103,12 +103,6 @@ uint64_t fl_rec_ticks(unsigned type, uint64_t w0)
 static int is_open(unsigned type) { return type == WEFT_R_BEGIN || type == WEFT_R_FUNC_ENTER; }
 static int is_close(unsigned type) { return type == WEFT_R_END || type == WEFT_R_FUNC_EXIT; }
 /* Records that belong to the event before them. */
-int fl_is_attached(unsigned type)
-{
-	return (type >= WEFT_R_ARG_I64 && type <= WEFT_R_FLOW_IN) || type == WEFT_R_STACK ||
-	       type == WEFT_R_CPUMEM;
-}
-int fl_is_counter(unsigned type) { return type == WEFT_R_COUNTER_I64 || type == WEFT_R_COUNTER_F64; }
 
 static int grow(void **p, size_t *cap, size_t need, size_t elem)
 {
@@ -366,26 +360,45 @@ static uint64_t *summarize(struct sum_scratch **scr, const uint64_t *w, size_t n
 	int attach = 0;
 	uint64_t fst = UINT64_MAX, lst = 0; /* (locals: a store to x->w cannot change them) */
 	while (i + 2 <= n) {
-		/* the bulk of a function trace: entries and exits with nothing of their own, an exit
-		 * closing the innermost entry; what the general case below does with them */
-		for (uint64_t *xw = x->w; i + 2 <= n; i += 2) {
+		/* the bulk of a trace: function entries and exits, slices and instants on the
+		 * thread's own track (Python's calls) with nothing of their own, an exit or END
+		 * closing the innermost level, LEAF records, arguments and arrows; what the general
+		 * case below does with them */
+		for (uint64_t *xw = x->w; i + 2 <= n;) {
 			uint64_t h = w[i + 1], t = w[i];
-			unsigned te = (unsigned)(h >> 32) & 0xffff; /* type, no extra words (the track bits: the address's) */
-			if (te == WEFT_R_FUNC_ENTER && nl < SUM_LEVELS && nw + 2 <= x->cap) {
+			unsigned te = (unsigned)(h >> 32) & 0xffff; /* type, extra words */
+			int fn = te == WEFT_R_FUNC_ENTER || te == WEFT_R_FUNC_EXIT;
+			unsigned tr = fn ? 0xffff : (unsigned)(h >> 48); /* (a function's: its address's bits) */
+			size_t len = 2;
+			if ((te == WEFT_R_FUNC_ENTER || (te == WEFT_R_BEGIN && !tr)) && nl < SUM_LEVELS && nw + 2 <= x->cap) {
 				x->lvl[nl] = (uint32_t)nw;
-				x->trk[nl++] = 0xffff;
+				x->trk[nl++] = (uint16_t)tr;
 				xw[nw] = t;
 				xw[nw + 1] = h;
 				nw += 2;
 				attach = 1;
-			} else if (te == WEFT_R_FUNC_EXIT && nl && x->trk[nl - 1] == 0xffff) {
+			} else if ((te == WEFT_R_FUNC_EXIT || (te == WEFT_R_END && !tr)) && nl && x->trk[nl - 1] == tr) {
 				nw = x->lvl[--nl];
 				attach = 0;
+			} else if (te == (WEFT_R_LEAF | 1u << 8) && !tr && i + 3 <= n) {
+				attach = 0;
+				len = 3;
+			} else if (te == WEFT_R_INSTANT && !tr) {
+				attach = 0;
+			} else if ((te & 0xff) >= WEFT_R_ARG_I64 && (te & 0xff) <= WEFT_R_FLOW_IN && i + 2 + (te >> 8) <= n) {
+				len = 2 + (te >> 8); /* an argument or arrow: with the level it follows (no time) */
+				if (attach && nw + len <= x->cap) {
+					memcpy(xw + nw, w + i, len * 8);
+					nw += len;
+				}
+				i += len;
+				continue;
 			} else {
 				break;
 			}
 			fst = fst == UINT64_MAX ? t : fst;
 			lst = t;
+			i += len;
 		}
 		if (i + 2 > n)
 			break;

@@ -142,8 +142,11 @@ WEFT_HIDDEN void fl_zhelp_free(void);
 
 /* flight.c's helpers */
 WEFT_HIDDEN uint64_t fl_rec_ticks(unsigned type, uint64_t w0); /* a record's time in ticks, 0: none */
-WEFT_HIDDEN int fl_is_attached(unsigned type); /* belongs to the event before it */
-WEFT_HIDDEN int fl_is_counter(unsigned type);
+static inline int fl_is_attached(unsigned type) /* belongs to the event before it */
+{
+	return (type >= WEFT_R_ARG_I64 && type <= WEFT_R_FLOW_IN) || type == WEFT_R_STACK || type == WEFT_R_CPUMEM;
+}
+static inline int fl_is_counter(unsigned type) { return type == WEFT_R_COUNTER_I64 || type == WEFT_R_COUNTER_F64; }
 WEFT_HIDDEN void fl_stack_pop(struct stack *s, unsigned track);
 WEFT_HIDDEN void fl_stack_apply(struct stack *s, const uint64_t *w, size_t n, int *attach);
 WEFT_HIDDEN void fl_counter_keep(uint64_t **ctr, size_t *n, size_t *cap, const uint64_t *r, int fixed);
