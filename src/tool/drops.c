@@ -6,6 +6,12 @@
  * the machine gave them no CPU: then more buffer, or waiting, does); the line gives the
  * writers' busy share of the run and every option, since which case it was is not certain
  * from the totals. overflow=block always keeps every event: the program waits instead.
+ *
+ * The other cause: an event of a signal handler that interrupted another event of its thread
+ * (weft__reserve's window) cannot be written inside it and is dropped and counted, by the
+ * runtime's total only (a thread's count is its buffer drops). Where the threads' counts do not
+ * add up to the total, the rest is that, and the line says so: no option or buffer keeps those
+ * (the allocation recorder queues a handler's records, up to 8 calls a record: memnested.c).
  */
 #include "tool/drops.h"
 #include <stdio.h>
@@ -28,15 +34,39 @@ static const char *option(const char *opts, const char *key, char *buf, size_t n
 	return NULL;
 }
 
+/* The events signal handlers made inside another event of their thread: the total's share that
+ * no thread's count holds. */
+static void handlers_hint(const struct weft_proc *p, uint64_t inside, int alone, char *out, size_t n)
+{
+	char mem[96] = "", count[64] = "";
+	if (p->mem_nested_lost)
+		snprintf(mem, sizeof(mem), " (%u allocation calls among them)", p->mem_nested_lost);
+	if (!alone)
+		snprintf(count, sizeof(count), "; %llu of them: ", (unsigned long long)inside);
+	snprintf(out, n, "%ssignal handlers' events inside another event of their thread%s, which cannot be "
+		 "written there; not a buffer shortage", count, mem);
+}
+
 void weft_drops_hint(const struct weft_proc *p, char *out, size_t n)
 {
 	*out = 0;
 	if (!p->finished || !p->fin[1] || p->write_errno)
 		return;
+	uint64_t buffers = 0;
+	for (size_t i = 0; i < p->nthreads; i++)
+		buffers += p->threads[i].dropped;
+	uint64_t inside = p->fin[1] > buffers ? p->fin[1] - buffers : 0;
+	if (!buffers) {
+		handlers_hint(p, inside, 1, out, n);
+		return;
+	}
 	char b[64];
 	const char *v = option(p->options, "overflow", b, sizeof(b));
-	if (v && !strcmp(v, "block"))
+	if (v && !strcmp(v, "block")) {
+		if (inside)
+			handlers_hint(p, inside, 1, out, n);
 		return; /* (dropped only where the program's threads could not wait) */
+	}
 	int writers = (v = option(p->options, "writers", b, sizeof(b))) ? atoi(v) : 1;
 	int level = (v = option(p->options, "compression", b, sizeof(b))) ? atoi(v) : 1;
 	writers = writers > 0 ? writers : 1;
@@ -49,7 +79,9 @@ void weft_drops_hint(const struct weft_proc *p, char *out, size_t n)
 		snprintf(buf, sizeof(buf), "%s", v);
 	if (level)
 		snprintf(more, sizeof(more), ", compression=0 (less work per event; larger files)");
-	snprintf(out, n, "the writer%s%s did not keep up; kept by --options overflow=block (the program waits), a "
-		 "larger buffer_size (bursts; now %s)%s, writers=%d (where a core is free)", writers == 1 ? "" : "s", busy,
-		 buf, more, writers + 1);
+	int l = snprintf(out, n, "the writer%s%s did not keep up; kept by --options overflow=block (the program "
+			 "waits), a larger buffer_size (bursts; now %s)%s, writers=%d (where a core is free)",
+			 writers == 1 ? "" : "s", busy, buf, more, writers + 1);
+	if (inside && l > 0 && (size_t)l < n)
+		handlers_hint(p, inside, 0, out + l, n - (size_t)l);
 }

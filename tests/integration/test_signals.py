@@ -216,7 +216,8 @@ class AllocationsInSignalHandlers(TraceTest):
                 data = os.path.join(self.tmp, f"{mode}{len(memory)}.data")
                 p = run([WEFT, "record", "-o", data, "--no-convert", memory, "--", SIGALLOC, str(n), mode],
                         cwd=self.tmp, timeout=120)
-                k = int(re.fullmatch(r"handler calls (\d+)\n", p.stdout).group(1))
+                m = re.fullmatch(r"handler calls (\d+) runs (\d+) over (\d+)\n", p.stdout)
+                k, longest, over = (int(g) for g in m.groups())
                 self.assertGreater(k, 20, "the timer hardly fired")
                 heap = json.loads(run([WEFT, "report", "--memory", "--format=json", data]).stdout)[0]["heaps"][0]
                 allocs, frees = heap["allocs"] - (n + 1), heap["frees"] - (n + 1)  # (+1: main's first 1000)
@@ -229,11 +230,21 @@ class AllocationsInSignalHandlers(TraceTest):
                 dropped = int(re.search(r"recorded: \d+ events, (\d+) dropped", info).group(1))
                 self.assertEqual(dropped, lost, info)
                 summary = run([WEFT, "report", "--memory", data]).stdout
-                if mode == "plain":  # inside allocation records only: all written
-                    self.assertEqual(lost, 0, info)
-                    self.assertNotIn("signal handlers", summary)
+                if mode == "plain":  # inside allocation records only: all written, queued after them
+                    # unless the machine ran more than 8 handler calls inside one step of the
+                    # loop (a loaded VM can: a CI run lost 48 calls): only those can be lost
+                    self.assertLessEqual(lost, over, f"longest run of handler calls {longest}\n{info}")
+                    if not over:
+                        self.assertNotIn("signal handlers", summary)
+                    else:
+                        print(f"(the handler ran {longest} times inside one step: {lost} of {over} calls "
+                              f"beyond 8 lost)", file=sys.stderr)
                 else:
                     self.assertGreater(lost, 0, info)  # inside step's records too
+                    # and the reason is the handlers, not the writer (every buffer drop is a thread's)
+                    self.assertIn(f"\n  drops:    signal handlers' events inside another event of their thread "
+                                  f"({lost} allocation calls among them), which cannot be written there; not a "
+                                  f"buffer shortage\n", info)
                     self.assertIn(f"\n{lost} allocation calls of signal handlers were dropped", summary)
 
 

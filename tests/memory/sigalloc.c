@@ -6,7 +6,15 @@
  * with "calls", main also calls step() (built with -finstrument-functions) between the two, so
  * the handler lands inside function records too. Prints "handler calls K" (its mallocs and
  * frees). Under weft record --memory every handler call is in the trace or counted as dropped:
- * the program makes N + 1 + K/2 allocations and as many frees, nothing else. */
+ * the program makes N + 1 + K/2 allocations and as many frees, nothing else.
+ *
+ * It also prints "runs R over E": the longest run of handler calls with no step of main's loop
+ * in between (R), and how many of the handler's malloc and free calls came beyond the 8th
+ * handler call of such a run (E). weft queues a handler's records made inside one of main's
+ * allocation records, 16 records (8 handler calls) at most (src/preload/memnested.c); a run
+ * longer than that (the machine delivering SIGALRM as fast as the handler returns: a loaded
+ * VM does, the program then making no progress at all, traced or not) is the only way one of
+ * them can be lost, and at most E can. */
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,6 +24,9 @@
 
 void *volatile sigalloc_sink;
 static volatile long handler_calls;
+static volatile long steps;              /* main's loop: iterations finished */
+static long run_step = -1, run_len, run_max, over;
+#define QUEUED_CALLS 8
 
 __attribute__((no_instrument_function)) static void on_alarm(int sig)
 {
@@ -24,6 +35,14 @@ __attribute__((no_instrument_function)) static void on_alarm(int sig)
 	sigalloc_sink = p;
 	free(p);
 	handler_calls += 2;
+	if (steps != run_step) {
+		run_step = steps;
+		run_len = 0;
+	}
+	if (++run_len > run_max)
+		run_max = run_len;
+	if (run_len > QUEUED_CALLS)
+		over += 2;
 }
 
 __attribute__((noinline)) void step(void)
@@ -49,10 +68,11 @@ __attribute__((no_instrument_function)) int main(int argc, char **argv)
 		if (calls)
 			step();
 		free(p);
+		steps = i + 1;
 	}
 	struct itimerval off = {{0, 0}, {0, 0}};
 	setitimer(ITIMER_REAL, &off, NULL);
-	char line[64]; /* not stdio: its buffer would be one more allocation */
-	int l = snprintf(line, sizeof(line), "handler calls %ld\n", handler_calls);
+	char line[96]; /* not stdio: its buffer would be one more allocation */
+	int l = snprintf(line, sizeof(line), "handler calls %ld runs %ld over %ld\n", handler_calls, run_max, over);
 	return write(1, line, (size_t)l) == l ? 0 : 1;
 }
