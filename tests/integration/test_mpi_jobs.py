@@ -168,7 +168,12 @@ class JobTest(TraceTest):
         self.assertTrue(m, info)
         off = int(m.group(1))
         print(f"{flavor}: nodeB's offset {off} ns (truth {-AHEAD_S * 10**9})", file=sys.stderr)
-        self.assertLess(abs(off + AHEAD_S * 10**9), 100_000, info)
+        # a ping-pong's offset is off by half its round trip at most: 100 us, or the longest of
+        # the best round trips the ranks measured where the machine was too loaded for that
+        # (a CI run beside other tests: 538 us off with round trips of over 1 ms)
+        best = [float(x) * 1000 for x in re.findall(r"round trips, best ([\d.]+) us\)", info)]
+        bound = max([100_000] + best)
+        self.assertLess(abs(off + AHEAD_S * 10**9), bound, f"best round trips {best} ns\n{info}")
         # 18 of the 37 messages cross: ring 2, exchange 4, split 2, ANY_SOURCE 2, persistent 4,
         # matched probe 2, test loop 2 (Sendrecv pairs 0-1 and 2-3 stay on their host)
         self.assertIn(f"messages:   {messages} between processes (18 between hosts), 0 backwards in time, "
