@@ -116,6 +116,7 @@ struct rslice {
 	uint64_t begin, end, latest_send;
 	unsigned unresolved;
 	uint64_t share; /* its bytes per message received (mpi.bytes / flows in) */
+	size_t saved;   /* weft_mpi_save: its number + 1 in the part */
 };
 /* A flow id seen at one end. */
 struct flow {
@@ -270,7 +271,7 @@ static void recv_flows(struct ctx *c, const struct weft_ev *e, uint32_t fn, uint
 	if (!r)
 		weft_oom("the MPI report");
 	/* unresolved 1: held while its flows are looked up */
-	*r = (struct rslice){c->rank, fn, begin, e->ts, 0, 1, bytes > 0 ? (uint64_t)bytes / e->nin : 0};
+	*r = (struct rslice){c->rank, fn, begin, e->ts, 0, 1, bytes > 0 ? (uint64_t)bytes / e->nin : 0, 0};
 	for (unsigned i = 0; i < e->nin; i++) {
 		struct flow *f = (struct flow *)hget(&c->flows, e->flows_in[i]);
 		if (f && f->is_send) {
@@ -336,7 +337,8 @@ static void collective(struct ctx *c, uint32_t fn, uint64_t comm, uint64_t seq, 
 }
 
 static size_t paircap;
-static void add_pair(struct ctx *c, uint32_t src, uint32_t dst, uint64_t bytes)
+/* bytes in msgs messages from src to dst */
+static void add_pairs(struct ctx *c, uint32_t src, uint32_t dst, uint64_t bytes, uint64_t msgs)
 {
 	size_t *cap = &paircap;
 	struct weft_mpi *m = c->m;
@@ -352,7 +354,12 @@ static void add_pair(struct ctx *c, uint32_t src, uint32_t dst, uint64_t bytes)
 		hput(&c->pairs, &pn->h);
 	}
 	m->pairs[pn->idx].bytes += bytes;
-	m->pairs[pn->idx].messages++;
+	m->pairs[pn->idx].messages += msgs;
+}
+
+static void add_pair(struct ctx *c, uint32_t src, uint32_t dst, uint64_t bytes)
+{
+	add_pairs(c, src, dst, bytes, 1);
 }
 
 static int is_send_fn(const char *n)
@@ -532,20 +539,24 @@ static void finish(struct ctx *c)
 	free(c->open);
 }
 
-int weft_mpi_analyze(const struct weft_trace *t, struct weft_mpi **out, char *err, size_t errlen)
+/* An analysis in progress (mpi.h): the ranks of the whole trace, the share walked, the state. */
+struct weft_mpi_acc {
+	struct weft_mpi *m;
+	const struct weft_proc **procs; /* MPI processes in rank order (a rank's images in pid order) */
+	uint32_t *rank_of;
+	size_t np;
+	struct ctx c;
+};
+
+/* The processes of MPI ranks (the trace's, then those without one numbered after the highest,
+ * by pid) into a->procs and a->rank_of, in rank order; m->ranks sized. 0 or -ENOMEM. */
+static int rank_procs(const struct weft_trace *t, struct weft_mpi_acc *a)
 {
-	struct weft_mpi *m = calloc(1, sizeof(*m));
-	const struct weft_proc **procs = malloc((t->nprocs + 1) * sizeof(*procs));
-	uint32_t *rank_of = malloc((t->nprocs + 1) * sizeof(*rank_of));
-	*out = m;
-	if (!m || !procs || !rank_of) {
-		free(procs);
-		free(rank_of);
-		snprintf(err, errlen, "out of memory");
+	struct weft_mpi *m = a->m;
+	const struct weft_proc **procs = a->procs = malloc((t->nprocs + 1) * sizeof(*procs));
+	uint32_t *rank_of = a->rank_of = malloc((t->nprocs + 1) * sizeof(*rank_of));
+	if (!procs || !rank_of)
 		return -ENOMEM;
-	}
-	fncap = paircap = 0;
-	/* ranks: the trace's, then the MPI processes without one after the highest, by pid */
 	size_t np = 0;
 	uint64_t next = 0;
 	for (size_t i = 0; i < t->nprocs; i++) {
@@ -569,19 +580,13 @@ int weft_mpi_analyze(const struct weft_trace *t, struct weft_mpi **out, char *er
 				r = (uint32_t)next++;
 			prev_unranked = procs[i];
 			m->any_by_pid = 1;
-			rank_of[i] = r;
-			continue;
 		}
 		rank_of[i] = r;
 	}
 	/* walk in rank order (a rank's images in pid order): pairs of neighbours meet early */
 	struct ranked *order = malloc((np + 1) * sizeof(*order));
-	if (!order) {
-		free(procs);
-		free(rank_of);
-		snprintf(err, errlen, "out of memory");
+	if (!order)
 		return -ENOMEM;
-	}
 	for (size_t i = 0; i < np; i++)
 		order[i] = (struct ranked){procs[i], rank_of[i], i};
 	qsort(order, np, sizeof(*order), cmp_ranked);
@@ -590,38 +595,65 @@ int weft_mpi_analyze(const struct weft_trace *t, struct weft_mpi **out, char *er
 		rank_of[i] = order[i].rank;
 	}
 	free(order);
+	a->np = np;
 	for (size_t i = 0; i < np; i++)
 		if (rank_of[i] + (size_t)1 > m->nranks)
 			m->nranks = rank_of[i] + (size_t)1;
-	if (np && !(m->ranks = calloc(m->nranks, sizeof(*m->ranks)))) {
-		free(procs);
-		free(rank_of);
-		snprintf(err, errlen, "out of memory for %zu ranks", m->nranks);
+	if (np && !(m->ranks = calloc(m->nranks, sizeof(*m->ranks))))
 		return -ENOMEM;
+	return 0;
+}
+
+/* Rank r present, from its (first) process p. */
+static void present(struct weft_mpi *m, uint32_t r, const struct weft_proc *p)
+{
+	struct weft_mpi_rank *rk = &m->ranks[r];
+	if (rk->present)
+		return;
+	rk->present = 1;
+	rk->pid = p->pid;
+	rk->host = p->host;
+	rk->name = p->name;
+	rk->by_pid = weft_proc_rank(p) == WEFT_RANK_NONE;
+	m->npresent++;
+}
+
+/* The first process index of share k of n: whole ranks, about as many processes each. */
+static size_t share_start(const struct weft_mpi_acc *a, unsigned k, unsigned n)
+{
+	if (k >= n)
+		return a->np;
+	size_t i = (size_t)((unsigned long long)a->np * k / n);
+	while (i > 0 && i < a->np && a->rank_of[i] == a->rank_of[i - 1])
+		i++;
+	return i;
+}
+
+struct weft_mpi_acc *weft_mpi_begin(const struct weft_trace *t, unsigned part, unsigned nparts, char *err,
+				    size_t errlen)
+{
+	struct weft_mpi_acc *a = calloc(1, sizeof(*a));
+	if (!a || !(a->m = calloc(1, sizeof(*a->m))) || rank_procs(t, a)) {
+		snprintf(err, errlen, "out of memory for the MPI report");
+		weft_mpi_acc_free(a);
+		return NULL;
 	}
-	struct ctx c;
-	memset(&c, 0, sizeof(c));
-	c.m = m;
+	struct weft_mpi *m = a->m;
+	struct ctx *c = &a->c;
+	c->m = m;
+	fncap = paircap = 0;
 	uint64_t *buf = NULL;
 	size_t cap = 0;
-	for (size_t i = 0; i < np; i++) {
-		const struct weft_proc *p = procs[i];
-		struct weft_mpi_rank *rk = &m->ranks[rank_of[i]];
-		if (!rk->present) {
-			rk->present = 1;
-			rk->pid = p->pid;
-			rk->host = p->host;
-			rk->name = p->name;
-			rk->by_pid = weft_proc_rank(p) == WEFT_RANK_NONE;
-			m->npresent++;
-		}
-		c.p = p;
-		c.rank = rank_of[i];
+	for (size_t i = share_start(a, part, nparts), e = share_start(a, part + 1, nparts); i < e; i++) {
+		const struct weft_proc *p = a->procs[i];
+		present(m, a->rank_of[i], p);
+		c->p = p;
+		c->rank = a->rank_of[i];
 		for (size_t j = 0; j < p->nthreads; j++) {
 			struct weft_walk_stats st;
 			memset(&st, 0, sizeof(st));
-			c.nopen = 0;
-			weft_walk_thread(p, &p->threads[j], t->last_ns, on_ev, &c, &st, &buf, &cap);
+			c->nopen = 0;
+			weft_walk_thread(p, &p->threads[j], t->last_ns, on_ev, c, &st, &buf, &cap);
 			m->st.bad_chunks += st.bad_chunks;
 			m->st.oom += st.oom;
 			if (st.bad_why && !m->st.bad_why)
@@ -629,14 +661,401 @@ int weft_mpi_analyze(const struct weft_trace *t, struct weft_mpi **out, char *er
 		}
 	}
 	free(buf);
-	finish(&c);
-	free(procs);
-	free(rank_of);
+	return a;
+}
+
+struct weft_mpi *weft_mpi_end(struct weft_mpi_acc *a)
+{
+	struct weft_mpi *m = a->m;
+	finish(&a->c);
+	a->m = NULL;
+	weft_mpi_acc_free(a);
 	for (size_t r = 0; r < m->nranks; r++) /* every present rank has every function's row */
 		if (m->ranks[r].present && m->nfns)
 			fstat_of(m, (uint32_t)r, (uint32_t)m->nfns - 1);
 	if (m->npairs)
 		qsort(m->pairs, m->npairs, sizeof(*m->pairs), cmp_pair);
+	return m;
+}
+
+void weft_mpi_acc_free(struct weft_mpi_acc *a)
+{
+	if (!a)
+		return;
+	if (a->m) { /* not ended: the state goes unreported */
+		a->c.m = a->m;
+		finish(&a->c);
+		weft_mpi_free(a->m);
+	}
+	free(a->procs);
+	free(a->rank_of);
+	free(a);
+}
+
+/* ---- a share's state, from one process of a job to another (weft_mpi_save, weft_mpi_load) ----
+ *
+ * Written and read by the same build: native words after a magic line. What one share cannot
+ * finish goes along for the merge: the sends whose receive it did not see, the receiving calls
+ * still waiting for sends (a table, and each waiting flow id with its call's index), and the
+ * collective instances with the members it saw. Its counters count what it finished: an
+ * instance it saw but did not complete is counted by the merge, once. */
+
+#define PART_MAGIC "weft mpi part 1\n"
+
+struct wbuf {
+	FILE *f;
+	int bad;
+};
+
+static void w64(struct wbuf *w, uint64_t v)
+{
+	w->bad |= fwrite(&v, 8, 1, w->f) != 1;
+}
+
+static void wstr(struct wbuf *w, const char *s)
+{
+	size_t l = s ? strlen(s) : 0;
+	w64(w, l);
+	w->bad |= l && fwrite(s, 1, l, w->f) != l;
+}
+
+struct rbuf {
+	FILE *f;
+	int bad;
+};
+
+static uint64_t r64(struct rbuf *r)
+{
+	uint64_t v = 0;
+	if (!r->bad && fread(&v, 8, 1, r->f) != 1)
+		r->bad = 1;
+	return r->bad ? 0 : v;
+}
+
+/* A count of items of at least `item` bytes each: no more than the file can hold. */
+static uint64_t rcount(struct rbuf *r, uint64_t item)
+{
+	uint64_t n = r64(r);
+	if (n > (1ull << 40) / (item ? item : 1))
+		r->bad = 1;
+	return r->bad ? 0 : n;
+}
+
+static char *rstr(struct rbuf *r)
+{
+	uint64_t l = rcount(r, 1);
+	char *s = r->bad ? NULL : malloc(l + 1);
+	if (!s) {
+		r->bad = 1;
+		return NULL;
+	}
+	if (l && fread(s, 1, l, r->f) != l) {
+		r->bad = 1;
+		free(s);
+		return NULL;
+	}
+	s[l] = 0;
+	return s;
+}
+
+int weft_mpi_save(struct weft_mpi_acc *a, FILE *f)
+{
+	struct weft_mpi *m = a->m;
+	struct ctx *c = &a->c;
+	struct wbuf w = {f, fputs(PART_MAGIC, f) < 0};
+	size_t open_colls = 0, sends = 0, recvs = 0, rslices = 0;
+	for (size_t i = 0; i < c->colls.cap; i++)
+		for (struct hnode *x = c->colls.b[i]; x; x = x->next)
+			open_colls++;
+	/* the waiting receiving calls, numbered in the order their first flow is met */
+	struct rslice **rs = NULL;
+	size_t rscap = 0;
+	for (size_t i = 0; i < c->flows.cap; i++)
+		for (struct hnode *x = c->flows.b[i]; x; x = x->next) {
+			struct flow *fl = (struct flow *)x;
+			if (fl->is_send) {
+				sends++;
+				continue;
+			}
+			recvs++;
+			if (!fl->r->saved) {
+				rs = grow(rs, &rscap, rslices, sizeof(*rs));
+				rs[rslices++] = fl->r;
+				fl->r->saved = rslices;
+			}
+		}
+	w64(&w, m->nranks);
+	w64(&w, m->nfns);
+	for (size_t i = 0; i < m->nfns; i++)
+		wstr(&w, m->fns[i]);
+	w64(&w, m->calls);
+	w64(&w, m->messages);
+	w64(&w, m->collectives - open_colls);
+	w64(&w, m->pending_peak);
+	w64(&w, m->st.bad_chunks);
+	w64(&w, m->st.oom);
+	wstr(&w, m->st.bad_why);
+	uint64_t npres = 0;
+	for (size_t r = 0; r < m->nranks; r++)
+		npres += m->ranks[r].present;
+	w64(&w, npres);
+	for (size_t r = 0; r < m->nranks; r++) {
+		const struct weft_mpi_rank *k = &m->ranks[r];
+		if (!k->present)
+			continue;
+		uint64_t v[] = {r, k->first_ns, k->last_ns, k->mpi_ns, k->weft_ns, k->wait_ns, k->calls, k->nfn};
+		for (size_t i = 0; i < sizeof(v) / 8; i++)
+			w64(&w, v[i]);
+		for (size_t i = 0; i < k->nfn; i++) {
+			w64(&w, k->fn[i].calls);
+			w64(&w, k->fn[i].total_ns);
+			w64(&w, k->fn[i].bytes);
+			w64(&w, k->fn[i].wait_ns);
+		}
+	}
+	w64(&w, m->npairs);
+	for (size_t i = 0; i < m->npairs; i++) {
+		w64(&w, m->pairs[i].src);
+		w64(&w, m->pairs[i].dst);
+		w64(&w, m->pairs[i].bytes);
+		w64(&w, m->pairs[i].messages);
+	}
+	w64(&w, sends);
+	w64(&w, rslices);
+	w64(&w, recvs);
+	for (size_t i = 0; i < c->flows.cap; i++)
+		for (struct hnode *x = c->flows.b[i]; x; x = x->next) {
+			struct flow *fl = (struct flow *)x;
+			if (fl->is_send) {
+				w64(&w, fl->h.key);
+				w64(&w, fl->send_begin);
+				w64(&w, (uint64_t)fl->unsized);
+				w64(&w, fl->src);
+			}
+		}
+	for (size_t i = 0; i < rslices; i++) {
+		const struct rslice *r = rs[i];
+		uint64_t v[] = {r->rank, r->fn, r->begin, r->end, r->latest_send, r->share};
+		for (size_t k = 0; k < sizeof(v) / 8; k++)
+			w64(&w, v[k]);
+	}
+	for (size_t i = 0; i < c->flows.cap; i++)
+		for (struct hnode *x = c->flows.b[i]; x; x = x->next) {
+			struct flow *fl = (struct flow *)x;
+			if (!fl->is_send) {
+				w64(&w, fl->h.key);
+				w64(&w, fl->r->saved - 1);
+			}
+		}
+	free(rs);
+	w64(&w, open_colls);
+	for (size_t i = 0; i < c->colls.cap; i++)
+		for (struct hnode *x = c->colls.b[i]; x; x = x->next) {
+			const struct coll *k = (const struct coll *)x;
+			w64(&w, k->comm);
+			w64(&w, k->seq);
+			w64(&w, k->size);
+			w64(&w, k->n);
+			for (size_t j = 0; j < k->n; j++) {
+				w64(&w, k->m[j].rank);
+				w64(&w, k->m[j].fn);
+				w64(&w, k->m[j].begin);
+				w64(&w, k->m[j].end);
+			}
+		}
+	return w.bad ? -EIO : 0;
+}
+
+/* A rank or a function index of the part: in range, else the part is bad (0). */
+static uint32_t rank_in(struct rbuf *r, const struct weft_mpi *m, uint64_t x)
+{
+	if (x < m->nranks)
+		return (uint32_t)x;
+	r->bad = 1;
+	return 0;
+}
+
+static uint32_t fn_in(struct rbuf *r, const uint32_t *fmap, uint64_t nf, uint64_t x)
+{
+	if (x < nf)
+		return fmap[x];
+	r->bad = 1;
+	return 0;
+}
+
+static void bad_part(char *err, size_t n, const char *what)
+{
+	snprintf(err, n, "another rank's MPI report part is not one of this build's (%s)", what);
+}
+
+int weft_mpi_load(struct weft_mpi_acc *a, FILE *f, char *err, size_t errlen)
+{
+	struct weft_mpi *m = a->m;
+	struct ctx *c = &a->c;
+	struct rbuf r = {f, 0};
+	char magic[sizeof(PART_MAGIC)] = "";
+	if (!fgets(magic, sizeof(magic), f) || strcmp(magic, PART_MAGIC)) {
+		bad_part(err, errlen, "its first line");
+		return -EINVAL;
+	}
+	if (r64(&r) != m->nranks) {
+		bad_part(err, errlen, "another number of ranks");
+		return -EINVAL;
+	}
+	uint64_t nf = rcount(&r, 8);
+	uint32_t *fmap = calloc(nf + 1, sizeof(*fmap));
+	struct rslice **rs = NULL;
+	uint64_t nrs = 0;
+	int rc = -EINVAL;
+	if (!fmap)
+		goto oom;
+	for (uint64_t i = 0; i < nf && !r.bad; i++) {
+		char *name = rstr(&r);
+		if (name)
+			fmap[i] = fn_of(m, name, &fncap);
+		free(name);
+	}
+	m->calls += r64(&r);
+	m->messages += r64(&r);
+	m->collectives += r64(&r);
+	uint64_t peak = r64(&r);
+	if (peak > m->pending_peak)
+		m->pending_peak = peak;
+	m->st.bad_chunks += r64(&r);
+	m->st.oom += r64(&r);
+	char *why = rstr(&r);
+	if (why && *why && !m->st.bad_why && !m->why_owned)
+		m->st.bad_why = m->why_owned = why;
+	else
+		free(why);
+	uint64_t npres = rcount(&r, 64);
+	for (uint64_t i = 0; i < npres && !r.bad; i++) {
+		uint32_t rank = rank_in(&r, m, r64(&r));
+		uint64_t first = r64(&r), last = r64(&r);
+		struct weft_mpi_rank *k = &m->ranks[rank];
+		if (first && (!k->first_ns || first < k->first_ns))
+			k->first_ns = first;
+		if (last > k->last_ns)
+			k->last_ns = last;
+		k->mpi_ns += r64(&r);
+		k->weft_ns += r64(&r);
+		k->wait_ns += r64(&r);
+		k->calls += r64(&r);
+		uint64_t n = rcount(&r, 32);
+		for (uint64_t j = 0; j < n && !r.bad; j++) {
+			uint32_t fn = fn_in(&r, fmap, nf, j);
+			uint64_t v[4] = {r64(&r), r64(&r), r64(&r), r64(&r)};
+			if (r.bad)
+				break;
+			struct weft_mpi_fstat *s = fstat_of(m, rank, fn);
+			s->calls += v[0];
+			s->total_ns += v[1];
+			s->bytes += v[2];
+			s->wait_ns += v[3];
+		}
+		for (size_t p = 0; p < a->np && !r.bad; p++) /* its process, as the part saw it */
+			if (a->rank_of[p] == rank) {
+				present(m, rank, a->procs[p]);
+				break;
+			}
+	}
+	uint64_t npairs = rcount(&r, 32);
+	for (uint64_t i = 0; i < npairs && !r.bad; i++) {
+		uint64_t src = r64(&r), dst = r64(&r), bytes = r64(&r), msgs = r64(&r);
+		if (r.bad || src > UINT32_MAX || dst > UINT32_MAX)
+			break;
+		add_pairs(c, (uint32_t)src, (uint32_t)dst, bytes, msgs);
+	}
+	uint64_t sends = rcount(&r, 32);
+	nrs = rcount(&r, 48);
+	uint64_t recvs = rcount(&r, 16);
+	for (uint64_t i = 0; i < sends && !r.bad; i++) {
+		uint64_t id = r64(&r), begin = r64(&r), unsized = r64(&r);
+		uint32_t src = rank_in(&r, m, r64(&r));
+		if (r.bad)
+			break;
+		c->rank = src;
+		send_flow(c, id, begin, unsized != 0);
+	}
+	if (!r.bad && nrs && !(rs = calloc(nrs, sizeof(*rs))))
+		goto oom;
+	for (uint64_t i = 0; i < nrs && !r.bad; i++) {
+		uint32_t rank = rank_in(&r, m, r64(&r));
+		uint32_t fn = fn_in(&r, fmap, nf, r64(&r));
+		uint64_t v[4] = {r64(&r), r64(&r), r64(&r), r64(&r)};
+		if (r.bad)
+			break;
+		if (!(rs[i] = calloc(1, sizeof(*rs[i]))))
+			goto oom;
+		/* unresolved 1: held while its flows are looked up */
+		*rs[i] = (struct rslice){rank, fn, v[0], v[1], v[2], 1, v[3], 0};
+	}
+	for (uint64_t i = 0; i < recvs && !r.bad; i++) {
+		uint64_t id = r64(&r), idx = r64(&r);
+		if (r.bad || idx >= nrs) {
+			r.bad = 1;
+			break;
+		}
+		struct rslice *rr = rs[idx];
+		c->rank = rr->rank;
+		struct flow *fl = (struct flow *)hget(&c->flows, id);
+		if (fl && fl->is_send) {
+			if (fl->send_begin > rr->latest_send)
+				rr->latest_send = fl->send_begin;
+			if (fl->unsized)
+				add_pair(c, fl->src, rr->rank, rr->share);
+			m->messages++;
+			hdel(&c->flows, &fl->h);
+			free(fl);
+			note_pending(c, -1);
+		} else if (!fl) {
+			if (!(fl = calloc(1, sizeof(*fl))))
+				goto oom;
+			fl->h.key = id;
+			fl->r = rr;
+			rr->unresolved++;
+			hput(&c->flows, &fl->h);
+			note_pending(c, 1);
+		}
+	}
+	uint64_t ncolls = rcount(&r, 32);
+	for (uint64_t i = 0; i < ncolls && !r.bad; i++) {
+		uint64_t comm = r64(&r), seq = r64(&r), size = r64(&r), n = rcount(&r, 32);
+		for (uint64_t j = 0; j < n && !r.bad; j++) {
+			uint32_t rank = rank_in(&r, m, r64(&r));
+			uint32_t fn = fn_in(&r, fmap, nf, r64(&r));
+			uint64_t begin = r64(&r), end = r64(&r);
+			if (r.bad)
+				break;
+			c->rank = rank;
+			collective(c, fn, comm, seq, size, begin, end);
+		}
+	}
+	if (r.bad)
+		bad_part(err, errlen, "cut short, or other numbers");
+	else
+		rc = 0;
+	goto done;
+oom:
+	snprintf(err, errlen, "out of memory for the MPI report");
+	rc = -ENOMEM;
+done:
+	for (uint64_t i = 0; rs && i < nrs; i++) /* release the holds: those with nothing to wait for end */
+		if (rs[i] && !--rs[i]->unresolved)
+			rslice_done(m, rs[i]);
+	free(rs);
+	free(fmap);
+	return rc;
+}
+
+int weft_mpi_analyze(const struct weft_trace *t, struct weft_mpi **out, char *err, size_t errlen)
+{
+	struct weft_mpi_acc *a = weft_mpi_begin(t, 0, 1, err, errlen);
+	if (!a) {
+		*out = calloc(1, sizeof(**out));
+		return -ENOMEM;
+	}
+	*out = weft_mpi_end(a);
 	return 0;
 }
 
@@ -651,6 +1070,7 @@ void weft_mpi_free(struct weft_mpi *m)
 		free(m->fns[i]);
 	free(m->fns);
 	free(m->pairs);
+	free(m->why_owned);
 	free(m);
 }
 

@@ -8,6 +8,7 @@
 
 #include "format/reader.h"
 #include <stddef.h>
+#include <stdio.h>
 #include <stdint.h>
 
 /* One MPI function on one rank. */
@@ -49,6 +50,7 @@ struct weft_mpi {
 	uint64_t pending_peak;       /* most flow ends and collective instances held at once */
 	uint64_t pending_end;        /* those still held after the last thread (unmatched, incomplete) */
 	struct weft_walk_stats_sum { uint64_t bad_chunks, oom; const char *bad_why; } st;
+	char *why_owned;             /* st.bad_why where another rank's part gave it */
 };
 
 /* Walks every thread's records once. *out is always set (free it with weft_mpi_free); its
@@ -59,6 +61,26 @@ int weft_mpi_analyze(const struct weft_trace *t, struct weft_mpi **out, char *er
 struct weft_ev;
 void weft_mpi_args(const struct weft_proc *p, const struct weft_ev *e, const char *const *names, int n, int64_t *v);
 void weft_mpi_free(struct weft_mpi *m);
+
+/* The same analysis split between the processes of a job (`mpirun -np N weft report --mpi`):
+ * part k of n walks its share of the ranks (whole ranks, in rank order, about as many
+ * processes each); the other parts' state (weft_mpi_save, written to a file the first reads
+ * with weft_mpi_load, in part order) completes it: the messages and collectives that cross
+ * shares are matched there. The result is weft_mpi_analyze's, but pending_peak (the most held
+ * by any one part or by the merge). weft_mpi_analyze is part 0 of 1, ended. */
+struct weft_mpi_acc;
+/* NULL (out of memory, said in err) or the share walked. */
+struct weft_mpi_acc *weft_mpi_begin(const struct weft_trace *t, unsigned part, unsigned nparts, char *err,
+				    size_t errlen);
+/* The share's state into f. 0 or -EIO (f's error). */
+int weft_mpi_save(struct weft_mpi_acc *a, FILE *f);
+/* Another part's state from f, added. 0, or -EINVAL (not a part of this build's, or cut short)
+ * or -ENOMEM, with the reason in err; what was read is kept. */
+int weft_mpi_load(struct weft_mpi_acc *a, FILE *f, char *err, size_t errlen);
+/* The analysis, a freed (weft_mpi_free the result). */
+struct weft_mpi *weft_mpi_end(struct weft_mpi_acc *a);
+/* A share not ended. */
+void weft_mpi_acc_free(struct weft_mpi_acc *a);
 
 /* Compute time (span minus time in MPI, never below 0) of a present rank. */
 /* span - in MPI - weft's clock sync (at least 0) */

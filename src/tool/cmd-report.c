@@ -13,6 +13,7 @@
 #include "tool/report-counters.h"
 #include "tool/report-gpu.h"
 #include "tool/report-mpi.h"
+#include "tool/convert-job.h"
 #include "export/profile.h"
 #include "tool/timewin.h"
 #include <getopt.h>
@@ -48,7 +49,10 @@ static void help(FILE *f)
 		   "                      MPI and outside; per MPI function calls, time, bytes and\n"
 		   "                      wait (a receive's time before its send began, a collective's\n"
 		   "                      before its last member arrived); the compute imbalance\n"
-		   "                      (max/mean); the bytes each rank sent each other\n"
+		   "                      (max/mean); the bytes each rank sent each other. Under\n"
+		   "                      mpirun/srun -n N the job's ranks share the work (the trace's\n"
+		   "                      directory must be writable: they meet there); other reports\n"
+		   "                      are printed by rank 0 alone\n"
 		   "      --leaks         with --memory: every leaked block and its slice stack\n"
 		   "      --unit U        the text tables' times in U: ns, us, ms or s (default: each\n"
 		   "                      table's or column's own, from its largest value)\n"
@@ -269,11 +273,25 @@ int cmd_report(int argc, char **argv)
 		static char def[] = "weft.data";
 		argv[argc++] = def;
 	}
+	/* a rank of `mpirun -np N weft report`: --mpi splits the ranks of the trace between the
+	 * job's (report-mpi.c); any other report is made by rank 0 alone */
+	struct weft_report_job job;
+	int in_job = weft_report_mpi_job(&job, argv[optind], mpi);
+	if (in_job < 0)
+		return WEFT_EXIT_OK;
+	weft_trace_defer_symbols = mpi; /* MPI slices are named: no function address is looked up */
 	struct weft_trace *t;
 	char err[512]; /* several directories: one trace (a job's hosts) */
 	if (weft_trace_open_window((const char *const *)argv + optind, (size_t)(argc - optind), by_time ? &win : NULL,
 				   &t, err, sizeof(err))) {
-		weft_cli_error("report", "%s", err);
+		if (in_job && job.j.rank) { /* rank 0 says it, with the rank, where it takes the reason */
+			if (!weft_report_mpi_job_failed(&job, err))
+				weft_cli_error("report", "rank %u of %u: %s", job.j.rank, job.j.size, err);
+		} else {
+			if (in_job) /* the other ranks' parts, should they come */
+				weft_convert_job_cleanup(&job.j);
+			weft_cli_error("report", "%s", err);
+		}
 		return WEFT_EXIT_FAIL;
 	}
 	for (size_t i = 0; i < t->nwarnings; i++)
@@ -288,7 +306,7 @@ int cmd_report(int argc, char **argv)
 			weft_cli_error("report", "totals for the window %s", w);
 	}
 	if (mpi) {
-		int rc = weft_report_mpi(t, fmt, limit);
+		int rc = weft_report_mpi(t, fmt, limit, in_job ? &job : NULL);
 		weft_trace_free(t);
 		return rc;
 	}

@@ -167,8 +167,7 @@ static long long tmp_size(struct weft_convert_job *j, unsigned r)
 	return stat(p, &st) ? 0 : (long long)st.st_size;
 }
 
-int weft_convert_job_gather(struct weft_convert_job *j, FILE *out, uint64_t *events, uint64_t *dropped, char *why,
-			    size_t n)
+int weft_convert_job_each(struct weft_convert_job *j, weft_job_take_fn take, void *ud, char *why, size_t n)
 {
 	const char *t = getenv("WEFT_CONVERT_JOB_TIMEOUT");
 	double timeout = t && atof(t) > 0 ? atof(t) : 600, last = now_s();
@@ -201,16 +200,7 @@ int weft_convert_job_gather(struct weft_convert_job *j, FILE *out, uint64_t *eve
 		}
 		part_name(out_path, r, j->size, ".sum", side, sizeof(side));
 		read_line(side, line, sizeof(line));
-		unsigned long long ev = 0, dr = 0;
-		if (sscanf(line, "%llu %llu", &ev, &dr) == 2) {
-			*events += ev;
-			*dropped += dr;
-		}
-		int a = append(out, part);
-		if (a) {
-			snprintf(why, n, "appending rank %u's part %s: %s", r, part, strerror(-a));
-			rc = -1;
-		}
+		rc = take(ud, r, part, line, why, n);
 		unlink(part);
 		unlink(side);
 		seen = 0;
@@ -220,6 +210,35 @@ int weft_convert_job_gather(struct weft_convert_job *j, FILE *out, uint64_t *eve
 	if (rc)
 		weft_convert_job_cleanup(j);
 	return rc;
+}
+
+struct gather {
+	FILE *out;
+	uint64_t *events, *dropped;
+};
+
+/* A .pftrace part: appended; its counts added. */
+static int take_pftrace(void *ud, unsigned r, const char *part, const char *sum, char *why, size_t n)
+{
+	struct gather *g = ud;
+	unsigned long long ev = 0, dr = 0;
+	if (sscanf(sum, "%llu %llu", &ev, &dr) == 2) {
+		*g->events += ev;
+		*g->dropped += dr;
+	}
+	int a = append(g->out, part);
+	if (a) {
+		snprintf(why, n, "appending rank %u's part %s: %s", r, part, strerror(-a));
+		return -1;
+	}
+	return 0;
+}
+
+int weft_convert_job_gather(struct weft_convert_job *j, FILE *out, uint64_t *events, uint64_t *dropped, char *why,
+			    size_t n)
+{
+	struct gather g = {out, events, dropped};
+	return weft_convert_job_each(j, take_pftrace, &g, why, n);
 }
 
 void weft_convert_job_cleanup(struct weft_convert_job *j)

@@ -35,6 +35,12 @@ int weft_convert_job_part_done(struct weft_convert_job *j, FILE *f, int ok, cons
 int weft_convert_job_gather(struct weft_convert_job *j, FILE *out, uint64_t *events, uint64_t *dropped, char *why,
 			    size_t n);
 
+/* Rank 0, the same for any kind of part: take(ud, rank, its part's path, its .sum line, why, n)
+ * on each in rank order as it is complete (0, or -1 with why: the job fails); the part is
+ * removed after. */
+typedef int (*weft_job_take_fn)(void *ud, unsigned rank, const char *part, const char *sum, char *why, size_t n);
+int weft_convert_job_each(struct weft_convert_job *j, weft_job_take_fn take, void *ud, char *why, size_t n);
+
 /* Removes this job's part files (a failure, or a signal on rank 0). */
 void weft_convert_job_cleanup(struct weft_convert_job *j);
 

@@ -11,9 +11,12 @@
 #include "tool/report-mpi.h"
 #include "tool/textout.h"
 #include "analysis/mpi.h"
+#include <errno.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #define U(x) ((unsigned long long)(x))
 
@@ -326,15 +329,113 @@ static void json(const struct weft_mpi *m)
 	printf("]}\n");
 }
 
-int weft_report_mpi(const struct weft_trace *t, int fmt, long limit)
+/* ---- as a job ---- */
+
+int weft_report_mpi_job(struct weft_report_job *job, const char *dir, int mpi)
+{
+	memset(job, 0, sizeof(*job));
+	snprintf(job->base, sizeof(job->base), "%s/.weft-report-mpi", dir);
+	if (!weft_convert_job_detect(&job->j, job->base))
+		return 0;
+	if (mpi && !access(dir, W_OK))
+		return 1;
+	if (job->j.rank)
+		return -1;
+	if (mpi)
+		weft_cli_error("report", "%s is not writable, where the ranks of this job would meet: rank 0 of %u "
+			       "makes the report alone", dir, job->j.size);
+	return 0;
+}
+
+int weft_report_mpi_job_failed(struct weft_report_job *job, const char *why)
+{
+	return weft_convert_job_part_done(&job->j, NULL, 0, why, 0, 0) == 1;
+}
+
+/* Rank 0's: a launcher that ends the job leaves no part behind. */
+static struct weft_convert_job *signal_job;
+static void job_signal(int sig)
+{
+	if (signal_job)
+		weft_convert_job_cleanup(signal_job);
+	signal(sig, SIG_DFL);
+	raise(sig);
+}
+
+/* Rank R > 0: its share's state, as a part for rank 0. */
+static int report_part(const struct weft_trace *t, struct weft_report_job *job)
+{
+	char err[512] = "";
+	struct weft_convert_job *j = &job->j;
+	struct weft_mpi_acc *a = weft_mpi_begin(t, j->rank, j->size, err, sizeof(err));
+	FILE *f = a ? weft_convert_job_part_open(j) : NULL;
+	int rc = a && f ? weft_mpi_save(a, f) : -1;
+	if (a && !f)
+		snprintf(err, sizeof(err), "cannot write its part %.300s.tmp: %s", j->part, strerror(errno));
+	else if (rc)
+		snprintf(err, sizeof(err), "writing its part %.300s.tmp failed", j->part);
+	weft_mpi_acc_free(a);
+	int said = weft_convert_job_part_done(j, f, !rc, err, 0, 0);
+	if (said < 0 || (rc && !said)) /* (else rank 0 said it) */
+		weft_cli_error("report", "rank %u of %u: %s", j->rank, j->size, err[0] ? err : "its part failed");
+	return said || rc ? WEFT_EXIT_FAIL : WEFT_EXIT_OK;
+}
+
+/* Rank 0: another rank's part, merged. */
+static int take_part(void *ud, unsigned rank, const char *part, const char *sum, char *why, size_t n)
+{
+	(void)sum;
+	FILE *f = fopen(part, "re");
+	if (!f) {
+		snprintf(why, n, "reading rank %u's part %s: %s", rank, part, strerror(errno));
+		return -1;
+	}
+	char err[256];
+	int rc = weft_mpi_load(ud, f, err, sizeof(err));
+	fclose(f);
+	if (rc)
+		snprintf(why, n, "rank %u's part %s: %s", rank, part, err);
+	return rc ? -1 : 0;
+}
+
+/* The analysis: alone, or as rank 0 of a job. NULL with the line said. */
+static struct weft_mpi *analyze(const struct weft_trace *t, struct weft_report_job *job)
 {
 	struct weft_mpi *m;
-	char err[256];
-	if (weft_mpi_analyze(t, &m, err, sizeof(err))) {
+	char err[1200];
+	if (!job) {
+		if (!weft_mpi_analyze(t, &m, err, sizeof(err)))
+			return m;
 		weft_mpi_free(m);
 		weft_cli_error("report", "%s", err);
-		return WEFT_EXIT_FAIL;
+		return NULL;
 	}
+	signal_job = &job->j;
+	signal(SIGTERM, job_signal);
+	signal(SIGINT, job_signal);
+	signal(SIGHUP, job_signal);
+	struct weft_mpi_acc *a = weft_mpi_begin(t, 0, job->j.size, err, sizeof(err));
+	if (!a) {
+		weft_convert_job_cleanup(&job->j);
+		weft_cli_error("report", "%s", err);
+		return NULL;
+	}
+	if (weft_convert_job_each(&job->j, take_part, a, err, sizeof(err))) {
+		weft_mpi_acc_free(a);
+		weft_cli_error("report", "%s", err);
+		return NULL;
+	}
+	fprintf(stderr, "weft: report: (the ranks of the trace analysed by %u ranks)\n", job->j.size);
+	return weft_mpi_end(a);
+}
+
+int weft_report_mpi(const struct weft_trace *t, int fmt, long limit, struct weft_report_job *job)
+{
+	if (job && job->j.rank)
+		return report_part(t, job);
+	struct weft_mpi *m = analyze(t, job);
+	if (!m)
+		return WEFT_EXIT_FAIL;
 	if (m->st.bad_chunks)
 		weft_cli_warn_undecoded("report", m->st.bad_chunks, m->st.bad_why, NULL);
 	if (m->st.oom) {

@@ -9,9 +9,15 @@ by `mpirun -np N weft convert D -o F` under MPICH's Hydra (N = 2, 3) and Open MP
   reason in one line from rank 0, and leaves neither F nor a part;
 - a rank whose part never comes (rank 1 is not weft at all) fails rank 0 after
   WEFT_CONVERT_JOB_TIMEOUT with a line that says which rank and where it looked;
-- WEFT_CONVERT_SPLIT=0 keeps every rank converting alone (each writes F whole)."""
+- WEFT_CONVERT_SPLIT=0 keeps every rank converting alone (each writes F whole).
+The same for `mpirun -np N weft report --mpi D` (src/tool/report-mpi.c): the text and CSV
+reports are the one-process report's, byte for byte, the JSON too but for pending_peak; the
+messages and collectives that cross the ranks' shares are matched in the merge; a failing rank
+fails it in one line; the parts are not left in D; any other report is printed once."""
 import glob
+import json
 import os
+import re
 import shutil
 import sys
 import unittest
@@ -100,6 +106,76 @@ class ConvertJob(TraceTest):
         self.assertNotIn("converted by", p.stderr)
         with open(out, "rb") as f:
             self.assertEqual(f.read(), self.one_bytes)
+
+
+@unittest.skipUnless(have("mpicc.mpich", "mpirun.mpich"), "MPICH not installed (mpich, libmpich-dev)")
+class ReportJob(TraceTest):
+    @classmethod
+    def setUpClass(cls):
+        cls.data = mpich_app_job(cls, "weft-report-job-")
+        cls.one = {fmt: run([WEFT, "report", "--mpi", f"--format={fmt}", cls.data]).stdout
+                   for fmt in ("text", "csv", "json")}
+
+    def left(self):
+        return [n for n in os.listdir(self.data) if n.startswith(".weft-report")]
+
+    def reported_by(self, launcher, n):
+        for fmt, want in self.one.items():
+            p = run([*launcher, "-np", str(n), WEFT, "report", "--mpi", f"--format={fmt}", self.data], timeout=120)
+            self.assertEqual(p.stderr, f"weft: report: (the ranks of the trace analysed by {n} ranks)\n")
+            if fmt == "json":  # the most held at once: by one share or by the merge, not by one walk
+                got, want = (json.loads(x) for x in (p.stdout, want))
+                self.assertGreater(got.pop("pending_peak"), 0)
+                want.pop("pending_peak")
+            else:
+                got = p.stdout
+            self.assertEqual(got, want, f"--format={fmt} by {n} ranks")
+            self.assertEqual(self.left(), [])
+
+    def test_mpich_2_and_3_ranks(self):
+        summary = re.match(r"# MPI: 4 ranks on 1 host, \d+ calls, (\d+) messages matched, 0 flow ends unmatched, "
+                           r"(\d+) collective instances \(0 incomplete\)", self.one["text"])
+        self.assertTrue(summary, self.one["text"])
+        self.assertGreater(int(summary.group(1)), 10)  # messages between the shares: matched in the merge
+        self.assertGreater(int(summary.group(2)), 5)
+        self.reported_by(MPICH, 2)
+        self.reported_by(MPICH, 3)
+
+    @unittest.skipUnless(have("mpirun.openmpi"), "Open MPI not installed (openmpi-bin)")
+    def test_openmpi_3_ranks(self):
+        self.reported_by(OMPI, 3)
+
+    def test_failing_rank(self):
+        # rank 1 asks for a window after the trace's end: it cannot open it
+        p = run([*MPICH, "-np", "1", WEFT, "report", "--mpi", self.data, ":",
+                 "-np", "1", WEFT, "report", "--mpi", "--time", "1000:2000", self.data], check=False, timeout=120)
+        self.assertNotEqual(p.returncode, 0)
+        lines = [line for line in p.stderr.splitlines() if line.startswith("weft: ")]
+        self.assertEqual(len(lines), 1, p.stderr)
+        self.assertTrue(lines[0].startswith("weft: report: rank 1 of 2 failed: --time: the window starts at 1000 s"),
+                        lines)
+        self.assertEqual(p.stdout, "")
+        self.assertEqual(self.left(), [])
+
+    def test_missing_rank_times_out(self):
+        p = run([*MPICH, "-np", "1", "-env", "WEFT_CONVERT_JOB_TIMEOUT", "1", WEFT, "report", "--mpi", self.data,
+                 ":", "-np", "1", "true"], check=False, timeout=120)
+        self.assertEqual(p.returncode, 1, p.stderr)
+        self.assertIn("weft: report: no part from rank 1 of 2 in 1 s (is", p.stderr)
+        self.assertEqual(p.stdout, "")
+        self.assertEqual(self.left(), [])
+
+    def test_other_reports_once(self):
+        for args in (["report"], ["report", "--processes"]):
+            want = run([WEFT, *args, self.data]).stdout
+            p = run([*MPICH, "-np", "3", WEFT, *args, self.data], timeout=120)
+            self.assertEqual(p.stdout, want, args)
+
+    def test_split_off(self):
+        p = run([*MPICH, "-np", "2", "-genv", "WEFT_CONVERT_SPLIT", "0", WEFT, "report", "--mpi", self.data],
+                timeout=120)
+        self.assertEqual(p.stdout, self.one["text"] * 2)
+        self.assertEqual(p.stderr, "")
 
 
 if __name__ == "__main__":
