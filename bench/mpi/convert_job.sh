@@ -7,7 +7,8 @@
 #   1 rank, default / 2 ranks, default   as a user runs it (one process uses every core; two
 #                                     ranks on one host share them: -j cores/ranks each)
 # Wall seconds of mpirun.mpich -np N weft convert -q D -o F, and the largest RSS of a rank
-# (GNU time's maximum resident set of the job's processes).
+# (GNU time's maximum resident set of the job's processes). Then `weft report --mpi` of the
+# same trace by 1 and 2 ranks (the walk of its 25 M events split; the outputs compared).
 set -u
 B=$(cd "${1:-build}" && pwd)
 ROUNDS=${2:-5}
@@ -53,3 +54,20 @@ for c in "${confs[@]}"; do
 	awk -v n=$1 -v j=$2 -v w=$w -v b=$b -v m=$m 'BEGIN {printf "| %d | %s | %.2f | %.2fx | %.1f |\n", n, j, w, b / w, m / 1024}'
 done
 for c in "${confs[@]}"; do echo "  $c: ${W[$c]}"; done
+declare -A R
+for ((r = 1; r <= ROUNDS; r++)); do
+	for n in 1 2; do
+		out=$( { /usr/bin/time -f "%e" mpirun.mpich -np $n "$B/weft" report --mpi "$T/j64" > "$T/report.$n"; } 2>&1 | tail -1)
+		R[$n]+="$out "
+	done
+	cmp -s "$T/report.1" "$T/report.2" || echo "DIFFERENT REPORT"
+done
+echo
+echo "| weft report --mpi, ranks | wall s | speedup |"
+echo "|---:|---:|---:|"
+b=$(echo ${R[1]} | tr ' ' '\n' | med)
+for n in 1 2; do
+	w=$(echo ${R[$n]} | tr ' ' '\n' | med)
+	awk -v n=$n -v w=$w -v b=$b 'BEGIN {printf "| %d | %.2f | %.2fx |\n", n, w, b / w}'
+done
+for n in 1 2; do echo "  report $n: ${R[$n]}"; done
