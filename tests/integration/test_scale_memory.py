@@ -49,15 +49,17 @@ class ScaleMemory(TraceTest):
         for n in (SMALL, LARGE):
             run(["/usr/bin/python3", GEN, g4, str(n), os.path.join(cls.dir, f"G{n}"), "--per-host", "4"])
 
-    def per_rank(self, *args, out=None):
-        """KiB of peak RSS each rank past SMALL adds to `weft ARGS G{n}` (-o out.N when out)."""
+    def per_rank(self, *args, out=None, tries=1):
+        """KiB of peak RSS each rank past SMALL adds to `weft ARGS G{n}` (-o out.N when out); with
+        tries, the smallest peak of that many runs of each."""
         peaks = {}
         for n in (SMALL, LARGE):
             dest = out if out and out.startswith("/dev/") else f"{out}.{n}"  # (a device: written through)
             cmd = [WEFT, *args, f"G{n}"] + (["-o", dest] if out else [])
-            rc, kib, err = peak_kib(cmd, self.dir)
-            self.assertEqual(rc, 0, (cmd, err))
-            peaks[n] = kib
+            for _ in range(tries):
+                rc, kib, err = peak_kib(cmd, self.dir)
+                self.assertEqual(rc, 0, (cmd, err))
+                peaks[n] = min(kib, peaks.get(n, kib))
         return (peaks[LARGE] - peaks[SMALL]) / (LARGE - SMALL), peaks
 
     # conversions with one encoding thread: with more, how many encoded threads wait for their
@@ -108,7 +110,9 @@ class ScaleMemory(TraceTest):
         # (the X style, whose durations are learnt a group at a time too, is the B/E style's
         # merge: test_json_stages_same_bytes compares its stages; to /dev/null: the 512 ranks'
         # JSON is 650 MB, which only the disk would feel)
-        kb, peaks = self.per_rank("convert", "-j1", "-f", "json", out="/dev/null")
+        # (twice each: one CI run beside a busy loop measured 106 and 141 MiB, twice the usual
+        # 48 and 62 at every other try, unexplained so far: a real regression shows in both)
+        kb, peaks = self.per_rank("convert", "-j1", "-f", "json", out="/dev/null", tries=2)
         self.assertLess(kb, PER_RANK_KB, f"weft convert -f json: {kb:.1f} KiB a rank ({peaks})")
 
     def test_json_stages_same_bytes(self):
