@@ -8,6 +8,7 @@
  * would. Memory: one chunk's records per thread, the walkers' open slices.
  */
 #include "analysis/memory-internal.h"
+#include "format/minheap.h"
 #include "format/format.h"
 #include <stdlib.h>
 #include <string.h>
@@ -99,33 +100,17 @@ static int refill(struct mem_replay *rp, struct mem_thread *th)
 	return th->qn > 0;
 }
 
-static int less(const struct mem_replay *rp, uint32_t a, uint32_t b)
+static int less(const void *ctx, size_t a, size_t b)
 {
+	const struct mem_replay *rp = ctx;
 	uint64_t x = rp->threads[a].q[rp->threads[a].qhead].ts, y = rp->threads[b].q[rp->threads[b].qhead].ts;
 	return x < y || (x == y && a < b);
-}
-
-static void sift_down(const struct mem_replay *rp, uint32_t *heap, size_t hn, size_t i)
-{
-	for (;;) {
-		size_t l = 2 * i + 1, r = l + 1, m = i;
-		if (l < hn && less(rp, heap[l], heap[m]))
-			m = l;
-		if (r < hn && less(rp, heap[r], heap[m]))
-			m = r;
-		if (m == i)
-			return;
-		uint32_t x = heap[i];
-		heap[i] = heap[m];
-		heap[m] = x;
-		i = m;
-	}
 }
 
 void weft_mem__stream(struct mem_replay *rp)
 {
 	struct weft_mem_proc *mp = rp->mp;
-	uint32_t *heap = calloc(rp->nthreads + 1, sizeof(uint32_t));
+	size_t *heap = calloc(rp->nthreads + 1, sizeof(*heap));
 	if (!heap)
 		weft_oom("the memory analysis");
 	size_t hn = 0;
@@ -135,14 +120,14 @@ void weft_mem__stream(struct mem_replay *rp)
 		size_t i = hn++;
 		heap[i] = t;
 		while (i && less(rp, heap[i], heap[(i - 1) / 2])) {
-			uint32_t x = heap[i];
+			size_t x = heap[i];
 			heap[i] = heap[(i - 1) / 2];
 			heap[(i - 1) / 2] = x;
 			i = (i - 1) / 2;
 		}
 	}
 	while (hn) {
-		uint32_t t = heap[0];
+		uint32_t t = (uint32_t)heap[0];
 		struct mem_thread *th = &rp->threads[t];
 		struct mem_rec *r = &th->q[th->qhead];
 		while (r->ts >= rp->next_dump && rp->next_dump < mp->last_ts) {
@@ -155,7 +140,7 @@ void weft_mem__stream(struct mem_replay *rp)
 			weft_mem__settle(rp, th, r);
 		if (++th->qhead == th->qn && !refill(rp, th))
 			heap[0] = heap[--hn];
-		sift_down(rp, heap, hn, 0);
+		weft_heap_sift_down(heap, hn, 0, less, rp);
 	}
 	free(heap);
 }

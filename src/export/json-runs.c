@@ -18,6 +18,7 @@
  * byte.
  */
 #include "export/json-internal.h"
+#include "format/minheap.h"
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -175,26 +176,15 @@ static int rd_next(struct jruns *R, ZSTD_DCtx *dctx, struct rd *r)
 	return r->hi - r->lo - ENT_HDR < r->len ? -EBADMSG : 1;
 }
 
-static int rd_before(const struct rd *rs, size_t a, size_t b)
+static int rd_before(const void *ctx, size_t a, size_t b)
 {
+	const struct rd *rs = ctx;
 	return rs[a].ts < rs[b].ts || (rs[a].ts == rs[b].ts && a < b);
 }
 
 static void sift_down(const struct rd *rs, size_t *heap, size_t hn, size_t at)
 {
-	for (;;) {
-		size_t l = 2 * at + 1, r = l + 1, m = at;
-		if (l < hn && rd_before(rs, heap[l], heap[m]))
-			m = l;
-		if (r < hn && rd_before(rs, heap[r], heap[m]))
-			m = r;
-		if (m == at)
-			return;
-		size_t t = heap[m];
-		heap[m] = heap[at];
-		heap[at] = t;
-		at = m;
-	}
+	weft_heap_sift_down(heap, hn, at, rd_before, rs);
 }
 
 int weft_json_runs_merge(struct jruns *R, void (*emit)(void *ud, const uint8_t *text, size_t len), void *ud)

@@ -26,6 +26,7 @@
  * second. The bytes do not depend on --jobs, nor on the merge's stages.
  */
 #include "export/json-internal.h"
+#include "format/minheap.h"
 #include "export/export.h"
 #include "export/pb.h"
 #include "export/json-gpu.h"
@@ -247,8 +248,9 @@ struct merge {
 	size_t *heap, hn;
 };
 
-static int stream_before(struct jthread *js, size_t a, size_t b)
+static int stream_before(const void *ctx, size_t a, size_t b)
 {
+	struct jthread *js = (struct jthread *)ctx;
 	const struct jlist *A = stream_list(js, a), *B = stream_list(js, b);
 	uint64_t ka = A->ents[A->pos].ts, kb = B->ents[B->pos].ts;
 	return ka < kb || (ka == kb && a < b);
@@ -256,19 +258,7 @@ static int stream_before(struct jthread *js, size_t a, size_t b)
 
 static void sift_down(struct merge *m, size_t at)
 {
-	for (;;) {
-		size_t l = 2 * at + 1, r = l + 1, k = at;
-		if (l < m->hn && stream_before(m->js, m->heap[l], m->heap[k]))
-			k = l;
-		if (r < m->hn && stream_before(m->js, m->heap[r], m->heap[k]))
-			k = r;
-		if (k == at)
-			return;
-		size_t t = m->heap[k];
-		m->heap[k] = m->heap[at];
-		m->heap[at] = t;
-		at = k;
-	}
+	weft_heap_sift_down(m->heap, m->hn, at, stream_before, m->js);
 }
 
 /* Threads [lo, hi)'s streams (with `rest`, also the snapshots' and the GPU's lists) merged into

@@ -21,6 +21,7 @@
 #include "collect/perf_sample.h"
 #include "export/model.h"
 #include "format/format.h"
+#include "format/minheap.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -331,8 +332,9 @@ static int fill(struct pwalk *pw, struct sthread *s)
 
 /* ---- the merge ---- */
 
-static int before(const struct pwalk *pw, size_t a, size_t b)
+static int before(const void *ctx, size_t a, size_t b)
 {
+	const struct pwalk *pw = ctx;
 	const struct sthread *x = &pw->th[a], *y = &pw->th[b];
 	uint64_t tx = x->q[x->qhead].ts, ty = y->q[y->qhead].ts;
 	return tx < ty || (tx == ty && a < b);
@@ -340,19 +342,7 @@ static int before(const struct pwalk *pw, size_t a, size_t b)
 
 static void sift_down(struct pwalk *pw, size_t i)
 {
-	for (;;) {
-		size_t l = 2 * i + 1, m = i;
-		if (l < pw->nheap && before(pw, pw->heap[l], pw->heap[m]))
-			m = l;
-		if (l + 1 < pw->nheap && before(pw, pw->heap[l + 1], pw->heap[m]))
-			m = l + 1;
-		if (m == i)
-			return;
-		size_t t = pw->heap[i];
-		pw->heap[i] = pw->heap[m];
-		pw->heap[m] = t;
-		i = m;
-	}
+	weft_heap_sift_down(pw->heap, pw->nheap, i, before, pw);
 }
 
 /* ---- the replay: blocks and accesses ---- */
