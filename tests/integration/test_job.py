@@ -239,6 +239,18 @@ class Slurm(JobCase):
         d = self.fresh("D")
         p = self.srun("pmi2", d, build("mpich"))
         self.check_job(d, p.stderr, launcher="slurm", funcs=("main",))
+        # the readers as a Slurm job step (issue 29 item 4): the same output as one process
+        alone = run([WEFT, "report", "--mpi", d]).stdout
+        p = run(["srun", "-n", "2", "--overcommit", WEFT, "report", "--mpi", d], cwd=TMP, timeout=120)
+        self.assertEqual(p.stdout, alone)
+        self.assertIn("(the ranks of the trace analysed by 2 ranks)", p.stderr)
+        one, two = os.path.join(TMP, "one.pftrace"), os.path.join(TMP, "two.pftrace")
+        run([WEFT, "convert", "-q", d, "-o", one])
+        p = run(["srun", "-n", "2", "--overcommit", WEFT, "convert", d, "-o", two], cwd=TMP, timeout=120)
+        self.assertIn("(converted by 2 ranks)", p.stderr)
+        with open(one, "rb") as a, open(two, "rb") as b:
+            self.assertTrue(a.read() == b.read(), "srun -n 2 weft convert: not the one-process bytes")
+        self.assertEqual([n for n in os.listdir(d) if n.startswith(".weft-report")], [])
 
 
 @unittest.skipIf(os.environ.get("WEFT_TEST_NO_PRELOAD"), "preloading is not testable in this build (TSan)")
