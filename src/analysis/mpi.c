@@ -712,6 +712,12 @@ static void w64(struct wbuf *w, uint64_t v)
 	w->bad |= fwrite(&v, 8, 1, w->f) != 1;
 }
 
+static void wn(struct wbuf *w, const uint64_t *v, size_t n)
+{
+	w->bad |= n && fwrite(v, 8, n, w->f) != n;
+}
+#define WN(w, ...) wn(w, (const uint64_t[]){__VA_ARGS__}, sizeof((const uint64_t[]){__VA_ARGS__}) / 8)
+
 static void wstr(struct wbuf *w, const char *s)
 {
 	size_t l = s ? strlen(s) : 0;
@@ -788,12 +794,7 @@ int weft_mpi_save(struct weft_mpi_acc *a, FILE *f)
 	w64(&w, m->nfns);
 	for (size_t i = 0; i < m->nfns; i++)
 		wstr(&w, m->fns[i]);
-	w64(&w, m->calls);
-	w64(&w, m->messages);
-	w64(&w, m->collectives - open_colls);
-	w64(&w, m->pending_peak);
-	w64(&w, m->st.bad_chunks);
-	w64(&w, m->st.oom);
+	WN(&w, m->calls, m->messages, m->collectives - open_colls, m->pending_peak, m->st.bad_chunks, m->st.oom);
 	wstr(&w, m->st.bad_why);
 	uint64_t npres = 0;
 	for (size_t r = 0; r < m->nranks; r++)
@@ -803,65 +804,38 @@ int weft_mpi_save(struct weft_mpi_acc *a, FILE *f)
 		const struct weft_mpi_rank *k = &m->ranks[r];
 		if (!k->present)
 			continue;
-		uint64_t v[] = {r, k->first_ns, k->last_ns, k->mpi_ns, k->weft_ns, k->wait_ns, k->calls, k->nfn};
-		for (size_t i = 0; i < sizeof(v) / 8; i++)
-			w64(&w, v[i]);
-		for (size_t i = 0; i < k->nfn; i++) {
-			w64(&w, k->fn[i].calls);
-			w64(&w, k->fn[i].total_ns);
-			w64(&w, k->fn[i].bytes);
-			w64(&w, k->fn[i].wait_ns);
-		}
+		WN(&w, r, k->first_ns, k->last_ns, k->mpi_ns, k->weft_ns, k->wait_ns, k->calls, k->nfn);
+		for (size_t i = 0; i < k->nfn; i++)
+			WN(&w, k->fn[i].calls, k->fn[i].total_ns, k->fn[i].bytes, k->fn[i].wait_ns);
 	}
 	w64(&w, m->npairs);
-	for (size_t i = 0; i < m->npairs; i++) {
-		w64(&w, m->pairs[i].src);
-		w64(&w, m->pairs[i].dst);
-		w64(&w, m->pairs[i].bytes);
-		w64(&w, m->pairs[i].messages);
-	}
-	w64(&w, sends);
-	w64(&w, rslices);
-	w64(&w, recvs);
+	for (size_t i = 0; i < m->npairs; i++)
+		WN(&w, m->pairs[i].src, m->pairs[i].dst, m->pairs[i].bytes, m->pairs[i].messages);
+	WN(&w, sends, rslices, recvs);
 	for (size_t i = 0; i < c->flows.cap; i++)
 		for (struct hnode *x = c->flows.b[i]; x; x = x->next) {
 			struct flow *fl = (struct flow *)x;
-			if (fl->is_send) {
-				w64(&w, fl->h.key);
-				w64(&w, fl->send_begin);
-				w64(&w, (uint64_t)fl->unsized);
-				w64(&w, fl->src);
-			}
+			if (fl->is_send)
+				WN(&w, fl->h.key, fl->send_begin, (uint64_t)fl->unsized, fl->src);
 		}
 	for (size_t i = 0; i < rslices; i++) {
 		const struct rslice *r = rs[i];
-		uint64_t v[] = {r->rank, r->fn, r->begin, r->end, r->latest_send, r->share};
-		for (size_t k = 0; k < sizeof(v) / 8; k++)
-			w64(&w, v[k]);
+		WN(&w, r->rank, r->fn, r->begin, r->end, r->latest_send, r->share);
 	}
 	for (size_t i = 0; i < c->flows.cap; i++)
 		for (struct hnode *x = c->flows.b[i]; x; x = x->next) {
 			struct flow *fl = (struct flow *)x;
-			if (!fl->is_send) {
-				w64(&w, fl->h.key);
-				w64(&w, fl->r->saved - 1);
-			}
+			if (!fl->is_send)
+				WN(&w, fl->h.key, fl->r->saved - 1);
 		}
 	free(rs);
 	w64(&w, open_colls);
 	for (size_t i = 0; i < c->colls.cap; i++)
 		for (struct hnode *x = c->colls.b[i]; x; x = x->next) {
 			const struct coll *k = (const struct coll *)x;
-			w64(&w, k->comm);
-			w64(&w, k->seq);
-			w64(&w, k->size);
-			w64(&w, k->n);
-			for (size_t j = 0; j < k->n; j++) {
-				w64(&w, k->m[j].rank);
-				w64(&w, k->m[j].fn);
-				w64(&w, k->m[j].begin);
-				w64(&w, k->m[j].end);
-			}
+			WN(&w, k->comm, k->seq, k->size, k->n);
+			for (size_t j = 0; j < k->n; j++)
+				WN(&w, k->m[j].rank, k->m[j].fn, k->m[j].begin, k->m[j].end);
 		}
 	return w.bad ? -EIO : 0;
 }
