@@ -121,7 +121,15 @@ class ReportJob(TraceTest):
 
     def reported_by(self, launcher, n):
         for fmt, want in self.one.items():
-            p = run([*launcher, "-np", str(n), WEFT, "report", "--mpi", f"--format={fmt}", self.data], timeout=120)
+            cmd = [*launcher, "-np", str(n), WEFT, "report", "--mpi", f"--format={fmt}", self.data]
+            p = run(cmd, timeout=120, check=False)
+            if p.returncode == -13 and not p.stdout and not p.stderr:
+                # Hydra's mpiexec itself killed by SIGPIPE, nothing printed (once in a CI run,
+                # pristine stage, the JSON report: its stdout forwarding as the ranks end;
+                # pmodels/mpich#1455 is of that kind): said, and run again once
+                print(f"{cmd}: the launcher died of SIGPIPE; again", file=sys.stderr)
+                p = run(cmd, timeout=120, check=False)
+            self.assertEqual(p.returncode, 0, p.stderr)
             self.assertEqual(p.stderr, f"weft: report: (the ranks of the trace analysed by {n} ranks)\n")
             if fmt == "json":  # the most held at once: by one share or by the merge, not by one walk
                 got, want = (json.loads(x) for x in (p.stdout, want))

@@ -42,7 +42,9 @@ def sanitizer():
 def run(cmd, env=None, cwd=None, check=True, timeout=240):
     e = dict(os.environ)
     e.update(env or {})
-    p = subprocess.run(cmd, env=e, cwd=cwd, capture_output=True, text=True, timeout=timeout)
+    # stdin /dev/null: not whatever the test harness left (a launcher forwards its stdin)
+    p = subprocess.run(cmd, env=e, cwd=cwd, capture_output=True, text=True, timeout=timeout,
+                       stdin=subprocess.DEVNULL)
     if check and p.returncode != 0:
         raise AssertionError(f"{cmd} exited {p.returncode}\nstdout:{p.stdout}\nstderr:{p.stderr}")
     return p
