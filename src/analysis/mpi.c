@@ -265,6 +265,31 @@ static void send_flow(struct ctx *c, uint64_t id, uint64_t begin, int unsized)
 		rslice_done(c->m, r);
 }
 
+/* Flow id received by r (held: unresolved counts it while it waits): matched with its send if
+ * that was seen, else held until it is. */
+static void recv_flow(struct ctx *c, struct rslice *r, uint64_t id)
+{
+	struct flow *f = (struct flow *)hget(&c->flows, id);
+	if (f && f->is_send) {
+		if (f->send_begin > r->latest_send)
+			r->latest_send = f->send_begin;
+		if (f->unsized)
+			add_pair(c, f->src, r->rank, r->share);
+		c->m->messages++;
+		hdel(&c->flows, &f->h);
+		free(f);
+		note_pending(c, -1);
+	} else if (!f) {
+		if (!(f = calloc(1, sizeof(*f))))
+			weft_oom("the MPI report");
+		f->h.key = id;
+		f->r = r;
+		r->unresolved++;
+		hput(&c->flows, &f->h);
+		note_pending(c, 1);
+	} /* else the same id received twice: the first counts */
+}
+
 static void recv_flows(struct ctx *c, const struct weft_ev *e, uint32_t fn, uint64_t begin, int64_t bytes)
 {
 	struct rslice *r = calloc(1, sizeof(*r));
@@ -272,27 +297,8 @@ static void recv_flows(struct ctx *c, const struct weft_ev *e, uint32_t fn, uint
 		weft_oom("the MPI report");
 	/* unresolved 1: held while its flows are looked up */
 	*r = (struct rslice){c->rank, fn, begin, e->ts, 0, 1, bytes > 0 ? (uint64_t)bytes / e->nin : 0, 0};
-	for (unsigned i = 0; i < e->nin; i++) {
-		struct flow *f = (struct flow *)hget(&c->flows, e->flows_in[i]);
-		if (f && f->is_send) {
-			if (f->send_begin > r->latest_send)
-				r->latest_send = f->send_begin;
-			if (f->unsized)
-				add_pair(c, f->src, c->rank, r->share);
-			c->m->messages++;
-			hdel(&c->flows, &f->h);
-			free(f);
-			note_pending(c, -1);
-		} else if (!f) {
-			if (!(f = calloc(1, sizeof(*f))))
-				weft_oom("the MPI report");
-			f->h.key = e->flows_in[i];
-			f->r = r;
-			r->unresolved++;
-			hput(&c->flows, &f->h);
-			note_pending(c, 1);
-		} /* else the same id received twice: the first counts */
-	}
+	for (unsigned i = 0; i < e->nin; i++)
+		recv_flow(c, r, e->flows_in[i]);
 	if (!--r->unresolved)
 		rslice_done(c->m, r);
 }
@@ -970,27 +976,7 @@ int weft_mpi_load(struct weft_mpi_acc *a, FILE *f, char *err, size_t errlen)
 			r.bad = 1;
 			break;
 		}
-		struct rslice *rr = rs[idx];
-		c->rank = rr->rank;
-		struct flow *fl = (struct flow *)hget(&c->flows, id);
-		if (fl && fl->is_send) {
-			if (fl->send_begin > rr->latest_send)
-				rr->latest_send = fl->send_begin;
-			if (fl->unsized)
-				add_pair(c, fl->src, rr->rank, rr->share);
-			m->messages++;
-			hdel(&c->flows, &fl->h);
-			free(fl);
-			note_pending(c, -1);
-		} else if (!fl) {
-			if (!(fl = calloc(1, sizeof(*fl))))
-				goto oom;
-			fl->h.key = id;
-			fl->r = rr;
-			rr->unresolved++;
-			hput(&c->flows, &fl->h);
-			note_pending(c, 1);
-		}
+		recv_flow(c, rs[idx], id);
 	}
 	uint64_t ncolls = rcount(&r, 32);
 	for (uint64_t i = 0; i < ncolls && !r.bad; i++) {
