@@ -7,6 +7,7 @@ with the trace's own span (main's duration in trace_processor); the suggested fi
 hot short function and not the long ones, and weft record takes it as printed: recorded again, the
 function is gone and the others are all there. A trace cut in its last chunk is estimated from what
 is left. Bad input: one line and the exit status of every command."""
+import atexit
 import json
 import math
 import os
@@ -21,6 +22,7 @@ sys.path.insert(0, os.path.dirname(__file__))
 from weftlib import BUILD, SRC, WEFT, main, run, sanitizer, tp_query  # noqa: E402
 
 TMP = tempfile.mkdtemp(prefix="weft-estimate-")
+atexit.register(shutil.rmtree, TMP, True)  # also where another test file imports this one
 
 PROG = r"""
 #include <weft.h>

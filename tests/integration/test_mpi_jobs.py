@@ -14,6 +14,7 @@ message from the sending call to the call that completed the receive, collective
 numbers equal on every member, 0 messages not drawn or backwards, the job's trace written once.
 Skips, saying why, where a launcher, compiler, Slurm or time namespaces are missing, and in
 sanitizer builds (the MPI launchers and libraries are not built with the sanitizer)."""
+import atexit
 import os
 import re
 import shutil
@@ -27,6 +28,7 @@ import test_mpi  # noqa: E402  (the module only: its test class is not collected
 from weftlib import SRC, WEFT, TraceTest, main, run, sanitizer, slurm_local  # noqa: E402
 
 TMP = tempfile.mkdtemp(prefix="weft-mpi-jobs-")
+atexit.register(shutil.rmtree, TMP, True)  # also where another test file imports this one
 OMPI = ["mpirun.openmpi", "--oversubscribe", "--allow-run-as-root"]
 MPICH = ["mpirun.mpich"]
 CONVERTED = "converting the job's trace"  # the last recorder of a job (cmd-record.c)

@@ -106,6 +106,15 @@ class _TraceProcessor:
 _TP = _TraceProcessor()
 atexit.register(_TP.close)
 
+# Open MPI keeps its session directories under TMPDIR/ompi.HOST.UID, one tree shared by every
+# mpirun of the user: two tests starting or ending jobs at once raced on it in a CI run ("A call
+# to mkdir was unable to create the desired directory: /tmp/ompi.vm.0, File exists"). Each test
+# process gets a tree of its own (orte_ for Open MPI 4, prte_ for 5), removed when it ends.
+_OMPI_TMP = tempfile.mkdtemp(prefix="weft-ompi-")
+os.environ.setdefault("OMPI_MCA_orte_tmpdir_base", _OMPI_TMP)
+os.environ.setdefault("PRTE_MCA_prte_tmpdir_base", _OMPI_TMP)
+atexit.register(shutil.rmtree, _OMPI_TMP, True)
+
 
 def slurm_local(cls, sdir):
     """Starts the one-node Slurm of tests/mpi/slurm-local.sh for test class cls. Its stop (by the
@@ -208,9 +217,8 @@ class TraceTest(unittest.TestCase):
 
     def setUp(self):
         self.tmp = tempfile.mkdtemp(prefix="weft-test-")
-
-    def tearDown(self):
-        shutil.rmtree(self.tmp, ignore_errors=True)
+        # a cleanup, not tearDown: it runs also where a subclass's setUp skips or fails after this
+        self.addCleanup(shutil.rmtree, self.tmp, ignore_errors=True)
 
     def record(self, prog, args=(), options="", env=None):
         out = os.path.join(self.tmp, "trace.data")
