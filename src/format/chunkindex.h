@@ -19,10 +19,11 @@
 #define WEFT_IX_TRACKS 0x2u   /* ... slices on named tracks */
 #define WEFT_IX_ASYNC 0x4u    /* ... async slices */
 #define WEFT_IX_LEAF 0x8u     /* ... LEAF records (1.12; the writer flags the chunk WEFT_CHUNK_LEAF) */
+#define WEFT_IX_FUNCS 0x10u   /* (1.13) the record's tail lists the chunk's function addresses (funcset.h) */
 
-/* The CHUNK_INDEX record's payload (72 bytes). Depth counts the slices open on the thread's own
- * track: a BEGIN on track 0 or a function entry adds one, an END on track 0 or a function exit
- * takes one away. */
+/* The CHUNK_INDEX record's payload (72 bytes; with WEFT_IX_FUNCS the chunk's function addresses
+ * follow it, funcset.h). Depth counts the slices open on the thread's own track: a BEGIN on
+ * track 0 or a function entry adds one, an END on track 0 or a function exit takes one away. */
 struct weft_index_rec {
 	uint32_t tid;
 	uint32_t file;        /* the events file's writer index K (P-K.wevents) */

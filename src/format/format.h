@@ -16,7 +16,7 @@
 #include "weft_fastpath.h" /* record types and site kinds */
 
 #define WEFT_FMT_MAJOR 1
-#define WEFT_FMT_MINOR 12 /* 1: packing version 2; 2: thread serials (chunk seq, THREAD records);
+#define WEFT_FMT_MINOR 13 /* 1: packing version 2; 2: thread serials (chunk seq, THREAD records);
                           * 3: memory records (ALLOC..STACK), RUSAGE; 4: SOURCE records, END flags;
                           * 5: SCHED records and metadata; the system sampler (SAMPLE records,
                           *    SYS_SOURCE, SYS_CHANNEL, SYS_OVERHEAD); the COUNTERS record
@@ -34,7 +34,9 @@
                           *    fixed-width columns, pack4.h);
                           * 11: MAPS_Z (a MAPS record's lines zstd-compressed);
                           * 12: LEAF records (a slice with nothing inside: its BEGIN and END
-                          *    in one record; chunk flag WEFT_CHUNK_LEAF) */
+                          *    in one record; chunk flag WEFT_CHUNK_LEAF);
+                          * 13: a CHUNK_INDEX record lists its chunk's function addresses
+                          *    (index flag WEFT_IX_FUNCS, funcset.h) */
 #define WEFT_META_MAGIC "WEFTMETA"
 #define WEFT_EVENTS_MAGIC "WEFTEVTS"
 #define WEFT_CHUNK_MAGIC 0x4b4e4843u /* "CHNK" */

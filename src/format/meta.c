@@ -51,6 +51,33 @@ int weft_rd_check_header(struct weft_trace *t, const char *name, const unsigned 
  * brings back what an earlier file of the same process left compressed), then compressed
  * (maps_close): 30-60 KB of text per rank becomes a few KB, what a 4,096-rank job's reader
  * can hold. Where compression fails the text stays plain; weft_proc_maps reads either. */
+static void ix_funcs_add(void *ud, uint64_t a)
+{
+	struct weft_proc *p = ud;
+	if (p->nix_funcs == p->ix_funcs_cap) {
+		p->ix_funcs_cap = p->ix_funcs_cap ? p->ix_funcs_cap * 2 : 256;
+		p->ix_funcs = weft_rd_xrealloc(p->ix_funcs, p->ix_funcs_cap * sizeof(*p->ix_funcs));
+	}
+	p->ix_funcs[p->nix_funcs++] = a;
+}
+
+/* A CHUNK_INDEX record's listing of its chunk's function addresses (1.13, funcset.h), tail
+ * bytes after the entry e: decoded into p->ix_funcs, returned as (first << 32 | count). A
+ * malformed listing is dropped and e's flag cleared: that chunk is scanned, as one without. */
+static uint64_t index_funcs(struct weft_proc *p, struct weft_index_rec *e, const unsigned char *tail, size_t len)
+{
+	if (!(e->flags & WEFT_IX_FUNCS))
+		return 0;
+	size_t at = p->nix_funcs;
+	long n = weft_funcset_decode(tail, len, NULL, NULL);
+	if (n < 0 || at + (size_t)n > UINT32_MAX) {
+		e->flags &= ~WEFT_IX_FUNCS;
+		return 0;
+	}
+	weft_funcset_decode(tail, len, ix_funcs_add, p);
+	return (uint64_t)at << 32 | (uint64_t)n;
+}
+
 static void maps_open(struct weft_proc *p)
 {
 	if (!p->maps_z)
@@ -349,8 +376,12 @@ void weft_rd_parse_meta(struct weft_trace *t, const char *name, const unsigned c
 			if (p->nindex == p->index_cap) {
 				p->index_cap = p->index_cap ? p->index_cap * 2 : 16;
 				p->index = weft_rd_xrealloc(p->index, p->index_cap * sizeof(*p->index));
+				p->index_funcs = weft_rd_xrealloc(p->index_funcs, p->index_cap * sizeof(*p->index_funcs));
 			}
-			memcpy(&p->index[p->nindex++], r, sizeof(struct weft_index_rec));
+			memcpy(&p->index[p->nindex], r, sizeof(struct weft_index_rec));
+			p->index_funcs[p->nindex] = index_funcs(p, &p->index[p->nindex], r + sizeof(struct weft_index_rec),
+								len - sizeof(struct weft_index_rec));
+			p->nindex++;
 			break;
 		case WEFT_M_CLOCK_SYNC:
 			if (len >= 40) {

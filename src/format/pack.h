@@ -42,6 +42,7 @@
 #include <string.h>
 #include "format.h"
 #include "chunkindex.h"
+#include "funcset.h"
 
 #define WEFT_PACK_LITERAL 192u
 #define WEFT_PACK_ENTRY3 193u

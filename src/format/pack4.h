@@ -133,7 +133,7 @@ static inline __attribute__((always_inline)) unsigned weft__pack4_addr(uint8_t *
  * written. */
 static inline __attribute__((always_inline)) size_t
 weft__pack4_ix(const uint64_t *w, size_t n, uint8_t *out, uint32_t *events, uint32_t *dropped,
-	       struct weft_index_rec *ix, uint8_t *scratch, uint32_t *opens, int *jumps)
+	       struct weft_index_rec *ix, uint8_t *scratch, uint32_t *opens, int *jumps, struct weft_funcset *funcs)
 {
 	uint8_t *d0 = scratch, *c0 = d0 + 4 * n + 16, *a0 = c0 + n + 16, *s0 = a0 + 10 * n + 16;
 	uint8_t *od = d0, *oc = c0, *oa = a0, *os = s0, *o = out;
@@ -171,6 +171,9 @@ weft__pack4_ix(const uint64_t *w, size_t n, uint8_t *out, uint32_t *events, uint
 			}
 		} else {
 			o = weft__pack_long(o, b, h, v, ticks);
+			/* every distinct header of the chunk is literal once (the list starts empty) */
+			if (funcs && b == WEFT_PACK_LITERAL && (type == WEFT_R_FUNC_ENTER || type == WEFT_R_FUNC_EXIT))
+				weft_funcset_add(funcs, weft_rec_addr(h));
 		}
 		const uint64_t *x = w + i + 2;
 		if (__builtin_expect(!weft_rec_is_mem(type), 1)) {
@@ -229,17 +232,26 @@ weft__pack4_ix(const uint64_t *w, size_t n, uint8_t *out, uint32_t *events, uint
 static inline size_t weft_pack4_indexed(const uint64_t *w, size_t n, uint8_t *out, uint32_t *events,
 					uint32_t *dropped, struct weft_index_rec *ix, uint8_t *scratch)
 {
-	return weft__pack4_ix(w, n, out, events, dropped, ix, scratch, 0, 0);
+	return weft__pack4_ix(w, n, out, events, dropped, ix, scratch, 0, 0, 0);
+}
+
+/* weft_pack4_indexed that also adds the chunk's function addresses to funcs (funcset.h). */
+static inline size_t weft_pack4_indexed_funcs(const uint64_t *w, size_t n, uint8_t *out, uint32_t *events,
+					      uint32_t *dropped, struct weft_index_rec *ix, uint8_t *scratch,
+					      struct weft_funcset *funcs)
+{
+	return weft__pack4_ix(w, n, out, events, dropped, ix, scratch, 0, 0, funcs);
 }
 
 /* weft_pack4_indexed that also keeps, for the runtime's live view, where the chunk's slices
  * still open at its end were opened (chunkindex.h: opens, WEFT_IX_OPENS * 2 entries; ix must
- * be given), and whether a setjmp or longjmp made the count unreliable (*jumps). */
+ * be given), and whether a setjmp or longjmp made the count unreliable (*jumps); funcs as
+ * weft_pack4_indexed_funcs (or NULL). */
 static inline size_t weft_pack4_indexed_opens(const uint64_t *w, size_t n, uint8_t *out, uint32_t *events,
 					      uint32_t *dropped, struct weft_index_rec *ix, uint8_t *scratch,
-					      uint32_t *opens, int *jumps)
+					      uint32_t *opens, int *jumps, struct weft_funcset *funcs)
 {
-	return weft__pack4_ix(w, n, out, events, dropped, ix, scratch, opens, jumps);
+	return weft__pack4_ix(w, n, out, events, dropped, ix, scratch, opens, jumps, funcs);
 }
 
 /* A version 4 record's timestamp delta after its tag (small: weft__unpack_hdr's): in the tag,

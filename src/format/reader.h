@@ -31,6 +31,9 @@ struct weft_chunk_view {
 	const struct weft_ns_fix *fix; /* its process's host correction (hosts.h), or NULL */
 	struct weft_index_rec ix;      /* its time index entry (CHUNK_INDEX, 1.8), when has_ix */
 	int has_ix;
+	/* where ix.flags has WEFT_IX_FUNCS (1.13): its function addresses, funcs_n of them from
+	 * its process's ix_funcs[funcs_at] (until the process is symbolized) */
+	uint32_t funcs_at, funcs_n;
 };
 
 struct weft_thread_data {
@@ -217,6 +220,9 @@ struct weft_proc {
 	uint64_t bytes_stored, bytes_raw, nchunks_read, bad_chunks;
 	struct weft_index_rec *index; /* CHUNK_INDEX records (1.8), until matched to their chunks */
 	size_t nindex, index_cap;
+	uint64_t *index_funcs; /* per record: its listing (1.13) as (first << 32 | count) in ix_funcs */
+	uint64_t *ix_funcs;    /* the listings' addresses (funcset.h), until the process is symbolized */
+	size_t nix_funcs, ix_funcs_cap;
 	/* hosts.h: the host's index in the trace's hosts (0 the reference), the pid as recorded
 	 * (pid may have been made unique), the correction applied when `fixed` */
 	unsigned host_index;

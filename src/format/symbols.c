@@ -1,10 +1,12 @@
 /*
- * symbols.c - see symbols.h. One pass over the process's chunks collects the distinct
- * function addresses; each is looked up in the union of all recorded memory maps (a library
- * unloaded later still resolves) and then in its file's symbols, read once per file.
+ * symbols.c - see symbols.h. The distinct function addresses come from the chunks' index
+ * entries where they list them (1.13, funcset.h), else from one pass over the chunks; each is
+ * looked up in the union of all recorded memory maps (a library unloaded later still
+ * resolves) and then in its file's symbols, read once per file.
  */
 #include "format/symbols.h"
 #include "format/format.h"
+#include "format/chunkindex.h"
 #include <fcntl.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -381,6 +383,41 @@ static int cmp_addr(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
+/* A chunk whose function addresses its index entry lists (1.13, funcset.h): not scanned. */
+static int chunk_listed(const struct weft_chunk_view *c)
+{
+	return c->has_ix && (c->ix.flags & WEFT_IX_FUNCS);
+}
+
+static int add_addr(struct weft_proc *p, uint64_t a)
+{
+	if (!a || weft_func_id(p, a))
+		return 0;
+	if ((p->nfuncs + 1) * 2 > p->func_cap && table_grow(p))
+		return -1;
+	table_put(p, a, UINT32_MAX);
+	p->nfuncs++;
+	return 0;
+}
+
+/* The listed chunks' addresses into the table (id UINT32_MAX until named); the listings freed. */
+static void listed_addresses(struct weft_proc *p)
+{
+	int full = 0;
+	for (size_t k = 0; k < p->nthreads; k++)
+		for (size_t c = 0; c < p->threads[k].nchunks; c++) {
+			const struct weft_chunk_view *v = &p->threads[k].chunks[c];
+			if (!chunk_listed(v) || full)
+				continue;
+			for (uint32_t i = 0; i < v->funcs_n && !full; i++)
+				if ((size_t)v->funcs_at + i < p->nix_funcs)
+					full = add_addr(p, p->ix_funcs[v->funcs_at + i]);
+		}
+	free(p->ix_funcs);
+	p->ix_funcs = NULL;
+	p->nix_funcs = p->ix_funcs_cap = 0;
+}
+
 void weft_symbolize(struct weft_trace *t, struct weft_proc *p)
 {
 	if (p->symbolized)
@@ -397,7 +434,8 @@ void weft_symbolize(struct weft_trace *t, struct weft_proc *p)
 	j.n = 0;
 	for (size_t k = 0; k < p->nthreads; k++)
 		for (size_t c = 0; c < p->threads[k].nchunks; c++)
-			j.chunks[j.n++] = &p->threads[k].chunks[c];
+			if (!chunk_listed(&p->threads[k].chunks[c]))
+				j.chunks[j.n++] = &p->threads[k].chunks[c];
 	/* one collector per core (the chunks are decompressed to see their headers), each with its
 	 * own set, on as many chunks as it takes */
 	long cores = sysconf(_SC_NPROCESSORS_ONLN);
@@ -415,15 +453,11 @@ void weft_symbolize(struct weft_trace *t, struct weft_proc *p)
 	for (int w = 1; w < started; w++)
 		pthread_join(helper[w], NULL);
 	free(j.chunks);
+	listed_addresses(p);
 	for (int w = 0; w < started; w++) {
 		for (size_t i = 0; i < j.sets[w].cap; i++) {
-			uint64_t a = j.sets[w].a[i];
-			if (!a || weft_func_id(p, a))
-				continue;
-			if ((p->nfuncs + 1) * 2 > p->func_cap && table_grow(p))
+			if (add_addr(p, j.sets[w].a[i]))
 				break;
-			table_put(p, a, UINT32_MAX);
-			p->nfuncs++;
 		}
 		free(j.sets[w].a);
 	}

@@ -248,10 +248,14 @@ void weft_rd_attach_index(struct weft_proc *p)
 		if (lo < th->nchunks && th->chunks[lo].seq == e->seq) {
 			th->chunks[lo].ix = *e;
 			th->chunks[lo].has_ix = 1;
+			th->chunks[lo].funcs_at = (uint32_t)(p->index_funcs[i] >> 32);
+			th->chunks[lo].funcs_n = (uint32_t)p->index_funcs[i];
 		}
 	}
 	free(p->index);
+	free(p->index_funcs);
 	p->index = NULL;
+	p->index_funcs = NULL;
 	p->nindex = p->index_cap = 0;
 }
 
@@ -373,6 +377,8 @@ static void proc_free(struct weft_proc *p)
 	free(p->mpi_library);
 	free(p->clock_sync);
 	free(p->index);
+	free(p->index_funcs);
+	free(p->ix_funcs);
 }
 
 size_t weft_trace_keep(struct weft_trace *t, int (*keep)(const struct weft_proc *p, void *arg), void *arg)

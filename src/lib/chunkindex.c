@@ -8,17 +8,14 @@
  * A reader uses it to read a time window of the trace (`weft convert --time FROM:TO`) without
  * decoding the chunks outside it; a chunk whose record is missing (the disk filled, the process
  * was killed between the chunk and its record) is scanned by the reader instead.
+ * Since 1.13 the record also lists the chunk's function addresses (format/funcset.h), which the
+ * writer collects while it packs the chunk: a reader names the functions without scanning.
  */
 #include "internal.h"
 #include "../format/chunkindex.h"
 
-static void put_meta(const void *rec, size_t len)
-{
-	weft_meta_write(WEFT_M_CHUNK_INDEX, rec, len, NULL, 0);
-}
-
 void weft_index_chunk(const struct weft_chunk *c, const struct weft_index_rec *ix, unsigned file,
-		      uint64_t offset, void (*put)(const void *rec, size_t len))
+		      uint64_t offset, const void *tail, size_t tlen)
 {
 	struct weft_index_rec e;
 	if (ix)
@@ -29,5 +26,5 @@ void weft_index_chunk(const struct weft_chunk *c, const struct weft_index_rec *i
 	e.file = file;
 	e.seq = c->seq;
 	e.offset = offset;
-	(put ? put : put_meta)(&e, sizeof(e));
+	weft_meta_write(WEFT_M_CHUNK_INDEX, &e, sizeof(e), tail, tail ? tlen : 0);
 }

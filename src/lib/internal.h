@@ -194,13 +194,14 @@ WEFT_HIDDEN void weft_pool_spare(void); /* writers: free chunks made ahead while
 WEFT_HIDDEN void weft_threads_flush_all(void);                      /* stop */
 WEFT_HIDDEN void weft_threads_count_late(void); /* stop: events committed after the flush */
 WEFT_HIDDEN void weft_chunk_unwritten(struct weft_chunk *c, uint32_t events); /* writers */
-/* chunkindex.c: the chunk's CHUNK_INDEX record (format 1.8), for the chunk written as the frame at
- * `offset` of events file `file`, given to put (NULL: this process's metadata). ix: its times,
- * depth and flags from weft_pack_indexed; NULL: computed here from c's records, which must still
- * be absolute (not delta-coded). */
+/* chunkindex.c: the chunk's CHUNK_INDEX record (format 1.8) in this process's metadata, for the
+ * chunk written as the frame at `offset` of events file `file`. ix: its times, depth and flags
+ * from weft_pack_indexed; NULL: computed here from c's records, which must still be absolute (not
+ * delta-coded). tail: tlen bytes after the entry (1.13: the chunk's function addresses,
+ * funcset.h, where ix's flags have WEFT_IX_FUNCS). */
 struct weft_index_rec;
 WEFT_HIDDEN void weft_index_chunk(const struct weft_chunk *c, const struct weft_index_rec *ix, unsigned file,
-				  uint64_t offset, void (*put)(const void *rec, size_t len));
+				  uint64_t offset, const void *tail, size_t tlen);
 WEFT_HIDDEN void weft_threads_atfork_prepare(void);
 WEFT_HIDDEN void weft_threads_atfork_parent(void);
 WEFT_HIDDEN void weft_threads_atfork_child(void);

@@ -43,6 +43,9 @@ struct writer {
 	uint8_t *cbuf; /* the columns while they are made (weft_pack4_scratch) */
 	int failed;
 	uint32_t opens[2 * WEFT_IX_OPENS]; /* weft top's stacks: packing's summary (chunkindex.h) */
+	struct weft_funcset *funcs; /* the chunk's function addresses (funcset.h), then their listing */
+	uint8_t *ftail;             /* ... encoded (WEFT_FUNCSET_BYTES) */
+	uint64_t *ftmp;             /* ... sorted (WEFT_FUNCSET_MAX words) */
 	_Atomic int running; /* set by the writer once its thread runs our code (fork waits for it) */
 };
 
@@ -95,6 +98,16 @@ static size_t compress_part(ZSTD_CCtx *cc, void *dst, size_t cap, const uint8_t 
 /* Compresses packed bytes p[0..n) (version 4) into w->zbuf: the records, then each column with
  * the trailer going with the last, each non-empty part one frame (a reader decompresses the
  * concatenation). Returns the compressed size, or 0 on failure. */
+static void writer_funcs_free(struct writer *w)
+{
+	free(w->funcs);
+	free(w->ftail);
+	free(w->ftmp);
+	w->funcs = NULL;
+	w->ftail = NULL;
+	w->ftmp = NULL;
+}
+
 static size_t compress_chunk(struct writer *w, const uint8_t *p, size_t n)
 {
 	uint32_t t[4];
@@ -145,6 +158,22 @@ static size_t compress_chunk(struct writer *w, const uint8_t *p, size_t n)
 	return o;
 }
 
+/* The writer's function address set and its listing's room, made at its first chunk; NULL
+ * where there is no memory (the chunks are then unlisted: a reader scans them). */
+static struct weft_funcset *writer_funcs(struct writer *w)
+{
+	if (!w->funcs) {
+		w->funcs = calloc(1, sizeof(*w->funcs));
+		w->ftail = malloc(WEFT_FUNCSET_BYTES);
+		w->ftmp = malloc(WEFT_FUNCSET_MAX * sizeof(uint64_t));
+		if (!w->funcs || !w->ftail || !w->ftmp) {
+			writer_funcs_free(w);
+			return NULL;
+		}
+	}
+	return w->funcs;
+}
+
 static void write_chunk(struct writer *w, struct weft_chunk *c)
 {
 	size_t used = c->used & ~(size_t)7;
@@ -174,16 +203,19 @@ static void write_chunk(struct writer *w, struct weft_chunk *c)
 	if (live == 2 || (live == 1 && !w->pbuf))
 		weft_live_chunk(c->tid, c->seq, c->data, used); /* before delta_encode changes them */
 	struct weft_index_rec ix; /* the chunk's time index entry (chunkindex.c), made in the same pass */
+	/* its function addresses, listed in that entry (1.13, funcset.h): not in the flight
+	 * recorder's ring, whose frames have no entries */
+	struct weft_funcset *funcs = weft_flight_active() ? NULL : writer_funcs(w);
 	if (w->pbuf) { /* records packed, delta-coded on the way: ~1 byte/event for zstd to chew */
 		if (live == 1) {
 			int jumps = 0;
 			stored = weft_pack4_indexed_opens((const uint64_t *)c->data, used / 8, w->pbuf, &events, &dropped,
-							  &ix, w->cbuf, w->opens, &jumps);
+							  &ix, w->cbuf, w->opens, &jumps, funcs);
 			weft_live_chunk_opens(c->tid, c->seq, c->data, used, ix.depth_delta, ix.depth_min, w->opens, jumps,
 					      events, dropped);
 		} else {
-			stored = weft_pack4_indexed((const uint64_t *)c->data, used / 8, w->pbuf, &events, &dropped, &ix,
-						    w->cbuf);
+			stored = weft_pack4_indexed_funcs((const uint64_t *)c->data, used / 8, w->pbuf, &events, &dropped,
+							  &ix, w->cbuf, funcs);
 		}
 		payload = w->pbuf;
 		h.flags |= WEFT_CHUNK_PACKED4;
@@ -193,8 +225,14 @@ static void write_chunk(struct writer *w, struct weft_chunk *c)
 	}
 	if (ix.flags & WEFT_IX_LEAF) /* (1.12) a reader expands them */
 		h.flags |= WEFT_CHUNK_LEAF;
-	if (!weft_flight_active()) /* in the ring no frame has a file offset (a snapshot's differ) */
-		weft_index_chunk(c, &ix, (unsigned)w->idx, w->at, NULL);
+	if (!weft_flight_active()) { /* in the ring no frame has a file offset (a snapshot's differ) */
+		long tlen = funcs && w->pbuf ? weft_funcset_encode(funcs, w->ftail, w->ftmp) : -1;
+		if (tlen >= 0)
+			ix.flags |= WEFT_IX_FUNCS;
+		weft_index_chunk(c, &ix, (unsigned)w->idx, w->at, tlen >= 0 ? w->ftail : NULL, tlen >= 0 ? (size_t)tlen : 0);
+		if (funcs)
+			weft_funcset_clear(funcs);
+	}
 	h.events = events;
 	h.dropped = dropped;
 	/* the flight recorder keeps frames packed, not compressed: the ring's snapshot compresses
@@ -368,6 +406,7 @@ void weft_writers_stop(void)
 			free(w->zbuf);
 			free(w->pbuf);
 			free(w->cbuf);
+			writer_funcs_free(w);
 		}
 	}
 	nwriters = 0;
@@ -403,6 +442,7 @@ void weft_writers_atfork_child(void)
 		free(writers[i].zbuf);
 		free(writers[i].pbuf);
 		free(writers[i].cbuf);
+		writer_funcs_free(&writers[i]);
 	}
 	nwriters = 0;
 }

@@ -30,6 +30,51 @@ def chunk_frames(path):
     return frames
 
 
+CHUNK_INDEX, IX_FUNCS = 40, 0x10
+
+
+def listing(tail):
+    """The addresses of a CHUNK_INDEX record's tail (sorted, varint differences), or None where
+    it is cut inside a number."""
+    addrs, prev, v, shift = [], 0, 0, 0
+    for b in tail:
+        v |= (b & 0x7F) << shift
+        shift += 7
+        if not b & 0x80:
+            prev += v
+            addrs.append(prev)
+            v = shift = 0
+    return None if shift else addrs
+
+
+def index_listings(trace, edit=None):
+    """The function address listings of the CHUNK_INDEX records of every .wmeta (format 1.13,
+    src/format/funcset.h): one (flags, [addresses] or None) per record. edit(flags, tail) ->
+    (flags, tail), where given, rewrites each record in place."""
+    out = []
+    for name in sorted(os.listdir(trace)):
+        if not name.endswith(".wmeta"):
+            continue
+        path = os.path.join(trace, name)
+        with open(path, "rb") as f:
+            d = f.read()
+        new, off = bytearray(d[:32]), 32
+        while off + 8 <= len(d):
+            typ, z, ln = struct.unpack_from("<HHI", d, off)
+            rec = d[off + 8:off + 8 + ln]
+            off += 8 + ln
+            if typ == CHUNK_INDEX and ln >= 72:
+                flags, = struct.unpack_from("<I", rec, 64)
+                out.append((flags, listing(rec[72:])))
+                if edit:
+                    flags, tail = edit(flags, rec[72:])
+                    rec = rec[:64] + struct.pack("<I", flags) + rec[68:72] + tail
+            new += struct.pack("<HHI", typ, z, len(rec)) + rec
+        if edit:
+            with open(path, "wb") as f:
+                f.write(new)
+    return out
+
 def digest(path):
     with open(path, "rb") as f:
         return hashlib.sha256(f.read()).hexdigest()
@@ -111,6 +156,37 @@ class Convert(TraceTest):
         self.assertEqual(len(iid), 301, sorted(iid)[:5])
         by_addr = sorted(iid, key=lambda k: addr[k])
         self.assertEqual(by_addr, sorted(iid, key=lambda k: iid[k]))
+
+    def test_function_listings(self):
+        # Format 1.13: each chunk's index record lists the chunk's function addresses, made
+        # while the writer packs it, so that the reader names functions without scanning the
+        # chunks first. 2,000 functions over several chunks: every chunk listed, the union is
+        # every function called, and a trace without listings (before 1.13, or a record lost)
+        # converts to the same bytes
+        n = 2000
+        _, data = self.many_functions(40, n)
+        listings = index_listings(data)
+        self.assertGreater(len(listings), 2)
+        self.assertTrue(all(flags & IX_FUNCS for flags, _ in listings), listings[:3])
+        for _, addrs in listings:
+            self.assertEqual(addrs, sorted(set(addrs)))
+        self.assertEqual(len({a for _, addrs in listings for a in addrs}), n + 1)  # and main
+        listed, _ = self.convert(data, "listed.pftrace", "-q")
+        rows, = self.tp(listed, "select count(distinct name) n from slice where name glob 'f*' or name = 'main'")
+        self.assertEqual(rows[0]["n"], n + 1)
+        index_listings(data, lambda flags, tail: (flags & ~IX_FUNCS, b""))
+        self.assertFalse(any(flags & IX_FUNCS for flags, _ in index_listings(data)))
+        scanned, _ = self.convert(data, "scanned.pftrace", "-q")
+        self.assertEqual(digest(listed), digest(scanned))
+        # a malformed listing (cut inside a number) is refused: that chunk is scanned instead
+        index_listings(data, lambda flags, tail: (flags | IX_FUNCS, b"\x10\x80"))
+        bad, _ = self.convert(data, "bad.pftrace", "-q")
+        self.assertEqual(digest(listed), digest(bad))
+        # and the listings are what the reader uses: emptied, no function is named
+        index_listings(data, lambda flags, tail: (flags | IX_FUNCS, b""))
+        empty, _ = self.convert(data, "empty.pftrace", "-q")
+        rows, = self.tp(empty, "select count(distinct name) n from slice where name glob 'f*'")
+        self.assertEqual(rows[0]["n"], 0)
 
     def test_progress_line_on_a_terminal_only(self):
         data = self.stress_trace(2, 50000)

@@ -601,12 +601,102 @@ static void reader_truncated_v4(void **s)
 	build(4);
 }
 
+/* Format 1.13: the function addresses packing collects for the chunk's index entry
+ * (funcset.h) are exactly the distinct nonzero addresses of its ENTER and EXIT records
+ * (whatever the header list held, with counter words or not), sorted in the listing; a chunk
+ * with more than WEFT_FUNCSET_MAX of them is not listed; a cleared set starts empty; every
+ * malformed listing is refused. */
+#define FHDR(a, type, extra) HDR((uint32_t)(a), type, extra, (unsigned)((a) >> 32))
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+	return x < y ? -1 : x > y;
+}
+static void keep_addr(void *ud, uint64_t a)
+{
+	uint64_t **o = ud;
+	*(*o)++ = a;
+}
+static void funcs_listing(void **s)
+{
+	(void)s;
+	enum { N = 60000 };
+	static uint64_t w[N * 3], expect[N], got[N], tmp[WEFT_FUNCSET_MAX];
+	static uint8_t out[N * 24 + 64], scratch[N * 40], listing[WEFT_FUNCSET_BYTES];
+	struct weft_funcset *fs = calloc(1, sizeof(*fs));
+	assert_non_null(fs);
+	unsigned seed = 12345;
+	for (int round = 0; round < 6; round++) {
+		/* distinct functions: few (the list and the recent table answer), many (the table),
+		 * more than a listing holds */
+		unsigned nfun = round < 2 ? 7 : round < 4 ? 3000 : WEFT_FUNCSET_MAX + 50;
+		size_t n = 0, ne = 0;
+		uint64_t t = 0;
+		for (int r = 0; r < N / 2; r++) {
+			seed = seed * 1103515245u + 12345u;
+			unsigned f = (seed >> 8) % nfun;
+			if (round & 1) /* the same function over and over, then the next */
+				f = (unsigned)(r / 9) % nfun;
+			uint64_t a = 0x7f0000400000ull + 16ull * f * (round == 5 ? 7919 : 1);
+			if (f == 3)
+				a = 0; /* never listed */
+			unsigned type = (seed >> 20) & 1 ? WEFT_R_FUNC_ENTER : WEFT_R_FUNC_EXIT;
+			unsigned extra = (seed >> 21) % 4 == 0; /* a counter word */
+			w[n++] = t += (seed >> 24) % 100;
+			w[n++] = FHDR(a, type, extra);
+			if (extra)
+				w[n++] = seed;
+			if (a)
+				expect[ne++] = a;
+			if ((seed >> 23) % 5 == 0) { /* other records between */
+				w[n++] = t;
+				w[n++] = HDR(5, WEFT_R_BEGIN, 0, 0);
+			}
+		}
+		qsort(expect, ne, 8, cmp_u64);
+		size_t nu = 0;
+		for (size_t i = 0; i < ne; i++)
+			if (!nu || expect[nu - 1] != expect[i])
+				expect[nu++] = expect[i];
+		uint32_t ev, dr;
+		struct weft_index_rec ix;
+		size_t plain = weft_pack4_indexed(w, n, out, &ev, &dr, &ix, scratch);
+		static uint8_t out2[N * 24 + 64];
+		size_t listed = weft_pack4_indexed_funcs(w, n, out2, &ev, &dr, &ix, scratch, fs);
+		assert_int_equal(plain, listed); /* collecting leaves the packing as it was */
+		assert_memory_equal(out, out2, plain);
+		long len = weft_funcset_encode(fs, listing, tmp);
+		if (nu > WEFT_FUNCSET_MAX) {
+			assert_int_equal(len, -1);
+		} else {
+			assert_true(len >= 0);
+			uint64_t *o = got;
+			assert_int_equal(weft_funcset_decode(listing, (size_t)len, keep_addr, &o), (long)nu);
+			assert_memory_equal(got, expect, nu * 8);
+		}
+		weft_funcset_clear(fs);
+		assert_int_equal(weft_funcset_encode(fs, listing, tmp), 0);
+	}
+	free(fs);
+	/* malformed listings */
+	static const struct { uint8_t b[12]; size_t n; } bad[] = {
+		{{0x80}, 1},                     /* cut inside a varint */
+		{{0x05, 0x00}, 2},               /* a zero difference: not increasing */
+		{{0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01}, 11}, /* 11 bytes */
+		{{0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01, 0x01}, 11}, /* wraps around */
+	};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+		assert_int_equal(weft_funcset_decode(bad[i].b, bad[i].n, NULL, NULL), -1);
+	assert_int_equal(weft_funcset_decode(NULL, 0, NULL, NULL), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(adversarial_round_trips),
 		cmocka_unit_test(damage_is_refused),
 		cmocka_unit_test(fast_readers_agree),
+		cmocka_unit_test(funcs_listing),
 		cmocka_unit_test(leaf_packing),
 		cmocka_unit_test(leaf_reader),
 		cmocka_unit_test(reader_same_records_v3_v4),
