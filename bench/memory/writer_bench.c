@@ -202,13 +202,23 @@ int main(int argc, char **argv)
 	(void)cols;
 	double best = 1e9;
 	size_t total = 0;
+#ifdef WEFT_FUNCSET_MAX
+	struct weft_funcset *fs = calloc(1, sizeof(*fs));
+	static uint8_t listing[WEFT_FUNCSET_BYTES];
+	static uint64_t ftmp[WEFT_FUNCSET_MAX];
+	size_t listed = 0;
+#endif
 	for (int r = 0; r < reps; r++) {
 		double t0 = now();
 		total = 0;
 		for (size_t i = 0; i < nchunks; i++) {
 			uint32_t ev, dr = 0;
 			struct weft_index_rec ix;
-#if defined(WEFT_CHUNK_PACKED4) /* what the tree's writers write */
+#if defined(WEFT_FUNCSET_MAX) /* 1.13: the chunk's function addresses listed, as the writers do */
+			plen[i] = weft_pack4_indexed_funcs(chunks[i].w, chunks[i].n, packed[i], &ev, &dr, &ix, cols, fs);
+			listed += weft_funcset_encode(fs, listing, ftmp) > 0;
+			weft_funcset_clear(fs);
+#elif defined(WEFT_CHUNK_PACKED4) /* what the tree's writers write */
 			plen[i] = weft_pack4_indexed(chunks[i].w, chunks[i].n, packed[i], &ev, &dr, &ix, cols);
 #elif defined(WEFT_CHUNK_PACKED3)
 			plen[i] = weft_pack3_indexed(chunks[i].w, chunks[i].n, packed[i], &ev, &dr, &ix, cols, cols + colroom);
@@ -231,6 +241,11 @@ int main(int argc, char **argv)
 		}
 		free(back);
 	}
+#endif
+#ifdef WEFT_FUNCSET_MAX
+	if (!listed && reps) /* every rep lists the same chunks: a trace with functions lists some */
+		fprintf(stderr, "writer_bench: no chunk listed function addresses\n");
+	free(fs);
 #endif
 	printf("step=pack ns_per_event=%.2f bytes_per_event=%.2f\n", best * 1e9 / events, (double)total / events);
 	void *zbuf = malloc(4 * ZSTD_compressBound(maxn * 10 + 16) + 512);

@@ -36,13 +36,9 @@ struct weft_funcset {
 	int over; /* more than WEFT_FUNCSET_MAX: the chunk is not listed */
 };
 
-/* Adds address a (a function's, from an ENTER or EXIT header) to the chunk's set. */
-static inline void weft_funcset_add(struct weft_funcset *s, uint64_t a)
+/* The table's part of weft_funcset_add (out of line: the packing loop keeps only the check). */
+static __attribute__((noinline)) void weft__funcset_insert(struct weft_funcset *s, uint64_t a)
 {
-	uint64_t *r = &s->recent[(a >> 4) & (WEFT_FUNCSET_RECENT - 1)];
-	if (*r == a)
-		return;
-	*r = a;
 	if (!a || s->over)
 		return;
 	size_t j = (size_t)((a * 0x9e3779b97f4a7c15ull) >> 40) & (WEFT_FUNCSET_SLOTS - 1);
@@ -56,6 +52,16 @@ static inline void weft_funcset_add(struct weft_funcset *s, uint64_t a)
 	}
 	s->slot[j] = a;
 	s->used[s->n++] = (uint32_t)j;
+}
+
+/* Adds address a (a function's, from an ENTER or EXIT header) to the chunk's set. */
+static inline void weft_funcset_add(struct weft_funcset *s, uint64_t a)
+{
+	uint64_t *r = &s->recent[(a >> 4) & (WEFT_FUNCSET_RECENT - 1)];
+	if (__builtin_expect(*r == a, 1))
+		return;
+	*r = a;
+	weft__funcset_insert(s, a);
 }
 
 /* Empties the set for the next chunk (only the slots it filled are cleared). */
