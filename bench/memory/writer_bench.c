@@ -214,8 +214,8 @@ int main(int argc, char **argv)
 		for (size_t i = 0; i < nchunks; i++) {
 			uint32_t ev, dr = 0;
 			struct weft_index_rec ix;
-#if defined(WEFT_FUNCSET_MAX) /* 1.13: the chunk's function addresses listed, as the writers do */
-			plen[i] = weft_pack4_indexed_funcs(chunks[i].w, chunks[i].n, packed[i], &ev, &dr, &ix, cols, fs);
+#if defined(WEFT_PACK5_LITERAL) /* 1.14: version 5, the function addresses listed, as the writers do */
+			plen[i] = weft_pack5_indexed(chunks[i].w, chunks[i].n, packed[i], &ev, &dr, &ix, cols, fs);
 			listed += weft_funcset_encode(fs, listing, ftmp) > 0;
 			weft_funcset_clear(fs);
 #elif defined(WEFT_CHUNK_PACKED4) /* what the tree's writers write */
@@ -234,7 +234,12 @@ int main(int argc, char **argv)
 #ifdef WEFT_CHUNK_PACKED4 /* the packing round-trips (a check, not timed) */
 	for (size_t i = 0; i < nchunks; i++) {
 		uint64_t *back = malloc(chunks[i].n * 8 + 8);
-		if (weft_unpack(packed[i], plen[i], back, chunks[i].n, 4, 1) != chunks[i].n ||
+#ifdef WEFT_PACK5_LITERAL
+		int fmt = 5;
+#else
+		int fmt = 4;
+#endif
+		if (weft_unpack(packed[i], plen[i], back, chunks[i].n, fmt, 1) != chunks[i].n ||
 		    memcmp(back, chunks[i].w, chunks[i].n * 8)) {
 			fprintf(stderr, "writer_bench: chunk %zu does not round-trip\n", i);
 			return 1;

@@ -245,11 +245,12 @@ static size_t packed_sizes(const uint8_t *in, size_t len, int fmt, uint32_t *siz
 		if (weft__cols_find(in, len, &m, &col))
 			return (size_t)-1;
 		end = in + m;
-	} else if (fmt == 4) { /* and its delta too (version 4) */
+	} else if (fmt >= 4) { /* and its delta too (versions 4, 5; in 5 a flow's id too) */
 		if (weft__cols4_find(in, len, &m, &c4))
 			return (size_t)-1;
 		end = in + m;
 	}
+	uint64_t prev_flow = 0;
 	while (p < end) {
 		const uint8_t *at = p;
 		size_t in_cols = 0;
@@ -258,20 +259,25 @@ static size_t packed_sizes(const uint8_t *in, size_t len, int fmt, uint32_t *siz
 		if (weft__unpack_hdr(&p, end, mru, &h, fmt, &small) < 0)
 			return (size_t)-1;
 		unsigned type = weft_rec_type(h), extra = weft_rec_extra(h);
-		int leaf = fmt == 4 && type == WEFT_R_LEAF && extra == 1; /* decoded: its BEGIN and END */
+		int leaf = fmt >= 4 && type == WEFT_R_LEAF && extra == 1; /* decoded: its BEGIN and END */
 		const uint8_t *c4_at[4] = {c4.d, c4.c, c4.a, c4.s};
-		if (fmt == 4 && weft_rec_has_ticks(type)) {
+		if (fmt >= 4 && weft_rec_has_ticks(type)) {
 			if (weft__unpack4_delta(small, &p, end, &c4, &v))
 				return (size_t)-1;
 		} else if (weft_rec_has_ticks(type)) {
 			if (small == WEFT_PACK_LONG && weft__get_varint(&p, end, &v))
 				return (size_t)-1;
+		} else if (small < WEFT_PACK_LONG || small >= WEFT_PACK5_COL) {
+			return (size_t)-1;
+		} else if (fmt == 5 && weft__flow_type(type)) {
+			if (weft__unpack5_flow(&c4, &prev_flow, &v))
+				return (size_t)-1;
 		} else {
-			if (small < WEFT_PACK_LONG || end - p < 8)
+			if (end - p < 8)
 				return (size_t)-1;
 			p += 8;
 		}
-		if (fmt == 4 && weft_rec_is_mem(type)) {
+		if (fmt >= 4 && weft_rec_is_mem(type)) {
 			uint64_t x[256], prev_addr = 0; /* (the values are not needed: only their lengths) */
 			if (weft__unpack4_mem(&c4, x, type, extra, &prev_addr))
 				return (size_t)-1;
@@ -297,7 +303,7 @@ static size_t packed_sizes(const uint8_t *in, size_t len, int fmt, uint32_t *siz
 		}
 		if (k + (size_t)leaf >= cap)
 			return (size_t)-1;
-		if (fmt == 4)
+		if (fmt >= 4)
 			in_cols = (size_t)(c4.d - c4_at[0] + c4.c - c4_at[1] + c4.a - c4_at[2] + c4.s - c4_at[3]);
 		uint32_t size = (uint32_t)(p - at + in_cols);
 		if (leaf) /* split between the BEGIN and the END */

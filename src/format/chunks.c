@@ -228,7 +228,7 @@ static int decode(const struct weft_chunk_view *c, const struct weft_proc *prep,
 		memcpy(dst, c->stored, c->stored_size);
 	}
 	size_t n = c->raw_size / 8, i = 0, cap_words = words_room / 8;
-	if (fmt && leaves && !(prep && fmt == 4)) { /* LEAF records made BEGIN and END, then prepared */
+	if (fmt && leaves && !(prep && fmt >= 4)) { /* LEAF records made BEGIN and END, then prepared */
 		size_t words = weft_unpack(dst, got, w, n, fmt, 1);
 		if (words != n || (words = weft_leaf_expand(w, n, cap_words)) == (size_t)-1) {
 			*why = "bad packed records";
@@ -241,12 +241,15 @@ static int decode(const struct weft_chunk_view *c, const struct weft_proc *prep,
 		size_t words;
 		if (!prep)
 			words = weft_unpack(dst, got, w, n, fmt, 1);
-		else if (fmt == 4 && leaves) { /* each LEAF comes out as its BEGIN and END */
-			words = weft_unpack4_rewrite(dst, got, w, cap_words, prepare_hdr, prepare_ts, &x, 1);
+		else if (fmt >= 4 && leaves) { /* each LEAF comes out as its BEGIN and END */
+			words = fmt == 5 ? weft_unpack4_rewrite(dst, got, w, cap_words, prepare_hdr, prepare_ts, &x, 1, 1)
+					 : weft_unpack4_rewrite(dst, got, w, cap_words, prepare_hdr, prepare_ts, &x, 1, 0);
 			if (words != (size_t)-1 && words >= n && words <= cap_words)
 				return finish(c, NULL, w, words, nwords); /* (prepared as they came) */
-		} else if (fmt == 4)
-			words = weft_unpack4_rewrite(dst, got, w, n, prepare_hdr, prepare_ts, &x, 0);
+		} else if (fmt == 5)
+			words = weft_unpack4_rewrite(dst, got, w, n, prepare_hdr, prepare_ts, &x, 0, 1);
+		else if (fmt == 4)
+			words = weft_unpack4_rewrite(dst, got, w, n, prepare_hdr, prepare_ts, &x, 0, 0);
 		else if (fmt == 3)
 			words = weft_unpack_each(dst, got, w, n, 3, 1, prepare_rec, &x);
 		else if (fmt == 2)
@@ -322,7 +325,7 @@ int weft_chunk_headers(const struct weft_chunk_view *c, uint64_t **buf, size_t *
 			}
 			packed = (const uint8_t *)*buf;
 		}
-		int bad = fmt == 4 ? weft_unpack4_headers(packed, got, fn, ud)
+		int bad = fmt >= 4 ? weft_unpack4_headers(packed, got, fn, ud, fmt == 5)
 				   : weft_unpack_headers(packed, got, fmt, fn, ud);
 		weft_blob_release(c->stored, c->stored_size); /* (format/blob.h) */
 		if (bad) {

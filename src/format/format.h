@@ -16,7 +16,7 @@
 #include "weft_fastpath.h" /* record types and site kinds */
 
 #define WEFT_FMT_MAJOR 1
-#define WEFT_FMT_MINOR 13 /* 1: packing version 2; 2: thread serials (chunk seq, THREAD records);
+#define WEFT_FMT_MINOR 14 /* 1: packing version 2; 2: thread serials (chunk seq, THREAD records);
                           * 3: memory records (ALLOC..STACK), RUSAGE; 4: SOURCE records, END flags;
                           * 5: SCHED records and metadata; the system sampler (SAMPLE records,
                           *    SYS_SOURCE, SYS_CHANNEL, SYS_OVERHEAD); the COUNTERS record
@@ -36,7 +36,10 @@
                           * 12: LEAF records (a slice with nothing inside: its BEGIN and END
                           *    in one record; chunk flag WEFT_CHUNK_LEAF);
                           * 13: a CHUNK_INDEX record lists its chunk's function addresses
-                          *    (index flag WEFT_IX_FUNCS, funcset.h) */
+                          *    (index flag WEFT_IX_FUNCS, funcset.h);
+                          * 14: packing version 5 (pack4.h: the deltas of long-form timestamp
+                          *    records but function entries and exits, and flow ids, in the
+                          *    columns; chunk flag WEFT_CHUNK_PACKED5) */
 #define WEFT_META_MAGIC "WEFTMETA"
 #define WEFT_EVENTS_MAGIC "WEFTEVTS"
 #define WEFT_CHUNK_MAGIC 0x4b4e4843u /* "CHNK" */
@@ -63,7 +66,9 @@ struct weft_file_header { /* 32 bytes */
 #define WEFT_CHUNK_LEAF 0x40u    /* the records hold LEAF records (format 1.12): an older reader,
 				  * which would misread them, refuses the chunk as a newer weft's */
 /* the flags this weft reads; a chunk with any other is a later format's: refused, said so */
-#define WEFT_CHUNK_KNOWN_FLAGS 0x7fu
+#define WEFT_CHUNK_PACKED5 0x80u  /* records in packing version 5 (pack4.h; format 1.14): an older
+				   * reader refuses the chunk as a newer weft's */
+#define WEFT_CHUNK_KNOWN_FLAGS 0xffu
 struct weft_chunk_header { /* 40 bytes */
 	uint32_t magic;
 	uint32_t flags;

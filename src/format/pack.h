@@ -30,7 +30,8 @@
  * length (little-endian). zstd finds the record stream's repeats (a malloc's tag, then its
  * free's) and codes each column's bytes with its own statistics: 0.3x less zstd time and 11%
  * fewer bytes on a malloc/free stream than version 2 (bench/RESULTS.md, issue 21).
- * Version 4 (chunk flag WEFT_CHUNK_PACKED4, format 1.10, what writers write): pack4.h.
+ * Version 4 (chunk flag WEFT_CHUNK_PACKED4, format 1.10) and version 5 (WEFT_CHUNK_PACKED5,
+ * format 1.14, what writers write): pack4.h.
  * Version 1 (chunk flag WEFT_CHUNK_PACKED, written before format 1.1; read only): tag 0-3 is
  * list entry N, tag 4 a literal header; word0 always follows the tag. Timestamps in version 1
  * are deltas before packing: the writer delta-coded the chunk first.
@@ -46,12 +47,20 @@
 
 #define WEFT_PACK_LITERAL 192u
 #define WEFT_PACK_ENTRY3 193u
+/* version 5 (pack4.h): a timestamp record's delta in the deltas column, 1 << k bytes, after a
+ * literal header (tag WEFT_PACK5_LITERAL + k, the 8 header bytes follow) or list entry 3
+ * (WEFT_PACK5_ENTRY3 + k); weft__unpack_hdr's *small for them: WEFT_PACK5_COL + k */
+#define WEFT_PACK5_LITERAL 194u
+#define WEFT_PACK5_ENTRY3 198u
+#define WEFT_PACK5_END 202u
+#define WEFT_PACK5_COL 128u
 #define WEFT_PACK_LONG 63u /* low bits of a short tag: word0 follows */
 
-/* Which packing a chunk's flags say (1 to 4), 0 for unpacked records. */
+/* Which packing a chunk's flags say (1 to 5), 0 for unpacked records. */
 static inline int weft_chunk_packing(uint32_t flags)
 {
-	return (flags & WEFT_CHUNK_PACKED4)   ? 4
+	return (flags & WEFT_CHUNK_PACKED5)   ? 5
+	       : (flags & WEFT_CHUNK_PACKED4) ? 4
 	       : (flags & WEFT_CHUNK_PACKED3) ? 3
 	       : (flags & WEFT_CHUNK_PACKED2) ? 2
 	       : (flags & WEFT_CHUNK_PACKED)  ? 1
@@ -332,14 +341,20 @@ static inline __attribute__((always_inline)) int weft__unpack_hdr(const uint8_t 
 		*small = b & WEFT_PACK_LONG;
 	} else if (fmt >= 2 && b == WEFT_PACK_ENTRY3) {
 		k = 3;
-		if (fmt == 4)
+		if (fmt >= 4)
 			*small = WEFT_PACK4_INLINE;
+	} else if (fmt == 5 && b >= WEFT_PACK5_LITERAL && b < WEFT_PACK5_END) {
+		k = 3;
+		literal = b < WEFT_PACK5_ENTRY3;
+		*small = WEFT_PACK5_COL + ((b - WEFT_PACK5_LITERAL) & 3);
+		if (literal && end - *p < 8)
+			return -1;
 	} else if (fmt == 1 && b < 4) {
 		k = b;
 	} else if (b == (fmt >= 2 ? WEFT_PACK_LITERAL : 4u) && end - *p >= 8) {
 		k = 3;
 		literal = 1;
-		if (fmt == 4)
+		if (fmt >= 4)
 			*small = WEFT_PACK4_INLINE;
 	} else {
 		return -1;
@@ -366,7 +381,7 @@ static inline __attribute__((always_inline)) size_t
 weft_unpack_each(const uint8_t *in, size_t len, uint64_t *w, size_t cap, int fmt, int undelta,
 		 void (*each)(uint64_t *rec, void *ctx), void *ctx)
 {
-	uint64_t prev = 0, prev_addr = 0;
+	uint64_t prev = 0, prev_addr = 0, prev_flow = 0;
 	uint64_t mru[4] = {0, 0, 0, 0};
 	const uint8_t *p = in, *end = in + len;
 	struct weft__cols col = {0, 0, 0, 0};
@@ -376,7 +391,7 @@ weft_unpack_each(const uint8_t *in, size_t len, uint64_t *w, size_t cap, int fmt
 		if (weft__cols_find(in, len, &m, &col))
 			return (size_t)-1;
 		end = in + m;
-	} else if (fmt == 4) {
+	} else if (fmt >= 4) {
 		size_t m;
 		if (weft__cols4_find(in, len, &m, &c4))
 			return (size_t)-1;
@@ -392,7 +407,7 @@ weft_unpack_each(const uint8_t *in, size_t len, uint64_t *w, size_t cap, int fmt
 		if (n + 2 + extra > cap)
 			return (size_t)-1;
 		uint64_t v = 0;
-		if (fmt == 4 && weft_rec_has_ticks(weft_rec_type(h))) {
+		if (fmt >= 4 && weft_rec_has_ticks(weft_rec_type(h))) {
 			if (weft__unpack4_delta(small, &p, end, &c4, &v))
 				return (size_t)-1;
 			if (undelta) {
@@ -418,15 +433,20 @@ weft_unpack_each(const uint8_t *in, size_t len, uint64_t *w, size_t cap, int fmt
 				prev += v;
 				v = prev;
 			}
+		} else if (small < WEFT_PACK_LONG || small >= WEFT_PACK5_COL) { /* (INLINE only in versions 4, 5) */
+			return (size_t)-1;
+		} else if (fmt == 5 && weft__flow_type(weft_rec_type(h))) {
+			if (weft__unpack5_flow(&c4, &prev_flow, &v))
+				return (size_t)-1;
 		} else {
-			if (small < WEFT_PACK_LONG || end - p < 8) /* (WEFT_PACK4_INLINE only in version 4) */
+			if (end - p < 8)
 				return (size_t)-1;
 			memcpy(&v, p, 8);
 			p += 8;
 		}
 		w[n] = v;
 		w[n + 1] = h;
-		if (__builtin_expect(fmt == 4 && weft_rec_is_mem(weft_rec_type(h)), 0)) {
+		if (__builtin_expect(fmt >= 4 && weft_rec_is_mem(weft_rec_type(h)), 0)) {
 			if (weft__unpack4_mem(&c4, w + n + 2, weft_rec_type(h), extra, &prev_addr))
 				return (size_t)-1;
 		} else if (__builtin_expect(fmt == 3 && weft_rec_is_mem(weft_rec_type(h)), 0)) {
@@ -447,7 +467,7 @@ weft_unpack_each(const uint8_t *in, size_t len, uint64_t *w, size_t cap, int fmt
 		} else if (__builtin_expect(fmt == 2 && weft_rec_is_mem(weft_rec_type(h)), 0)) {
 			if (weft__unpack_mem(&p, end, w + n + 2, weft_rec_type(h), extra, &prev_addr))
 				return (size_t)-1;
-		} else if (__builtin_expect(fmt == 4 && weft_rec_type(h) == WEFT_R_LEAF && extra == 1, 0)) {
+		} else if (__builtin_expect(fmt >= 4 && weft_rec_type(h) == WEFT_R_LEAF && extra == 1, 0)) {
 			if (weft__get_varint(&p, end, w + n + 2)) /* a LEAF's ticks to its end */
 				return (size_t)-1;
 		} else {
@@ -462,14 +482,15 @@ weft_unpack_each(const uint8_t *in, size_t len, uint64_t *w, size_t cap, int fmt
 	}
 	if (fmt == 3 && (col.a != col.a_end || col.s != col.s_end))
 		return (size_t)-1; /* column bytes no record took */
-	if (fmt == 4 && !weft__cols4_done(&c4))
+	if (fmt >= 4 && !weft__cols4_done(&c4))
 		return (size_t)-1;
 	return n;
 }
 
 static inline size_t weft_unpack(const uint8_t *in, size_t len, uint64_t *w, size_t cap, int fmt, int undelta)
 {
-	return fmt == 4	  ? weft_unpack_each(in, len, w, cap, 4, undelta, NULL, NULL)
+	return fmt == 5	  ? weft_unpack_each(in, len, w, cap, 5, undelta, NULL, NULL)
+	       : fmt == 4 ? weft_unpack_each(in, len, w, cap, 4, undelta, NULL, NULL)
 	       : fmt == 3 ? weft_unpack_each(in, len, w, cap, 3, undelta, NULL, NULL)
 	       : fmt == 2 ? weft_unpack_each(in, len, w, cap, 2, undelta, NULL, NULL)
 			  : weft_unpack_each(in, len, w, cap, 1, undelta, NULL, NULL);
@@ -495,7 +516,8 @@ static inline int weft_unpack_headers(const uint8_t *in, size_t len, int fmt, vo
 	while (p < end) {
 		uint64_t h;
 		unsigned small;
-		int literal = fmt == 4	? weft__unpack_hdr(&p, end, mru, &h, 4, &small)
+		int literal = fmt == 5	 ? weft__unpack_hdr(&p, end, mru, &h, 5, &small)
+			      : fmt == 4 ? weft__unpack_hdr(&p, end, mru, &h, 4, &small)
 			      : fmt >= 2 ? weft__unpack_hdr(&p, end, mru, &h, 2, &small)
 					 : weft__unpack_hdr(&p, end, mru, &h, 1, &small);
 		if (literal < 0)
@@ -503,10 +525,10 @@ static inline int weft_unpack_headers(const uint8_t *in, size_t len, int fmt, vo
 		if (literal)
 			fn(h, ud);
 		size_t skip = (size_t)weft_rec_extra(h) * 8;
-		int leaf = fmt == 4 && weft_rec_type(h) == WEFT_R_LEAF && weft_rec_extra(h) == 1;
+		int leaf = fmt >= 4 && weft_rec_type(h) == WEFT_R_LEAF && weft_rec_extra(h) == 1;
 		if ((fmt >= 2 && weft_rec_is_mem(weft_rec_type(h))) || leaf)
 			skip = 0; /* varints, skipped below (version 3: in the columns) */
-		if (fmt == 4 && weft_rec_has_ticks(weft_rec_type(h))) {
+		if (fmt >= 4 && weft_rec_has_ticks(weft_rec_type(h))) {
 			if (small == WEFT_PACK4_INLINE) { /* skip the varint (else: in the tag or the deltas) */
 				while (p < end && (*p & 0x80))
 					p++;
@@ -521,9 +543,10 @@ static inline int weft_unpack_headers(const uint8_t *in, size_t len, int fmt, vo
 					return -1;
 			}
 		} else {
-			if (small < WEFT_PACK_LONG)
+			if (small < WEFT_PACK_LONG || small >= WEFT_PACK5_COL)
 				return -1;
-			skip += 8;
+			if (!(fmt == 5 && weft__flow_type(weft_rec_type(h)))) /* (version 5: in a column) */
+				skip += 8;
 		}
 		if ((size_t)(end - p) < skip)
 			return -1;

@@ -1,5 +1,6 @@
 /*
- * pack4.h - packing version 4 (chunk flag WEFT_CHUNK_PACKED4, format 1.10, what writers write):
+ * pack4.h - packing versions 4 (chunk flag WEFT_CHUNK_PACKED4, format 1.10) and 5 (below; what
+ * writers write):
  * version 3's record stream with the numbers that vary from record to record taken out into columns of
  * fixed-width little-endian values, each value's width written once in a small code, so that
  * zstd sees five streams that are each regular in their own way and no varint's length bytes:
@@ -31,6 +32,20 @@
  * then costs zstd about half of version 3's time in slightly fewer bytes, a compiler's
  * allocations 0.9x the bytes (bench/RESULTS.md, issue 21, h22/memfloor).
  *
+ * Version 5 (chunk flag WEFT_CHUNK_PACKED5, format 1.14, what writers write) is version 4 with
+ * two more things in the columns, so that the records of a call that writes more headers than
+ * the list holds (an MPI call: its BEGIN, five arguments, a flow, its END) repeat byte for byte
+ * from call to call and zstd codes a whole call as one match:
+ *  - a timestamp record other than a function's entry or exit whose header is literal or list
+ *    entry 3 has its delta in the deltas column, 1 << k bytes: tag 194 + k (WEFT_PACK5_LITERAL,
+ *    the 8 header bytes follow) or 198 + k (WEFT_PACK5_ENTRY3), nothing after; (192 and 193
+ *    with a varint stay valid, and are what a function's entry or exit keeps: its literals are
+ *    what a Lua trace is made of, and there the varint among them compresses better);
+ *  - a FLOW_OUT or FLOW_IN record's word0 (the flow id) is a varint in the addresses column,
+ *    the zigzag-coded difference to the previous flow id of the chunk (starting at 0): a
+ *    channel's ids count up by one.
+ * (MPI ping-pong: 2.1 -> 1.0 zstd bytes an event and zstd's time 31 -> 13 ns an event.)
+ *
  * Included by pack.h (which dispatches to it); not on its own.
  */
 #ifndef WEFT_PACK4_H
@@ -39,6 +54,12 @@
 #define WEFT_PACK4_SMALL 60u  /* short tag low bits below this: the delta itself */
 #define WEFT_PACK4_INLINE 64u /* weft__unpack_hdr's *small for tags 192/193: word0 in the records */
 #define WEFT_PACK4_TRAILER 16u
+
+/* Is a record of this type a flow (version 5: its word0 in the addresses column)? */
+static inline int weft__flow_type(unsigned type)
+{
+	return type == WEFT_R_FLOW_OUT || type == WEFT_R_FLOW_IN;
+}
 
 /* The columns of a version 4 chunk; main is the records' length. 0, or -1 when the trailer does
  * not fit. */
@@ -133,11 +154,12 @@ static inline __attribute__((always_inline)) unsigned weft__pack4_addr(uint8_t *
  * written. */
 static inline __attribute__((always_inline)) size_t
 weft__pack4_ix(const uint64_t *w, size_t n, uint8_t *out, uint32_t *events, uint32_t *dropped,
-	       struct weft_index_rec *ix, uint8_t *scratch, uint32_t *opens, int *jumps, struct weft_funcset *funcs)
+	       struct weft_index_rec *ix, uint8_t *scratch, uint32_t *opens, int *jumps, struct weft_funcset *funcs,
+	       int v5)
 {
 	uint8_t *d0 = scratch, *c0 = d0 + 4 * n + 16, *a0 = c0 + n + 16, *s0 = a0 + 10 * n + 16;
 	uint8_t *od = d0, *oc = c0, *oa = a0, *os = s0, *o = out;
-	uint64_t mru[4] = {0, 0, 0, 0}, prev = 0, prev_addr = 0;
+	uint64_t mru[4] = {0, 0, 0, 0}, prev = 0, prev_addr = 0, prev_flow = 0;
 	struct weft__ix_acc acc;
 	weft__ix_init(&acc);
 	acc.opens = opens;
@@ -169,6 +191,22 @@ weft__pack4_ix(const uint64_t *w, size_t n, uint8_t *out, uint32_t *events, uint
 				*o++ = (uint8_t)(b | (WEFT_PACK4_SMALL + k));
 				od = weft__put_fixed(od, v, 1u << k);
 			}
+		} else if (v5 && ticks && type != WEFT_R_FUNC_ENTER && type != WEFT_R_FUNC_EXIT) {
+			unsigned k = weft__w4_code(v); /* (b is the literal or entry 3 here) */
+			*o++ = (uint8_t)((b == WEFT_PACK_LITERAL ? WEFT_PACK5_LITERAL : WEFT_PACK5_ENTRY3) + k);
+			if (b == WEFT_PACK_LITERAL) {
+				memcpy(o, &h, 8);
+				o += 8;
+			}
+			od = weft__put_fixed(od, v, 1u << k);
+		} else if (v5 && weft__flow_type(type)) {
+			*o++ = (uint8_t)(b < WEFT_PACK_LITERAL ? b | WEFT_PACK_LONG : b);
+			if (b == WEFT_PACK_LITERAL) {
+				memcpy(o, &h, 8);
+				o += 8;
+			}
+			oa = weft__put_varint(oa, weft__zigzag(v, prev_flow));
+			prev_flow = v;
 		} else {
 			o = weft__pack_long(o, b, h, v, ticks);
 			/* every distinct header of the chunk is literal once (the list starts empty) */
@@ -232,26 +270,27 @@ weft__pack4_ix(const uint64_t *w, size_t n, uint8_t *out, uint32_t *events, uint
 static inline size_t weft_pack4_indexed(const uint64_t *w, size_t n, uint8_t *out, uint32_t *events,
 					uint32_t *dropped, struct weft_index_rec *ix, uint8_t *scratch)
 {
-	return weft__pack4_ix(w, n, out, events, dropped, ix, scratch, 0, 0, 0);
+	return weft__pack4_ix(w, n, out, events, dropped, ix, scratch, 0, 0, 0, 0);
 }
 
-/* weft_pack4_indexed that also adds the chunk's function addresses to funcs (funcset.h). */
-static inline size_t weft_pack4_indexed_funcs(const uint64_t *w, size_t n, uint8_t *out, uint32_t *events,
-					      uint32_t *dropped, struct weft_index_rec *ix, uint8_t *scratch,
-					      struct weft_funcset *funcs)
+/* weft_pack4_indexed in version 5 (what writers write), adding the chunk's function addresses
+ * to funcs (funcset.h) where given. */
+static inline size_t weft_pack5_indexed(const uint64_t *w, size_t n, uint8_t *out, uint32_t *events,
+					uint32_t *dropped, struct weft_index_rec *ix, uint8_t *scratch,
+					struct weft_funcset *funcs)
 {
-	return weft__pack4_ix(w, n, out, events, dropped, ix, scratch, 0, 0, funcs);
+	return weft__pack4_ix(w, n, out, events, dropped, ix, scratch, 0, 0, funcs, 1);
 }
 
-/* weft_pack4_indexed that also keeps, for the runtime's live view, where the chunk's slices
+/* weft_pack5_indexed that also keeps, for the runtime's live view, where the chunk's slices
  * still open at its end were opened (chunkindex.h: opens, WEFT_IX_OPENS * 2 entries; ix must
  * be given), and whether a setjmp or longjmp made the count unreliable (*jumps); funcs as
- * weft_pack4_indexed_funcs (or NULL). */
-static inline size_t weft_pack4_indexed_opens(const uint64_t *w, size_t n, uint8_t *out, uint32_t *events,
+ * weft_pack5_indexed (or NULL). */
+static inline size_t weft_pack5_indexed_opens(const uint64_t *w, size_t n, uint8_t *out, uint32_t *events,
 					      uint32_t *dropped, struct weft_index_rec *ix, uint8_t *scratch,
 					      uint32_t *opens, int *jumps, struct weft_funcset *funcs)
 {
-	return weft__pack4_ix(w, n, out, events, dropped, ix, scratch, opens, jumps, funcs);
+	return weft__pack4_ix(w, n, out, events, dropped, ix, scratch, opens, jumps, funcs, 1);
 }
 
 /* A version 4 record's timestamp delta after its tag (small: weft__unpack_hdr's): in the tag,
@@ -266,7 +305,20 @@ static inline __attribute__((always_inline)) int weft__unpack4_delta(unsigned sm
 	}
 	if (small < WEFT_PACK4_INLINE)
 		return weft__get_fixed(&c->d, c->d_end, 1u << (small - WEFT_PACK4_SMALL), v);
+	if (small >= WEFT_PACK5_COL) /* version 5's tags 194-201 */
+		return weft__get_fixed(&c->d, c->d_end, 1u << (small - WEFT_PACK5_COL), v);
 	return weft__get_varint(p, end, v);
+}
+
+/* A version 5 flow record's word0 from the addresses column. -1 if malformed. */
+static inline int weft__unpack5_flow(struct weft__cols4 *c, uint64_t *prev_flow, uint64_t *v)
+{
+	uint64_t z;
+	if (weft__get_varint(&c->a, c->a_end, &z))
+		return -1;
+	*prev_flow += (z >> 1) ^ (0 - (z & 1));
+	*v = *prev_flow;
+	return 0;
 }
 
 /* A version 4 memory record's extra words x[0..extra) from the columns. -1 if malformed. */
@@ -347,11 +399,14 @@ static inline __attribute__((always_inline)) unsigned weft__order_take(unsigned 
 #define WEFT__S4_TICKS 0x10000u /* word0 is a timestamp delta */
 #define WEFT__S4_MEM 0x20000u   /* a memory record: its extra words in the columns */
 #define WEFT__S4_VARX 0x40000u  /* a LEAF with one extra word: a varint in the records */
+#define WEFT__S4_FLOW5 0x80000u /* version 5's flow: word0 in the addresses column */
 #define WEFT__S4_TICK_TYPES 0x207fe00feull   /* bit t: weft_rec_has_ticks(t) */
 #define WEFT__S4_MEM_TYPES 0x03800000ull    /* bit t: weft_rec_is_mem(t) */
-static inline uint32_t weft__slot4_info(uint64_t h)
+static inline uint32_t weft__slot4_info(uint64_t h, int v5)
 {
 	unsigned type = weft_rec_type(h), extra = weft_rec_extra(h);
+	if (v5 && weft__flow_type(type))
+		return WEFT__S4_FLOW5 | (extra * 8u);
 	/* weft_rec_has_ticks and weft_rec_is_mem as bit masks of the types (below 64: all of
 	 * them); test_pack4 checks them against the functions */
 	uint64_t bit = type < 64 ? 1ull << type : 0;
@@ -395,7 +450,8 @@ static inline const uint8_t *weft__next_at_least(const uint8_t *p, const uint8_t
  * such records came in a row (fib(30): 6x faster than record by record). A trace of a program
  * that calls many functions in turn is nearly all literals instead (Lua: 9 records in 10),
  * which take a few operations and no loop, and never jump (trying to cost it 40%). */
-static inline int weft_unpack4_headers(const uint8_t *in, size_t len, void (*fn)(uint64_t h, void *ud), void *ud)
+static inline int weft_unpack4_headers(const uint8_t *in, size_t len, void (*fn)(uint64_t h, void *ud), void *ud,
+					int v5)
 {
 	struct weft__cols4 c4;
 	size_t m;
@@ -405,7 +461,7 @@ static inline int weft_unpack4_headers(const uint8_t *in, size_t len, void (*fn)
 	uint32_t e[4]; /* by list entry */
 	unsigned ones = 0, j = 0; /* bit k: entry k one-byte; entries 0..j-1 are */
 	unsigned run = 0;         /* one-byte records in a row: jumping pays in a run, not between literals */
-	e[0] = e[1] = e[2] = e[3] = weft__slot4_info(0);
+	e[0] = e[1] = e[2] = e[3] = weft__slot4_info(0, v5);
 	while (p < end) {
 		if (run >= 8 && j && *p < 64 * j && (p = weft__next_at_least(p, end, j < 3 ? j : 3)) == end)
 			break;
@@ -421,11 +477,25 @@ static inline int weft_unpack4_headers(const uint8_t *in, size_t len, void (*fn)
 			memcpy(&h, p, 8);
 			p += 8;
 			k = 3;
-			x = weft__slot4_info(h);
+			x = weft__slot4_info(h, v5);
 			fn(h, ud);
 		} else if (b == WEFT_PACK_ENTRY3) {
 			k = 3;
 			x = e[3];
+		} else if (v5 && b >= WEFT_PACK5_LITERAL && b < WEFT_PACK5_ENTRY3 && end - p >= 8) {
+			uint64_t h; /* a literal, its delta in the deltas column */
+			memcpy(&h, p, 8);
+			p += 8;
+			k = 3;
+			x = weft__slot4_info(h, v5);
+			fn(h, ud);
+			if (!(x & WEFT__S4_TICKS))
+				return -1;
+		} else if (v5 && b >= WEFT_PACK5_ENTRY3 && b < WEFT_PACK5_END) {
+			k = 3;
+			x = e[3];
+			if (!(x & WEFT__S4_TICKS))
+				return -1;
 		} else {
 			return -1;
 		}
@@ -437,7 +507,7 @@ static inline int weft_unpack4_headers(const uint8_t *in, size_t len, void (*fn)
 		unsigned low = (2u << k) - 1;
 		ones = (ones & ~low) | ((ones << 1) & low) | (unsigned)weft__slot4_one(x);
 		j = (unsigned)__builtin_ctz(~ones);
-		if (b >= WEFT_PACK_LITERAL && (x & WEFT__S4_TICKS)) { /* the delta a varint in the records */
+		if (b <= WEFT_PACK_ENTRY3 && b >= WEFT_PACK_LITERAL && (x & WEFT__S4_TICKS)) { /* a varint delta */
 			while (p < end && (*p & 0x80))
 				p++;
 			if (p++ >= end)
@@ -466,19 +536,19 @@ static inline int weft_unpack4_headers(const uint8_t *in, size_t len, void (*fn)
 static inline __attribute__((always_inline)) size_t
 weft_unpack4_rewrite(const uint8_t *in, size_t len, uint64_t *w, size_t cap,
 		     uint64_t (*hdr)(uint64_t h, void *ctx), uint64_t (*ts)(uint64_t ticks, void *ctx), void *ctx,
-		     int leaves)
+		     int leaves, int v5)
 {
 	struct weft__cols4 c4;
 	size_t m, n = 0;
 	if (weft__cols4_find(in, len, &m, &c4))
 		return (size_t)-1;
 	const uint8_t *p = in, *end = in + m;
-	uint64_t prev = 0, prev_addr = 0, h[4], out[4];
+	uint64_t prev = 0, prev_addr = 0, prev_flow = 0, h[4], out[4];
 	uint32_t info[4];
 	unsigned order = WEFT__ORDER0;
 	h[0] = h[1] = h[2] = h[3] = 0;
 	out[0] = out[1] = out[2] = out[3] = hdr(0, ctx);
-	info[0] = info[1] = info[2] = info[3] = weft__slot4_info(0);
+	info[0] = info[1] = info[2] = info[3] = weft__slot4_info(0, v5);
 	while (p < end) {
 		unsigned b = *p++, slot, small;
 		if (__builtin_expect(b < WEFT_PACK_LITERAL, 1)) {
@@ -492,8 +562,19 @@ weft_unpack4_rewrite(const uint8_t *in, size_t len, uint64_t *w, size_t cap,
 			memcpy(&h[slot], p, 8);
 			p += 8;
 			out[slot] = hdr(h[slot], ctx);
-			info[slot] = weft__slot4_info(h[slot]);
+			info[slot] = weft__slot4_info(h[slot], v5);
 			small = WEFT_PACK4_INLINE;
+		} else if (v5 && b >= WEFT_PACK5_LITERAL && b < WEFT_PACK5_END) { /* the delta in the column */
+			slot = weft__order_take(&order, 3);
+			if (b < WEFT_PACK5_ENTRY3) {
+				if (end - p < 8)
+					return (size_t)-1;
+				memcpy(&h[slot], p, 8);
+				p += 8;
+				out[slot] = hdr(h[slot], ctx);
+				info[slot] = weft__slot4_info(h[slot], v5);
+			}
+			small = WEFT_PACK5_COL + ((b - WEFT_PACK5_LITERAL) & 3);
 		} else {
 			return (size_t)-1;
 		}
@@ -509,8 +590,13 @@ weft_unpack4_rewrite(const uint8_t *in, size_t len, uint64_t *w, size_t cap,
 				return (size_t)-1;
 			prev += v;
 			v = ts(prev, ctx);
+		} else if (small < WEFT_PACK_LONG || small >= WEFT_PACK5_COL) {
+			return (size_t)-1;
+		} else if (v5 && (x & WEFT__S4_FLOW5)) {
+			if (weft__unpack5_flow(&c4, &prev_flow, &v))
+				return (size_t)-1;
 		} else {
-			if (small < WEFT_PACK_LONG || end - p < 8)
+			if (end - p < 8)
 				return (size_t)-1;
 			memcpy(&v, p, 8);
 			p += 8;

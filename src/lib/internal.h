@@ -332,7 +332,7 @@ WEFT_HIDDEN void weft_live_atfork_child(void);
  * thread's stack of open slices, and, once watched, calls and self times. */
 WEFT_HIDDEN void weft_live_chunk(uint32_t tid, uint64_t seq, const void *data, size_t used);
 /* What the writers do for it: 0 nothing (no recorder can ask), 1 keep the stacks (packing's
- * summary: weft_live_chunk_opens after weft_pack4_indexed_opens), 2 the whole walk
+ * summary: weft_live_chunk_opens after weft_pack5_indexed_opens), 2 the whole walk
  * (weft_live_chunk before packing: someone watches). */
 WEFT_HIDDEN int weft_live_wanted(void);
 /* The chunk's stack summary from the packing pass (chunkindex.h's opens, depth delta and low);

@@ -209,16 +209,16 @@ static void write_chunk(struct writer *w, struct weft_chunk *c)
 	if (w->pbuf) { /* records packed, delta-coded on the way: ~1 byte/event for zstd to chew */
 		if (live == 1) {
 			int jumps = 0;
-			stored = weft_pack4_indexed_opens((const uint64_t *)c->data, used / 8, w->pbuf, &events, &dropped,
+			stored = weft_pack5_indexed_opens((const uint64_t *)c->data, used / 8, w->pbuf, &events, &dropped,
 							  &ix, w->cbuf, w->opens, &jumps, funcs);
 			weft_live_chunk_opens(c->tid, c->seq, c->data, used, ix.depth_delta, ix.depth_min, w->opens, jumps,
 					      events, dropped);
 		} else {
-			stored = weft_pack4_indexed_funcs((const uint64_t *)c->data, used / 8, w->pbuf, &events, &dropped,
-							  &ix, w->cbuf, funcs);
+			stored = weft_pack5_indexed((const uint64_t *)c->data, used / 8, w->pbuf, &events, &dropped,
+						    &ix, w->cbuf, funcs);
 		}
 		payload = w->pbuf;
-		h.flags |= WEFT_CHUNK_PACKED4;
+		h.flags |= WEFT_CHUNK_PACKED5;
 	} else { /* no memory for packing: the records themselves, delta-coded */
 		weft_index_scan((const uint64_t *)c->data, used / 8, &ix); /* while they are absolute */
 		events = delta_encode((uint64_t *)c->data, used / 8, &dropped);

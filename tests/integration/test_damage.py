@@ -160,7 +160,7 @@ class Undecodable(TraceTest):
         self.events = glob.glob(self.data + "/*.wevents")[0]
 
     def break_chunk(self, seq):
-        """Puts a byte that is no tag of packing version 2 to 4 into chunk `seq`, with a matching
+        """Puts a byte that is no tag of packing version 2 to 5 into chunk `seq`, with a matching
         checksum (a writer bug, not damage on disk). Returns the chunk's event count."""
         with open(self.events, "r+b") as f:
             d = bytearray(f.read())
@@ -169,8 +169,9 @@ class Undecodable(TraceTest):
                 magic, flags, tid, raw, stored, ck, cseq, events = struct.unpack_from("<IIIIIIQI", d, off)
                 body = off + 40
                 if cseq == seq:
-                    self.assertIn(flags & 0x37, (0x4, 0x10, 0x20))  # packing version 2, 3 or 4, not compressed
-                    d[body] = 194  # the first record's tag byte (a byte further in may be
+                    # packing version 2, 3, 4 or 5, not compressed
+                    self.assertIn(flags & 0xb7, (0x4, 0x10, 0x20, 0x80))
+                    d[body] = 250  # the first record's tag byte (a byte further in may be
                     # part of a timestamp varint, where 194 is valid: that depended on timing)
                     struct.pack_into("<I", d, off + 20, chunk_sum(flags, d[body:body + stored]))
                     f.seek(0)
@@ -202,7 +203,7 @@ class Undecodable(TraceTest):
         with open(self.events, "r+b") as f:
             d = bytearray(f.read())
             flags, = struct.unpack_from("<I", d, 32 + 4)
-            struct.pack_into("<I", d, 32 + 4, flags | 0x80)  # the checksum does not cover the header
+            struct.pack_into("<I", d, 32 + 4, flags | 0x100)  # the checksum does not cover the header
             f.seek(0)
             f.write(d)
         pf, c = self.convert(self.data, "n.pftrace", "-q")

@@ -48,17 +48,17 @@ static void prep_ref(uint64_t *r, void *ctx)
 		r[0] = rw_ts(r[0], ctx);
 	r[1] = rw_hdr(r[1], ctx);
 }
-static void fast_agrees(const uint8_t *in, size_t len, size_t cap)
+static void fast_agrees(const uint8_t *in, size_t len, size_t cap, int fmt)
 {
 	uint64_t *a = malloc(cap * 8 + 8), *b = malloc(cap * 8 + 8);
-	size_t na = weft_unpack_each(in, len, a, cap, 4, 1, prep_ref, NULL);
-	size_t nb = weft_unpack4_rewrite(in, len, b, cap, rw_hdr, rw_ts, NULL, 0);
+	size_t na = weft_unpack_each(in, len, a, cap, fmt, 1, prep_ref, NULL);
+	size_t nb = weft_unpack4_rewrite(in, len, b, cap, rw_hdr, rw_ts, NULL, 0, fmt == 5);
 	assert_int_equal(nb, na);
 	if (na != (size_t)-1)
 		assert_memory_equal(a, b, na * 8);
 	struct hdrs ha = {.n = 0}, hb = {.n = 0};
-	int ra = weft_unpack_headers(in, len, 4, collect, &ha);
-	int rb = weft_unpack4_headers(in, len, collect, &hb);
+	int ra = weft_unpack_headers(in, len, fmt, collect, &ha);
+	int rb = weft_unpack4_headers(in, len, collect, &hb, fmt == 5);
 	assert_int_equal(rb, ra);
 	assert_int_equal(hb.n, ha.n);
 	assert_memory_equal(hb.h, ha.h, ha.n * 8);
@@ -66,7 +66,35 @@ static void fast_agrees(const uint8_t *in, size_t len, size_t cap)
 	free(b);
 }
 
-/* Version 4 of w round trips and agrees with version 2 on events, drops, index and headers. */
+/* Version 5 (format 1.14) of w: the same events, drops and index as version 4, the same records
+ * back, the same headers, and the fast readers agree; every cut of a short one is refused or a
+ * valid prefix. */
+static void every_cut(const uint8_t *p4, size_t len, const uint64_t *w, size_t n, int fmt);
+static void round_trip5(const uint64_t *w, size_t n, uint32_t ev4, uint32_t dr4, const struct weft_index_rec *ix4)
+{
+	uint8_t *p5 = malloc(weft_pack_bound(n)), *scratch = malloc(weft_pack4_scratch(n));
+	uint32_t ev5 = 0, dr5 = 0;
+	struct weft_index_rec ix5;
+	memset(&ix5, 0, sizeof(ix5));
+	size_t len5 = weft_pack5_indexed(w, n, p5, &ev5, &dr5, &ix5, scratch, NULL);
+	assert_true(len5 <= weft_pack_bound(n));
+	assert_int_equal(ev5, ev4);
+	assert_int_equal(dr5, dr4);
+	assert_memory_equal(&ix5, ix4, sizeof(ix5));
+	uint64_t *back = malloc(n * 8 + 8);
+	assert_int_equal(weft_unpack(p5, len5, back, n, 5, 1), n);
+	assert_memory_equal(back, w, n * 8);
+	fast_agrees(p5, len5, n, 5);
+	fast_agrees(p5, len5, n > 2 ? n - 2 : 0, 5);
+	if (len5 < 600)
+		every_cut(p5, len5, w, n, 5);
+	free(p5);
+	free(scratch);
+	free(back);
+}
+
+/* Version 4 of w round trips and agrees with version 2 on events, drops, index and headers
+ * (and version 5 with version 4: round_trip5). */
 static size_t round_trip(const uint64_t *w, size_t n, uint8_t *p4)
 {
 	uint8_t *p2 = malloc(weft_pack_bound(n)), *scratch = malloc(weft_pack4_scratch(n));
@@ -92,8 +120,9 @@ static size_t round_trip(const uint64_t *w, size_t n, uint8_t *p4)
 	assert_int_equal(weft_unpack_headers(p2, len2, 2, collect, &want), 0);
 	assert_int_equal(got.n, want.n);
 	assert_memory_equal(got.h, want.h, got.n * 8);
-	fast_agrees(p4, len4, n);
-	fast_agrees(p4, len4, n > 2 ? n - 2 : 0); /* no room for the last record */
+	fast_agrees(p4, len4, n, 4);
+	fast_agrees(p4, len4, n > 2 ? n - 2 : 0, 4); /* no room for the last record */
+	round_trip5(w, n, ev4, dr4, &ix4);
 	free(p2);
 	free(scratch);
 	free(back);
@@ -102,17 +131,17 @@ static size_t round_trip(const uint64_t *w, size_t n, uint8_t *p4)
 }
 
 /* Every cut of p4 is refused or a valid prefix of w; nothing reads past the cut. */
-static void every_cut(const uint8_t *p4, size_t len, const uint64_t *w, size_t n)
+static void every_cut(const uint8_t *p4, size_t len, const uint64_t *w, size_t n, int fmt)
 {
 	uint64_t *back = malloc(n * 8 + 8);
 	for (size_t cut = 0; cut < len; cut++) {
 		uint8_t *copy = malloc(cut + 1); /* exactly cut bytes readable (ASan) */
 		memcpy(copy, p4, cut);
-		size_t got = weft_unpack(copy, cut, back, n, 4, 1);
+		size_t got = weft_unpack(copy, cut, back, n, fmt, 1);
 		assert_true(got == (size_t)-1 || (got <= n && !memcmp(back, w, got * 8)));
 		struct hdrs hs = {.n = 0};
-		weft_unpack_headers(copy, cut, 4, collect, &hs);
-		fast_agrees(copy, cut, n);
+		weft_unpack_headers(copy, cut, fmt, collect, &hs);
+		fast_agrees(copy, cut, n, fmt);
 		free(copy);
 	}
 	free(back);
@@ -142,6 +171,11 @@ static void adversarial_round_trips(void **s)
 		(1ull << 63) + 7, HDR(0, WEFT_R_FREE, 0, WEFT_MEM_FREE),
 		0xabcdef0123456789ull, HDR(0, WEFT_R_STACK, 2, 0), 0x401234, 0x7f1234567890ull, /* no ticks */
 		3, HDR(1, WEFT_R_DROPPED, 1, 0), 17,
+		0x8000000000000001ull, HDR(0, WEFT_R_FLOW_OUT, 0, 0), /* flow ids: any 64 bits, back */
+		1, HDR(0, WEFT_R_FLOW_IN, 0, 0),
+		UINT64_MAX, HDR(0, WEFT_R_FLOW_OUT, 0, 0),
+		0, HDR(0, WEFT_R_FLOW_IN, 0, 0),
+		7, HDR(4, WEFT_R_BEGIN, 0, 0), 8, HDR(4, WEFT_R_END, 0, 0), /* small deltas, entry 3 */
 		2, HDR(7, WEFT_R_HEAP_USAGE, 3, WEFT_MEM_HEAP_API), 1, 2, 3,
 		UINT64_MAX, HDR(9, WEFT_R_COUNTER_I64, 1, 0), UINT64_MAX,
 		1, HDR(0, WEFT_R_ALLOC, 2, WEFT_MEM_MALLOC), 0, 0,
@@ -149,7 +183,7 @@ static void adversarial_round_trips(void **s)
 	size_t n = sizeof(w) / 8;
 	uint8_t p4[4096];
 	size_t len = round_trip(w, n, p4);
-	every_cut(p4, len, w, n);
+	every_cut(p4, len, w, n, 4);
 
 	/* many headers in turn (literals and list entry 3, word0 in the records) and a long
 	 * pseudo-random mixed stream */
@@ -161,7 +195,7 @@ static void adversarial_round_trips(void **s)
 		x ^= x << 13;
 		x ^= x >> 7;
 		x ^= x << 17;
-		unsigned pick = (unsigned)(x % 9);
+		unsigned pick = (unsigned)(x % 11);
 		uint64_t dt = (x >> 8) % 7 == 0 ? (x >> 20) : (x >> 32) % 300; /* now and then any size */
 		t = (x >> 40) % 11 == 0 ? t - (x >> 50) : t + dt; /* and now and then back */
 		uint64_t addr = 0x55d0c0000000ull + ((x >> 24) % 64) * 48;
@@ -178,15 +212,17 @@ static void adversarial_round_trips(void **s)
 			{HDR(id % 5, WEFT_R_COUNTER_I64, 1, 0), x},
 			{HDR(0, WEFT_R_FREE, 1, WEFT_MEM_MUNMAP), x},
 			{HDR(0, WEFT_R_ALLOC, 2, WEFT_MEM_MMAP), x << 12, UINT64_MAX - (x & 0xff)},
+			{HDR(id, WEFT_R_BEGIN, 0, 0)},
+			{HDR(id, WEFT_R_FLOW_OUT, 0, 0)},
 		};
 		unsigned extra = weft_rec_extra(rec[pick][0]);
-		r[k] = pick == 5 ? x : t;
+		r[k] = pick == 5 ? x : pick == 10 ? (x & 3 ? k : x) : t; /* a flow: counting up, or any */
 		memcpy(r + k + 1, rec[pick], (1 + extra) * 8);
 		k += 2 + extra;
 	}
 	uint8_t *big = malloc(weft_pack_bound(k));
 	size_t blen = round_trip(r, k, big);
-	every_cut(big, blen < 3000 ? blen : 3000, r, k); /* the first cuts: all trailers wrong */
+	every_cut(big, blen < 3000 ? blen : 3000, r, k, 4); /* the first cuts: all trailers wrong */
 	for (size_t cut = blen - 40; cut < blen; cut++) /* and the last: columns short */
 		assert_int_equal(weft_unpack(big, cut, r, k, 4, 1), (size_t)-1);
 	free(big);
@@ -201,10 +237,14 @@ static void fast_readers_agree(void **s)
 	(void)s;
 	for (unsigned type = 0; type < 256; type++) { /* weft__slot4_info's masks of the types */
 		uint64_t h = (uint64_t)type << 32 | 3ull << 40;
-		uint32_t x = weft__slot4_info(h);
+		uint32_t x = weft__slot4_info(h, 0), x5 = weft__slot4_info(h, 1);
 		assert_int_equal(!!(x & WEFT__S4_TICKS), weft_rec_has_ticks(type));
 		assert_int_equal(!!(x & WEFT__S4_MEM), weft_rec_is_mem(type));
 		assert_int_equal(x & 0xffffu, (weft_rec_is_mem(type) ? 0 : 24) + (weft_rec_has_ticks(type) ? 0 : 8));
+		if (weft__flow_type(type)) /* version 5: word0 in the addresses column */
+			assert_int_equal(x5, WEFT__S4_FLOW5 | 24);
+		else
+			assert_int_equal(x5, x);
 	}
 	enum { N = 12000 };
 	uint64_t *r = malloc(N * 8);
@@ -224,6 +264,9 @@ static void fast_readers_agree(void **s)
 		} else if (pick == 1) { /* a begin with a counter */
 			r[k + 1] = HDR(2, WEFT_R_BEGIN, 1, 0);
 			r[k + 2] = x >> 3;
+		} else if (pick == 3 || pick == 4) { /* a flow: word0 an id */
+			r[k] = pick == 3 ? k : x;
+			r[k + 1] = HDR(0, pick == 3 ? WEFT_R_FLOW_OUT : WEFT_R_FLOW_IN, 0, 0);
 		} else if (pick == 2) {
 			r[k + 1] = HDR(0, WEFT_R_ALLOC, 2, WEFT_MEM_MALLOC);
 			r[k + 2] = 0x55d0c0000000ull + (x >> 40) * 16;
@@ -239,7 +282,7 @@ static void fast_readers_agree(void **s)
 	uint32_t t0;
 	memcpy(&t0, p + len - 16, 4);
 	for (size_t cut = len - 64; cut <= len; cut++)
-		fast_agrees(p, cut, k);
+		fast_agrees(p, cut, k, 4);
 	for (int i = 0; i < 2000; i++) { /* one damaged byte */
 		x ^= x << 13;
 		x ^= x >> 7;
@@ -247,8 +290,26 @@ static void fast_readers_agree(void **s)
 		memcpy(bad, p, len);
 		size_t at = (size_t)(x % (i % 2 ? t0 : len)); /* the records, or anywhere */
 		bad[at] = (uint8_t)(i % 4 == 0 ? 192 + (x >> 40) % 2 : x >> 32);
-		fast_agrees(bad, len, k);
+		fast_agrees(bad, len, k, 4);
 	}
+	/* the same in version 5, with its column tags (194-201) among the damage */
+	uint8_t *scr = malloc(weft_pack4_scratch(k));
+	uint32_t e5, d5;
+	struct weft_index_rec ix5;
+	len = weft_pack5_indexed(r, k, p, &e5, &d5, &ix5, scr, NULL);
+	memcpy(&t0, p + len - 16, 4);
+	for (size_t cut = len - 64; cut <= len; cut++)
+		fast_agrees(p, cut, k, 5);
+	for (int i = 0; i < 2000; i++) {
+		x ^= x << 13;
+		x ^= x >> 7;
+		x ^= x << 17;
+		memcpy(bad, p, len);
+		size_t at = (size_t)(x % (i % 2 ? t0 : len));
+		bad[at] = (uint8_t)(i % 4 == 0 ? 192 + (x >> 40) % 10 : x >> 32);
+		fast_agrees(bad, len, k, 5);
+	}
+	free(scr);
 	free(p);
 	free(bad);
 	free(r);
@@ -303,6 +364,32 @@ static void damage_is_refused(void **s)
 	assert_int_equal(weft_unpack(bad, len, back, 64, 3, 1), (size_t)-1);
 	assert_int_equal(weft_unpack(bad, len, back, 64, 2, 1), (size_t)-1);
 	assert_int_equal(weft_unpack(p, len, back, 3, 4, 1), (size_t)-1); /* no room */
+
+	/* version 5: a column tag (194-201) on a record without a timestamp, and a flow whose id
+	 * is not in the addresses column, are refused by every reader */
+	uint64_t f[] = {5, HDR(3, WEFT_R_ARG_I64, 0, 0), 1000, HDR(1, WEFT_R_BEGIN, 0, 0),
+			9, HDR(0, WEFT_R_FLOW_OUT, 0, 0), 2000, HDR(1, WEFT_R_END, 0, 0)};
+	uint8_t scr[1024], p5[256];
+	uint32_t e5, d5;
+	struct weft_index_rec ix5;
+	size_t len5 = weft_pack5_indexed(f, 8, p5, &e5, &d5, &ix5, scr, NULL);
+	assert_int_equal(weft_unpack(p5, len5, back, 64, 5, 1), 8);
+	assert_memory_equal(back, f, sizeof(f));
+	assert_int_equal(p5[0], WEFT_PACK_LITERAL);  /* the argument: word0 in the records */
+	assert_int_equal(p5[17], WEFT_PACK5_LITERAL + 1); /* the BEGIN: its 1000 in 2 bytes of the deltas */
+	memcpy(bad, p5, len5);
+	bad[0] = WEFT_PACK5_LITERAL + 3;
+	assert_int_equal(weft_unpack(bad, len5, back, 64, 5, 1), (size_t)-1);
+	fast_agrees(bad, len5, 64, 5);
+	uint32_t t5[4];
+	memcpy(t5, p5 + len5 - 16, 16);
+	assert_int_equal(t5[3], 1); /* the flow's id: zigzag(9) = 18, one byte */
+	assert_int_equal(p5[t5[0] + t5[1] + t5[2]], 18);
+	memcpy(bad, p5, len5);
+	memset(bad + len5 - 4, 0, 4); /* the addresses column empty: its byte goes to the sizes */
+	assert_int_equal(weft_unpack(bad, len5, back, 64, 5, 1), (size_t)-1);
+	fast_agrees(bad, len5, 64, 5);
+	assert_int_equal(weft_unpack(p5, len5, back, 64, 4, 1), (size_t)-1); /* not version 4 */
 }
 
 /* ---- the reader: the same records in a version 3 and a version 4 chunk ---- */
@@ -316,10 +403,11 @@ static void put_chunk(struct tb *b, uint32_t tid, uint64_t seq, const uint64_t *
 	uint8_t *packed = malloc(weft_pack_bound(n)), *scratch = malloc(weft_pack4_scratch(n) + 3 * weft_pack_bound(n));
 	uint32_t events = 0, dropped = 0;
 	struct weft_index_rec ix;
-	size_t len = fmt == 4 ? weft_pack4_indexed(w, n, packed, &events, &dropped, &ix, scratch)
-			      : weft_pack3_indexed(w, n, packed, &events, &dropped, &ix, scratch, scratch + weft_pack_bound(n));
+	size_t len = fmt == 5	? weft_pack5_indexed(w, n, packed, &events, &dropped, &ix, scratch, NULL)
+		     : fmt == 4 ? weft_pack4_indexed(w, n, packed, &events, &dropped, &ix, scratch)
+				: weft_pack3_indexed(w, n, packed, &events, &dropped, &ix, scratch, scratch + weft_pack_bound(n));
 	size_t cut[5] = {len, 0, 0, 0, 0}, zcap = 5 * ZSTD_compressBound(len), z = 0, at = 0;
-	if (fmt == 4) {
+	if (fmt >= 4) {
 		uint32_t t[4];
 		memcpy(t, packed + len - 16, 16);
 		for (int k = 0; k < 4; k++)
@@ -343,7 +431,8 @@ static void put_chunk(struct tb *b, uint32_t tid, uint64_t seq, const uint64_t *
 	h.raw_size = (uint32_t)(n * 8);
 	h.events = events;
 	h.dropped = dropped;
-	h.flags = WEFT_CHUNK_ZSTD | WEFT_CHUNK_SUM | (fmt == 4 ? WEFT_CHUNK_PACKED4 : WEFT_CHUNK_PACKED3) |
+	h.flags = WEFT_CHUNK_ZSTD | WEFT_CHUNK_SUM |
+		  (fmt == 5 ? WEFT_CHUNK_PACKED5 : fmt == 4 ? WEFT_CHUNK_PACKED4 : WEFT_CHUNK_PACKED3) |
 		  (ix.flags & WEFT_IX_LEAF ? WEFT_CHUNK_LEAF : 0); /* as writer.c flags it */
 	h.stored_size = (uint32_t)z;
 	h.checksum = weft_chunk_sum(h.flags, zb, z);
@@ -450,12 +539,12 @@ static void leaf_packing(void **s)
 	assert_int_equal(weft_leaf_expand(w, n, ne), ne);
 	assert_memory_equal(w, leaf_expanded, ne * 8);
 	uint64_t r[64], want[64];
-	assert_int_equal(weft_unpack4_rewrite(p4, len, r, 64, rw_hdr, rw_ts, NULL, 1), ne);
+	assert_int_equal(weft_unpack4_rewrite(p4, len, r, 64, rw_hdr, rw_ts, NULL, 1, 0), ne);
 	memcpy(want, leaf_expanded, ne * 8);
 	for (size_t i = 0; i + 2 <= ne; i += 2 + weft_rec_extra(want[i + 1]))
 		prep_ref(want + i, NULL);
 	assert_memory_equal(r, want, ne * 8);
-	assert_int_equal(weft_unpack4_rewrite(p4, len, r, ne - 1, rw_hdr, rw_ts, NULL, 1), (size_t)-1);
+	assert_int_equal(weft_unpack4_rewrite(p4, len, r, ne - 1, rw_hdr, rw_ts, NULL, 1, 0), (size_t)-1);
 	/* a LEAF cut short (its word not there) stays as it is: nothing is read past the end */
 	memcpy(w, leaf_recs, n * 8);
 	assert_int_equal(weft_leaf_expand(w, 4, 64), 4);
@@ -463,7 +552,7 @@ static void leaf_packing(void **s)
 	assert_int_equal(weft_leaf_expand(w, 5, 64), 6); /* whole: expanded */
 	assert_int_equal(w[4], 1050);
 	assert_int_equal(w[5], HDR(6, WEFT_R_END, 0, 0));
-	every_cut(p4, len, leaf_recs, n);
+	every_cut(p4, len, leaf_recs, n, 4);
 	free(p4);
 	free(scratch);
 }
@@ -519,9 +608,9 @@ static void leaf_reader(void **s)
 static void reader_same_records_v3_v4(void **s)
 {
 	(void)s;
-	uint64_t *words[2] = {NULL, NULL};
-	size_t nw[2] = {0, 0}, cap[2] = {0, 0};
-	for (int k = 0; k < 2; k++) {
+	uint64_t *words[3] = {NULL, NULL, NULL};
+	size_t nw[3] = {0, 0, 0}, cap[3] = {0, 0, 0};
+	for (int k = 0; k < 3; k++) { /* versions 3, 4 and 5 */
 		build(3 + k);
 		char err[256];
 		struct weft_trace *t = load(err, sizeof(err));
@@ -536,11 +625,13 @@ static void reader_same_records_v3_v4(void **s)
 	}
 	assert_int_equal(nw[0], sizeof(recs) / 8);
 	assert_int_equal(nw[1], nw[0]);
+	assert_int_equal(nw[2], nw[0]);
 	assert_memory_equal(words[1], words[0], nw[0] * 8);
+	assert_memory_equal(words[2], words[0], nw[0] * 8);
 	assert_int_equal(words[1][16], 0x55d0c0a02000ull); /* the REALLOC's new address and size */
 	assert_int_equal(words[1][17], 100);
-	free(words[0]);
-	free(words[1]);
+	for (int k = 0; k < 3; k++)
+		free(words[k]);
 }
 
 /* A version 4 chunk cut anywhere: a warning, never a crash; a chunk whose stored bytes are
@@ -662,9 +753,11 @@ static void funcs_listing(void **s)
 		struct weft_index_rec ix;
 		size_t plain = weft_pack4_indexed(w, n, out, &ev, &dr, &ix, scratch);
 		static uint8_t out2[N * 24 + 64];
-		size_t listed = weft_pack4_indexed_funcs(w, n, out2, &ev, &dr, &ix, scratch, fs);
-		assert_int_equal(plain, listed); /* collecting leaves the packing as it was */
-		assert_memory_equal(out, out2, plain);
+		size_t plain5 = weft__pack4_ix(w, n, out, &ev, &dr, &ix, scratch, 0, 0, NULL, 1);
+		size_t listed = weft_pack5_indexed(w, n, out2, &ev, &dr, &ix, scratch, fs);
+		assert_true(plain > 0);
+		assert_int_equal(plain5, listed); /* collecting leaves the packing as it was */
+		assert_memory_equal(out, out2, plain5);
 		long len = weft_funcset_encode(fs, listing, tmp);
 		if (nu > WEFT_FUNCSET_MAX) {
 			assert_int_equal(len, -1);
