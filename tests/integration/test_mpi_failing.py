@@ -110,10 +110,18 @@ class Failing(JobTest):
         endings = self.converted(data)
         if flavor == "openmpi":
             self.assertEqual(codes[1], codes[0], err)  # (1: Open MPI's for a job it ended)
-        else:  # Hydra's, as untraced: every rank died of the SIGINT, none killed by Hydra
-            # while it finished its trace (the supervisors hold the PMI socket and stdout)
-            self.assertEqual(codes[-1], 2, (err, endings))
-            self.assertEqual(set(endings.values()), {"killed by SIGINT"}, endings)
+        else:
+            # Hydra's, as untraced: every rank died of the SIGINT (2). But a traced rank writes
+            # its last events in its SIGINT handler before it dies of the signal, and where
+            # that took longer than Hydra's reaction to the first rank's death (a loaded CI
+            # run), Hydra killed the others: its status then ORs SIGINT's 2 and SIGKILL's 9,
+            # and weft says those ranks' unwritten events were lost. Either way the status and
+            # the endings must tell the same story, and some rank died of the SIGINT.
+            killed = {r for r, words in endings.items() if words.startswith("killed by SIGKILL")}
+            self.assertEqual(set(endings.values()) - {"killed by SIGINT"},
+                             {"killed by SIGKILL (its unwritten events lost)"} if killed else set(), endings)
+            self.assertLess(len(killed), 4, endings)
+            self.assertEqual(codes[-1], 2 | 9 if killed else 2, (err, endings))
         calls = self.per_rank(data)
         for r, words in endings.items():  # each rank's MPI_Init and Allreduce, once it saw its end
             if words != "ended (status not seen)" and not words.startswith("killed by SIGKILL"):
@@ -124,7 +132,11 @@ class Failing(JobTest):
         err, endings = self.interrupted(MPICH, "mpich")
         m = ENDED.search(err)
         self.assertTrue(m, err)
-        self.assertEqual(m.group(1), "ranks 0-3 killed by SIGINT")
+        if set(endings.values()) == {"killed by SIGINT"}:
+            self.assertEqual(m.group(1), "ranks 0-3 killed by SIGINT")
+        else:  # the line names both endings (see interrupted)
+            self.assertIn("killed by SIGINT", m.group(1))
+            self.assertIn("killed by SIGKILL (its unwritten events lost)", m.group(1))
 
     def test_interrupted_openmpi(self):
         self.interrupted(OMPI, "openmpi")
