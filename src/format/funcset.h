@@ -13,7 +13,8 @@
  * depends on another), so a lost record only means that chunk is scanned as before.
  *
  * A chunk with more than WEFT_FUNCSET_MAX distinct addresses is not listed (the reader scans
- * it); address 0 is never listed (no reader names it).
+ * it); address 0 is never listed (no reader names it). Included by pack.h, whose varints
+ * the listing uses.
  */
 #ifndef WEFT_FUNCSET_H
 #define WEFT_FUNCSET_H
@@ -90,16 +91,8 @@ static inline long weft_funcset_encode(const struct weft_funcset *s, uint8_t *ou
 		tmp[i] = s->slot[s->used[i]];
 	qsort(tmp, s->n, sizeof(*tmp), weft__funcset_cmp);
 	uint8_t *o = out;
-	uint64_t prev = 0;
-	for (uint32_t i = 0; i < s->n; i++) {
-		uint64_t v = tmp[i] - prev;
-		prev = tmp[i];
-		while (v >= 0x80) {
-			*o++ = (uint8_t)(v | 0x80);
-			v >>= 7;
-		}
-		*o++ = (uint8_t)v;
-	}
+	for (uint32_t i = 0; i < s->n; i++)
+		o = weft__put_varint(o, tmp[i] - (i ? tmp[i - 1] : 0));
 	return (long)(o - out);
 }
 
@@ -112,17 +105,9 @@ static inline long weft_funcset_decode(const uint8_t *p, size_t len, void (*add)
 	uint64_t prev = 0;
 	long n = 0;
 	while (p < end) {
-		uint64_t v = 0;
-		unsigned shift = 0;
-		for (;;) {
-			if (p == end || shift > 63)
-				return -1;
-			uint8_t b = *p++;
-			v |= (uint64_t)(b & 0x7f) << shift;
-			shift += 7;
-			if (!(b & 0x80))
-				break;
-		}
+		uint64_t v;
+		if (weft__get_varint(&p, end, &v))
+			return -1;
 		if (!v || prev + v < prev)
 			return -1;
 		prev += v;

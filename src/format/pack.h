@@ -43,7 +43,6 @@
 #include <string.h>
 #include "format.h"
 #include "chunkindex.h"
-#include "funcset.h"
 
 #define WEFT_PACK_LITERAL 192u
 #define WEFT_PACK_ENTRY3 193u
@@ -127,6 +126,8 @@ static inline int weft__get_varint(const uint8_t **p, const uint8_t *end, uint64
 	*out = v;
 	return 0;
 }
+
+#include "funcset.h" /* (its listings are varints as these) */
 
 /* Extra word j of a memory record of `type` with `extra` extra words: an address? */
 static inline int weft__mem_is_addr(unsigned type, unsigned j, unsigned extra)
