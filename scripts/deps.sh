@@ -38,6 +38,8 @@ if [ "$what" = test ] || [ "$what" = bench ]; then
   need python3-pytest /usr/bin/python3 -c 'import pytest'
   # weft top's test reads its screen in a tmux pane (tests/integration/test_top.py)
   need tmux command -v tmux
+  # a fork child's system calls, checked (tests/integration/test_forks.py PerfMappings)
+  need strace command -v strace
   # the OTF2 archive's independent readers (tests/integration/test_otf2.py)
   need otf2-tools command -v otf2-print
   need python3-otf2 /usr/bin/python3 -c 'import otf2'

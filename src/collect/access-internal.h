@@ -55,7 +55,9 @@ WEFT_HIDDEN void weft_acc__open_sources(uint32_t tid);
 WEFT_HIDDEN void weft_acc__open_watches(uint32_t tid);
 /* The current thread's rings of both (called on the thread itself). */
 WEFT_HIDDEN void weft_acc__watch_this_thread(void);
-WEFT_HIDDEN void weft_acc__free_ring(struct ring *r);
+/* mapped: 0 for a fork child's inherited rings, which the kernel did not copy (perf mappings
+ * are VM_DONTCOPY): their addresses are not the child's to unmap */
+WEFT_HIDDEN void weft_acc__free_ring(struct ring *r, int mapped);
 /* Closes this thread's watchpoint rings (at start, when one of them could not be opened). */
 WEFT_HIDDEN void weft_acc__drop_watch_rings(void);
 /* Walks the ring's records from its tail to its head, each with its body (up to 512 bytes)

@@ -109,9 +109,10 @@ void weft_acc__open_watches(uint32_t tid)
 		open_one(weft_acc__watches[i].src, i, tid);
 }
 
-void weft_acc__free_ring(struct ring *r)
+void weft_acc__free_ring(struct ring *r, int mapped)
 {
-	munmap(r->base, r->size);
+	if (mapped)
+		munmap(r->base, r->size);
 	close(r->fd);
 	if (r->aux_fd >= 0)
 		close(r->aux_fd);
@@ -134,7 +135,7 @@ void weft_acc__drop_watch_rings(void)
 	for (struct ring *r = pthread_getspecific(weft_acc__ring_key), *nx; r; r = nx) {
 		nx = r->thread_next;
 		if (r->watch >= 0) {
-			weft_acc__free_ring(r);
+			weft_acc__free_ring(r, 1);
 		} else {
 			*tail = r;
 			tail = &r->thread_next;

@@ -118,7 +118,7 @@ static void drain_locked(int free_ended)
 		drain(r, gap);
 		if (ended && free_ended) { /* its last samples are out: the ring goes */
 			*pp = r->next;
-			weft_acc__free_ring(r);
+			weft_acc__free_ring(r, 1);
 			continue;
 		}
 		pp = &r->next;
@@ -282,7 +282,7 @@ void weft_acc__fork_child(void)
 	weft_acc__rings = NULL;
 	while (r) {
 		struct ring *n = r->next;
-		weft_acc__free_ring(r);
+		weft_acc__free_ring(r, 0);
 		r = n;
 	}
 	pthread_setspecific(weft_acc__ring_key, NULL); /* (those were this thread's in the parent) */

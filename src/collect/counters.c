@@ -57,13 +57,15 @@ static __thread struct ctr_thread ct WEFT_TLS;
 
 static _Atomic uint64_t threads_failed; /* threads whose group could not be opened */
 
-static void close_group(void) NOINST;
-static void close_group(void)
+/* mapped: 0 in a fork child, whose inherited counter pages the kernel did not copy (perf
+ * mappings are VM_DONTCOPY): another mapping may be at their addresses by then */
+static void close_group(int mapped) NOINST;
+static void close_group(int mapped)
 {
 	long ps = sysconf(_SC_PAGESIZE);
 	weft__tls.nctr = 0;
 	for (int i = 0; i < ct.n; i++) {
-		if (ct.pg[i])
+		if (ct.pg[i] && mapped)
 			munmap(ct.pg[i], (size_t)ps);
 		close(ct.fd[i]);
 	}
@@ -181,7 +183,7 @@ int weft_counters_read(uint64_t *v)
 static void thread_gone(void *arg)
 {
 	(void)arg;
-	close_group();
+	close_group(1);
 }
 
 /* COUNTERS metadata (docs/format.md): u32 n, u32 flags, then the n names. */
@@ -214,7 +216,7 @@ static void atfork_child(void)
 	if (!atomic_load(&on))
 		return;
 	/* the inherited fds count the parent's thread: this process counts its own */
-	close_group();
+	close_group(0);
 	if (!open_group())
 		pthread_setspecific(key, &ct);
 	write_meta();

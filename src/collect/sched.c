@@ -117,9 +117,11 @@ static int online_cpus(int *cpus, int max)
 	return n;
 }
 
-static void ring_close(struct cpu_ring *r)
+/* mapped: 0 in a fork child, where the parent's perf rings are not mapped (the kernel does
+ * not copy them: VM_DONTCOPY) and their addresses may already hold another mapping */
+static void ring_close(struct cpu_ring *r, int mapped)
 {
-	if (r->base)
+	if (r->base && mapped)
 		munmap(r->base, r->size);
 	for (int i = 0; i < r->nfd; i++)
 		close(r->fd[i]);
@@ -127,10 +129,10 @@ static void ring_close(struct cpu_ring *r)
 	r->nfd = 0;
 }
 
-static void close_all(void)
+static void close_all_mapped(int mapped)
 {
 	for (int i = 0; i < nrings; i++)
-		ring_close(&rings[i]);
+		ring_close(&rings[i], mapped);
 	free(rings);
 	rings = NULL;
 	nrings = 0;
@@ -138,6 +140,11 @@ static void close_all(void)
 	owner = NULL;
 	free(readers);
 	readers = NULL;
+}
+
+static void close_all(void)
+{
+	close_all_mapped(1);
 }
 
 static void base_attr(struct perf_event_attr *a, size_t ring_bytes)
@@ -545,7 +552,7 @@ static void atfork_child(void)
 {
 	/* the rings and readers are the parent's; the flock stays the parent's too */
 	int was = mode;
-	close_all();
+	close_all_mapped(0);
 	nreaders = 0;
 	atomic_store(&pinned, 0);
 	if (lock_fd >= 0)
