@@ -22,7 +22,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(__file__))
 from test_mpi_jobs import MPICH, OMPI, TMP, JobTest, have  # noqa: E402
-from weftlib import SRC, WEFT, main  # noqa: E402
+from weftlib import SRC, WEFT, HeldStdin, main  # noqa: E402
 
 FAIL = os.path.join(SRC, "tests", "mpi", "mpi_fail.c")
 ENDED = re.compile(r"weft: record: job \S+: (.*); rank \d ended last of 4 here; converting the job's trace")
@@ -61,8 +61,9 @@ class Failing(JobTest):
             self.skipTest(f"{launcher[0]} not installed")
         app = self.prog(flavor)
         data = os.path.join(self.tmp, "D")
-        p = subprocess.run(launcher + ["-np", "4", WEFT, "record", "-o", data, "--", app, "fail", "2"],
-                           cwd=self.tmp, capture_output=True, text=True, timeout=120)
+        cmd = launcher + ["-np", "4", WEFT, "record", "-o", data, "--", app, "fail", "2"]
+        with HeldStdin(cmd) as stdin:
+            p = subprocess.run(cmd, cwd=self.tmp, capture_output=True, text=True, timeout=120, stdin=stdin)
         endings = self.converted(data)
         self.assertEqual(endings[2], "exit status 3", endings)
         for r in (0, 1, 3):  # ended by the launcher (or "not seen": reaped before weft looked)
@@ -101,11 +102,12 @@ class Failing(JobTest):
                 continue
             # a session of its own, as a terminal's job: SIGINT to mpirun alone, as Ctrl-C
             # would send it to mpirun's process group (the ranks are the launcher's children)
-            p = subprocess.Popen(launcher + ["-np", "4"] + cmd, cwd=self.tmp, stdout=subprocess.PIPE,
-                                 stderr=subprocess.PIPE, text=True, start_new_session=True)
-            self.assertEqual(p.stdout.readline(), "ready\n")
-            os.killpg(p.pid, signal.SIGINT)
-            _, err = p.communicate(timeout=120)
+            with HeldStdin(launcher) as stdin:
+                p = subprocess.Popen(launcher + ["-np", "4"] + cmd, cwd=self.tmp, stdout=subprocess.PIPE,
+                                     stderr=subprocess.PIPE, text=True, start_new_session=True, stdin=stdin)
+                self.assertEqual(p.stdout.readline(), "ready\n")
+                os.killpg(p.pid, signal.SIGINT)
+                _, err = p.communicate(timeout=120)
             codes.append(p.returncode)
         endings = self.converted(data)
         if flavor == "openmpi":
@@ -158,7 +160,8 @@ class Partial(JobTest):
         as untraced, the two traced ranks converted once their recorders waited 2 s for the
         others, which the ending line names as not run under weft"""
         data, cmd = self.partial(launcher, flavor, ["--options", "mpi_sync=0"])
-        p = subprocess.run(cmd, cwd=self.tmp, capture_output=True, text=True, timeout=120)
+        with HeldStdin(cmd) as stdin:
+            p = subprocess.run(cmd, cwd=self.tmp, capture_output=True, text=True, timeout=120, stdin=stdin)
         self.assertEqual(p.returncode, 0, p.stderr)
         done = sorted(glob.glob(os.path.join(data, ".weft-done-*")))
         self.assertEqual(len(done), 2, done)
