@@ -420,6 +420,11 @@ WEFT_HIDDEN const char *weft_snapshot_current(unsigned char head[24], uint32_t n
 /* A watched slice (trigger.c) named name lasted ns, longer than min_ns: a request for the
  * snapshot thread. No lock, no allocation; refused (and counted) when requests pile up. */
 WEFT_HIDDEN void weft_snapshot_trigger(const char *name, uint64_t ns, uint64_t min_ns, uint64_t ticks);
+/* weft_stop on the way out of the process (exit's handlers, _exit, exec) with the program's
+ * asynchronous signals held while it runs (session.c says why); restore: the mask back after
+ * (the signal held meanwhile is then delivered), 0 for _exit (the status the program chose
+ * first stands). */
+WEFT_HIDDEN int weft_stop_leaving(int restore);
 /* weft_stop, first thing: the exit snapshot where a flight recorder runs (not noexit). */
 WEFT_HIDDEN void weft_snapshot_at_exit(void);
 /* A fatal signal (signals.c, in the handler, before the trace stops): a snapshot that

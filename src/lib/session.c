@@ -10,6 +10,7 @@
 #include "collect/source.h"
 #include <errno.h>
 #include <limits.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -181,7 +182,7 @@ static void start_locked(void)
 
 static void at_exit(void)
 {
-	weft_stop();
+	weft_stop_leaving(1);
 }
 
 #ifdef __GLIBC__
@@ -418,6 +419,29 @@ int weft_stop(void)
 	pthread_mutex_unlock(&weft_g.lock);
 	weft_in_runtime--;
 	return 0;
+}
+
+/* A stop on the way out is a few milliseconds of flushing (the writers' last chunks), during
+ * which this thread is inside the runtime: a terminating signal that lands then finds weft's
+ * handler unable to finish the trace (it must not take the locks this thread holds), and the
+ * process dies with its trace unfinished. That is common, not rare: multiprocessing's
+ * Pool.terminate() sends SIGTERM to workers that are already in os._exit, and a job launcher
+ * signals ranks that are ending. So the asynchronous signals are held for the stop; the
+ * synchronous ones (a fault, a trap) cannot wait and are left alone. Held, a signal sent to
+ * the process goes to another of its threads if one takes it (its handler then waits for
+ * this stop under weft_g.lock), else waits for the mask to come back. */
+int weft_stop_leaving(int restore)
+{
+	static const int sync_sigs[] = {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGTRAP, SIGSYS};
+	sigset_t hold, old;
+	sigfillset(&hold);
+	for (size_t i = 0; i < sizeof(sync_sigs) / sizeof(sync_sigs[0]); i++)
+		sigdelset(&hold, sync_sigs[i]);
+	int masked = !pthread_sigmask(SIG_BLOCK, &hold, &old);
+	int rc = weft_stop();
+	if (masked && restore)
+		pthread_sigmask(SIG_SETMASK, &old, NULL);
+	return rc;
 }
 
 int weft_stats_get(struct weft_stats *st)

@@ -254,10 +254,10 @@ static char **with_tracing_env(char *const envp[])
 
 /* Finish this image's trace: an exec that succeeds never returns to flush it. A vfork child
  * shares its parent's memory and must not touch the runtime: it is told apart by its pid. */
-static void before_exec(void)
+static void before_exec(int restore)
 {
 	if (atomic_load(&weft_g.run) == WEFT_RUN_ON && getpid() == weft_g.pid)
-		weft_stop();
+		weft_stop_leaving(restore);
 }
 
 EXPORT int execve(const char *path, char *const argv[], char *const envp[])
@@ -266,7 +266,7 @@ EXPORT int execve(const char *path, char *const argv[], char *const envp[])
 	if (!real)
 		real = (int (*)(const char *, char *const[], char *const[]))dlsym(RTLD_NEXT, "execve");
 	char **env = with_tracing_env(envp);
-	before_exec();
+	before_exec(1);
 	int rc = real(path, argv, env ? env : envp);
 	int e = errno;
 	free(env); /* only the added strings leak, once per failed exec */
@@ -280,7 +280,7 @@ EXPORT int execvpe(const char *file, char *const argv[], char *const envp[])
 	if (!real)
 		real = (int (*)(const char *, char *const[], char *const[]))dlsym(RTLD_NEXT, "execvpe");
 	char **env = with_tracing_env(envp);
-	before_exec();
+	before_exec(1);
 	int rc = real(file, argv, env ? env : envp);
 	int e = errno;
 	free(env);
@@ -305,7 +305,7 @@ EXPORT int fexecve(int fd, char *const argv[], char *const envp[])
 	if (!real)
 		real = (int (*)(int, char *const[], char *const[]))dlsym(RTLD_NEXT, "fexecve");
 	char **env = with_tracing_env(envp);
-	before_exec();
+	before_exec(1);
 	int rc = real(fd, argv, env ? env : envp);
 	int e = errno;
 	free(env);
@@ -398,7 +398,7 @@ __attribute__((noreturn)) static void exit_now(int status)
 	 * skipped when this thread was interrupted inside the runtime, holding its locks */
 	if (!weft_in_runtime && getpid() == weft_g.pid) { /* not in a vfork child: parent's memory */
 		weft_g.in_signal = 1;
-		before_exec();
+		before_exec(0); /* a signal that comes now finds the process ending as it asked */
 	} else if (getpid() == weft_g.pid) {
 		weft_meta_clock_try(); /* the stop is skipped: at least the clock's last point */
 	}

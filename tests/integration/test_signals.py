@@ -3,7 +3,13 @@ untraced (weft's own handler, which finishes the trace when a signal ends the pr
 out of sight), Python's Ctrl-C raises KeyboardInterrupt, multiprocessing's forkserver works,
 and a program killed by a signal, after it installed and restored SIG_DFL too, leaves a
 complete trace and the untraced exit status. Every test compares with the untraced run.
-tests/programs/sigview.c is the C program."""
+tests/programs/sigview.c is the C program.
+
+SignalledWhileEnding: a process that gets SIGTERM while weft finishes its trace - in _exit,
+in exit's handlers, before an exec (tests/programs/termexit.c; multiprocessing's
+Pool.terminate() does this to its workers) - keeps a finished trace: the stop holds the
+asynchronous signals until it is done (before, 1 to 3 of a 3-worker Pool's traces were left
+unfinished, their events lost, in every run)."""
 import json
 import os
 import re
@@ -200,6 +206,40 @@ class Signals(TraceTest):
                 # (the forkserver and the resource tracker may outlive the program: their
                 # traces can still be open when weft record returns)
 
+
+
+@unittest.skipIf(os.environ.get("WEFT_TEST_NO_PRELOAD") or os.environ.get("WEFT_TEST_NO_FORK") or sanitizer(),
+                 "needs weft record's runtime and fork")
+class SignalledWhileEnding(TraceTest):
+    N = 12
+
+    def ending(self, mode):
+        data = os.path.join(self.tmp, f"{mode}.data")
+        p = run([WEFT, "record", "-q", "-o", data, "--", os.path.join(BUILD, "termexit"), mode, str(self.N)],
+                cwd=self.tmp)
+        children = re.findall(r"^child (\d+) status (\d+)$", p.stdout, re.M)
+        self.assertEqual(len(children), self.N, p.stdout)
+        for _, status in children:  # ended as asked (0), or by the SIGTERM (15) where it came first
+            self.assertIn(int(status), (0, signal.SIGTERM), p.stdout)
+        info = run([WEFT, "info", data]).stdout
+        # every child's own image finished its trace (an image exec'd after it may be killed
+        # while it starts, before it records anything: that one says "not finished", truly)
+        blocks = re.split(r"\n(?=process \d+ )", info)
+        for pid, _ in children:
+            block = next(b for b in blocks if re.match(rf"process {pid} .*termexit", b))
+            self.assertNotIn("not finished", block.splitlines()[0], block)
+        rows, = self.tp(os.path.join(data, "trace.pftrace"),
+                        "select count(*) as n from slice where name = 'child work'")
+        self.assertEqual(rows[0]["n"], self.N)
+
+    def test_signalled_in_exit_underscore(self):
+        self.ending("_exit")
+
+    def test_signalled_in_exit_handlers(self):
+        self.ending("exit")
+
+    def test_signalled_before_exec(self):
+        self.ending("exec")
 
 
 @unittest.skipIf(os.environ.get("WEFT_TEST_NO_PRELOAD"), "preloading is not testable in this build (TSan)")
