@@ -11,6 +11,7 @@
 
 
 #include <pthread.h>
+#include <signal.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stddef.h>
@@ -420,6 +421,12 @@ WEFT_HIDDEN const char *weft_snapshot_current(unsigned char head[24], uint32_t n
 /* A watched slice (trigger.c) named name lasted ns, longer than min_ns: a request for the
  * snapshot thread. No lock, no allocation; refused (and counted) when requests pile up. */
 WEFT_HIDDEN void weft_snapshot_trigger(const char *name, uint64_t ns, uint64_t min_ns, uint64_t ticks);
+/* Blocks this thread's asynchronous signals (all but the synchronous ones: a fault or a trap
+ * cannot wait) while the runtime does something longer than an event that a terminating signal
+ * must not cut short (a stop, a fork child's restart, reading the maps): weft's handler cannot
+ * finish the trace while this thread is inside the runtime, so the process would die with its
+ * trace unfinished. The old mask in *old (put it back with pthread_sigmask); 0, or the error. */
+WEFT_HIDDEN int weft_hold_async_signals(sigset_t *old);
 /* weft_stop on the way out of the process (exit's handlers, _exit, exec) with the program's
  * asynchronous signals held while it runs (session.c says why); restore: the mask back after
  * (the signal held meanwhile is then delivered), 0 for _exit (the status the program chose

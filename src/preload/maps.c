@@ -12,6 +12,7 @@
  */
 #define ZSTD_STATIC_LINKING_ONLY /* ZSTD_createCCtx_advanced: the context's memory is weft's */
 #include "lib/internal.h"
+#include <signal.h>
 #include <fcntl.h>
 #include <pthread.h>
 #include <stdlib.h>
@@ -161,6 +162,8 @@ void weft_maps_record(void)
 {
 	if (atomic_load(&weft_g.run) != WEFT_RUN_ON)
 		return;
+	sigset_t old;
+	int held = !weft_hold_async_signals(&old); /* (reading the maps takes a while) */
 	weft_in_runtime++; /* its own allocations are not the program's */
 	size_t n = 0;
 	char *buf = read_maps(&n);
@@ -184,6 +187,8 @@ void weft_maps_record(void)
 		free(buf);
 	}
 	weft_in_runtime--;
+	if (held)
+		pthread_sigmask(SIG_SETMASK, &old, NULL);
 }
 
 void weft_maps_fork_child(void)

@@ -241,6 +241,21 @@ class SignalledWhileEnding(TraceTest):
     def test_signalled_before_exec(self):
         self.ending("exec")
 
+    def test_signalled_while_a_fork_child_restarts(self):
+        """SIGTERM 0-3 ms after fork: some land while the child restarts its trace (weft's
+        fork handler, then its maps); every child in the trace is finished, and says so"""
+        n = 62
+        data = os.path.join(self.tmp, "fork.data")
+        p = run([WEFT, "record", "-q", "--no-convert", "-o", data, "--", os.path.join(BUILD, "termexit"), "fork",
+                 str(n)], cwd=self.tmp)
+        statuses = re.findall(r"^child (\d+) status (\d+)$", p.stdout, re.M)
+        self.assertEqual([int(s) for _, s in statuses], [signal.SIGTERM] * n, p.stdout)
+        info = run([WEFT, "info", data]).stdout
+        children = re.findall(r"^process (\d+) \"termexit\" \(parent \d+\)(.*)$", info, re.M)
+        self.assertGreater(len(children), 1, info)  # (one killed before its restart has no trace)
+        self.assertEqual([c for c in children if "not finished" in c[1]], [])
+        self.assertEqual(info.count("ended by: Terminated"), len(children) - 1, info)  # all but the parent
+
 
 @unittest.skipIf(os.environ.get("WEFT_TEST_NO_PRELOAD"), "preloading is not testable in this build (TSan)")
 @unittest.skipIf(sanitizer(), "sanitizer builds have no allocation interposer")

@@ -6,6 +6,10 @@
  *   finishes the image's trace first). The parent sends SIGTERM the moment it reads that byte,
  *   so under weft the signal lands while the child's trace is being finished. Prints
  *   "child PID status S" (S: the wait status) per child, then "done".
+ *   termexit fork N: the parent sends SIGTERM to each child 0 to 3 ms after fork() returns (in
+ *   steps of 100 us), whatever the child is doing: under weft, at some of those moments the
+ *   child is still restarting its trace in weft's fork handler. The child makes its slice and
+ *   waits to be killed.
  */
 #include <weft.h>
 #include <signal.h>
@@ -17,6 +21,13 @@
 
 static void child(const char *mode, int fd)
 {
+	if (!strcmp(mode, "fork")) {
+		{
+			WEFT_SCOPE("child work");
+		}
+		for (;;)
+			pause();
+	}
 	{
 		WEFT_SCOPE("child work");
 		volatile unsigned long x = 0;
@@ -37,8 +48,9 @@ static void child(const char *mode, int fd)
 
 int main(int argc, char **argv)
 {
-	if (argc != 3 || (strcmp(argv[1], "_exit") && strcmp(argv[1], "exit") && strcmp(argv[1], "exec"))) {
-		fprintf(stderr, "usage: termexit _exit|exit|exec N\n");
+	if (argc != 3 || (strcmp(argv[1], "_exit") && strcmp(argv[1], "exit") && strcmp(argv[1], "exec") &&
+			  strcmp(argv[1], "fork"))) {
+		fprintf(stderr, "usage: termexit _exit|exit|exec|fork N\n");
 		return 2;
 	}
 	int n = atoi(argv[2]);
@@ -56,8 +68,12 @@ int main(int argc, char **argv)
 		}
 		close(p[1]);
 		char b;
-		if (read(p[0], &b, 1) == 1)
+		if (!strcmp(argv[1], "fork")) {
+			usleep((useconds_t)(i % 31) * 100);
 			kill(pid, SIGTERM);
+		} else if (read(p[0], &b, 1) == 1) {
+			kill(pid, SIGTERM);
+		}
 		close(p[0]);
 		int status;
 		waitpid(pid, &status, 0);
