@@ -177,6 +177,8 @@ static int site_register(struct weft_site *s, const char *file, unsigned line, u
 	/* s->id: written once under reg_lock (release), read here without it (acquire) */
 	if (run == WEFT_RUN_ON && __atomic_load_n(&s->id, __ATOMIC_ACQUIRE) && atomic_load(&weft_g.paused))
 		return count_disabled(s, events); /* registered, disabled: no lock */
+	sigset_t held;
+	int holding = !weft_hold_async_signals(&held); /* (a site's first use: once, and it writes) */
 	weft_in_runtime++;
 	pthread_mutex_lock(&reg_lock);
 	if (s->state == WEFT__SITE_NEW) {
@@ -190,6 +192,8 @@ static int site_register(struct weft_site *s, const char *file, unsigned line, u
 	st = s->state;
 	pthread_mutex_unlock(&reg_lock);
 	weft_in_runtime--;
+	if (holding)
+		pthread_sigmask(SIG_SETMASK, &held, NULL);
 	if (st == WEFT__SITE_NEW && run == WEFT_RUN_ON) /* evaluated while disabled */
 		return count_disabled(s, events);
 	return records(st);
@@ -225,6 +229,8 @@ unsigned weft_track(const char *name)
 	if (!name)
 		return 0;
 	weft_ensure_started();
+	sigset_t held;
+	int holding = !weft_hold_async_signals(&held);
 	weft_in_runtime++;
 	pthread_mutex_lock(&reg_lock);
 	unsigned id = 0;
@@ -240,6 +246,8 @@ unsigned weft_track(const char *name)
 	}
 	pthread_mutex_unlock(&reg_lock);
 	weft_in_runtime--;
+	if (holding)
+		pthread_sigmask(SIG_SETMASK, &held, NULL);
 	return id;
 }
 

@@ -471,7 +471,6 @@ void *weft__reserve_slow(size_t bytes)
 		errno = saved;
 		return NULL;
 	}
-	weft_in_runtime++;
 	atomic_fetch_add_explicit(&weft_g.slow_paths, 1, memory_order_relaxed);
 	/* No signal on this thread while it switches chunks: it holds its own buffer lock and
 	 * the pool's, which a fatal signal's handler here could never take (the stop needs the
@@ -487,6 +486,7 @@ void *weft__reserve_slow(size_t bytes)
 		sigfillset(&all);
 		pthread_sigmask(SIG_SETMASK, &all, &was);
 	}
+	weft_in_runtime++; /* (after the mask: a signal before it finds the thread outside) */
 	struct weft_thread *t = self;
 	char *p = NULL;
 	if (!t && !(t = thread_init())) {
