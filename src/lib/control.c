@@ -124,12 +124,15 @@ static int write_all(int fd, const char *s, size_t n)
 
 int weft_control_hello(void)
 {
+	/* a fork child's own connection first, then its copy of its parent's closed: the parent's
+	 * stays open until this one exists, so that a recorder waiting for the processes its
+	 * program left running (record-control.c's linger) never sees none in between */
+	int fd = connect_to(weft_cfg.control);
 	if (ctl_fd >= 0) { /* a fork child's copy of its parent's */
 		close(ctl_fd);
 		ctl_fd = -1;
 		ctl_file.fd = -1;
 	}
-	int fd = connect_to(weft_cfg.control);
 	if (fd < 0)
 		return 0; /* no recorder listens: no control */
 	/* a recorder that does not answer (stopped in a debugger) must not hang the program for

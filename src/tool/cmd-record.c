@@ -353,6 +353,16 @@ int cmd_record(int argc, char **argv)
 				"trace\n", job.id, how, (unsigned)job.rank, jd.expect);
 		}
 	}
+	int late[4];
+	size_t nlate = weft_rctl_lingering(late, 4);
+	if (nlate && convert) { /* converted now, their traces are cut where they are */
+		char pids[64] = "";
+		for (size_t i = 0, o = 0; i < nlate && i < 4 && o < sizeof(pids); i++)
+			o += (size_t)snprintf(pids + o, sizeof(pids) - o, "%s%d", i ? ", " : "", late[i]);
+		weft_cli_error("record", "warning: %zu traced process%s still running after the program ended (pid%s %s%s): "
+			       "converted with what they recorded so far; `weft convert %s` again once they end",
+			       nlate, nlate > 1 ? "es" : "", nlate > 1 ? "s" : "", pids, nlate > 4 ? ", ..." : "", dir);
+	}
 	if (!convert && quiet)
 		return code;
 	if (strstr(extra, ":flight=") || strstr(extra, ":switch_output=")) /* DIR: snapshots or parts only */

@@ -48,6 +48,7 @@ struct conn {
 	int pid;
 	int pending; /* a runtime that has not answered the command in flight */
 	int queued;  /* a client whose command waits for the one in flight */
+	int bye;     /* a runtime that said `bye`: its process is ending, not exec'ing */
 	size_t len;
 	char buf[LINE_MAX_];
 	char cmd[LINE_MAX_]; /* a client's command line */
@@ -367,9 +368,59 @@ static void next_command(void)
 	}
 }
 
+/* Processes whose connection closed without `bye`: an exec (CLOEXEC closes the socket; the
+ * new image says hello again under the same pid) or a SIGKILL. Waited for by the linger. */
+static int execing[64];
+static size_t nexecing;
+
+static void exec_forget(int pid)
+{
+	for (size_t i = 0; i < nexecing; i++)
+		if (execing[i] == pid) {
+			execing[i] = execing[--nexecing];
+			return;
+		}
+}
+
+static void exec_note(int pid)
+{
+	exec_forget(pid);
+	if (nexecing == sizeof(execing) / sizeof(execing[0])) /* (full: the oldest goes) */
+		memmove(execing, execing + 1, --nexecing * sizeof(execing[0]));
+	execing[nexecing++] = pid;
+}
+
+/* 1 while pid is a process that has not ended (a zombie has) */
+static int alive(int pid)
+{
+	char path[64], buf[256];
+	snprintf(path, sizeof(path), "/proc/%d/stat", pid);
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	ssize_t n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return 0;
+	buf[n] = 0;
+	const char *e = strrchr(buf, ')'); /* the state after the command's name */
+	return e && e[1] == ' ' && e[2] != 'Z' && e[2] != 'X';
+}
+
+/* Processes that exec'd and have not said hello again yet, and still run. */
+static size_t execs_pending(void)
+{
+	for (size_t i = nexecing; i-- > 0;)
+		if (!alive(execing[i]))
+			execing[i] = execing[--nexecing];
+	return nexecing;
+}
+
 static void drop(size_t i)
 {
 	struct conn *c = &R.conns[i];
+	if (c->kind == K_RUNTIME && !c->bye && c->pid > 0)
+		exec_note(c->pid);
 	if (c->pending && --R.waiting == 0 && R.busy) {
 		c->pending = 0;
 		finish(NULL);
@@ -388,6 +439,7 @@ static void on_line(struct conn *c, const char *line)
 	if (c->kind == K_NEW && !strncmp(line, "hello ", 6)) {
 		c->kind = K_RUNTIME;
 		c->pid = atoi(line + 6);
+		exec_forget(c->pid);
 		char s[32];
 		snprintf(s, sizeof(s), "state %s\n", state_name[R.state]);
 		send_line(c->fd, s);
@@ -396,6 +448,7 @@ static void on_line(struct conn *c, const char *line)
 		snprintf(c->cmd, sizeof(c->cmd), "%s", line + 4);
 		c->queued = 1;
 	} else if (c->kind == K_RUNTIME && !strncmp(line, "bye ", 4)) {
+		c->bye = 1;
 		if (R.watched && c->pid == R.watched)
 			R.watched_bye = atoi(line + 4);
 	} else if (c->kind == K_RUNTIME && c->pending && R.busy && !strcmp(R.verb, "top") && strcmp(line, "ok") &&
@@ -488,6 +541,82 @@ static void on_ctl(void)
 		R.ctl_len = 0; /* no line in 4K: dropped */
 }
 
+/* Traced processes still running after the linger: their pids (the first few), and how many. */
+static int lingering[16];
+static size_t nlingering;
+
+/* Connections of traced processes (and new ones, not yet said which), and whether one waits
+ * to be accepted. */
+static size_t runtimes(void)
+{
+	size_t n = 0;
+	for (size_t i = 0; i < R.nconns; i++)
+		n += R.conns[i].kind != K_CLIENT;
+	struct pollfd one = {.fd = R.listen_fd, .events = POLLIN};
+	return n + (R.listen_fd >= 0 && poll(&one, 1, 0) == 1 && (one.revents & POLLIN));
+}
+
+/* Once the program ended, a traced process it started may still be finishing its trace (a
+ * pool's helper that ends a moment later, a background job): its connection closes when it
+ * ends. Served (its lines read, new processes accepted) for up to ms, then those still
+ * connected are remembered for weft_rctl_lingering. */
+static void linger(long long ms)
+{
+	long long until = now_ms() + ms;
+	struct pollfd *pf = NULL;
+	while (runtimes() || execs_pending()) {
+		long long left = until - now_ms();
+		if (left <= 0)
+			break;
+		struct pollfd *np = realloc(pf, (R.nconns + 1) * sizeof(*pf));
+		if (!np)
+			break;
+		pf = np;
+		size_t nc = R.nconns;
+		pf[0] = (struct pollfd){.fd = R.listen_fd, .events = POLLIN};
+		for (size_t i = 0; i < nc; i++)
+			pf[1 + i] = (struct pollfd){.fd = R.conns[i].fd, .events = POLLIN};
+		/* (an exec'ing process is looked at again every 20 ms: it may have died meanwhile) */
+		int rc = poll(pf, nc + 1, nexecing && left > 20 ? 20 : (int)left);
+		if (rc < 0 && errno != EINTR)
+			break;
+		if (rc <= 0)
+			continue;
+		for (size_t i = nc; i-- > 0;) /* (from the last: a drop moves the last into the hole) */
+			if (pf[1 + i].revents & (POLLIN | POLLHUP | POLLERR))
+				on_readable(i);
+		if (pf[0].revents & POLLIN)
+			on_accept();
+	}
+	free(pf);
+	nlingering = 0;
+	for (size_t i = 0; i < R.nconns; i++)
+		if (R.conns[i].kind == K_RUNTIME && nlingering++ < sizeof(lingering) / sizeof(lingering[0]))
+			lingering[nlingering - 1] = R.conns[i].pid;
+	for (size_t i = 0; i < nexecing; i++)
+		if (nlingering++ < sizeof(lingering) / sizeof(lingering[0]))
+			lingering[nlingering - 1] = execing[i];
+}
+
+size_t weft_rctl_lingering(int *pids, size_t max)
+{
+	for (size_t i = 0; i < max && i < nlingering && i < sizeof(lingering) / sizeof(lingering[0]); i++)
+		pids[i] = lingering[i];
+	return nlingering;
+}
+
+/* How long the traced processes the program leaves behind are waited for: WEFT_RECORD_LINGER
+ * seconds (a fraction allowed), 1 by default. */
+static long long linger_ms(void)
+{
+	const char *v = getenv("WEFT_RECORD_LINGER");
+	char *end;
+	double s = v && *v ? strtod(v, &end) : 1.0;
+	if (v && *v && (*end || !(s >= 0) || s > 86400))
+		s = 1.0;
+	return (long long)(s * 1000);
+}
+
 void weft_rctl_wait(pid_t child, int given_pidfd, int *status)
 {
 	int own = given_pidfd < 0; /* our child: waitpid tells its status */
@@ -564,6 +693,8 @@ void weft_rctl_wait(pid_t child, int given_pidfd, int *status)
 	}
 	if (pidfd >= 0)
 		close(pidfd);
+	if (own)
+		linger(linger_ms());
 	if (R.busy) /* the program ended before every process answered */
 		finish("the program ended before the command took effect everywhere");
 	for (size_t i = 0; i < R.nconns; i++)

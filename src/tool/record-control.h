@@ -19,6 +19,9 @@ int weft_rctl_setup(const char *dir, char *opts, size_t n);
  * rank's supervisor, record-detach.c): pidfd tells its end, *status is what /proc says
  * (weft_record_zombie_status), -1 if nothing. */
 void weft_rctl_wait(pid_t child, int pidfd, int *status);
+/* After weft_rctl_wait (its own child): how many traced processes were still running once the
+ * program ended and WEFT_RECORD_LINGER seconds (1) more had passed; the first max pids. */
+size_t weft_rctl_lingering(int *pids, size_t max);
 /* Removes the socket (also at exit, where weft record ends early). */
 void weft_rctl_close(void);
 /* cmd-control.c: a connection to the recorder socket DIR/name (a path too long for sun_path

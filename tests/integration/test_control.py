@@ -3,7 +3,13 @@ fd:N[,M] with enable, disable, snapshot, stop and ping, each acked once every tr
 applied it; weft snapshot|enable|disable|stop DIR from another process; events emitted while
 disabled counted as such ("not recorded: disabled N"). tests/programs/phases.c runs gated
 phases the test drives through its stdin, so nothing depends on timing: a phase runs only
-after the ack of the command before it."""
+after the ack of the command before it.
+
+Left running: traced processes the program leaves behind (a background job, a pool's helper)
+are waited for through their control connections before weft record converts, for up to
+WEFT_RECORD_LINGER seconds (1): a fork child connects before it lets its parent's connection
+go, and an exec (the socket closed without `bye`) is waited for by pid. Those still running
+after that are named in one warning."""
 import errno
 import os
 import re
@@ -406,6 +412,37 @@ for line in sys.stdin:
         (pa if w[1] == "A" else pb)()
     print("done", w[1], flush=True)
 """
+
+
+@unittest.skipIf(os.environ.get("WEFT_TEST_NO_PRELOAD") or os.environ.get("WEFT_TEST_NO_FORK") or sanitizer(),
+                 "needs weft record's runtime and fork")
+class LeftRunning(TraceTest):
+    FEATURES = os.path.join(BUILD, "features")
+
+    def test_what_the_program_left_running_is_in_the_trace(self):
+        """a background subshell runs features, sleeps, execs features again (dash execs the
+        last command): both runs are in the .pftrace weft record wrote"""
+        data = os.path.join(self.tmp, "d")
+        p = run([WEFT, "record", "-o", data, "--", "sh", "-c",
+                 f"({self.FEATURES}; sleep 0.2; {self.FEATURES}) >/dev/null &"],
+                env={"WEFT_RECORD_LINGER": "120"}, cwd=self.tmp)
+        self.assertNotIn("still running", p.stderr)
+        rows, = self.tp(os.path.join(data, "trace.pftrace"),
+                        "select count(*) as n from slice where name = 'outer'")
+        self.assertEqual(rows[0]["n"], 2, p.stderr)  # one "outer" a run of features
+
+    def test_what_still_runs_is_named(self):
+        data = os.path.join(self.tmp, "d")
+        p = run([WEFT, "record", "-o", data, "--", "sh", "-c", "sleep 60 >/dev/null 2>&1 &"],
+                env={"WEFT_RECORD_LINGER": "0.2"}, cwd=self.tmp)
+        m = re.search(r"^weft: record: warning: 1 traced process still running after the program ended "
+                      r"\(pid (\d+)\): converted with what they recorded so far; `weft convert " + re.escape(data) +
+                      r"` again once they end$", p.stderr, re.M)
+        self.assertTrue(m, p.stderr)
+        pid = int(m.group(1))
+        self.addCleanup(os.kill, pid, 9)
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            self.assertEqual(f.read().split(b"\0")[0], b"sleep")
 
 
 @unittest.skipIf(os.environ.get("WEFT_TEST_NO_PRELOAD"), "preloading is not testable in this build (TSan)")
