@@ -402,6 +402,7 @@ __attribute__((noreturn)) static void exit_now(int status)
 	} else if (getpid() == weft_g.pid) {
 		weft_meta_clock_try(); /* the stop is skipped: at least the clock's last point */
 	}
+	weft_control_bye((status & 0xff) << 8); /* ending, not exec'ing (record-control.c) */
 	for (;;)
 		syscall(SYS_exit_group, status);
 }

@@ -407,11 +407,36 @@ static int alive(int pid)
 	return e && e[1] == ' ' && e[2] != 'Z' && e[2] != 'X';
 }
 
-/* Processes that exec'd and have not said hello again yet, and still run. */
+/* 1 when pid's image is one weft's runtime will never start in: a static one (neither the
+ * dynamic loader nor the preload mapped: a Go program, a static tool). Such an exec ended the
+ * process's trace for good (finished before the exec). */
+static int untraceable(int pid)
+{
+	char path[64], buf[4096];
+	snprintf(path, sizeof(path), "/proc/%d/maps", pid);
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	int loader = 0, any = 0;
+	size_t keep = 0;
+	ssize_t n;
+	while (!loader && (n = read(fd, buf + keep, sizeof(buf) - 1 - keep)) > 0) {
+		any = 1;
+		buf[keep + (size_t)n] = 0;
+		loader = strstr(buf, "/ld-linux") || strstr(buf, "/ld-musl") || strstr(buf, "libweft-preload");
+		size_t len = keep + (size_t)n; /* (a name cut at the read's end: its tail kept) */
+		keep = len > 64 ? 64 : len;
+		memmove(buf, buf + len - keep, keep);
+	}
+	close(fd);
+	return any && !loader;
+}
+
+/* Processes that exec'd and have not said hello again yet, and still run a traceable image. */
 static size_t execs_pending(void)
 {
 	for (size_t i = nexecing; i-- > 0;)
-		if (!alive(execing[i]))
+		if (!alive(execing[i]) || untraceable(execing[i]))
 			execing[i] = execing[--nexecing];
 	return nexecing;
 }
@@ -589,6 +614,7 @@ static void linger(long long ms)
 			on_accept();
 	}
 	free(pf);
+	execs_pending(); /* (the ones dropped in the last round, looked at) */
 	nlingering = 0;
 	for (size_t i = 0; i < R.nconns; i++)
 		if (R.conns[i].kind == K_RUNTIME && nlingering++ < sizeof(lingering) / sizeof(lingering[0]))

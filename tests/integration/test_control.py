@@ -431,6 +431,21 @@ class LeftRunning(TraceTest):
                         "select count(*) as n from slice where name = 'outer'")
         self.assertEqual(rows[0]["n"], 2, p.stderr)  # one "outer" a run of features
 
+    def test_an_exec_into_a_static_image_is_not_waited_for(self):
+        """its trace ended at the exec (finished before it): a static image never says hello"""
+        src, exe = os.path.join(self.tmp, "s.c"), os.path.join(self.tmp, "static_sleep")
+        with open(src, "w") as f:
+            f.write("#include <unistd.h>\nint main(void) { sleep(60); return 0; }\n")
+        if subprocess.run(["cc", "-static", "-O1", "-o", exe, src], capture_output=True).returncode:
+            self.skipTest("no static C library to link a static program with")
+        data = os.path.join(self.tmp, "d")
+        p = subprocess.Popen([WEFT, "record", "-q", "-o", data, "--", "sh", "-c", f"{exe} >/dev/null 2>&1 &"],
+                             env=dict(os.environ, WEFT_RECORD_LINGER="120"), stdin=subprocess.DEVNULL,
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        self.addCleanup(subprocess.run, ["pkill", "-f", exe])
+        _, err = p.communicate(timeout=100)  # (waited for, it would take 120 s)
+        self.assertEqual((p.returncode, err), (0, ""))
+
     def test_what_still_runs_is_named(self):
         data = os.path.join(self.tmp, "d")
         p = run([WEFT, "record", "-o", data, "--", "sh", "-c", "sleep 60 >/dev/null 2>&1 &"],
