@@ -616,8 +616,9 @@ static void linger(long long ms)
 	free(pf);
 	execs_pending(); /* (the ones dropped in the last round, looked at) */
 	nlingering = 0;
-	for (size_t i = 0; i < R.nconns; i++)
-		if (R.conns[i].kind == K_RUNTIME && nlingering++ < sizeof(lingering) / sizeof(lingering[0]))
+	for (size_t i = 0; i < R.nconns; i++) /* (a dead pid's: a copy a child of it still holds) */
+		if (R.conns[i].kind == K_RUNTIME && alive(R.conns[i].pid) &&
+		    nlingering++ < sizeof(lingering) / sizeof(lingering[0]))
 			lingering[nlingering - 1] = R.conns[i].pid;
 	for (size_t i = 0; i < nexecing; i++)
 		if (nlingering++ < sizeof(lingering) / sizeof(lingering[0]))
