@@ -20,6 +20,7 @@
  * program (a pidfd), so the recorder never blocks on a process or a client.
  */
 #include "tool/record-control.h"
+#include "tool/record-procs.h"
 #include "tool/cmd.h"
 #include "tool/record.h"
 #include <errno.h>
@@ -368,84 +369,11 @@ static void next_command(void)
 	}
 }
 
-/* Processes whose connection closed without `bye`: an exec (CLOEXEC closes the socket; the
- * new image says hello again under the same pid) or a SIGKILL. Waited for by the linger. */
-static int execing[64];
-static size_t nexecing;
-
-static void exec_forget(int pid)
-{
-	for (size_t i = 0; i < nexecing; i++)
-		if (execing[i] == pid) {
-			execing[i] = execing[--nexecing];
-			return;
-		}
-}
-
-static void exec_note(int pid)
-{
-	exec_forget(pid);
-	if (nexecing == sizeof(execing) / sizeof(execing[0])) /* (full: the oldest goes) */
-		memmove(execing, execing + 1, --nexecing * sizeof(execing[0]));
-	execing[nexecing++] = pid;
-}
-
-/* 1 while pid is a process that has not ended (a zombie has) */
-static int alive(int pid)
-{
-	char path[64], buf[256];
-	snprintf(path, sizeof(path), "/proc/%d/stat", pid);
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return 0;
-	ssize_t n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (n <= 0)
-		return 0;
-	buf[n] = 0;
-	const char *e = strrchr(buf, ')'); /* the state after the command's name */
-	return e && e[1] == ' ' && e[2] != 'Z' && e[2] != 'X';
-}
-
-/* 1 when pid's image is one weft's runtime will never start in: a static one (neither the
- * dynamic loader nor the preload mapped: a Go program, a static tool). Such an exec ended the
- * process's trace for good (finished before the exec). */
-static int untraceable(int pid)
-{
-	char path[64], buf[4096];
-	snprintf(path, sizeof(path), "/proc/%d/maps", pid);
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return 0;
-	int loader = 0, any = 0;
-	size_t keep = 0;
-	ssize_t n;
-	while (!loader && (n = read(fd, buf + keep, sizeof(buf) - 1 - keep)) > 0) {
-		any = 1;
-		buf[keep + (size_t)n] = 0;
-		loader = strstr(buf, "/ld-linux") || strstr(buf, "/ld-musl") || strstr(buf, "libweft-preload");
-		size_t len = keep + (size_t)n; /* (a name cut at the read's end: its tail kept) */
-		keep = len > 64 ? 64 : len;
-		memmove(buf, buf + len - keep, keep);
-	}
-	close(fd);
-	return any && !loader;
-}
-
-/* Processes that exec'd and have not said hello again yet, and still run a traceable image. */
-static size_t execs_pending(void)
-{
-	for (size_t i = nexecing; i-- > 0;)
-		if (!alive(execing[i]) || untraceable(execing[i]))
-			execing[i] = execing[--nexecing];
-	return nexecing;
-}
-
 static void drop(size_t i)
 {
 	struct conn *c = &R.conns[i];
 	if (c->kind == K_RUNTIME && !c->bye && c->pid > 0)
-		exec_note(c->pid);
+		weft_rec_exec_note(c->pid);
 	if (c->pending && --R.waiting == 0 && R.busy) {
 		c->pending = 0;
 		finish(NULL);
@@ -464,7 +392,7 @@ static void on_line(struct conn *c, const char *line)
 	if (c->kind == K_NEW && !strncmp(line, "hello ", 6)) {
 		c->kind = K_RUNTIME;
 		c->pid = atoi(line + 6);
-		exec_forget(c->pid);
+		weft_rec_exec_forget(c->pid);
 		char s[32];
 		snprintf(s, sizeof(s), "state %s\n", state_name[R.state]);
 		send_line(c->fd, s);
@@ -589,7 +517,7 @@ static void linger(long long ms)
 {
 	long long until = now_ms() + ms;
 	struct pollfd *pf = NULL;
-	while (runtimes() || execs_pending()) {
+	while (runtimes() || weft_rec_execs_pending()) {
 		long long left = until - now_ms();
 		if (left <= 0)
 			break;
@@ -602,7 +530,7 @@ static void linger(long long ms)
 		for (size_t i = 0; i < nc; i++)
 			pf[1 + i] = (struct pollfd){.fd = R.conns[i].fd, .events = POLLIN};
 		/* (an exec'ing process is looked at again every 20 ms: it may have died meanwhile) */
-		int rc = poll(pf, nc + 1, nexecing && left > 20 ? 20 : (int)left);
+		int rc = poll(pf, nc + 1, weft_rec_execs(NULL, 0) && left > 20 ? 20 : (int)left);
 		if (rc < 0 && errno != EINTR)
 			break;
 		if (rc <= 0)
@@ -614,15 +542,17 @@ static void linger(long long ms)
 			on_accept();
 	}
 	free(pf);
-	execs_pending(); /* (the ones dropped in the last round, looked at) */
+	weft_rec_execs_pending(); /* (the ones dropped in the last round, looked at) */
 	nlingering = 0;
 	for (size_t i = 0; i < R.nconns; i++) /* (a dead pid's: a copy a child of it still holds) */
-		if (R.conns[i].kind == K_RUNTIME && alive(R.conns[i].pid) &&
+		if (R.conns[i].kind == K_RUNTIME && weft_rec_proc_alive(R.conns[i].pid) &&
 		    nlingering++ < sizeof(lingering) / sizeof(lingering[0]))
 			lingering[nlingering - 1] = R.conns[i].pid;
-	for (size_t i = 0; i < nexecing; i++)
+	int ex[16];
+	size_t nex = weft_rec_execs(ex, 16);
+	for (size_t i = 0; i < nex; i++)
 		if (nlingering++ < sizeof(lingering) / sizeof(lingering[0]))
-			lingering[nlingering - 1] = execing[i];
+			lingering[nlingering - 1] = ex[i < 16 ? i : 15];
 }
 
 size_t weft_rctl_lingering(int *pids, size_t max)
