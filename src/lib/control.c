@@ -160,15 +160,19 @@ int weft_control_hello(void)
 	return !strcmp(line + 6, "stopped");
 }
 
-void weft_control_bye(int wait_status)
+/* "WORD N\n" to the recorder, formatted by hand: this runs in exit handlers and fatal
+ * signals' (async-signal-safe), never blocking. word: 3 to 8 letters. */
+static void say(const char *word, unsigned v)
 {
 	int fd = ctl_fd;
 	struct stat st; /* still weft's socket, not a file of the program's under its number */
 	if (fd < 0 || getpid() != weft_g.pid || fstat(fd, &st) || st.st_dev != ctl_file.dev || st.st_ino != ctl_file.ino)
 		return;
-	/* "bye N\n", formatted by hand: this runs in exit handlers and fatal signals' */
-	char line[24] = "bye ", digits[12];
-	unsigned v = (unsigned)wait_status & 0xffff, n = 0, l = 4;
+	char line[32], digits[12];
+	unsigned n = 0, l = 0;
+	while (*word && l < 8)
+		line[l++] = *word++;
+	line[l++] = ' ';
 	do
 		digits[n++] = (char)('0' + v % 10);
 	while ((v /= 10) && n < sizeof(digits));
@@ -176,6 +180,17 @@ void weft_control_bye(int wait_status)
 		line[l++] = digits[--n];
 	line[l++] = '\n';
 	send(fd, line, l, MSG_NOSIGNAL | MSG_DONTWAIT);
+}
+
+void weft_control_bye(int wait_status)
+{
+	say("bye", (unsigned)wait_status & 0xffff);
+}
+
+void weft_control_spawned(int pid)
+{
+	if (pid > 0)
+		say("spawn", (unsigned)pid);
 }
 
 /* One command: 0 or -errno. */

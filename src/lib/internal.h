@@ -314,6 +314,9 @@ WEFT_HIDDEN void weft_control_start(void);
  * action): said to weft record (`bye STATUS`), whose supervisor of a rank cannot wait for it.
  * Async-signal-safe. */
 WEFT_HIDDEN void weft_control_bye(int wait_status);
+/* posix_spawn started pid: the recorder waits for its image to say hello (record-procs.h),
+ * should this process end before it does. */
+WEFT_HIDDEN void weft_control_spawned(int pid);
 /* preload/maps.c: the lines of /proc/self/maps this process image has not written yet, as a
  * MAPS record (at start, after dlopen); in a fork child, the whole map again */
 WEFT_HIDDEN void weft_maps_record(void);

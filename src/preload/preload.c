@@ -362,8 +362,11 @@ static int spawn_with_env(spawn_fn real, pid_t *pid, const char *path,
 			  char *const argv[], char *const envp[])
 {
 	char **env = with_tracing_env(envp);
-	int rc = real(pid, path, fa, at, argv, env ? env : envp);
+	pid_t own = 0;
+	int rc = real(pid ? pid : &own, path, fa, at, argv, env ? env : envp);
 	free(env);
+	if (!rc) /* (its image connects to weft record once its runtime starts: said first) */
+		weft_control_spawned(pid ? *pid : own);
 	return rc;
 }
 

@@ -400,6 +400,13 @@ static void on_line(struct conn *c, const char *line)
 		c->kind = K_CLIENT;
 		snprintf(c->cmd, sizeof(c->cmd), "%s", line + 4);
 		c->queued = 1;
+	} else if (c->kind == K_RUNTIME && !strncmp(line, "spawn ", 6)) {
+		int pid = atoi(line + 6); /* waited for like an exec, unless it said hello already */
+		size_t i = 0;
+		while (i < R.nconns && !(R.conns[i].kind == K_RUNTIME && R.conns[i].pid == pid))
+			i++;
+		if (pid > 0 && i == R.nconns)
+			weft_rec_exec_note(pid);
 	} else if (c->kind == K_RUNTIME && !strncmp(line, "bye ", 4)) {
 		c->bye = 1;
 		if (R.watched && c->pid == R.watched)

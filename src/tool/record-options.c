@@ -127,6 +127,8 @@ void weft_record_help(FILE *f)
 		"Under a job launcher (mpirun -np N weft record -o DIR -- ./app, mpiexec, srun) the\n"
 		"ranks share DIR: each writes files named HOST-rRANK-PID, and the last to end writes\n"
 		"DIR/trace.pftrace. Hosts without a shared DIR: weft convert D1 D2 ... -o FILE.\n\n"
+		"Traced processes the program leaves running are waited for up to WEFT_RECORD_LINGER\n"
+		"seconds (1) before the conversion; those still running then are named in a warning.\n\n"
 		"Exit status: the program's (weft dies of the signal that ended it); 1 if weft failed, 2 usage,\n"
 		"127 if the program could not be run.\n");
 }

@@ -446,6 +446,17 @@ class LeftRunning(TraceTest):
         _, err = p.communicate(timeout=100)  # (waited for, it would take 120 s)
         self.assertEqual((p.returncode, err), (0, ""))
 
+    def test_a_posix_spawned_child_is_waited_for(self):
+        """its parent ends the moment posix_spawn returns, before the child's image connects:
+        the parent said `spawn PID` first"""
+        data = os.path.join(self.tmp, "d")
+        code = f"import os; os.posix_spawn({self.FEATURES!r}, [{self.FEATURES!r}], dict(os.environ))"
+        p = run([WEFT, "record", "-o", data, "--", PY, "-c", code], env={"WEFT_RECORD_LINGER": "120"}, cwd=self.tmp)
+        self.assertNotIn("still running", p.stderr)
+        rows, = self.tp(os.path.join(data, "trace.pftrace"),
+                        "select count(*) as n from slice where name = 'outer'")
+        self.assertEqual(rows[0]["n"], 1, p.stderr)
+
     def test_what_still_runs_is_named(self):
         data = os.path.join(self.tmp, "d")
         p = run([WEFT, "record", "-o", data, "--", "sh", "-c", "sleep 60 >/dev/null 2>&1 &"],
