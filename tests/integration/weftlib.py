@@ -102,7 +102,19 @@ class _TraceProcessor:
 
     def query(self, trace, queries, timeout=300):
         """Returns tp_query.mjs's document for TRACE and QUERIES; raises AssertionError with
-        trace_processor's stderr if it cannot answer."""
+        trace_processor's stderr if it cannot answer. Where its wasm heap could not grow ("Out
+        of memory": a large trace read while the tests beside it hold much of the machine's
+        memory; once in a pristine-root CI stage, on a fresh instance), it is asked once more,
+        by a fresh instance, saying so on stderr: the reader's memory, not the trace's content."""
+        try:
+            return self._query(trace, queries, timeout)
+        except AssertionError as e:
+            if "Out of memory" not in str(e):
+                raise
+            print(f"trace_processor ran out of memory on {trace}: asked again, once", file=sys.stderr)
+            return self._query(trace, queries, timeout)
+
+    def _query(self, trace, queries, timeout):
         if self.proc is None or self.proc.poll() is not None or self.used >= self.LIMIT:
             self.close()
             self._start()
