@@ -229,8 +229,6 @@ unsigned weft_track(const char *name)
 	if (!name)
 		return 0;
 	weft_ensure_started();
-	sigset_t held;
-	int holding = !weft_hold_async_signals(&held);
 	weft_in_runtime++;
 	pthread_mutex_lock(&reg_lock);
 	unsigned id = 0;
@@ -240,14 +238,16 @@ unsigned weft_track(const char *name)
 			break;
 		}
 	if (!id && ntracks < 65535 && (tracks[ntracks + 1] = strdup(name))) {
+		sigset_t held; /* (a track's first use writes its record: weft_hold_async_signals) */
+		int holding = !weft_hold_async_signals(&held);
 		id = ++ntracks;
 		uint32_t id32 = id;
 		weft_meta_write(WEFT_M_TRACK, &id32, 4, name, strlen(name) + 1);
+		if (holding)
+			pthread_sigmask(SIG_SETMASK, &held, NULL);
 	}
 	pthread_mutex_unlock(&reg_lock);
 	weft_in_runtime--;
-	if (holding)
-		pthread_sigmask(SIG_SETMASK, &held, NULL);
 	return id;
 }
 
