@@ -428,8 +428,14 @@ WEFT_HIDDEN void weft_snapshot_trigger(const char *name, uint64_t ns, uint64_t m
  * cannot wait) while the runtime does something longer than an event that a terminating signal
  * must not cut short (a stop, a fork child's restart, reading the maps): weft's handler cannot
  * finish the trace while this thread is inside the runtime, so the process would die with its
- * trace unfinished. The old mask in *old (put it back with pthread_sigmask); 0, or the error. */
-WEFT_HIDDEN int weft_hold_async_signals(sigset_t *old);
+ * trace unfinished. weft_release_async_signals puts the mask back; a signal that came in
+ * between is delivered then. */
+struct weft_held_signals {
+	sigset_t old; /* the mask before */
+	int held;     /* 1: blocked (0: pthread_sigmask failed, nothing to put back) */
+};
+WEFT_HIDDEN void weft_hold_async_signals(struct weft_held_signals *h);
+WEFT_HIDDEN void weft_release_async_signals(const struct weft_held_signals *h);
 /* weft_stop on the way out of the process (exit's handlers, _exit, exec) with the program's
  * asynchronous signals held while it runs (session.c says why); restore: the mask back after
  * (the signal held meanwhile is then delivered), 0 for _exit (the status the program chose

@@ -177,8 +177,8 @@ static int site_register(struct weft_site *s, const char *file, unsigned line, u
 	/* s->id: written once under reg_lock (release), read here without it (acquire) */
 	if (run == WEFT_RUN_ON && __atomic_load_n(&s->id, __ATOMIC_ACQUIRE) && atomic_load(&weft_g.paused))
 		return count_disabled(s, events); /* registered, disabled: no lock */
-	sigset_t held;
-	int holding = !weft_hold_async_signals(&held); /* (a site's first use: once, and it writes) */
+	struct weft_held_signals held;
+	weft_hold_async_signals(&held); /* (a site's first use: once, and it writes) */
 	weft_in_runtime++;
 	pthread_mutex_lock(&reg_lock);
 	if (s->state == WEFT__SITE_NEW) {
@@ -192,8 +192,7 @@ static int site_register(struct weft_site *s, const char *file, unsigned line, u
 	st = s->state;
 	pthread_mutex_unlock(&reg_lock);
 	weft_in_runtime--;
-	if (holding)
-		pthread_sigmask(SIG_SETMASK, &held, NULL);
+	weft_release_async_signals(&held);
 	if (st == WEFT__SITE_NEW && run == WEFT_RUN_ON) /* evaluated while disabled */
 		return count_disabled(s, events);
 	return records(st);
@@ -238,13 +237,12 @@ unsigned weft_track(const char *name)
 			break;
 		}
 	if (!id && ntracks < 65535 && (tracks[ntracks + 1] = strdup(name))) {
-		sigset_t held; /* (a track's first use writes its record: weft_hold_async_signals) */
-		int holding = !weft_hold_async_signals(&held);
+		struct weft_held_signals held; /* (a track's first use writes its record) */
+		weft_hold_async_signals(&held);
 		id = ++ntracks;
 		uint32_t id32 = id;
 		weft_meta_write(WEFT_M_TRACK, &id32, 4, name, strlen(name) + 1);
-		if (holding)
-			pthread_sigmask(SIG_SETMASK, &held, NULL);
+		weft_release_async_signals(&held);
 	}
 	pthread_mutex_unlock(&reg_lock);
 	weft_in_runtime--;

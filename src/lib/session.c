@@ -200,17 +200,24 @@ static void at_exit_status(int status, void *arg)
 static struct weft_fork_hooks fork_hooks[MAX_FORK_HOOKS];
 static _Atomic int nfork_hooks;
 static int nfork_prepared; /* how many prepare handlers ran: fork_prepare, read by fork_parent */
-static pthread_mutex_t fork_hooks_lock = PTHREAD_MUTEX_INITIALIZER; int weft_hold_async_signals(sigset_t *old)
+/* adders, among themselves */
+static pthread_mutex_t fork_hooks_lock = PTHREAD_MUTEX_INITIALIZER;
+
+void weft_hold_async_signals(struct weft_held_signals *h)
 {
 	static const int sync_sigs[] = {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGTRAP, SIGSYS};
 	sigset_t hold;
 	sigfillset(&hold);
 	for (size_t i = 0; i < sizeof(sync_sigs) / sizeof(sync_sigs[0]); i++)
 		sigdelset(&hold, sync_sigs[i]);
-	return pthread_sigmask(SIG_BLOCK, &hold, old);
+	h->held = !pthread_sigmask(SIG_BLOCK, &hold, &h->old);
 }
 
-/* adders, among themselves */
+void weft_release_async_signals(const struct weft_held_signals *h)
+{
+	if (h->held)
+		pthread_sigmask(SIG_SETMASK, &h->old, NULL);
+}
 
 static void fork_prepare(void);
 static void fork_parent(void);
@@ -281,8 +288,8 @@ static void fork_child_locked(void);
  * collectors' handlers are weft's (access.c's pthread_create wrapper leaves them alone). */
 static void fork_child(void)
 {
-	sigset_t old;
-	int held = !weft_hold_async_signals(&old); /* (as for a stop: weft_stop_leaving says why) */
+	struct weft_held_signals held;
+	weft_hold_async_signals(&held); /* (as for a stop: weft_stop_leaving says why) */
 	weft_in_runtime++;
 	fork_child_locked();
 	pthread_mutex_init(&fork_hooks_lock, NULL);
@@ -292,8 +299,7 @@ static void fork_child(void)
 			fork_hooks[i].child();
 	weft_sources_fork_child(weft_sources());
 	weft_in_runtime--;
-	if (held)
-		pthread_sigmask(SIG_SETMASK, &old, NULL);
+	weft_release_async_signals(&held);
 }
 
 static void fork_child_locked(void)
@@ -446,11 +452,11 @@ int weft_stop(void)
  * this stop under weft_g.lock), else waits for the mask to come back. */
 int weft_stop_leaving(int restore)
 {
-	sigset_t old;
-	int masked = !weft_hold_async_signals(&old);
+	struct weft_held_signals held;
+	weft_hold_async_signals(&held);
 	int rc = weft_stop();
-	if (masked && restore)
-		pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (restore)
+		weft_release_async_signals(&held);
 	return rc;
 }
 

@@ -162,8 +162,8 @@ void weft_maps_record(void)
 {
 	if (atomic_load(&weft_g.run) != WEFT_RUN_ON)
 		return;
-	sigset_t old;
-	int held = !weft_hold_async_signals(&old); /* (reading the maps takes a while) */
+	struct weft_held_signals held;
+	weft_hold_async_signals(&held); /* (reading the maps takes a while) */
 	weft_in_runtime++; /* its own allocations are not the program's */
 	size_t n = 0;
 	char *buf = read_maps(&n);
@@ -187,8 +187,7 @@ void weft_maps_record(void)
 		free(buf);
 	}
 	weft_in_runtime--;
-	if (held)
-		pthread_sigmask(SIG_SETMASK, &old, NULL);
+	weft_release_async_signals(&held);
 }
 
 void weft_maps_fork_child(void)
