@@ -685,22 +685,29 @@ int weft_flight_dump_as(const char *kind, const char *reason, uint64_t trigger_t
 		goto out;
 	weft_file_header_init(&fh, WEFT_META_MAGIC, weft_g.pid, 0, weft_clock_kind());
 	out_put(&m, &fh, sizeof(fh));
+	/* its number: the first free name, claimed with an empty directory before the metadata
+	 * says it (the processes of a run share DIR and its numbers), replaced by the rename */
 	int number = fl_snapshots + 1;
+	for (;; number++) {
+		snprintf(final, sizeof(final), "%s/%s-%d", weft_g.dir, kind, number);
+		if (!mkdir(final, 0755))
+			break;
+		if (errno != EEXIST || number > 100000) {
+			rc = -errno;
+			close(m.fd);
+			goto out;
+		}
+	}
 	write_meta(&m, &s, end_ticks, trigger_ticks, reason, number, kind);
 	out_flush(&m);
 	rc = m.err;
 	if (close(m.fd) && !rc)
 		rc = -errno;
-	if (rc)
+	if (!rc && rename(tmp, final))
+		rc = -errno;
+	if (rc) {
+		rmdir(final); /* (empty: the claim) */
 		goto out;
-	for (;; number++) {
-		snprintf(final, sizeof(final), "%s/%s-%d", weft_g.dir, kind, number);
-		if (!rename(tmp, final))
-			break;
-		if ((errno != EEXIST && errno != ENOTEMPTY) || number > 100000) {
-			rc = -errno;
-			goto out;
-		}
 	}
 	fl_snapshots = number;
 	rc = number;
@@ -712,10 +719,8 @@ int weft_flight_dump_as(const char *kind, const char *reason, uint64_t trigger_t
 		if (!e->ghost && e->th->limit != UINT64_MAX && e->seq >= e->th->limit)
 			fl_pending += e->len + e->nsum * 8;
 	}
-	if (!strcmp(kind, "part") && weft_cfg.switch_max_files && number > weft_cfg.switch_max_files) {
-		snprintf(final, sizeof(final), "%s/part-%d", weft_g.dir, number - weft_cfg.switch_max_files);
-		fl_remove_dir(final); /* --switch-max-files: the oldest part goes */
-	}
+	if (!strcmp(kind, "part"))
+		weft_switch_written(number); /* --switch-max-files: this process's oldest part goes */
 	/* 5. what it wrote is consumed: the next one starts after it */
 	fl_last_end_ticks = end_ticks;
 	fl_ev_written += s.window_events;

@@ -13,14 +13,22 @@
  * still fill (a part every hour of a fast program), a part is taken at half the ring.
  */
 #include "internal.h"
+#include "flight.h"
 #include <errno.h>
+#include <limits.h>
 #include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <time.h>
 
 static pthread_mutex_t sw_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t sw_cond = PTHREAD_COND_INITIALIZER;
 static pthread_t sw_thread;
 static int sw_running, sw_want, sw_stopping; /* under sw_lock (sw_running: also read racily) */
+/* switch_max_files=N: the numbers of this process's last N parts, a ring (made at start: a
+ * part written from a fatal signal's handler or _exit allocates nothing); under fl_dump_lock */
+static int *sw_mine;
+static unsigned sw_nmine, sw_next;
 
 uint64_t weft_switch_ring_size(void)
 {
@@ -75,10 +83,30 @@ static void *switch_main(void *arg)
 	return NULL;
 }
 
+void weft_switch_written(int number)
+{
+	unsigned n = (unsigned)weft_cfg.switch_max_files;
+	if (!n || !sw_mine)
+		return;
+	if (sw_nmine == n) { /* full: the oldest goes, the new one takes its slot */
+		char old[PATH_MAX];
+		snprintf(old, sizeof(old), "%s/part-%d", weft_g.dir, sw_mine[sw_next]);
+		fl_remove_dir(old);
+	} else {
+		sw_nmine++;
+	}
+	sw_mine[sw_next] = number;
+	sw_next = (sw_next + 1) % n;
+}
+
 int weft_switch_start(void)
 {
 	if (!weft_cfg.switch_output[0])
 		return 0;
+	sw_nmine = sw_next = 0; /* (a fork child's parts are its own) */
+	if (weft_cfg.switch_max_files && !sw_mine &&
+	    !(sw_mine = calloc((size_t)weft_cfg.switch_max_files, sizeof(*sw_mine))))
+		return -ENOMEM;
 	pthread_mutex_lock(&sw_lock);
 	sw_want = sw_stopping = 0;
 	pthread_mutex_unlock(&sw_lock);

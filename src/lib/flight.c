@@ -990,7 +990,7 @@ void weft_flight_finish(void)
 	/* the exit snapshot is snapshot.c's (weft_snapshot_at_exit, first thing in weft_stop); the
 	 * last part of --switch-output is this one, once the writers drained */
 	if (weft_cfg.switch_output[0])
-		weft_flight_dump_as("part", weft_g.in_signal ? "fatal signal" : "exit", weft__ticks(), 0);
+		weft_flight_dump_as("part", weft_g.in_signal == 1 ? "fatal signal" : "exit", weft__ticks(), 0);
 	if (weft_g.in_signal) /* the interrupted thread may hold malloc's lock: free nothing */
 		return;
 	/* the run is over: later metadata goes nowhere (meta.c checks active under its lock) */

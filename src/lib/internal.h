@@ -227,7 +227,8 @@ struct weft_global {
 	char stem[320]; /* file name stem: pid or HOST-rRANK-pid (in a job), .N after exec */
 	_Atomic uint64_t events, dropped, after_stop, bytes_raw, bytes_written, chunks;
 	_Atomic uint64_t func_filtered; /* function events left out by func_depth/func_min */
-	int in_signal; /* weft_stop runs from a fatal-signal handler: free nothing */
+	int in_signal; /* weft_stop runs where nothing may be allocated or freed: 1, from a fatal
+			* signal's handler; 2, from _exit (WEFT_QUICK_EXIT: perhaps in a handler) */
 	/* set by the preload library: its function hooks stop and fold their counts in (the run
 	 * stopped, before the data sources stop: collect/source.h) */
 	void (*before_stop)(void);
@@ -388,6 +389,9 @@ WEFT_HIDDEN uint64_t weft_switch_ring_size(void); /* the ring a recording needs 
 WEFT_HIDDEN int weft_switch_start(void);           /* its thread (flight start): 0 or -errno */
 WEFT_HIDDEN void weft_switch_note(uint64_t pending, uint64_t ring); /* writers: bytes not in a part yet */
 WEFT_HIDDEN void weft_switch_stop(void);
+/* part-NUMBER written by this process: with switch_max_files=N, its own part N before goes
+ * (the processes of a run share DIR and its numbering; each keeps its last N) */
+WEFT_HIDDEN void weft_switch_written(int number);
 WEFT_HIDDEN void weft_switch_atfork_child(void);
 WEFT_HIDDEN void weft_flight_atfork_prepare(void);
 WEFT_HIDDEN void weft_flight_atfork_parent(void);
@@ -445,6 +449,10 @@ WEFT_HIDDEN int weft_stop_leaving(int restore);
 WEFT_HIDDEN void weft_snapshot_at_exit(void);
 /* A fatal signal (signals.c, in the handler, before the trace stops): a snapshot that
  * allocates nothing; reason is a string literal. */
+/* From _exit (weft_g.in_signal == WEFT_QUICK_EXIT): the flight recorder's exit snapshot, as
+ * weft_snapshot_at_exit takes it at exit, allocating nothing (as weft_snapshot_fatal). */
+WEFT_HIDDEN void weft_snapshot_quick_exit(void);
+#define WEFT_QUICK_EXIT 2
 WEFT_HIDDEN void weft_snapshot_fatal(const char *reason);
 
 /* ---- trigger.c: trigger=PATTERN>DURATION (issue 20) ---- */

@@ -129,25 +129,25 @@ int weft_snapshot(const char *reason)
 	return rc;
 }
 
-/* In a fatal signal's handler: nothing allocated here (the flight recorder's dump, told by
+/* In a fatal signal's handler, or _exit: nothing allocated here (the flight recorder's dump, told by
  * weft_g.in_signal, allocates nothing either). The policy's lock, like every lock the dump
  * takes, is waited for while another thread holds it, never where this one does (fatal.c).
  * In flight mode a window that could not be written says why in the trace directory
  * (weft_fatal_report): the marker alone would stay in memory with the rest of the ring. */
-void weft_snapshot_fatal(const char *reason)
+static void take_unallocating(const char *reason, enum weft_snap_origin origin)
 {
 	if (atomic_load(&weft_g.run) != WEFT_RUN_ON)
 		return;
 	uint64_t ticks = weft__ticks();
 	int rc = weft_lock_fatal(&snap_lock, WEFT_HOLD_SNAP);
 	if (rc) {
-		marker(ticks, WEFT_SNAP_FATAL, 0, WEFT_SNAP_BUSY, 0, reason);
+		marker(ticks, origin, 0, WEFT_SNAP_BUSY, 0, reason);
 		if (weft_flight_active())
-			weft_fatal_report(reason, rc == -EDEADLK ? "the signal came while this thread was taking a snapshot"
+			weft_fatal_report(reason, rc == -EDEADLK ? "it came while this thread was taking a snapshot"
 								 : "another snapshot was still being written 5 s later");
 		return;
 	}
-	rc = take_locked(reason, WEFT_SNAP_FATAL, ticks);
+	rc = take_locked(reason, origin, ticks);
 	weft_unlock(&snap_lock, WEFT_HOLD_SNAP);
 	if (rc < 0 && weft_flight_active()) {
 		const char *why = weft_flight_fail_why();
@@ -158,6 +158,17 @@ void weft_snapshot_fatal(const char *reason)
 		}
 		weft_fatal_report(reason, why);
 	}
+}
+
+void weft_snapshot_fatal(const char *reason)
+{
+	take_unallocating(reason, WEFT_SNAP_FATAL);
+}
+
+void weft_snapshot_quick_exit(void)
+{
+	if (!weft_in_runtime && weft_flight_active() == 1)
+		take_unallocating("exit", WEFT_SNAP_EXIT);
 }
 
 /* ---- requests for the snapshot thread ---- */

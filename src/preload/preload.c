@@ -400,8 +400,13 @@ __attribute__((noreturn)) static void exit_now(int status)
 	 * nothing (the process ends anyway; the interrupted code may hold malloc's lock) and is
 	 * skipped when this thread was interrupted inside the runtime, holding its locks */
 	if (!weft_in_runtime && getpid() == weft_g.pid) { /* not in a vfork child: parent's memory */
-		weft_g.in_signal = 1;
-		before_exec(0); /* a signal that comes now finds the process ending as it asked */
+		/* a signal that comes now finds the process ending as it asked (weft_stop_leaving;
+		 * never put back: the process ends) */
+		struct weft_held_signals held;
+		weft_hold_async_signals(&held);
+		weft_g.in_signal = WEFT_QUICK_EXIT;
+		weft_snapshot_quick_exit(); /* the flight recorder's exit window */
+		before_exec(0);
 	} else if (getpid() == weft_g.pid) {
 		weft_meta_clock_try(); /* the stop is skipped: at least the clock's last point */
 	}

@@ -1,8 +1,12 @@
 /*
- * signals.c - fatal and terminating signals in libweft-preload.so: when SIGINT, SIGTERM,
- * SIGHUP, SIGQUIT, SIGSEGV, SIGBUS, SIGABRT, SIGFPE or SIGILL would end the program (its
- * disposition is the default), weft's handler finishes the trace first and then lets the
- * signal take its default effect, so a crash or a Ctrl-C still leaves a complete trace.
+ * signals.c - fatal and terminating signals in libweft-preload.so: when a signal whose default
+ * action ends the process would end the program (its disposition is the default) - SIGINT,
+ * SIGTERM, SIGHUP, SIGQUIT, SIGSEGV, SIGBUS, SIGABRT, SIGFPE, SIGILL, and SIGPIPE (`prog | head`),
+ * SIGALRM, SIGUSR1, SIGUSR2, SIGVTALRM, SIGPROF, SIGXCPU, SIGXFSZ, SIGTRAP, SIGSYS, SIGIO,
+ * SIGPWR, SIGSTKFLT - weft's handler finishes the trace first and then lets the signal take its
+ * default effect, so a crash, a Ctrl-C or a closed pipe still leaves a complete trace. (The
+ * real-time signals, which end a process by default too, are left alone: glibc keeps two of
+ * them, and a program that sends one without a handler for it is rare.)
  *
  * The program must not see that handler: CPython installs its SIGINT handler (the one that
  * raises KeyboardInterrupt) only where the disposition it finds is SIG_DFL, multiprocessing
@@ -48,7 +52,10 @@
 #define EXPORT __attribute__((visibility("default")))
 
 /* the same order as the sites in fatal_site */
-static const int fatal[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGSEGV, SIGBUS, SIGABRT, SIGFPE, SIGILL};
+static const int fatal[] = {SIGINT,  SIGTERM,   SIGHUP,  SIGQUIT, SIGSEGV, SIGBUS,  SIGABRT,
+			    SIGFPE,  SIGILL,    SIGPIPE, SIGALRM, SIGUSR1, SIGUSR2, SIGVTALRM,
+			    SIGPROF, SIGXCPU,   SIGXFSZ, SIGTRAP, SIGSYS,  SIGIO,   SIGPWR,
+			    SIGSTKFLT};
 #define NFATAL (sizeof(fatal) / sizeof(fatal[0]))
 
 /* ---- the calls underneath ---- */
@@ -356,9 +363,12 @@ EXPORT int siginterrupt(int sig, int flag)
  * sites are registered at start (weft_signals_start): registering allocates, and the handler
  * may have interrupted malloc holding its lock. */
 #define SITE(s) {0, WEFT_KIND_EVENT, 0, 0, 0, "weft: killed by " #s, "", 0, 0}
-static struct weft_site fatal_sites[] = {SITE(SIGINT), SITE(SIGTERM), SITE(SIGHUP), SITE(SIGQUIT),
-					 SITE(SIGSEGV), SITE(SIGBUS), SITE(SIGABRT), SITE(SIGFPE),
-					 SITE(SIGILL)};
+static struct weft_site fatal_sites[] = {
+	SITE(SIGINT),  SITE(SIGTERM), SITE(SIGHUP),	SITE(SIGQUIT), SITE(SIGSEGV), SITE(SIGBUS),
+	SITE(SIGABRT), SITE(SIGFPE),  SITE(SIGILL),	SITE(SIGPIPE), SITE(SIGALRM), SITE(SIGUSR1),
+	SITE(SIGUSR2), SITE(SIGVTALRM), SITE(SIGPROF), SITE(SIGXCPU), SITE(SIGXFSZ), SITE(SIGTRAP),
+	SITE(SIGSYS),  SITE(SIGIO),   SITE(SIGPWR),	SITE(SIGSTKFLT)};
+_Static_assert(sizeof(fatal_sites) / sizeof(fatal_sites[0]) == NFATAL, "a marker for each fatal signal");
 #undef SITE
 
 static struct weft_site *fatal_site(int sig)

@@ -276,7 +276,10 @@ class Flight(TraceTest):
         self.assertEqual(len(snaps), 2, snaps)
         names = set()
         for s in snaps:
-            _, out = self.snapshot(data, int(s.split("-")[1]))
+            snap, out = self.snapshot(data, int(s.split("-")[1]))
+            # the number a snapshot's metadata gives is its directory's (the two processes
+            # share DIR: the parent's first was numbered 1 in snapshot-2, before)
+            self.assertRegex(run([WEFT, "info", snap]).stdout, rf", snapshot {s.split('-')[1]}: (child|parent)\n")
             rows, = self.tp(out, "select name from slice where depth = 0 and name not like 'weft: %'")
             names.add(tuple(sorted(set(r[0] for r in rows))))
             pids, = self.tp(out, "select count(distinct pid) from process where pid > 0 and name like '%flightsteps%'")
@@ -511,6 +514,34 @@ class Flight(TraceTest):
                              "where s.name = 'step' and a.key = 'debug.i'")
             last.append(steps[0][0] or 0)
         self.assertEqual(max(last), 29999)
+
+    @unittest.skipIf(os.environ.get("WEFT_TEST_NO_FORK"), "TSan cannot follow a fork of a threaded process")
+    def test_switch_max_files_keeps_each_process_parts(self):
+        # a fork child's part (its weft_snapshot()), then the parent's two (its weft_snapshot()
+        # and its exit): with switch_max_files=1 each process keeps its own last one; before,
+        # the parent's second part removed part-1, the child's
+        data, p = self.fly(["fork", 3000], "switch_output=64M:switch_max_files=1")
+        parts = sorted(os.listdir(data), key=lambda x: int(x.split("-")[1]))
+        self.assertEqual(parts, ["part-1", "part-3"])
+        children, = self.tp(self.snapshot_of(os.path.join(data, "part-1")), "select count(*) from slice where name = 'child'")
+        self.assertEqual(children, [(1,)])
+        runs, = self.tp(self.snapshot_of(os.path.join(data, "part-3")), "select count(*) from slice where name = 'child'")
+        self.assertEqual(runs, [(0,)])
+
+    @unittest.skipIf(os.environ.get("WEFT_TEST_NO_PRELOAD"), "preloading is not testable in this build (TSan)")
+    def test_exit_underscore_writes_the_exit_snapshot(self):
+        # _exit skips exit's handlers: the stop comes from weft's _exit, which wrote no window
+        # (every multiprocessing child ends in os._exit)
+        data = os.path.join(self.tmp, "q.data")
+        p = run([WEFT, "record", "-q", "--no-convert", "--flight-recorder=4M", "-o", data, "--", PROG, "quickexit",
+                 "2000"], check=False, cwd=self.tmp)
+        self.assertEqual(p.returncode, 3, p.stderr)
+        self.assertEqual(os.listdir(data), ["snapshot-1"])
+        snap, out = self.snapshot(data, 1)
+        self.assertRegex(run([WEFT, "info", snap]).stdout, r", snapshot 1: exit\n")
+        (first, last, n), run_rows, bad = self.steps(out)
+        self.assertEqual((first, last, n), (0, 1999, 2000))
+        self.assertEqual(bad, 0)
 
     def snapshot_of(self, d):
         out, _ = self.convert(d, os.path.basename(d) + ".pftrace")

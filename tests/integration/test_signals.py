@@ -121,7 +121,14 @@ class Signals(TraceTest):
         # or a real fault for SIGSEGV and SIGFPE
         for sig, how in ((signal.SIGINT, "sigaction"), (signal.SIGTERM, "signal"), (signal.SIGSEGV, "sigset"),
                          (signal.SIGFPE, "sysv_signal"), (signal.SIGABRT, "bsd_signal"), (signal.SIGHUP, "signal"),
-                         (signal.SIGQUIT, "sigaction"), (signal.SIGBUS, "sigset"), (signal.SIGILL, "signal")):
+                         (signal.SIGQUIT, "sigaction"), (signal.SIGBUS, "sigset"), (signal.SIGILL, "signal"),
+                         # every other signal whose default action ends the process (before,
+                         # these ended it with the trace unfinished and its last events lost)
+                         (signal.SIGPIPE, "signal"), (signal.SIGALRM, "sigaction"), (signal.SIGUSR1, "sigset"),
+                         (signal.SIGUSR2, "bsd_signal"), (signal.SIGVTALRM, "sysv_signal"),
+                         (signal.SIGPROF, "signal"), (signal.SIGXCPU, "sigaction"), (signal.SIGXFSZ, "signal"),
+                         (signal.SIGTRAP, "sigaction"), (signal.SIGSYS, "signal"), (signal.SIGIO, "sigset"),
+                         (signal.SIGPWR, "signal"), (signal.SIGSTKFLT, "sigaction")):
             with self.subTest(sig=sig.name, how=how):
                 untraced = run([SIGVIEW, "die", str(int(sig)), how], check=False)
                 self.assertEqual(untraced.returncode, -sig)
@@ -156,6 +163,26 @@ class Signals(TraceTest):
                 self.assertNotIn("not finished", info)
                 self.assertIn("ended by: " + signal.strsignal(sig), info)
                 self.assertEqual(self.calls(data).get("step"), 10)
+
+    def test_reader_closing_the_pipe_leaves_a_complete_trace(self):
+        # `prog | head -1`: the program dies of SIGPIPE at its next write, as untraced
+        codes = []
+        for traced in (False, True):
+            data = os.path.join(self.tmp, f"pipe-{traced}.data")
+            cmd = [WEFT, "record", "-q", "--no-convert", "-o", data, "--", SIGVIEW, "pipe"] if traced \
+                else [SIGVIEW, "pipe"]
+            proc = subprocess.Popen(cmd, stdout=subprocess.PIPE)
+            try:
+                self.assertEqual(proc.stdout.readline(), b"0\n")
+                proc.stdout.close()
+                codes.append(proc.wait(timeout=60))
+            finally:
+                proc.kill()
+        self.assertEqual(codes, [-signal.SIGPIPE] * 2)
+        info = self.info(data)
+        self.assertNotIn("not finished", info)
+        self.assertIn("ended by: " + signal.strsignal(signal.SIGPIPE), info)
+        self.assertEqual(self.calls(data).get("step"), 10)
 
     def on_tty(self, cmd):
         """cmd on a new pseudo-terminal; Ctrl-C once it prints 'ready' (the terminal signals

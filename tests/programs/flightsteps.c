@@ -11,6 +11,7 @@
  *                                    (VmHWM) in KiB
  *   counter STEPS                    a counter set at step 0 only, then STEPS steps; a snapshot
  *   crash STEPS                      STEPS steps inside `run`, then a segmentation fault
+ *   quickexit STEPS                  STEPS steps inside `run`, then _exit(3)
  *   snaploop N                       one `run` slice of steps, a weft_snapshot() after every N
  *                                    steps for ever (prints "ready" after the first): a signal
  *                                    sent to it lands inside a snapshot most of the time
@@ -229,6 +230,10 @@ int main(int argc, char **argv)
 		steps(0, n, 50, -1);
 		volatile int *volatile bad = NULL;
 		*bad = 1;
+	} else if (!strcmp(mode, "quickexit")) {
+		WEFT_BEGIN("run");
+		steps(0, atol(argv[2]), 50, -1);
+		_exit(3);
 	} else if (!strcmp(mode, "counter")) {
 		long n = atol(argv[2]);
 		WEFT_COUNTER("level", 42);

@@ -9,6 +9,8 @@
  *              sigset, sysv_signal, bsd_signal), runs step() 10 times, then raises SIG (SIGSEGV
  *              and SIGFPE: a real fault); prints "survived" if it returns
  *   wait       step() 10 times, prints "ready", then waits for a signal (sent by the test)
+ *   pipe       step() 10 times, then prints numbered lines until a write fails (a reader that
+ *              closed the pipe: SIGPIPE, whose default action ends it)
  *   race       4 threads set and reset dispositions (handler, SIG_DFL with flags, SIG_IGN) of
  *              the managed signals and query them, while a timer's handler does the same;
  *              prints "mismatches N" (a query that saw what no thread set) and then shows
@@ -27,8 +29,14 @@
 extern __sighandler_t bsd_signal(int, __sighandler_t);
 extern __sighandler_t __sysv_signal(int, __sighandler_t);
 
-static const int managed[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGSEGV, SIGBUS, SIGABRT, SIGFPE, SIGILL};
+/* every signal whose default action ends the process, but the real-time ones (signals.c) */
+static const int managed[] = {SIGINT,  SIGTERM, SIGHUP,  SIGQUIT,   SIGSEGV, SIGBUS,  SIGABRT, SIGFPE,
+			      SIGILL,  SIGPIPE, SIGALRM, SIGUSR1,   SIGUSR2, SIGVTALRM, SIGPROF, SIGXCPU,
+			      SIGXFSZ, SIGTRAP, SIGSYS,  SIGIO,	    SIGPWR,  SIGSTKFLT};
 #define NMANAGED (int)(sizeof(managed) / sizeof(managed[0]))
+/* the ones race() churns: not its timer's SIGALRM, nor one its churn would let end it */
+static const int racing[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGBUS, SIGABRT, SIGFPE, SIGILL, SIGUSR2, SIGPWR};
+#define NRACING (int)(sizeof(racing) / sizeof(racing[0]))
 
 volatile int sink;
 __attribute__((noinline)) void step(void)
@@ -139,7 +147,7 @@ static void *racer(void *arg)
 {
 	int k = (int)(long)arg;
 	for (int i = 0; i < 20000; i++)
-		churn(managed[(i + k) % NMANAGED] == SIGSEGV ? SIGHUP : managed[(i + k) % NMANAGED]);
+		churn(racing[(i + k) % NRACING]);
 	return NULL;
 }
 
@@ -217,6 +225,13 @@ int main(int argc, char **argv)
 		printf("survived\n");
 	} else if (!strcmp(mode, "race")) {
 		race();
+	} else if (!strcmp(mode, "pipe")) {
+		for (int i = 0; i < 10; i++)
+			step();
+		for (long i = 0;; i++)
+			if (printf("%ld\n", i) < 0 || fflush(stdout))
+				break;
+		printf("survived\n");
 	} else if (!strcmp(mode, "wait")) {
 		for (int i = 0; i < 10; i++)
 			step();
@@ -224,7 +239,7 @@ int main(int argc, char **argv)
 		for (;;)
 			pause();
 	} else {
-		fprintf(stderr, "usage: sigview show|calls|die SIG HOW|wait\n");
+		fprintf(stderr, "usage: sigview show|calls|die SIG HOW|wait|pipe\n");
 		return 2;
 	}
 	return 0;
