@@ -272,8 +272,15 @@ int cmd_record(int argc, char **argv)
 	char pypath[PATH_MAX * 3];
 	if (weft_record_python_path(python, pypath, sizeof(pypath)))
 		return WEFT_EXIT_FAIL;
-	/* a task of a parallel job: its recorder shares DIR with the job's others */
+	/* a program that cannot be run leaves the output alone (a typo must not move a trace aside) */
 	struct weft_job job;
+	weft_job_detect(&job, env_get);
+	int runnable = weft_record_runnable(argv[optind]);
+	if (runnable && !job.known) {
+		weft_cli_error("record", "cannot run '%s': %s", argv[optind], strerror(runnable));
+		return 127;
+	}
+	/* a task of a parallel job: its recorder shares DIR with the job's others */
 	struct weft_jobdir jd = {.fd = -1};
 	char hostname[256];
 	if (host)
@@ -281,7 +288,6 @@ int cmd_record(int argc, char **argv)
 	else if (gethostname(hostname, sizeof(hostname) - 1))
 		snprintf(hostname, sizeof(hostname), "localhost");
 	hostname[sizeof(hostname) - 1] = 0;
-	weft_job_detect(&job, env_get);
 	char dirwhy[PATH_MAX * 2 + 100];
 	int rc = job.known ? weft_jobdir_join(&jd, outdir, &job, hostname, dirwhy, sizeof(dirwhy))
 			   : weft_tracedir_prepare(outdir, dirwhy, sizeof(dirwhy));

@@ -88,24 +88,48 @@ static int changes_id(const struct stat *st)
 	       ((st->st_mode & S_ISGID) && st->st_gid != getegid());
 }
 
-/* The program's file as execvp would find it; 1 if running it changes ids. */
-int weft_record_is_setid(const char *prog)
+/* The program's file as execvp would find it: 0 and its status in *st, or the errno execvp
+ * would fail with (ENOENT: nowhere; EACCES: not an executable file). */
+static int find_program(const char *prog, struct stat *st)
 {
+	if (!*prog)
+		return ENOENT;
+	if (strchr(prog, '/')) {
+		if (stat(prog, st))
+			return errno;
+		return S_ISREG(st->st_mode) && !access(prog, X_OK) ? 0 : EACCES;
+	}
 	char path[PATH_MAX];
-	struct stat st;
-	if (strchr(prog, '/'))
-		return !stat(prog, &st) && changes_id(&st);
 	const char *p = getenv("PATH");
 	if (!p)
 		p = "/usr/local/bin:/usr/bin:/bin";
+	int why = ENOENT;
 	while (*p) {
 		const char *c = strchrnul(p, ':');
-		snprintf(path, sizeof(path), "%.*s/%s", (int)(c - p), p, prog);
-		if (!stat(path, &st) && S_ISREG(st.st_mode) && !access(path, X_OK))
-			return changes_id(&st);
+		if (c > p) /* (an empty entry: the current directory) */
+			snprintf(path, sizeof(path), "%.*s/%s", (int)(c - p), p, prog);
+		else
+			snprintf(path, sizeof(path), "./%s", prog);
+		if (!stat(path, st)) {
+			if (S_ISREG(st->st_mode) && !access(path, X_OK))
+				return 0;
+			why = EACCES;
+		}
 		p = *c ? c + 1 : c;
 	}
-	return 0;
+	return why;
+}
+
+int weft_record_is_setid(const char *prog)
+{
+	struct stat st;
+	return !find_program(prog, &st) && changes_id(&st);
+}
+
+int weft_record_runnable(const char *prog)
+{
+	struct stat st;
+	return find_program(prog, &st);
 }
 
 /* The program's environment: the runtime injected, its settings (in the child, or in the

@@ -47,6 +47,8 @@ int weft_record_counters_check(const char *list);
 int weft_record_python_path(int python, char *out, size_t n);
 /* Is running this program setuid/setgid to someone else (the loader then ignores LD_PRELOAD)? */
 int weft_record_is_setid(const char *prog);
+/* 0 if execvp would find PROG as an executable file, else the errno it would fail with */
+int weft_record_runnable(const char *prog);
 struct weft_record_launch {
 	const char *preload; /* libweft-preload.so */
 	const char *options; /* WEFT_OPTIONS */

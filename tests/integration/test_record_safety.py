@@ -44,6 +44,26 @@ class RecordSafety(TraceTest):
         self.assertEqual(p.returncode, 1)
         self.assertTrue(os.path.exists(os.path.join(d, "src.c")))
 
+    def test_a_program_that_cannot_run_leaves_the_trace_alone(self):
+        # a typo, then another: before, each moved the output aside (DIR.old), and the second
+        # moved the first's empty DIR over DIR.old, so the real trace was gone
+        data = os.path.join(self.tmp, "keep.data")
+        run([WEFT, "record", "-q", "-o", data, "--", PROG, "_exit", "0"], cwd=self.tmp)
+        before = run([WEFT, "info", data]).stdout
+        os.mkdir(os.path.join(self.tmp, "adir"))
+        notexec = os.path.join(self.tmp, "notexec")
+        with open(notexec, "w") as f:
+            f.write("#!/bin/sh\n")
+        for prog, why in (("/nonexistent/prog", "No such file or directory"),
+                          ("weft-no-such-program", "No such file or directory"),
+                          (os.path.join(self.tmp, "adir"), "Permission denied"), (notexec, "Permission denied")):
+            with self.subTest(prog=prog):
+                p = run([WEFT, "record", "-o", data, "--", prog], check=False, cwd=self.tmp)
+                self.assertEqual(p.returncode, 127)
+                self.assertEqual(p.stderr, f"weft: record: cannot run '{prog}': {why}\n")
+        self.assertEqual(sorted(os.listdir(self.tmp)), ["adir", "keep.data", "notexec"])
+        self.assertEqual(run([WEFT, "info", data]).stdout, before)
+
     def test_directory_names_are_never_shell(self):
         name = os.path.join(self.tmp, "bob's run $(touch pwned)")
         for i in range(3):
