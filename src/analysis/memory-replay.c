@@ -270,7 +270,7 @@ static int do_free(struct mem_replay *rp, struct weft_mem_heap *h, struct mem_he
 	tt->live -= b->size;
 	if (!implied) {
 		struct mem_peak_stack *ps = peak_touch(hp, b->stack);
-		ps->live -= (int64_t)b->size;
+		ps->live = (int64_t)((uint64_t)ps->live - b->size); /* (wraps, never overflows: a damaged trace's sizes) */
 		ps->frees += b->count;
 		ps->freed += b->size;
 	}
@@ -331,7 +331,7 @@ static void do_alloc(struct mem_replay *rp, struct weft_mem_heap *h, struct mem_
 	tt->bytes += bytes;
 	tt->live += bytes;
 	struct mem_peak_stack *ps = peak_touch(hp, r->stack);
-	ps->live += (int64_t)bytes;
+	ps->live = (int64_t)((uint64_t)ps->live + bytes);
 	ps->allocs += count;
 	ps->bytes += bytes;
 	if (s) {

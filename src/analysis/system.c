@@ -88,7 +88,8 @@ static void analyze_proc(const struct weft_proc *p, struct weft_sys_proc *sp, ui
 	free(by_id);
 	for (size_t c = 0; c < sp->nseries; c++) {
 		struct weft_sys_series *s = &sp->series[c];
-		qsort(s->pt, s->n, sizeof(*s->pt), cmp_point);
+		if (s->n) /* (pt is NULL without readings) */
+			qsort(s->pt, s->n, sizeof(*s->pt), cmp_point);
 		if (s->def->kind == WEFT_SYSK_CPU_USER_NS)
 			sp->user = s;
 		else if (s->def->kind == WEFT_SYSK_CPU_SYS_NS)
