@@ -535,6 +535,24 @@ int weft_trace_open_dirs(const char *const *dirs, size_t ndirs, struct weft_trac
 	return weft_trace_open_window(dirs, ndirs, NULL, out, err, errlen);
 }
 
+/* 0, or -EINVAL with the message where one directory is named twice (its events would be
+ * read twice: every count doubled) */
+static int named_twice(const char *const *dirs, size_t ndirs, char *err, size_t errlen)
+{
+	for (size_t k = 1; k < ndirs; k++) {
+		struct stat a, b;
+		if (stat(dirs[k], &a))
+			continue; /* (list_dir says why) */
+		for (size_t j = 0; j < k; j++)
+			if (!stat(dirs[j], &b) && a.st_dev == b.st_dev && a.st_ino == b.st_ino) {
+				snprintf(err, errlen, "%s and %s are the same directory: name each trace once", dirs[j],
+					 dirs[k]);
+				return -EINVAL;
+			}
+	}
+	return 0;
+}
+
 int weft_trace_open_window(const char *const *dirs, size_t ndirs, const struct weft_window_req *win,
 			   struct weft_trace **out, char *err, size_t errlen)
 {
@@ -542,6 +560,9 @@ int weft_trace_open_window(const char *const *dirs, size_t ndirs, const struct w
 		snprintf(err, errlen, "no trace directory given");
 		return -EINVAL;
 	}
+	int twice = named_twice(dirs, ndirs, err, errlen);
+	if (twice)
+		return twice;
 	char **names = NULL;
 	size_t n = 0, *from = NULL; /* from[i]: the directory of names[i] */
 	for (size_t k = 0; k < ndirs; k++) {

@@ -76,6 +76,17 @@ class Cli(TraceTest):
         p = run([WEFT, "convert", data, "-o", os.path.join(self.tmp, "ok.pftrace")])
         self.assertRegex(p.stderr, r"^weft: convert: wrote .*ok.pftrace: \d+ events, 0 dropped\n$")
 
+    def test_one_directory_named_twice(self):
+        # read twice, every count was doubled, silently
+        data, _ = self.record("pipeline", [1, 2, 1])
+        same = os.path.join(data, ".", "")
+        for cmd in (["info", data, same], ["report", data, same], ["convert", data, same, "-o", "x.pftrace"]):
+            with self.subTest(cmd=cmd[0]):
+                p = run([WEFT, *cmd], check=False, cwd=self.tmp)
+                self.assertEqual((p.returncode, p.stderr), (1, f"weft: {cmd[0]}: {data} and {same} are the same "
+                                                               "directory: name each trace once\n"))
+        self.assertFalse(os.path.exists(os.path.join(self.tmp, "x.pftrace")))
+
     @unittest.skipIf(os.environ.get("WEFT_TEST_NO_PRELOAD"), "preloading is not testable in this build (TSan)")
     def test_info_exec_into_a_rank(self):
         """A process that becomes a job's rank by exec (an mpirun-launched shell's `exec` with the
