@@ -96,6 +96,7 @@ int cmd_record(int argc, char **argv)
 	const char *outdir = "weft.data";
 	char extra[2048] = "", watch[1024] = "";
 	int convert = 1, quiet = 0, python = 0, gpu = 0, open_port = 0, c;
+	const char *func_filter = NULL; /* -D or -t as given: native function events only */
 	optind = 1;
 	opterr = 0;
 #define ADD(...) snprintf(extra + strlen(extra), sizeof(extra) - strlen(extra), __VA_ARGS__)
@@ -116,6 +117,8 @@ int cmd_record(int argc, char **argv)
 			if (weft_record_check_option(po->flag, po->key, optarg))
 				return WEFT_EXIT_USAGE;
 			ADD(":%s=%s", po->key, optarg);
+			if (c == 'D' || c == 't')
+				func_filter = c == 'D' ? "-D/--depth" : "-t/--time-filter";
 			break;
 		}
 		case 'O': {
@@ -262,6 +265,9 @@ int cmd_record(int argc, char **argv)
 		weft_cli_error("record", "no program given (usage: weft record [OPTIONS] -- PROGRAM [ARGS])");
 		return WEFT_EXIT_USAGE;
 	}
+	if (python && func_filter)
+		weft_cli_error("record", "%s applies to native function events (-finstrument-functions), not to "
+			       "Python calls: --python records every call", func_filter);
 	char preload[PATH_MAX];
 	if (!weft_cli_find_preload(preload, sizeof(preload))) {
 		weft_cli_error("record", "libweft-preload.so not found next to the weft executable");

@@ -301,6 +301,17 @@ class PythonCallsTest(TraceTest):
         got = self.counts(pf, ["fib", "raiser", "run_fib", "catch_at"])
         self.assertEqual(got, {"run_fib": 1, "catch_at": 4})
 
+    def test_depth_and_time_filters_say_they_do_not_apply(self):
+        # -D and -t filter native function events only: every Python call is still recorded,
+        # and record says so (before, it said nothing, and weft info listed func_depth=3)
+        for opt, name in ((("-D", "3"), "-D/--depth"), (("-t", "50us"), "-t/--time-filter")):
+            with self.subTest(opt=opt):
+                pf, p = self.record("calls_prog.py", opts=["--python", *opt])
+                self.assertEqual(p.stderr, f"weft: record: {name} applies to native function events "
+                                           "(-finstrument-functions), not to Python calls: --python records "
+                                           "every call\n")
+                self.assertEqual(self.counts(pf, ["fib"]), {"fib": 21891})
+
     def test_import_weft_and_sitecustomize_chain(self):
         """weft record puts the weft package on PYTHONPATH (with or without --python); with
         --python a sitecustomize of the user's still runs after weft's."""
