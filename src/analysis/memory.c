@@ -224,6 +224,9 @@ const char *weft_mem_why_none(const struct weft_trace *t, int pid, char *buf, si
 	if (!p)
 		snprintf(buf, n, "no memory records %s (record with 'weft record --memory', or use weft_heap_* in "
 			 "the program)", pid ? "of that process" : "in the trace");
+	else if (t->nwarnings) /* (files skipped or damaged: the reader said which) */
+		snprintf(buf, n, "no allocation could be read: memory was recorded, but the trace was read with "
+			 "%zu warning%s (files damaged or missing)", t->nwarnings, t->nwarnings == 1 ? "" : "s");
 	else if (p->mem_not_interposed)
 		snprintf(buf, n, "no allocation was recorded: the program's own malloc (%s) came before weft's",
 			 p->mem_allocator ? p->mem_allocator : "?");

@@ -177,6 +177,8 @@ int cmd_plot(int argc, char **argv)
 		weft_outfile_abort(&out);
 		return WEFT_EXIT_FAIL;
 	}
+	for (size_t i = 0; i < t->nwarnings; i++) /* (as every reading command says them) */
+		weft_cli_error("plot", "warning: %s", t->warnings[i]);
 	int rc = !strcmp(what, "mpi") ? weft_plot_mpi(t, &o, err, sizeof(err))
 		 : !strcmp(what, "memory") ? weft_plot_memory(t, &o, err, sizeof(err))
 		 : lines ? weft_plot_heap_lines(t, &o, err, sizeof(err)) : weft_plot_heap(t, &o, err, sizeof(err));

@@ -3,6 +3,7 @@
 --memory (csv and json), the .pftrace read back by trace_processor (slice args, counters, the
 heap profile, the large-allocation instant) and protoc against Perfetto's schema. Sampled
 accesses (tests/memory/touch.c) as counters per allocation site, against the SQLite export's join."""
+import glob
 import json
 import os
 import signal
@@ -231,6 +232,22 @@ class Memory(TraceTest, PoolCounters):
                 self.assertEqual(p.returncode, 1, p.stderr)
                 self.assertIn("no allocation was sampled (memory_sample=1073741824", p.stderr)
                 self.assertNotIn("record with", p.stderr)
+
+    def test_damaged_trace_says_so_not_that_nothing_was_allocated(self):
+        # the events files gone (a directory in their place): plot said the program allocated
+        # nothing, and not the reader's warnings
+        data = self.record_mem("memcalls")
+        for f in glob.glob(os.path.join(data, "*.wevents")):
+            os.unlink(f)
+            os.mkdir(f)
+        for cmd in (["report", "--memory", data], ["plot", "heap", data, "-o", os.path.join(self.tmp, "h.png")],
+                    ["plot", "memory", data, "-o", os.path.join(self.tmp, "m.png")]):
+            with self.subTest(cmd=cmd[:2]):
+                p = run([WEFT, *cmd], check=False)
+                self.assertEqual(p.returncode, 1, p.stderr)
+                self.assertRegex(p.stderr, rf"weft: {cmd[0]}: warning: \S+\.wevents: not a regular file; skipped\n")
+                self.assertRegex(p.stderr, rf"weft: {cmd[0]}: no allocation could be read: memory was recorded, "
+                                           r"but the trace was read with \d+ warnings? \(files damaged or missing\)\n$")
 
     def test_off_without_memory_option(self):
         data = os.path.join(self.tmp, "off.data")
