@@ -34,13 +34,62 @@
 #include <string.h>
 
 
-/* --machines: every packet in b from `from` on gets TracePacket.machine_id (appended: a
- * field's place in a message is free), so trace_processor keeps each host's processes,
- * threads and tracks in a machine of its own (their times stay aligned: it assumes offset 0
- * for a machine without RemoteClockSync, and that is what weft made true). */
-static void add_machine(struct pb *b, size_t from, uint32_t machine)
+/* Whether the message in p[0, n) has field `field` at its top level. */
+static int has_field(const uint8_t *p, size_t n, unsigned field)
 {
-	if (!machine || b->n <= from)
+	for (size_t i = 0; i < n;) {
+		uint64_t tag = 0, v = 0;
+		unsigned sh;
+		for (sh = 0; i < n && (p[i] & 0x80) && sh < 63; sh += 7)
+			tag |= (uint64_t)(p[i++] & 0x7f) << sh;
+		if (i >= n)
+			return 0;
+		tag |= (uint64_t)p[i++] << sh;
+		if (tag >> 3 == field)
+			return 1;
+		switch (tag & 7) {
+		case 0:
+			while (i < n && (p[i] & 0x80))
+				i++;
+			i++;
+			break;
+		case 1:
+			i += 8;
+			break;
+		case 5:
+			i += 4;
+			break;
+		case 2:
+			for (sh = 0; i < n && (p[i] & 0x80) && sh < 63; sh += 7)
+				v |= (uint64_t)(p[i++] & 0x7f) << sh;
+			if (i >= n)
+				return 0;
+			v |= (uint64_t)p[i++] << sh;
+			if (v > n - i)
+				return 0;
+			i += v;
+			break;
+		default:
+			return 0;
+		}
+	}
+	return 0;
+}
+
+/* Every packet in b from `from` on gets, appended (a field's place in a message is free):
+ *  - ts (when not 0) as its timestamp, where it has none: trace_processor handles a
+ *    descriptor at its packet's time, and one without a time gets the time of the packets
+ *    before it (the header's: the trace's start). A process descriptor handled before the
+ *    sched stream's task_newtask of its pid makes a process that the fork then replaces: the
+ *    process's weft tracks on one upid, its scheduling on another (a pid twice in the process
+ *    table). So a process's descriptors say when it started;
+ *  - machine (--machines, when not 0) as TracePacket.machine_id, so trace_processor keeps each
+ *    host's processes, threads and tracks in a machine of its own (their times stay aligned:
+ *    it assumes offset 0 for a machine without RemoteClockSync, and that is what weft made
+ *    true). */
+static void amend_packets(struct pb *b, size_t from, uint64_t ts, uint32_t machine)
+{
+	if ((!machine && !ts) || b->n <= from)
 		return;
 	size_t n = b->n - from;
 	uint8_t *old = malloc(n);
@@ -65,11 +114,19 @@ static void add_machine(struct pb *b, size_t from, uint32_t machine)
 		pb_reserve(b, len);
 		memcpy(b->p + b->n, old + i, len);
 		b->n += len;
-		pb_varint(b, TP_MACHINE_ID, machine);
+		if (ts && !has_field(old + i, len, TP_TIMESTAMP))
+			pb_varint(b, TP_TIMESTAMP, ts);
+		if (machine)
+			pb_varint(b, TP_MACHINE_ID, machine);
 		pb_end(b, pk);
 		i += len;
 	}
 	free(old);
+}
+
+static void add_machine(struct pb *b, size_t from, uint32_t machine)
+{
+	amend_packets(b, from, 0, machine);
 }
 
 /* Whole packets go to the output in batches of about 1 MiB, so memory stays bounded whatever
@@ -230,6 +287,19 @@ static const struct weft_proc *last_image(const struct weft_trace *t, const stru
 	return l;
 }
 
+
+/* When the process (pid) started: its first image's start, not before the trace's (0: not
+ * known). Its descriptors carry this time (amend_packets). */
+static uint64_t proc_start(const struct weft_trace *t, const struct weft_proc *p)
+{
+	uint64_t s = 0;
+	for (size_t i = 0; i < t->nprocs; i++) {
+		const struct weft_proc *q = &t->procs[i];
+		if (q->pid == p->pid && q->host_index == p->host_index && q->start_ns && (!s || q->start_ns < s))
+			s = q->start_ns;
+	}
+	return s && s < t->first_ns ? t->first_ns : s;
+}
 
 /* The thread's first packet: its track descriptor, made the sequence's default track, with
  * the time of its first event: trace_processor gives a tid that a sched event saw created
@@ -393,9 +463,10 @@ static void header(const struct weft_trace *t, const struct weft_mem *mem, const
 		pb_end(b, td);
 		pb_end(b, pk);
 	}
+	uint64_t latest = 0; /* the last start of a process */
 	for (size_t i = 0; i < t->nprocs; i++) {
 		const struct weft_proc *p = &t->procs[i];
-		size_t from = b->n; /* this process's packets (--machines) */
+		size_t from = b->n; /* this process's packets (their start; --machines) */
 		if (last_image(t, p) == p) { /* one descriptor per pid: its last image's name */
 			pk = pb_begin(b, TRACE_PACKET);
 			pb_varint(b, TP_SEQ_ID, 1);
@@ -447,10 +518,16 @@ static void header(const struct weft_trace *t, const struct weft_mem *mem, const
 		if (mp)
 			weft_pf_mem_tracks(b, mp, proc_uuid(p->pid), mix);
 		weft_pf_snapshots(b, p, proc_uuid(p->pid)); /* snapshot requests (format 1.8) */
-		add_machine(b, from, t->machines ? p->host_index : 0);
+		uint64_t start = proc_start(t, p);
+		if (start > latest)
+			latest = start;
+		amend_packets(b, from, start, t->machines ? p->host_index : 0);
 	}
+	/* (the tracks of processes' samplers and GPUs: after every process's start) */
+	size_t from = b->n;
 	weft_pf_sys_tracks(b, sys, mix, proc_uuid);
 	weft_pf_gpu_tracks(b, gpu, sys, mix);
+	amend_packets(b, from, latest, 0);
 }
 
 static void drain_cb(void *ctx)

@@ -10,6 +10,7 @@ now and then one out of idle); weft counts them and the .pftrace closes each CPU
 trace_processor's stats stay clean on a loaded machine too."""
 import os
 import re
+import shutil
 import subprocess
 import unittest
 from weftlib import TraceTest, main, run, WEFT, BUILD
@@ -126,6 +127,62 @@ class Sched(TraceTest):
         info = run([WEFT, "info", data]).stdout
         self.assertEqual(len(re.findall(r"sched:    every task", info)), 2, info)
         self.assert_clean(os.path.join(data, "trace.pftrace"))
+
+    @unittest.skipUnless(os.geteuid() == 0, "the tracepoints need root")
+    @unittest.skipIf(os.environ.get("WEFT_TEST_NO_PRELOAD"), "records programs not built with this build's "
+                     "sanitizer (TSan): preloading is not testable here")
+    def test_children_are_one_process_each(self):
+        # each child is one process in trace_processor, its weft tracks (heap counters with
+        # --memory, its threads) and its scheduling together, under its parent: before, the
+        # process descriptors (at the trace's start) made a process per pid that the sched
+        # stream's fork (task_newtask) then replaced with another one, holding the thread_state
+        loop = "for i in 1 2 3; do /bin/ls / >/dev/null; done"
+        cases = [("bash", ["--memory"], ["bash", "-c", loop], "ls"), ("bash", [], ["bash", "-c", loop], "ls")]
+        if shutil.which("lua5.4"):  # os.execute: system(), a vfork-like clone, then sh
+            script = os.path.join(self.tmp, "x.lua")
+            with open(script, "w") as f:
+                f.write('for i = 1, 3 do os.execute("exit 0") end\n')
+            cases.append(("lua5.4", ["--memory"], ["lua5.4", script], "sh"))
+        for k, (root_name, opts, cmd, child_name) in enumerate(cases):
+            with self.subTest(cmd=cmd[0], opts=opts):
+                data = os.path.join(self.tmp, "c%d.data" % k)
+                run([WEFT, "record", "-q", "-o", data, "--sched", *opts, "--", *cmd])
+                info = run([WEFT, "info", data]).stdout
+                root = int(re.search(r'^process (\d+) "%s" \(parent \d+\)$' % re.escape(root_name), info, re.M).group(1))
+                kids = {int(c): int(p) for c, p in
+                        re.findall(r'^process (\d+) "%s" \(parent (\d+)\)' % child_name, info, re.M)}
+                self.assertEqual(len(kids), 3, info)
+                self.assertEqual(set(kids.values()), {root}, info)
+                pids = ",".join(str(p) for p in [root, *kids])
+                procs, threads, states, counters = self.assert_clean(
+                    os.path.join(data, "trace.pftrace"),
+                    f"select upid, pid, parent_upid from process where pid in ({pids})",
+                    f"select tid, count(distinct utid) as n from thread where tid in ({pids}) group by tid",
+                    f"select t.tid, t.upid, count(*) as n from thread_state s join thread t using(utid) "
+                    f"where t.tid in ({pids}) group by t.tid, t.upid",
+                    f"select distinct p.pid, c.upid from process_counter_track c join process p using(upid) "
+                    f"where p.pid in ({pids})")
+                by_pid = {}
+                for r in procs:
+                    by_pid.setdefault(r["pid"], []).append(r)
+                # one process per pid: the program and each child
+                self.assertEqual({p: len(v) for p, v in by_pid.items()}, {p: 1 for p in [root, *kids]}, procs)
+                upid = {p: v[0]["upid"] for p, v in by_pid.items()}
+                # one thread per main thread, its scheduling on its process
+                self.assertTrue(all(r["n"] == 1 for r in threads), threads)
+                state_upids = {}
+                for r in states:
+                    state_upids.setdefault(r["tid"], set()).add(r["upid"])
+                for c in kids:
+                    self.assertEqual(state_upids.get(c), {upid[c]}, (c, states, procs))
+                    # its parent is the program
+                    self.assertEqual(by_pid[c][0]["parent_upid"], upid[root], procs)
+                if opts:  # its heap counters on the same process
+                    got = {}
+                    for r in counters:
+                        got.setdefault(r["pid"], set()).add(r["upid"])
+                    for c in kids:
+                        self.assertEqual(got.get(c), {upid[c]}, (c, counters, procs))
 
     def test_broken_switch_chains_are_closed(self):
         # tests/unit/sched_chain_trace.c: a switch the kernel left out on CPU 0 (70 -> 200,
