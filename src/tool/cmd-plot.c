@@ -7,6 +7,7 @@
 #include "tool/cmd.h"
 #include "export/plot.h"
 #include "tool/outfile.h"
+#include "tool/timewin.h"
 #include <errno.h>
 #include <getopt.h>
 #include <limits.h>
@@ -35,8 +36,9 @@ static void help(FILE *f)
 		   "                        FIFO is written through, a symlink followed; never a file\n"
 		   "                        of the trace)\n"
 		   "  -p, --pid PID         the process (default: the first)\n"
-		   "      --time FROM:TO    a window from the process's first memory event, e.g. 0:5ms,\n"
-		   "                        2ms: (to the end)\n"
+		   "      --time FROM:TO    a window from the process's first memory event, in seconds\n"
+		   "                        or with a unit (ns, us, ms, s, m, h), e.g. 0:5ms, 2ms: (to\n"
+		   "                        the end), :0.5\n"
 		   "      --addr LO:HI      an address range, hex (memory only)\n"
 		   "      --size WxH        pixels (default 1600x900)\n"
 		   "      --heap NAME       heap: the heap (malloc, mmap or the program's name; default malloc)\n"
@@ -49,17 +51,20 @@ static void help(FILE *f)
 		   "Exit status: 0, 1 unreadable/nothing to draw/unwritable, 2 usage.\n");
 }
 
-/* "5ms", "250us", "1.5s", "100" (ns) */
-static int duration(const char *s, uint64_t *ns)
+/* --time FROM:TO: the parser of convert, report and export (timewin.c), with the same
+ * messages; 0, or -1 after a usage error */
+static int plot_time(const char *arg, struct weft_plot_opts *o)
 {
-	char *end;
-	errno = 0;
-	double v = strtod(s, &end);
-	double mul = !*end || !strcmp(end, "ns") ? 1 : !strcmp(end, "us") ? 1e3 : !strcmp(end, "ms") ? 1e6
-		   : !strcmp(end, "s") ? 1e9 : -1;
-	if (end == s || errno || v < 0 || mul < 0)
+	struct weft_window_req w;
+	if (weft_cli_parse_time_from("plot", arg, "the process's first memory event", &w))
 		return -1;
-	*ns = (uint64_t)(v * mul);
+	if (w.to_set && !w.to_ns) { /* t_to 0 means "to the end" in weft_plot_opts */
+		weft_cli_error("plot", "--time %s: the window's end must come after its start", arg);
+		return -1;
+	}
+	o->t_from = w.from_set ? w.from_ns : 0;
+	o->t_to = w.to_set ? w.to_ns : 0;
+	o->has_time = 1;
 	return 0;
 }
 
@@ -111,23 +116,10 @@ int cmd_plot(int argc, char **argv)
 				return WEFT_EXIT_USAGE;
 			}
 			break;
-		case 'T': {
-			char a[64] = "", b[64] = "";
-			const char *colon = strchr(optarg, ':');
-			if (!colon || (size_t)(colon - optarg) >= sizeof(a) || strlen(colon + 1) >= sizeof(b)) {
-				weft_cli_error("plot", "--time takes FROM:TO such as 0:5ms or 2ms:, not '%s'", optarg);
+		case 'T':
+			if (plot_time(optarg, &o))
 				return WEFT_EXIT_USAGE;
-			}
-			memcpy(a, optarg, (size_t)(colon - optarg));
-			strcpy(b, colon + 1);
-			if ((*a && duration(a, &o.t_from)) || (*b && duration(b, &o.t_to)) ||
-			    (*b && o.t_to <= o.t_from)) {
-				weft_cli_error("plot", "--time takes FROM:TO such as 0:5ms or 2ms:, not '%s'", optarg);
-				return WEFT_EXIT_USAGE;
-			}
-			o.has_time = 1;
 			break;
-		}
 		case 'A': {
 			unsigned long long lo, hi;
 			if (sscanf(optarg, "%llx:%llx", &lo, &hi) != 2 || hi <= lo) {

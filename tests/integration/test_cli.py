@@ -48,6 +48,24 @@ CASES = [
     (["report", "d", "--time", "1:inf"], 2, None,
      "weft: report: --time 1:inf: 'inf' is not a time: decimal seconds, or a number and a unit "
      "(ns, us, ms, s, m, h), such as 2.5:3.5, 2500ms:3500ms, :5s or 10s:\n"),
+    # weft plot --time: the parser and messages of convert (it had its own, which took a 20-digit
+    # or wrapping 64-bit start as the whole trace, hexadecimal and ':', and refused 2h unsaid)
+    (["plot", "memory", "d", "--time", "99999999999999999999:", "-o", "p.png"], 2, None,
+     "weft: plot: --time 99999999999999999999:: '99999999999999999999' is not a time: decimal seconds, "
+     "or a number and a unit (ns, us, ms, s, m, h), such as 2.5:3.5, 2500ms:3500ms, :5s or 10s:\n"),
+    (["plot", "memory", "d", "--time", "18446744073709551615ns:", "-o", "p.png"], 2, None,
+     "weft: plot: --time 18446744073709551615ns:: '18446744073709551615ns' is not a time: decimal "
+     "seconds, or a number and a unit (ns, us, ms, s, m, h), such as 2.5:3.5, 2500ms:3500ms, :5s or 10s:\n"),
+    (["plot", "heap", "d", "--time", "0x10:0x20", "-o", "p.png"], 2, None,
+     "weft: plot: --time 0x10:0x20: '0x10' is not a time: decimal seconds, or a number and a unit "
+     "(ns, us, ms, s, m, h), such as 2.5:3.5, 2500ms:3500ms, :5s or 10s:\n"),
+    (["plot", "memory", "d", "--time", ":", "-o", "p.png"], 2, None,
+     "weft: plot: --time takes FROM:TO in seconds from the process's first memory event, such as "
+     "2.5:3.5, 2500ms:3500ms, :5s or 10s:, not ':'\n"),
+    (["plot", "memory", "d", "--time", ":0", "-o", "p.png"], 2, None,
+     "weft: plot: --time :0: the window's end must come after its start\n"),
+    (["plot", "memory", "d", "--time", "1s:2h", "-o", "p.png"], 1, None,
+     "weft: plot: d: No such file or directory\n"),
     (["--help"], 0, "convert", ""),
     (["convert", "--help"], 0, "usage: weft convert [OPTIONS] DIR... -o FILE", ""),
     (["info", "--help"], 0, "usage: weft info [OPTIONS] DIR", ""),
