@@ -8,7 +8,6 @@
 #include "export/plot.h"
 #include "tool/outfile.h"
 #include "tool/timewin.h"
-#include <errno.h>
 #include <getopt.h>
 #include <limits.h>
 #include <unistd.h>
@@ -68,6 +67,38 @@ static int plot_time(const char *arg, struct weft_plot_opts *o)
 	return 0;
 }
 
+/* --size WxH: each side a whole number, W 400 to 10000, H 300 to 10000 */
+static int plot_size(const char *arg, struct weft_plot_opts *o)
+{
+	char w[16];
+	const char *x = strchr(arg, 'x');
+	long long a, b;
+	if (!x || (size_t)(x - arg) >= sizeof(w))
+		return -1;
+	snprintf(w, sizeof(w), "%.*s", (int)(x - arg), arg);
+	if (weft_cli_parse_int(w, 400, 10000, &a) || weft_cli_parse_int(x + 1, 300, 10000, &b))
+		return -1;
+	o->width = (int)a;
+	o->height = (int)b;
+	return 0;
+}
+
+/* --addr LO:HI: two 64-bit hexadecimal addresses, LO < HI */
+static int plot_addr(const char *arg, struct weft_plot_opts *o)
+{
+	char lo_s[24];
+	const char *colon = strchr(arg, ':');
+	unsigned long long lo, hi;
+	if (!colon || (size_t)(colon - arg) >= sizeof(lo_s))
+		return -1;
+	snprintf(lo_s, sizeof(lo_s), "%.*s", (int)(colon - arg), arg);
+	if (weft_cli_parse_hex(lo_s, &lo) || weft_cli_parse_hex(colon + 1, &hi) || hi <= lo)
+		return -1;
+	o->a_lo = lo;
+	o->a_hi = hi;
+	return 0;
+}
+
 int cmd_plot(int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -95,14 +126,21 @@ int cmd_plot(int argc, char **argv)
 	while ((c = getopt_long(argc, argv, "o:p:h", opts, NULL)) != -1) {
 		switch (c) {
 		case 'o': o.out = optarg; break;
-		case 'p': o.pid = atoi(optarg); break;
+		case 'p': {
+			long long v;
+			if (weft_cli_parse_int(optarg, 1, INT_MAX, &v)) {
+				weft_cli_error("plot", "--pid takes a process id (a number from 1), not '%s'", optarg);
+				return WEFT_EXIT_USAGE;
+			}
+			o.pid = (int)v;
+			break;
+		}
 		case 'D': o.describe = 1; break;
 		case 'H': o.heap = optarg; break;
 		case 'L': lines = 1; break;
 		case 'N': {
-			char *end;
-			long n = strtol(optarg, &end, 10);
-			if (end == optarg || *end || n < 1 || n > 20) {
+			long long n;
+			if (weft_cli_parse_int(optarg, 1, 20, &n)) {
 				weft_cli_error("plot", "--top takes a number from 1 to 20, not '%s'", optarg);
 				return WEFT_EXIT_USAGE;
 			}
@@ -110,8 +148,7 @@ int cmd_plot(int argc, char **argv)
 			break;
 		}
 		case 'S':
-			if (sscanf(optarg, "%dx%d", &o.width, &o.height) != 2 || o.width < 400 || o.height < 300 ||
-			    o.width > 10000 || o.height > 10000) {
+			if (plot_size(optarg, &o)) {
 				weft_cli_error("plot", "--size takes WxH from 400x300 to 10000x10000, not '%s'", optarg);
 				return WEFT_EXIT_USAGE;
 			}
@@ -120,16 +157,13 @@ int cmd_plot(int argc, char **argv)
 			if (plot_time(optarg, &o))
 				return WEFT_EXIT_USAGE;
 			break;
-		case 'A': {
-			unsigned long long lo, hi;
-			if (sscanf(optarg, "%llx:%llx", &lo, &hi) != 2 || hi <= lo) {
-				weft_cli_error("plot", "--addr takes LO:HI in hex with LO < HI, not '%s'", optarg);
+		case 'A':
+			if (plot_addr(optarg, &o)) {
+				weft_cli_error("plot", "--addr takes LO:HI in hex (64 bits at most) with LO < HI, not '%s'",
+					       optarg);
 				return WEFT_EXIT_USAGE;
 			}
-			o.a_lo = lo;
-			o.a_hi = hi;
 			break;
-		}
 		case 'h': help(stdout); return WEFT_EXIT_OK;
 		default:
 			weft_cli_error("plot", "unknown option '%s' (see 'weft plot --help')", argv[optind - 1]);
