@@ -565,6 +565,16 @@ const char *weft_config_valid(const char *key)
 	return NULL;
 }
 
+const char *weft_config_keys(char *out, size_t n)
+{
+	out[0] = 0;
+	for (size_t i = 0; i < sizeof(options) / sizeof(options[0]); i++) {
+		strncat(out, i ? ", " : "", n - strlen(out) - 1);
+		strncat(out, options[i].key, n - strlen(out) - 1);
+	}
+	return out;
+}
+
 int weft_config_set(struct weft_config *c, const char *key, const char *val, int log_errors)
 {
 	for (size_t i = 0; i < sizeof(options) / sizeof(options[0]); i++) {
@@ -577,12 +587,9 @@ int weft_config_set(struct weft_config *c, const char *key, const char *val, int
 		return rc ? -EINVAL : 0;
 	}
 	if (log_errors) {
-		char keys[1024] = "";
-		for (size_t i = 0; i < sizeof(options) / sizeof(options[0]); i++) {
-			strncat(keys, i ? ", " : "", sizeof(keys) - strlen(keys) - 1);
-			strncat(keys, options[i].key, sizeof(keys) - strlen(keys) - 1);
-		}
-		weft_log(WEFT_LOG_WARN, "unknown option '%s' ignored; valid keys: %s", key, keys);
+		char keys[1024];
+		weft_log(WEFT_LOG_WARN, "unknown option '%s' ignored; valid keys: %s", key,
+			 weft_config_keys(keys, sizeof(keys)));
 	}
 	return -ENOENT;
 }

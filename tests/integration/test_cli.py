@@ -100,6 +100,15 @@ CASES = [
      "weft: record: bad --control 'fd:1x': expected fifo:CTL[,ACK] or fd:N[,M]\n"),
     (["record", "--writers", "+2", "--", "true"], 2, None,
      "weft: record: bad value '+2' for --writers: expected 1 to 16\n"),
+    # --options: one line saying what is wrong (it printed the runtime's "...; using the default"
+    # or "... ignored", then "bad --options ... (see above)", and exited 2 all the same)
+    (["record", "--options", "chunk_size=0", "--", "true"], 2, None,
+     "weft: record: bad --options 'chunk_size=0': bad value '0' for option chunk_size: expected a size "
+     "from 4K to 64M\n"),
+    (["record", "--options", "writers=2:garbage", "--", "true"], 2, None,
+     "weft: record: bad --options 'writers=2:garbage': 'garbage' is not key=value\n"),
+    (["record", "--options", "bogus=1", "--", "true"], 2, None,
+     "weft: record: bad --options 'bogus=1': unknown option 'bogus'; valid keys: enable, output, "),
     (["--help"], 0, "convert", ""),
     (["convert", "--help"], 0, "usage: weft convert [OPTIONS] DIR... -o FILE", ""),
     (["info", "--help"], 0, "usage: weft info [OPTIONS] DIR", ""),
@@ -118,6 +127,8 @@ class Cli(TraceTest):
                     self.assertEqual(p.stderr, err)
                 elif err:
                     self.assertIn(err, p.stderr)
+                if code == 2 and err.startswith("weft: "):  # a usage error: one line
+                    self.assertEqual(len(p.stderr.splitlines()), 1, p.stderr)
 
     def test_unwritable_output(self):
         data, _ = self.record("pipeline", [1, 2, 1])
