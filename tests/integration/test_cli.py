@@ -136,8 +136,24 @@ class Cli(TraceTest):
         self.assertEqual(p.returncode, 1)
         self.assertEqual(p.stderr, "weft: convert: cannot write /nonexistent/dir/x.pftrace: "
                                    "No such file or directory\n")
+        # /proc makes no new files: it said "No such file or directory" of a file that is there
+        p = run([WEFT, "convert", data, "-o", "/proc/version"], check=False)
+        self.assertEqual(p.returncode, 1)
+        self.assertEqual(p.stderr, "weft: convert: cannot write /proc/version: /proc takes no new files (the "
+                                   "output is written as a new file there, then renamed)\n")
         p = run([WEFT, "convert", data, "-o", os.path.join(self.tmp, "ok.pftrace")])
         self.assertRegex(p.stderr, r"^weft: convert: wrote .*ok.pftrace: \d+ events, 0 dropped\n$")
+
+    def test_empty_directory(self):
+        # an empty directory is "no weft trace files", alone or after a trace directory
+        data, _ = self.record("pipeline", [1, 2, 1])
+        empty = os.path.join(self.tmp, "emptydir")
+        os.mkdir(empty)
+        for dirs in ([empty], [data, empty], [empty, data]):
+            with self.subTest(dirs=dirs):
+                p = run([WEFT, "info", *dirs], check=False)
+                self.assertEqual(p.returncode, 1)
+                self.assertEqual(p.stderr, f"weft: info: {empty}: no weft trace files (*.wmeta, *.wevents) found\n")
 
     @unittest.skipIf(os.environ.get("WEFT_TEST_NO_PRELOAD"), "preloading is not testable in this build (TSan)")
     def test_info_exec_into_a_rank(self):
