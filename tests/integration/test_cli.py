@@ -109,6 +109,13 @@ CASES = [
      "weft: record: bad --options 'writers=2:garbage': 'garbage' is not key=value\n"),
     (["record", "--options", "bogus=1", "--", "true"], 2, None,
      "weft: record: bad --options 'bogus=1': unknown option 'bogus'; valid keys: enable, output, "),
+    # an empty --flight-recorder size was taken as the default, silently
+    (["record", "--flight-recorder=", "--", "true"], 2, None,
+     "weft: record: bad --flight-recorder '': an empty SIZE or field; expected SIZE[,AGE][,noexit] "
+     "(SIZE 1M to 64G; --flight-recorder alone: 64M)\n"),
+    (["record", "--flight-recorder=,", "--", "true"], 2, None,
+     "weft: record: bad --flight-recorder ',': an empty SIZE or field; expected SIZE[,AGE][,noexit] "
+     "(SIZE 1M to 64G; --flight-recorder alone: 64M)\n"),
     (["--help"], 0, "convert", ""),
     (["convert", "--help"], 0, "usage: weft convert [OPTIONS] DIR... -o FILE", ""),
     (["info", "--help"], 0, "usage: weft info [OPTIONS] DIR", ""),
