@@ -43,9 +43,11 @@ void weft_config_defaults(struct weft_config *c)
 int weft_parse_size(const char *s, uint64_t *out)
 {
 	char *end;
+	if (*s < '0' || *s > '9') /* strtoull takes " 8K", "+8K" and "-1" (as 2^64-1) */
+		return -EINVAL;
 	errno = 0;
 	unsigned long long v = strtoull(s, &end, 10);
-	if (end == s || errno || *s == '-')
+	if (end == s || errno)
 		return -EINVAL;
 	uint64_t mul = 1;
 	switch (tolower((unsigned char)*end)) {
@@ -96,6 +98,9 @@ int weft_parse_cpulist(const char *s, uint64_t *mask)
 static int parse_int(const char *v, long lo, long hi, int *out)
 {
 	char *end;
+	const char *d = v + (*v == '-' && lo < 0); /* digits only: strtol takes " 2" and "+2" */
+	if (*d < '0' || *d > '9')
+		return -EINVAL;
 	errno = 0;
 	long x = strtol(v, &end, 10);
 	if (end == v || *end || errno || x < lo || x > hi)
@@ -216,7 +221,7 @@ SETTER(set_mem_access_period)
 	char *end;
 	errno = 0;
 	x = strtoull(v, &end, 10);
-	if (errno || end == v || *end || x > (1ull << 32) || v[0] == '-')
+	if (errno || end == v || *end || x > (1ull << 32) || v[0] < '0' || v[0] > '9')
 		return -EINVAL;
 	c->mem_access_period = x;
 	return 0;
@@ -560,6 +565,16 @@ const char *weft_config_valid(const char *key)
 	return NULL;
 }
 
+const char *weft_config_keys(char *out, size_t n)
+{
+	out[0] = 0;
+	for (size_t i = 0; i < sizeof(options) / sizeof(options[0]); i++) {
+		strncat(out, i ? ", " : "", n - strlen(out) - 1);
+		strncat(out, options[i].key, n - strlen(out) - 1);
+	}
+	return out;
+}
+
 int weft_config_set(struct weft_config *c, const char *key, const char *val, int log_errors)
 {
 	for (size_t i = 0; i < sizeof(options) / sizeof(options[0]); i++) {
@@ -572,12 +587,9 @@ int weft_config_set(struct weft_config *c, const char *key, const char *val, int
 		return rc ? -EINVAL : 0;
 	}
 	if (log_errors) {
-		char keys[1024] = "";
-		for (size_t i = 0; i < sizeof(options) / sizeof(options[0]); i++) {
-			strncat(keys, i ? ", " : "", sizeof(keys) - strlen(keys) - 1);
-			strncat(keys, options[i].key, sizeof(keys) - strlen(keys) - 1);
-		}
-		weft_log(WEFT_LOG_WARN, "unknown option '%s' ignored; valid keys: %s", key, keys);
+		char keys[1024];
+		weft_log(WEFT_LOG_WARN, "unknown option '%s' ignored; valid keys: %s", key,
+			 weft_config_keys(keys, sizeof(keys)));
 	}
 	return -ENOENT;
 }

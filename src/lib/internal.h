@@ -101,6 +101,7 @@ WEFT_HIDDEN void weft_config_defaults(struct weft_config *c);
 WEFT_HIDDEN int weft_config_apply(struct weft_config *c, const char *opts, int log_errors);
 WEFT_HIDDEN int weft_config_set(struct weft_config *c, const char *key, const char *val, int log_errors);
 WEFT_HIDDEN const char *weft_config_valid(const char *key); /* what a key accepts, or NULL */
+WEFT_HIDDEN const char *weft_config_keys(char *out, size_t n); /* "enable, output, ...": every key */
 WEFT_HIDDEN int weft_parse_size(const char *s, uint64_t *out);
 /* watch=SPEC[,SPEC...], SPEC = SYMBOL or 0xADDR, then optionally /LEN (1, 2, 4, 8) and /w or
  * /rw (':' works as the separator too, except inside WEFT_OPTIONS, whose keys it separates).

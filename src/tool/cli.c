@@ -5,6 +5,7 @@
  */
 #include "tool/cmd.h"
 #include "format/reader.h"
+#include <errno.h>
 #include <limits.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -33,6 +34,36 @@ int weft_cli_table_format(const char *cmd, const char *arg)
 			return i;
 	weft_cli_error(cmd, "unknown format '%s' (valid: text, csv, json)", arg);
 	return -1;
+}
+
+int weft_cli_parse_int(const char *s, long long lo, long long hi, long long *v)
+{
+	/* strtoll alone takes " 7", "+7", "7x" (with end) and wraps nothing but saturates: the
+	 * whole string must be digits, a '-' only where lo allows one, and within lo..hi */
+	const char *d = s + (*s == '-' && lo < 0);
+	if (*d < '0' || *d > '9')
+		return -1;
+	char *end;
+	errno = 0;
+	long long x = strtoll(s, &end, 10);
+	if (*end || errno || x < lo || x > hi)
+		return -1;
+	*v = x;
+	return 0;
+}
+
+int weft_cli_parse_hex(const char *s, unsigned long long *v)
+{
+	const char *d = s + (s[0] == '0' && (s[1] == 'x' || s[1] == 'X')) * 2;
+	if (!((*d >= '0' && *d <= '9') || (*d >= 'a' && *d <= 'f') || (*d >= 'A' && *d <= 'F')))
+		return -1;
+	char *end;
+	errno = 0;
+	unsigned long long x = strtoull(d, &end, 16);
+	if (*end || errno)
+		return -1;
+	*v = x;
+	return 0;
 }
 
 unsigned long long weft_cli_ui_events(void)

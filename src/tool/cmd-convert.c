@@ -182,12 +182,15 @@ int cmd_convert(int argc, char **argv)
 			}
 			break;
 		case 'j':
-			jobs = atoi(optarg);
-			if (jobs < 1 || jobs > 16) {
+		{
+			long long v;
+			if (weft_cli_parse_int(optarg, 1, 16, &v)) {
 				weft_cli_error("convert", "--jobs takes 1 to 16, not '%s'", optarg);
 				return WEFT_EXIT_USAGE;
 			}
+			jobs = (int)v;
 			break;
+		}
 		case 'r':
 			if (parse_ranks(optarg, &ranks)) {
 				weft_cli_error("convert", "--ranks takes ranks and ranges such as 0-63 or 0,2,8-11, not '%s'",

@@ -13,6 +13,7 @@
 #include <errno.h>
 #include <getopt.h>
 #include <math.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -483,12 +484,15 @@ int cmd_estimate(int argc, char **argv)
 				return WEFT_EXIT_USAGE;
 			break;
 		case 'n':
-			limit = strtol(optarg, &end, 10);
-			if (end == optarg || *end || limit < 0) {
+		{
+			long long v;
+			if (weft_cli_parse_int(optarg, 0, LONG_MAX, &v)) {
 				weft_cli_error("estimate", "--limit takes a number of rows (0: all), not '%s'", optarg);
 				return WEFT_EXIT_USAGE;
 			}
+			limit = (long)v;
 			break;
+		}
 		case 'h': help(stdout); return WEFT_EXIT_OK;
 		default:
 			weft_cli_error("estimate", "unknown option '%s' (see 'weft estimate --help')", argv[optind - 1]);

@@ -41,9 +41,8 @@ static void help(FILE *f)
 /* --port N: 1..65535, or -1 after saying why */
 int weft_open_port(const char *cmd, const char *arg)
 {
-	char *end;
-	long v = strtol(arg, &end, 10);
-	if (*arg < '0' || *arg > '9' || *end || v < 1 || v > 65535) {
+	long long v;
+	if (weft_cli_parse_int(arg, 1, 65535, &v)) {
 		weft_cli_error(cmd, "--port takes a port number from 1 to 65535, not '%s'", arg);
 		return -1;
 	}

@@ -428,8 +428,8 @@ int cmd_overhead(int argc, char **argv)
 	while ((c = getopt_long(argc, argv, "+n:f:h", opts, NULL)) != -1) {
 		switch (c) {
 		case 'n': {
-			long v = strtol(optarg, &end, 10);
-			if (*end || end == optarg || v < 1 || v > 1000000) {
+			long long v;
+			if (weft_cli_parse_int(optarg, 1, 1000000, &v)) {
 				weft_cli_error("overhead", "-n takes a number of runs from 1 to 1000000, not '%s'", optarg);
 				return WEFT_EXIT_USAGE;
 			}
@@ -456,7 +456,7 @@ int cmd_overhead(int argc, char **argv)
 		case 'S':
 			errno = 0;
 			seed = strtoull(optarg, &end, 0);
-			if (*end || end == optarg || errno || optarg[0] == '-') {
+			if (*end || end == optarg || errno || optarg[0] < '0' || optarg[0] > '9') {
 				weft_cli_error("overhead", "--seed takes a non-negative integer, not '%s'", optarg);
 				return WEFT_EXIT_USAGE;
 			}

@@ -7,7 +7,7 @@
 #include "tool/cmd.h"
 #include "export/plot.h"
 #include "tool/outfile.h"
-#include <errno.h>
+#include "tool/timewin.h"
 #include <getopt.h>
 #include <limits.h>
 #include <unistd.h>
@@ -35,8 +35,9 @@ static void help(FILE *f)
 		   "                        FIFO is written through, a symlink followed; never a file\n"
 		   "                        of the trace)\n"
 		   "  -p, --pid PID         the process (default: the first)\n"
-		   "      --time FROM:TO    a window from the process's first memory event, e.g. 0:5ms,\n"
-		   "                        2ms: (to the end)\n"
+		   "      --time FROM:TO    a window from the process's first memory event, in seconds\n"
+		   "                        or with a unit (ns, us, ms, s, m, h), e.g. 0:5ms, 2ms: (to\n"
+		   "                        the end), :0.5\n"
 		   "      --addr LO:HI      an address range, hex (memory only)\n"
 		   "      --size WxH        pixels (default 1600x900)\n"
 		   "      --heap NAME       heap: the heap (malloc, mmap or the program's name; default malloc)\n"
@@ -49,17 +50,52 @@ static void help(FILE *f)
 		   "Exit status: 0, 1 unreadable/nothing to draw/unwritable, 2 usage.\n");
 }
 
-/* "5ms", "250us", "1.5s", "100" (ns) */
-static int duration(const char *s, uint64_t *ns)
+/* --time FROM:TO: the parser of convert, report and export (timewin.c), with the same
+ * messages; 0, or -1 after a usage error */
+static int plot_time(const char *arg, struct weft_plot_opts *o)
 {
-	char *end;
-	errno = 0;
-	double v = strtod(s, &end);
-	double mul = !*end || !strcmp(end, "ns") ? 1 : !strcmp(end, "us") ? 1e3 : !strcmp(end, "ms") ? 1e6
-		   : !strcmp(end, "s") ? 1e9 : -1;
-	if (end == s || errno || v < 0 || mul < 0)
+	struct weft_window_req w;
+	if (weft_cli_parse_time_from("plot", arg, "the process's first memory event", &w))
 		return -1;
-	*ns = (uint64_t)(v * mul);
+	if (w.to_set && !w.to_ns) { /* t_to 0 means "to the end" in weft_plot_opts */
+		weft_cli_error("plot", "--time %s: the window's end must come after its start", arg);
+		return -1;
+	}
+	o->t_from = w.from_set ? w.from_ns : 0;
+	o->t_to = w.to_set ? w.to_ns : 0;
+	o->has_time = 1;
+	return 0;
+}
+
+/* --size WxH: each side a whole number, W 400 to 10000, H 300 to 10000 */
+static int plot_size(const char *arg, struct weft_plot_opts *o)
+{
+	char w[16];
+	const char *x = strchr(arg, 'x');
+	long long a, b;
+	if (!x || (size_t)(x - arg) >= sizeof(w))
+		return -1;
+	snprintf(w, sizeof(w), "%.*s", (int)(x - arg), arg);
+	if (weft_cli_parse_int(w, 400, 10000, &a) || weft_cli_parse_int(x + 1, 300, 10000, &b))
+		return -1;
+	o->width = (int)a;
+	o->height = (int)b;
+	return 0;
+}
+
+/* --addr LO:HI: two 64-bit hexadecimal addresses, LO < HI */
+static int plot_addr(const char *arg, struct weft_plot_opts *o)
+{
+	char lo_s[24];
+	const char *colon = strchr(arg, ':');
+	unsigned long long lo, hi;
+	if (!colon || (size_t)(colon - arg) >= sizeof(lo_s))
+		return -1;
+	snprintf(lo_s, sizeof(lo_s), "%.*s", (int)(colon - arg), arg);
+	if (weft_cli_parse_hex(lo_s, &lo) || weft_cli_parse_hex(colon + 1, &hi) || hi <= lo)
+		return -1;
+	o->a_lo = lo;
+	o->a_hi = hi;
 	return 0;
 }
 
@@ -90,14 +126,21 @@ int cmd_plot(int argc, char **argv)
 	while ((c = getopt_long(argc, argv, "o:p:h", opts, NULL)) != -1) {
 		switch (c) {
 		case 'o': o.out = optarg; break;
-		case 'p': o.pid = atoi(optarg); break;
+		case 'p': {
+			long long v;
+			if (weft_cli_parse_int(optarg, 1, INT_MAX, &v)) {
+				weft_cli_error("plot", "--pid takes a process id (a number from 1), not '%s'", optarg);
+				return WEFT_EXIT_USAGE;
+			}
+			o.pid = (int)v;
+			break;
+		}
 		case 'D': o.describe = 1; break;
 		case 'H': o.heap = optarg; break;
 		case 'L': lines = 1; break;
 		case 'N': {
-			char *end;
-			long n = strtol(optarg, &end, 10);
-			if (end == optarg || *end || n < 1 || n > 20) {
+			long long n;
+			if (weft_cli_parse_int(optarg, 1, 20, &n)) {
 				weft_cli_error("plot", "--top takes a number from 1 to 20, not '%s'", optarg);
 				return WEFT_EXIT_USAGE;
 			}
@@ -105,39 +148,22 @@ int cmd_plot(int argc, char **argv)
 			break;
 		}
 		case 'S':
-			if (sscanf(optarg, "%dx%d", &o.width, &o.height) != 2 || o.width < 400 || o.height < 300 ||
-			    o.width > 10000 || o.height > 10000) {
+			if (plot_size(optarg, &o)) {
 				weft_cli_error("plot", "--size takes WxH from 400x300 to 10000x10000, not '%s'", optarg);
 				return WEFT_EXIT_USAGE;
 			}
 			break;
-		case 'T': {
-			char a[64] = "", b[64] = "";
-			const char *colon = strchr(optarg, ':');
-			if (!colon || (size_t)(colon - optarg) >= sizeof(a) || strlen(colon + 1) >= sizeof(b)) {
-				weft_cli_error("plot", "--time takes FROM:TO such as 0:5ms or 2ms:, not '%s'", optarg);
+		case 'T':
+			if (plot_time(optarg, &o))
 				return WEFT_EXIT_USAGE;
-			}
-			memcpy(a, optarg, (size_t)(colon - optarg));
-			strcpy(b, colon + 1);
-			if ((*a && duration(a, &o.t_from)) || (*b && duration(b, &o.t_to)) ||
-			    (*b && o.t_to <= o.t_from)) {
-				weft_cli_error("plot", "--time takes FROM:TO such as 0:5ms or 2ms:, not '%s'", optarg);
-				return WEFT_EXIT_USAGE;
-			}
-			o.has_time = 1;
 			break;
-		}
-		case 'A': {
-			unsigned long long lo, hi;
-			if (sscanf(optarg, "%llx:%llx", &lo, &hi) != 2 || hi <= lo) {
-				weft_cli_error("plot", "--addr takes LO:HI in hex with LO < HI, not '%s'", optarg);
+		case 'A':
+			if (plot_addr(optarg, &o)) {
+				weft_cli_error("plot", "--addr takes LO:HI in hex (64 bits at most) with LO < HI, not '%s'",
+					       optarg);
 				return WEFT_EXIT_USAGE;
 			}
-			o.a_lo = lo;
-			o.a_hi = hi;
 			break;
-		}
 		case 'h': help(stdout); return WEFT_EXIT_OK;
 		default:
 			weft_cli_error("plot", "unknown option '%s' (see 'weft plot --help')", argv[optind - 1]);

@@ -121,16 +121,11 @@ int cmd_record(int argc, char **argv)
 				func_filter = c == 'D' ? "-D/--depth" : "-t/--time-filter";
 			break;
 		}
-		case 'O': {
-			static struct weft_config scratch;
-			weft_config_defaults(&scratch);
-			if (weft_config_apply(&scratch, optarg, 1)) {
-				weft_cli_error("record", "bad --options '%s' (see above)", optarg);
+		case 'O':
+			if (weft_record_check_options(optarg))
 				return WEFT_EXIT_USAGE;
-			}
 			ADD(":%s", optarg);
 			break;
-		}
 		case 'F':
 		case 'N':
 			if (strpbrk(optarg, ",:")) {

@@ -17,6 +17,7 @@
 #include "export/profile.h"
 #include "tool/timewin.h"
 #include <getopt.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -215,20 +216,24 @@ int cmd_report(int argc, char **argv)
 			if ((fmt = weft_cli_table_format("report", optarg)) < 0)
 				return WEFT_EXIT_USAGE;
 			break;
-		case 'n':
-			limit = atol(optarg);
-			if (limit < 1) {
+		case 'n': {
+			long long v;
+			if (weft_cli_parse_int(optarg, 1, LONG_MAX, &v)) {
 				weft_cli_error("report", "--limit takes a positive number, not '%s'", optarg);
 				return WEFT_EXIT_USAGE;
 			}
+			limit = (long)v;
 			break;
-		case 'j':
-			jobs = atoi(optarg);
-			if (jobs < 1 || jobs > 16) {
+		}
+		case 'j': {
+			long long v;
+			if (weft_cli_parse_int(optarg, 1, 16, &v)) {
 				weft_cli_error("report", "--jobs takes 1 to 16, not '%s'", optarg);
 				return WEFT_EXIT_USAGE;
 			}
+			jobs = (int)v;
 			break;
+		}
 		case 'h': help(stdout); return WEFT_EXIT_OK;
 		default:
 			weft_cli_error("report", "unknown option '%s' (see 'weft report --help')", argv[optind - 1]);

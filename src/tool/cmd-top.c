@@ -13,6 +13,7 @@
 #include "tool/top.h"
 #include <errno.h>
 #include <getopt.h>
+#include <limits.h>
 #include <math.h>
 #include <poll.h>
 #include <signal.h>
@@ -167,12 +168,15 @@ int cmd_top(int argc, char **argv)
 			break;
 		case 'O': once = 1; break;
 		case 'n':
-			frames = strtol(optarg, &end, 10);
-			if (end == optarg || *end || frames < 1) {
+		{
+			long long v;
+			if (weft_cli_parse_int(optarg, 1, LONG_MAX, &v)) {
 				weft_cli_error("top", "bad -n '%s': expected a number of frames, 1 or more", optarg);
 				return WEFT_EXIT_USAGE;
 			}
+			frames = (long)v;
 			break;
+		}
 		case 'f':
 			if (!strcmp(optarg, "text"))
 				v.format = TOP_TEXT;

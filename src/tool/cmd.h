@@ -45,6 +45,12 @@ int weft_cli_exit(int rc);
 
 /* Prints "weft: CMD: message" on stderr. */
 void weft_cli_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Integer option values, parsed strictly: the whole string, decimal digits (a leading '-' only
+ * where lo < 0; no spaces, no '+', no fraction, no trailing junk), lo <= value <= hi, no
+ * overflow. 0 with *v set, or -1 printing nothing: the caller names the option and the value. */
+int weft_cli_parse_int(const char *s, long long lo, long long hi, long long *v);
+/* A 64-bit hexadecimal value (an optional 0x, then hex digits only; more than 64 bits is -1). */
+int weft_cli_parse_hex(const char *s, unsigned long long *v);
 /* --format of the table commands (report, estimate, overhead): 0 text, 1 csv, 2 json; -1 after
  * saying which are valid. */
 int weft_cli_table_format(const char *cmd, const char *arg);

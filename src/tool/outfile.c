@@ -161,7 +161,13 @@ int weft_outfile_open(struct weft_outfile *o, const char *cmd, const char *path,
 	}
 	int fd = make_tmp(o->tmp, sizeof(o->tmp), dir, base);
 	if (fd < 0) {
-		weft_cli_error(cmd, "cannot write %s: %s", path, strerror(errno));
+		/* ENOENT with the directory there (stat'ed above): its file system makes no new files
+		 * (/proc, /sys), and "No such file or directory" would say the path is wrong */
+		if (errno == ENOENT)
+			weft_cli_error(cmd, "cannot write %s: %s takes no new files (the output is written as a new "
+				       "file there, then renamed)", path, dir);
+		else
+			weft_cli_error(cmd, "cannot write %s: %s", path, strerror(errno));
 		o->tmp[0] = 0;
 		return WEFT_EXIT_FAIL;
 	}

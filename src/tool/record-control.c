@@ -85,15 +85,13 @@ static struct {
 int weft_rctl_option(int opt, const char *arg)
 {
 	if (opt == 'y') {
-		char *end;
-		errno = 0;
-		long v = strtol(arg, &end, 10);
-		if (errno || end == arg || *end || v < -1 || v > 86400000L) {
+		long long v;
+		if (weft_cli_parse_int(arg, -1, 86400000L, &v)) {
 			weft_cli_error("record", "bad --delay '%s': expected milliseconds (0 to 86400000), or -1: "
 				       "disabled until an enable command", arg);
 			return WEFT_EXIT_USAGE;
 		}
-		R.delay_ms = v;
+		R.delay_ms = (long)v;
 		R.has_delay = v != 0;
 		return 0;
 	}
@@ -107,17 +105,16 @@ int weft_rctl_option(int opt, const char *arg)
 			return 0;
 		}
 	} else if (!strncmp(arg, "fd:", 3)) {
-		char *end;
-		long n = strtol(arg + 3, &end, 10), m = -1;
-		int ok = end != arg + 3 && n >= 0 && n < INT_MAX;
-		if (ok && *end == ',') {
-			const char *s = end + 1;
-			m = strtol(s, &end, 10);
-			ok = end != s && m >= 0 && m < INT_MAX;
-		}
-		if (ok && !*end) {
+		char nbuf[32];
+		const char *comma = strchr(arg + 3, ',');
+		size_t l = comma ? (size_t)(comma - arg - 3) : strlen(arg + 3);
+		long long n = -1, m = -1;
+		snprintf(nbuf, sizeof(nbuf), "%.*s", (int)(l < sizeof(nbuf) ? l : 0), arg + 3);
+		int ok = !weft_cli_parse_int(nbuf, 0, INT_MAX - 1, &n) &&
+			 (!comma || !weft_cli_parse_int(comma + 1, 0, INT_MAX - 1, &m));
+		if (ok) {
 			if (fcntl((int)n, F_GETFD) < 0 || (m >= 0 && fcntl((int)m, F_GETFD) < 0)) {
-				weft_cli_error("record", "--control=%s: descriptor %ld is not open", arg,
+				weft_cli_error("record", "--control=%s: descriptor %lld is not open", arg,
 					       fcntl((int)n, F_GETFD) < 0 ? n : m);
 				return WEFT_EXIT_USAGE;
 			}

@@ -18,7 +18,14 @@
 int weft_record_flight_option(const char *arg, char *extra, size_t n)
 {
 	static struct weft_config scratch;
-	const char *v = arg && *arg ? arg : "64M";
+	/* --flight-recorder alone is the default size; an empty one written out (=, =,30s, =64M,)
+	 * is a mistake, which the runtime's parser (strtok skips empty fields) took as the default */
+	if (arg && (!*arg || *arg == ',' || strstr(arg, ",,") || arg[strlen(arg) - 1] == ',')) {
+		weft_cli_error("record", "bad --flight-recorder '%s': an empty SIZE or field; expected SIZE[,AGE][,noexit] "
+			       "(SIZE 1M to 64G; --flight-recorder alone: 64M)", arg);
+		return WEFT_EXIT_USAGE;
+	}
+	const char *v = arg ? arg : "64M";
 	weft_config_defaults(&scratch);
 	if (strchr(v, ':') || weft_config_set(&scratch, "flight", v, 0) || !scratch.flight_size) {
 		weft_cli_error("record", "bad --flight-recorder '%s': expected SIZE[,AGE][,noexit] (SIZE 1M to 64G, "

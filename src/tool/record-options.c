@@ -165,6 +165,40 @@ int weft_record_check_option(const char *flag, const char *key, const char *val)
 	return -1;
 }
 
+/* --options key=value:key=value, checked here with the runtime's table but without its log
+ * lines ("...; using the default", "... ignored": true of WEFT_OPTIONS, not of a refused
+ * command line): the first bad one said in one line. */
+int weft_record_check_options(const char *opts)
+{
+	static struct weft_config scratch;
+	char buf[4096], keys[1024];
+	if (strlen(opts) >= sizeof(buf)) {
+		weft_cli_error("record", "bad --options: longer than %zu characters", sizeof(buf) - 1);
+		return -1;
+	}
+	weft_config_defaults(&scratch);
+	snprintf(buf, sizeof(buf), "%s", opts);
+	char *save = NULL;
+	for (char *tok = strtok_r(buf, ":", &save); tok; tok = strtok_r(NULL, ":", &save)) {
+		char *eq = strchr(tok, '=');
+		if (!eq) {
+			weft_cli_error("record", "bad --options '%s': '%s' is not key=value", opts, tok);
+			return -1;
+		}
+		*eq = 0;
+		int rc = weft_config_set(&scratch, tok, eq + 1, 0);
+		if (rc == -ENOENT)
+			weft_cli_error("record", "bad --options '%s': unknown option '%s'; valid keys: %s", opts, tok,
+				       weft_config_keys(keys, sizeof(keys)));
+		else if (rc)
+			weft_cli_error("record", "bad --options '%s': bad value '%s' for option %s: expected %s", opts,
+				       eq + 1, tok, weft_config_valid(tok));
+		if (rc)
+			return -1;
+	}
+	return 0;
+}
+
 const struct weft_record_passed *weft_record_passed_option(int opt)
 {
 	static const struct weft_record_passed table[] = {

@@ -27,6 +27,9 @@ int weft_record_python_modes(const char *arg, int *modes);
 /* A value for one of the options record passes on: 0, or -1 after saying why (a usage error,
  * before anything runs). */
 int weft_record_check_option(const char *flag, const char *key, const char *val);
+/* --options OPTS: every key=value valid for the runtime (lib/config.c); 0, or -1 after one line
+ * saying the first that is not */
+int weft_record_check_options(const char *opts);
 /* Options record passes on to the runtime as WEFT_OPTIONS keys, by getopt letter. */
 struct weft_record_passed {
 	int opt;

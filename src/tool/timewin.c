@@ -3,6 +3,8 @@
  * the trace, in seconds from its start (its earliest event: docs/time-window.md; in a snapshot
  * the re-emitted begin of its outermost open slice), units allowed, read through the chunks' time
  * index (format/window.c). Parsing only: the reader checks the window against the trace.
+ * `weft plot` parses its --time here too (its window counts from the process's first memory
+ * event instead), so every command reads the same times and refuses the same ones alike.
  */
 #include "tool/timewin.h"
 #include "tool/cmd.h"
@@ -45,11 +47,16 @@ static int parse_time(const char *s, size_t len, uint64_t *ns)
 
 int weft_cli_parse_time(const char *cmd, const char *arg, struct weft_window_req *req)
 {
+	return weft_cli_parse_time_from(cmd, arg, "the trace's start", req);
+}
+
+int weft_cli_parse_time_from(const char *cmd, const char *arg, const char *origin, struct weft_window_req *req)
+{
 	memset(req, 0, sizeof(*req));
 	const char *colon = strchr(arg, ':');
 	if (!colon || strchr(colon + 1, ':') || (colon == arg && !colon[1])) {
-		weft_cli_error(cmd, "--time takes FROM:TO in seconds from the trace's start, " WEFT_TIME_EXAMPLES
-			       ", not '%s'", arg);
+		weft_cli_error(cmd, "--time takes FROM:TO in seconds from %s, " WEFT_TIME_EXAMPLES ", not '%s'",
+			       origin, arg);
 		return -1;
 	}
 	size_t la = (size_t)(colon - arg), lb = strlen(colon + 1);

@@ -48,6 +48,74 @@ CASES = [
     (["report", "d", "--time", "1:inf"], 2, None,
      "weft: report: --time 1:inf: 'inf' is not a time: decimal seconds, or a number and a unit "
      "(ns, us, ms, s, m, h), such as 2.5:3.5, 2500ms:3500ms, :5s or 10s:\n"),
+    # weft plot --time: the parser and messages of convert (it had its own, which took a 20-digit
+    # or wrapping 64-bit start as the whole trace, hexadecimal and ':', and refused 2h unsaid)
+    (["plot", "memory", "d", "--time", "99999999999999999999:", "-o", "p.png"], 2, None,
+     "weft: plot: --time 99999999999999999999:: '99999999999999999999' is not a time: decimal seconds, "
+     "or a number and a unit (ns, us, ms, s, m, h), such as 2.5:3.5, 2500ms:3500ms, :5s or 10s:\n"),
+    (["plot", "memory", "d", "--time", "18446744073709551615ns:", "-o", "p.png"], 2, None,
+     "weft: plot: --time 18446744073709551615ns:: '18446744073709551615ns' is not a time: decimal "
+     "seconds, or a number and a unit (ns, us, ms, s, m, h), such as 2.5:3.5, 2500ms:3500ms, :5s or 10s:\n"),
+    (["plot", "heap", "d", "--time", "0x10:0x20", "-o", "p.png"], 2, None,
+     "weft: plot: --time 0x10:0x20: '0x10' is not a time: decimal seconds, or a number and a unit "
+     "(ns, us, ms, s, m, h), such as 2.5:3.5, 2500ms:3500ms, :5s or 10s:\n"),
+    (["plot", "memory", "d", "--time", ":", "-o", "p.png"], 2, None,
+     "weft: plot: --time takes FROM:TO in seconds from the process's first memory event, such as "
+     "2.5:3.5, 2500ms:3500ms, :5s or 10s:, not ':'\n"),
+    (["plot", "memory", "d", "--time", ":0", "-o", "p.png"], 2, None,
+     "weft: plot: --time :0: the window's end must come after its start\n"),
+    (["plot", "memory", "d", "--time", "1s:2h", "-o", "p.png"], 1, None,
+     "weft: plot: d: No such file or directory\n"),
+    # integer options: the whole value, a number, in range (atoi/strtol took 1.5, 2x, '', and a
+    # pid of 99999999999 wrapped to 1215752191; sscanf took more than 64 bits of an address)
+    (["convert", "d", "-j", "1.5", "-o", "x.pftrace"], 2, None, "weft: convert: --jobs takes 1 to 16, not '1.5'\n"),
+    (["convert", "d", "-j", "2x", "-o", "x.pftrace"], 2, None, "weft: convert: --jobs takes 1 to 16, not '2x'\n"),
+    (["report", "d", "-n", "1.5"], 2, None, "weft: report: --limit takes a positive number, not '1.5'\n"),
+    (["report", "d", "-n", "2x"], 2, None, "weft: report: --limit takes a positive number, not '2x'\n"),
+    (["report", "d", "-j", "+2"], 2, None, "weft: report: --jobs takes 1 to 16, not '+2'\n"),
+    (["estimate", "d", "-n", " 3"], 2, None,
+     "weft: estimate: --limit takes a number of rows (0: all), not ' 3'\n"),
+    (["plot", "memory", "d", "-p", "x", "-o", "p.png"], 2, None,
+     "weft: plot: --pid takes a process id (a number from 1), not 'x'\n"),
+    (["plot", "memory", "d", "-p", "", "-o", "p.png"], 2, None,
+     "weft: plot: --pid takes a process id (a number from 1), not ''\n"),
+    (["plot", "memory", "d", "-p", "0", "-o", "p.png"], 2, None,
+     "weft: plot: --pid takes a process id (a number from 1), not '0'\n"),
+    (["plot", "memory", "d", "-p", "99999999999", "-o", "p.png"], 2, None,
+     "weft: plot: --pid takes a process id (a number from 1), not '99999999999'\n"),
+    (["plot", "memory", "d", "--addr", "0:ffffffffffffffffff", "-o", "p.png"], 2, None,
+     "weft: plot: --addr takes LO:HI in hex (64 bits at most) with LO < HI, not '0:ffffffffffffffffff'\n"),
+    (["plot", "memory", "d", "--size", "800x600junk", "-o", "p.png"], 2, None,
+     "weft: plot: --size takes WxH from 400x300 to 10000x10000, not '800x600junk'\n"),
+    (["plot", "memory", "d", "--addr", "0x1000:ffffffffffffffff", "--size", "800x600", "-o", "p.png"], 1, None,
+     "weft: plot: d: No such file or directory\n"),
+    (["top", "-n", "1x"], 2, None, "weft: top: bad -n '1x': expected a number of frames, 1 or more\n"),
+    (["open", "--port", "9001x"], 2, None, "weft: open: --port takes a port number from 1 to 65535, not '9001x'\n"),
+    (["overhead", "--seed", "+4", "--", "true"], 2, None,
+     "weft: overhead: --seed takes a non-negative integer, not '+4'\n"),
+    (["record", "--delay", "5x", "--", "true"], 2, None,
+     "weft: record: bad --delay '5x': expected milliseconds (0 to 86400000), or -1: disabled until an "
+     "enable command\n"),
+    (["record", "--control=fd:1x", "--", "true"], 2, None,
+     "weft: record: bad --control 'fd:1x': expected fifo:CTL[,ACK] or fd:N[,M]\n"),
+    (["record", "--writers", "+2", "--", "true"], 2, None,
+     "weft: record: bad value '+2' for --writers: expected 1 to 16\n"),
+    # --options: one line saying what is wrong (it printed the runtime's "...; using the default"
+    # or "... ignored", then "bad --options ... (see above)", and exited 2 all the same)
+    (["record", "--options", "chunk_size=0", "--", "true"], 2, None,
+     "weft: record: bad --options 'chunk_size=0': bad value '0' for option chunk_size: expected a size "
+     "from 4K to 64M\n"),
+    (["record", "--options", "writers=2:garbage", "--", "true"], 2, None,
+     "weft: record: bad --options 'writers=2:garbage': 'garbage' is not key=value\n"),
+    (["record", "--options", "bogus=1", "--", "true"], 2, None,
+     "weft: record: bad --options 'bogus=1': unknown option 'bogus'; valid keys: enable, output, "),
+    # an empty --flight-recorder size was taken as the default, silently
+    (["record", "--flight-recorder=", "--", "true"], 2, None,
+     "weft: record: bad --flight-recorder '': an empty SIZE or field; expected SIZE[,AGE][,noexit] "
+     "(SIZE 1M to 64G; --flight-recorder alone: 64M)\n"),
+    (["record", "--flight-recorder=,", "--", "true"], 2, None,
+     "weft: record: bad --flight-recorder ',': an empty SIZE or field; expected SIZE[,AGE][,noexit] "
+     "(SIZE 1M to 64G; --flight-recorder alone: 64M)\n"),
     (["--help"], 0, "convert", ""),
     (["convert", "--help"], 0, "usage: weft convert [OPTIONS] DIR... -o FILE", ""),
     (["info", "--help"], 0, "usage: weft info [OPTIONS] DIR", ""),
@@ -66,6 +134,8 @@ class Cli(TraceTest):
                     self.assertEqual(p.stderr, err)
                 elif err:
                     self.assertIn(err, p.stderr)
+                if code == 2 and err.startswith("weft: "):  # a usage error: one line
+                    self.assertEqual(len(p.stderr.splitlines()), 1, p.stderr)
 
     def test_unwritable_output(self):
         data, _ = self.record("pipeline", [1, 2, 1])
@@ -73,6 +143,11 @@ class Cli(TraceTest):
         self.assertEqual(p.returncode, 1)
         self.assertEqual(p.stderr, "weft: convert: cannot write /nonexistent/dir/x.pftrace: "
                                    "No such file or directory\n")
+        # /proc makes no new files: it said "No such file or directory" of a file that is there
+        p = run([WEFT, "convert", data, "-o", "/proc/version"], check=False)
+        self.assertEqual(p.returncode, 1)
+        self.assertEqual(p.stderr, "weft: convert: cannot write /proc/version: /proc takes no new files (the "
+                                   "output is written as a new file there, then renamed)\n")
         p = run([WEFT, "convert", data, "-o", os.path.join(self.tmp, "ok.pftrace")])
         self.assertRegex(p.stderr, r"^weft: convert: wrote .*ok.pftrace: \d+ events, 0 dropped\n$")
 
@@ -86,6 +161,17 @@ class Cli(TraceTest):
                 self.assertEqual((p.returncode, p.stderr), (1, f"weft: {cmd[0]}: {data} and {same} are the same "
                                                                "directory: name each trace once\n"))
         self.assertFalse(os.path.exists(os.path.join(self.tmp, "x.pftrace")))
+
+    def test_empty_directory(self):
+        # an empty directory is "no weft trace files", alone or after a trace directory
+        data, _ = self.record("pipeline", [1, 2, 1])
+        empty = os.path.join(self.tmp, "emptydir")
+        os.mkdir(empty)
+        for dirs in ([empty], [data, empty], [empty, data]):
+            with self.subTest(dirs=dirs):
+                p = run([WEFT, "info", *dirs], check=False)
+                self.assertEqual(p.returncode, 1)
+                self.assertEqual(p.stderr, f"weft: info: {empty}: no weft trace files (*.wmeta, *.wevents) found\n")
 
     @unittest.skipIf(os.environ.get("WEFT_TEST_NO_PRELOAD"), "preloading is not testable in this build (TSan)")
     def test_info_exec_into_a_rank(self):
