@@ -76,6 +76,7 @@ struct seq_enc {
 	uint64_t *buf; /* decoded chunk, reused */
 	size_t cap;
 	const struct weft_proc *p;
+	const struct weft_proc *last;     /* the last image of its pid (exec), maybe p */
 	const struct weft_thread_data *th;
 	const struct proc_cats *cats;
 	uint32_t seq;

@@ -277,28 +277,71 @@ struct job {
 	const struct weft_pf_sched_ends *sched_ends; /* the switch chains between streams, or NULL */
 };
 
-/* The images of one process (pid): exec starts a new one (gen 1, 2, ...), the same process. */
-static const struct weft_proc *last_image(const struct weft_trace *t, const struct weft_proc *p)
+/* Per process of the trace (procs[i]): the last image of its pid (exec starts a new one: gen
+ * 1, 2, ..., the same process) and when the process (pid, host) started: its first image's
+ * start, not before the trace's (0: not known); its descriptors carry this time
+ * (amend_packets). Computed once, in O(n log n): a job has thousands of processes. */
+struct proc_images {
+	const struct weft_proc **last;
+	uint64_t *start;
+};
+
+struct image_key {
+	int64_t pid;
+	uint32_t host;
+	size_t i;
+};
+
+static int by_pid_host(const void *a, const void *b)
 {
-	const struct weft_proc *l = p;
-	for (size_t i = 0; i < t->nprocs; i++)
-		if (t->procs[i].pid == p->pid && t->procs[i].gen > l->gen)
-			l = &t->procs[i];
-	return l;
+	const struct image_key *p = a, *q = b;
+	if (p->pid != q->pid)
+		return p->pid < q->pid ? -1 : 1;
+	if (p->host != q->host)
+		return p->host < q->host ? -1 : 1;
+	return p->i < q->i ? -1 : p->i > q->i;
 }
 
-
-/* When the process (pid) started: its first image's start, not before the trace's (0: not
- * known). Its descriptors carry this time (amend_packets). */
-static uint64_t proc_start(const struct weft_trace *t, const struct weft_proc *p)
+static void proc_images_build(const struct weft_trace *t, struct proc_images *im)
 {
-	uint64_t s = 0;
-	for (size_t i = 0; i < t->nprocs; i++) {
-		const struct weft_proc *q = &t->procs[i];
-		if (q->pid == p->pid && q->host_index == p->host_index && q->start_ns && (!s || q->start_ns < s))
-			s = q->start_ns;
+	size_t n = t->nprocs;
+	struct image_key *ix = malloc((n + 1) * sizeof(*ix));
+	im->last = calloc(n + 1, sizeof(*im->last));
+	im->start = calloc(n + 1, sizeof(*im->start));
+	if (!ix || !im->last || !im->start)
+		weft_oom("writing the .pftrace");
+	for (size_t i = 0; i < n; i++)
+		ix[i] = (struct image_key){t->procs[i].pid, t->procs[i].host_index, i};
+	qsort(ix, n, sizeof(*ix), by_pid_host);
+	for (size_t a = 0, b; a < n; a = b) { /* one pid: its last image, the first of the highest gen */
+		const struct weft_proc *top = &t->procs[ix[a].i];
+		for (b = a; b < n && ix[b].pid == ix[a].pid; b++) {
+			const struct weft_proc *q = &t->procs[ix[b].i];
+			if (q->gen > top->gen || (q->gen == top->gen && q < top))
+				top = q;
+		}
+		for (size_t k = a; k < b; k++) {
+			const struct weft_proc *p = &t->procs[ix[k].i];
+			im->last[ix[k].i] = p->gen == top->gen ? p : top;
+		}
 	}
-	return s && s < t->first_ns ? t->first_ns : s;
+	for (size_t a = 0, b; a < n; a = b) { /* one (pid, host): its earliest start */
+		uint64_t s = 0;
+		for (b = a; b < n && ix[b].pid == ix[a].pid && ix[b].host == ix[a].host; b++) {
+			uint64_t q = t->procs[ix[b].i].start_ns;
+			if (q && (!s || q < s))
+				s = q;
+		}
+		for (size_t k = a; k < b; k++)
+			im->start[ix[k].i] = s && s < t->first_ns ? t->first_ns : s;
+	}
+	free(ix);
+}
+
+static void proc_images_free(struct proc_images *im)
+{
+	free(im->last);
+	free(im->start);
 }
 
 /* The thread's first packet: its track descriptor, made the sequence's default track, with
@@ -332,7 +375,7 @@ static void thread_descriptor(struct seq_enc *e, uint64_t ts)
 	pb_varint(b, THD_TID, e->th->tid);
 	/* a thread has one name in the UI: the main thread of a process that exec'd is named
 	 * after its last image, like the process */
-	const struct weft_proc *last = last_image(e->t, p);
+	const struct weft_proc *last = e->last;
 	if (last != p && e->th->tid == (uint32_t)p->pid) {
 		const char *name = last->name;
 		for (size_t k = 0; k < last->nthreads; k++)
@@ -416,8 +459,8 @@ static void build_cats(const struct weft_proc *p, struct proc_cats *c)
 	}
 }
 
-static void header(const struct weft_trace *t, const struct weft_mem *mem, const struct weft_sys *sys,
-		   const struct weft_gpu *gpu, struct pb *b)
+static void header(const struct weft_trace *t, const struct proc_images *im, const struct weft_mem *mem,
+		   const struct weft_sys *sys, const struct weft_gpu *gpu, struct pb *b)
 {
 	/* Clock snapshot: BOOTTIME is the trace clock; REALTIME lets the UI show wall time. */
 	uint64_t boot = t->first_ns, real = 0;
@@ -467,7 +510,7 @@ static void header(const struct weft_trace *t, const struct weft_mem *mem, const
 	for (size_t i = 0; i < t->nprocs; i++) {
 		const struct weft_proc *p = &t->procs[i];
 		size_t from = b->n; /* this process's packets (their start; --machines) */
-		if (last_image(t, p) == p) { /* one descriptor per pid: its last image's name */
+		if (im->last[i] == p) { /* one descriptor per pid: its last image's name */
 			pk = pb_begin(b, TRACE_PACKET);
 			pb_varint(b, TP_SEQ_ID, 1);
 			size_t td = pb_begin(b, TP_TRACK_DESCRIPTOR);
@@ -518,7 +561,7 @@ static void header(const struct weft_trace *t, const struct weft_mem *mem, const
 		if (mp)
 			weft_pf_mem_tracks(b, mp, proc_uuid(p->pid), mix);
 		weft_pf_snapshots(b, p, proc_uuid(p->pid)); /* snapshot requests (format 1.8) */
-		uint64_t start = proc_start(t, p);
+		uint64_t start = im->start[i];
 		if (start > latest)
 			latest = start;
 		amend_packets(b, from, start, t->machines ? p->host_index : 0);
@@ -638,6 +681,8 @@ int weft_export_pftrace_part(const struct weft_trace *t, FILE *out, int jobs, in
 	struct weft_pf_out *file = weft_pf_out_open(out, deflate, k1 - k0, jobs > 1 ? jobs : 0);
 	if (!file)
 		weft_oom("writing the .pftrace");
+	struct proc_images im;
+	proc_images_build(t, &im);
 	size_t k = 0;
 	for (size_t i = 0; i < t->nprocs; i++) {
 		const struct weft_proc *p = &t->procs[i];
@@ -645,6 +690,7 @@ int weft_export_pftrace_part(const struct weft_trace *t, FILE *out, int jobs, in
 		build_cats(p, &cats[i]);
 		for (size_t h = 0; h < p->nthreads; h++, k++) {
 			encs[k].p = p;
+			encs[k].last = im.last[i];
 			encs[k].th = &p->threads[h];
 			encs[k].cats = &cats[i];
 			encs[k].file = file;
@@ -663,7 +709,7 @@ int weft_export_pftrace_part(const struct weft_trace *t, FILE *out, int jobs, in
 	/* descriptors of processes, named tracks and counters first, then the threads */
 	struct seq_enc head = {.file = file, .so.order = SIZE_MAX};
 	if (first) {
-		header(t, mem, sys, gpu, &head.out);
+		header(t, &im, mem, sys, gpu, &head.out);
 		drain(&head, 1);
 		weft_pf_out_flush(file, &head.so); /* in the file before the first thread's sequence */
 	}
@@ -700,6 +746,7 @@ int weft_export_pftrace_part(const struct weft_trace *t, FILE *out, int jobs, in
 	}
 	free(cats);
 	free(encs);
+	proc_images_free(&im);
 	rc = weft_pf_out_close(file, &sum->bytes);
 	if (!rc && fflush(out))
 		rc = -errno;
