@@ -560,7 +560,10 @@ void weft_pf_sched_finish(struct weft_pf_sched *s, struct pb *b, uint32_t seq, c
 			if (p->threads[k].tid == tid && p->threads[k].name)
 				tn = p->threads[k].name;
 		char name[300];
-		snprintf(name, sizeof(name), "%s %u: on/off CPU", tn, tid);
+		if (*tn)
+			snprintf(name, sizeof(name), "%s %u: on/off CPU", tn, tid);
+		else /* a thread that wrote no event and has no name: said as one */
+			snprintf(name, sizeof(name), "thread %u: on/off CPU", tid);
 		size_t pk = pb_begin(b, TRACE_PACKET);
 		pb_varint(b, TP_SEQ_ID, seq);
 		size_t td = pb_begin(b, TP_TRACK_DESCRIPTOR);

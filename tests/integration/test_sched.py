@@ -233,6 +233,10 @@ class Sched(TraceTest):
                             "where t.name like 'sleeper %: on/off CPU'")
         off = [r for r in rows if r["name"] == "off CPU"]
         self.assertTrue(any(r["name"] == "on CPU" for r in rows), rows)
+        # every thread's track has a title: its name, or "thread TID" for one without a name
+        titles, = self.tp(pf, "select name from track where name like '%on/off CPU'")
+        for t in titles:
+            self.assertRegex(t["name"], r"^\S.* \d+: on/off CPU$", titles)
         rows2, = self.tp(pf, "select ts, dur from slice where name = 'sleep'")
         sl = rows2[0]
         inside = sum(min(r["ts"] + r["dur"], sl["ts"] + sl["dur"]) - max(r["ts"], sl["ts"])
