@@ -45,6 +45,20 @@ void weft_pfe_describe(struct pb *b, uint32_t seq, uint64_t uuid, uint64_t paren
 	pb_end(b, pk);
 }
 
+static void describe_counter(struct pb *b, uint32_t seq, uint64_t uuid, uint64_t parent, const char *name)
+{
+	size_t pk = pb_begin(b, TRACE_PACKET);
+	pb_varint(b, TP_SEQ_ID, seq);
+	size_t td = pb_begin(b, TP_TRACK_DESCRIPTOR);
+	pb_varint(b, TD_UUID, uuid);
+	pb_varint(b, TD_PARENT, parent);
+	pb_string(b, TD_NAME, name);
+	size_t cd = pb_begin(b, TD_COUNTER);
+	pb_end(b, cd);
+	pb_end(b, td);
+	pb_end(b, pk);
+}
+
 static const char *name_or(const struct weft_proc *p, uint32_t id, char *buf, size_t n)
 {
 	const char *s = weft_site_name(p, id);
@@ -59,8 +73,15 @@ uint64_t weft_pfe_track_for(struct seq_enc *e, const struct weft_ev *ev)
 	const struct weft_proc *p = e->p;
 	char buf[300];
 	switch (ev->kind) {
-	case WEFT_EV_COUNTER:
-		return counter_uuid(p->pid, ev->id);
+	case WEFT_EV_COUNTER: {
+		uint64_t u = counter_uuid(p->pid, ev->id);
+		/* the header describes the counters the metadata defines; one it lost (cut, damaged)
+		 * is described here, before its first value, as site#N */
+		int known = ev->id < p->nsites && p->sites[ev->id].defined && p->sites[ev->id].kind == WEFT_KIND_COUNTER;
+		if (!known && !seen(e, u))
+			describe_counter(&e->out, e->seq, u, proc_uuid(p->pid), name_or(p, ev->id, buf, sizeof(buf)));
+		return u;
+	}
 	case WEFT_EV_ASYNC_BEGIN: case WEFT_EV_ASYNC_END: case WEFT_EV_ASYNC_INSTANT: {
 		uint64_t u = async_uuid(p->pid, ev->id, ev->value);
 		if (!seen(e, u))

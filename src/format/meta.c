@@ -246,6 +246,7 @@ void weft_rd_parse_meta(struct weft_trace *t, const char *name, const unsigned c
 				uint32_t k;
 				memcpy(&k, r, 4);
 				p->clock_kind = (int)k;
+				p->clock_said = 1;
 				memcpy(&p->nominal_hz, r + 8, 8);
 			}
 			break;

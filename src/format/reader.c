@@ -32,8 +32,12 @@ static void setup_clock(struct weft_trace *t, struct weft_proc *p)
 {
 	p->mult = (unsigned __int128)1 << 32;
 	p->base_ticks = p->base_ns = 0;
-	if (p->clock_kind == 0 && p->has_meta)
+	if (p->clock_kind == 0 && p->has_meta) {
+		if (!p->clock_said) /* a .wmeta cut before its second record: what the times count is unknown */
+			weft_trace_warn(t, "process %d: its metadata has no clock record (cut short?); timestamps are read "
+				       "as nanoseconds, which they may not be", p->pid);
 		return;
+	}
 	if (p->nclock >= 2) {
 		struct weft_clock_pt *a = &p->clock[0], *b = &p->clock[p->nclock - 1];
 		for (size_t i = 0; i < p->nclock; i++) {

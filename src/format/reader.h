@@ -91,6 +91,7 @@ struct weft_proc {
 	int argc;
 	uint64_t start_ns;
 	int clock_kind; /* 0 ns, 1 tsc, 2 cntvct */
+	int clock_said; /* its metadata has the CLOCK_SOURCE record (every weft writes one) */
 	uint64_t nominal_hz;
 	struct weft_clock_pt *clock;
 	size_t nclock;

@@ -53,6 +53,19 @@ class Damage(TraceTest):
         pf, c = self.convert(self.data, "m.pftrace")
         self.assertIn("no metadata file; names are unknown", c.stderr)
         self.protoc_decode(pf)
+        self.tp_no_errors(pf)  # (the counters, which only the metadata described, too)
+
+    def test_metadata_cut_to_its_header(self):
+        """A .wmeta cut after its file header (a full disk at the start): the events are kept, and
+        the reader says that it does not know what their times count."""
+        for m in glob.glob(self.data + "/*.wmeta"):
+            with open(m, "r+b") as f:
+                f.truncate(32)
+        pf, c = self.convert(self.data, "h.pftrace")
+        self.assertRegex(c.stderr, r"warning: process \d+: its metadata has no clock record \(cut short\?\); "
+                                   r"timestamps are read as nanoseconds, which they may not be\n")
+        self.assertEqual(self.count(self.data), self.full)
+        self.tp_no_errors(pf)
 
     def test_not_a_trace(self):
         empty = os.path.join(self.tmp, "empty")
