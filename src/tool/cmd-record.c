@@ -3,7 +3,7 @@
  * libweft-preload.so injected (LD_PRELOAD, ahead of any the user set), so every process it
  * forks or execs records into the same trace directory. Exits with the program's status, or
  * dies of the signal that killed it (after converting; cli.c). Ctrl-C reaches the program (same process group) while
- * weft waits it out; SIGTERM and SIGHUP sent to weft are passed on. Afterwards the trace is
+ * weft waits it out; SIGTERM, SIGHUP, SIGUSR1, ... sent to weft are passed on. Afterwards the trace is
  * converted to DIR/trace.pftrace and one line says what was recorded.
  *
  * This file: the command line, the trace directory, the end (conversion and the summary line);

@@ -4,7 +4,8 @@
  * settings in WEFT_OPTIONS and WEFT_SESSION, the weft Python package on PYTHONPATH, CUDA's
  * injection pointed at the preload under --gpu; so every process the program forks or execs
  * records into the same trace directory. Ctrl-C reaches the program (same process group)
- * while weft waits it out; SIGTERM and SIGHUP sent to weft are passed on. A setuid or setgid
+ * while weft waits it out; SIGTERM, SIGHUP, SIGUSR1, SIGUSR2 and SIGALRM sent to weft are passed
+ * on. A setuid or setgid
  * program is found out beforehand: the loader ignores LD_PRELOAD for it.
  */
 #include "tool/cmd.h"
@@ -197,7 +198,7 @@ int weft_record_launch(struct weft_record_launch *l, char **argv, int *status)
 	 * the child starts waits until `child` is set; the child puts back what weft was started
 	 * with (SIG_DFL, or SIG_IGN from nohup or a shell's background job) before it unblocks
 	 * them, so the program inherits the dispositions it would have untraced */
-	static const int passed_on[] = {SIGINT, SIGQUIT, SIGTERM, SIGHUP};
+	static const int passed_on[] = {SIGINT, SIGQUIT, SIGTERM, SIGHUP, SIGUSR1, SIGUSR2, SIGALRM};
 	const size_t npassed = sizeof(passed_on) / sizeof(passed_on[0]);
 	sigset_t block, old_mask;
 	sigemptyset(&block);

@@ -142,7 +142,8 @@ class Signals(TraceTest):
                 self.assertEqual(self.calls(data).get("step"), 10)
 
     def test_killed_from_outside_leaves_a_complete_trace(self):
-        for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+        for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGQUIT, signal.SIGUSR1, signal.SIGUSR2,
+                    signal.SIGALRM):
             with self.subTest(sig=sig.name):
                 codes = []
                 for traced in (False, True):
