@@ -194,12 +194,69 @@ static void mark_rank_carriers(struct weft_trace *t)
 	free(ranks);
 }
 
+int weft_trace_rank_subset;
+
+/* The ranks of a job that left no process in the trace (their files deleted, damaged past
+ * reading who wrote them, or never written: a rank run without weft) are said in one warning per job, unless the reader asked for some
+ * ranks only (weft_trace_rank_subset). A job is told by its id; its size is MPI's, else the
+ * launcher's. */
+static void warn_missing_ranks(struct weft_trace *t)
+{
+	if (weft_trace_rank_subset)
+		return;
+	for (size_t i = 0; i < t->nprocs; i++) {
+		const struct weft_proc *p = &t->procs[i];
+		uint32_t size = p->has_mpi && p->mpi_size ? p->mpi_size : p->has_job ? p->job_size : 0;
+		if (weft_proc_rank(p) == WEFT_RANK_NONE || !size || size > (1u << 24))
+			continue;
+		int first = 1; /* the first process of its job says it */
+		for (size_t j = 0; j < i && first; j++)
+			if (weft_proc_rank(&t->procs[j]) != WEFT_RANK_NONE &&
+			    !strcmp(t->procs[j].job_id ? t->procs[j].job_id : "", p->job_id ? p->job_id : ""))
+				first = 0;
+		if (!first)
+			continue;
+		unsigned char *seen = calloc(size, 1);
+		if (!seen)
+			return;
+		for (size_t j = i; j < t->nprocs; j++) {
+			uint32_t r = weft_proc_rank(&t->procs[j]);
+			if (r < size && !strcmp(t->procs[j].job_id ? t->procs[j].job_id : "", p->job_id ? p->job_id : ""))
+				seen[r] = 1;
+		}
+		char list[256] = "";
+		size_t len = 0;
+		uint32_t missing = 0;
+		for (uint32_t r = 0; r < size; r++) {
+			if (seen[r])
+				continue;
+			uint32_t e = r;
+			while (e + 1 < size && !seen[e + 1])
+				e++;
+			missing += e - r + 1;
+			if (len + 32 < sizeof(list))
+				len += (size_t)snprintf(list + len, sizeof(list) - len, e > r ? "%s%u-%u" : "%s%u",
+							len ? "," : "", r, e);
+			else if (!strstr(list, ",..."))
+				len += (size_t)snprintf(list + len, sizeof(list) - len, ",...");
+			r = e;
+		}
+		free(seen);
+		if (missing)
+			weft_trace_warn(t, "job %s: %s %s of %u not in the trace (no readable file of %s: deleted, "
+				    "damaged, or run without weft)",
+				    p->job_id && *p->job_id ? p->job_id : "(no id)", missing > 1 ? "ranks" : "rank", list,
+				    size, missing > 1 ? "them" : "it");
+	}
+}
+
 static int finish(struct weft_trace *t, const struct weft_window_req *win, char *err, size_t errlen)
 {
 	uint64_t *buf = NULL;
 	size_t cap = 0;
 	number_images(t);
 	mark_rank_carriers(t);
+	warn_missing_ranks(t);
 	t->first_ns = UINT64_MAX;
 	t->last_ns = 0;
 	for (size_t i = 0; i < t->nprocs; i++) {

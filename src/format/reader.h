@@ -320,6 +320,9 @@ void weft_trace_free(struct weft_trace *t);
 /* Set before an open: function addresses are not named then (weft_symbolize each process
  * later, as a conversion run as a job does for its share). Default 0. */
 extern int weft_trace_defer_symbols;
+/* Set before an open when only some ranks of a job are read (convert --ranks): the ranks of a
+ * job that left no files are then not said in a warning. Default 0: they are. */
+extern int weft_trace_rank_subset;
 uint64_t weft_trace_events(const struct weft_trace *t);
 uint64_t weft_proc_events(const struct weft_proc *p); /* the events in its threads' chunks */
 

@@ -283,6 +283,7 @@ int cmd_convert(int argc, char **argv)
 	char err[512];
 	struct weft_progress *pr = quiet ? NULL : weft_progress_start("convert"); /* a terminal's, after 1 s */
 	weft_trace_defer_symbols = in_job; /* each rank names the functions of its share only */
+	weft_trace_rank_subset = by_rank; /* the ranks left out are the ones not asked for */
 	rc = weft_trace_open_window(dirs, ndirs, by_time ? &win : NULL, &t, err, sizeof(err));
 	if (rc || t->nwarnings) { /* said on a line of their own */
 		weft_progress_stop(pr);

@@ -198,6 +198,34 @@ class MPICH(JobCase):
         p = self.record(MPICH_RUN, d, build("mpich"))
         self.check_job(d, p.stderr, launcher="hydra", funcs=("main",))
 
+    def test_missing_rank_said(self):
+        """a job directory without one rank's files (deleted): every reading command says in
+        one warning which ranks of how many are not in the trace; convert --ranks, which leaves
+        ranks out on purpose, does not; nor does any command on the whole directory"""
+        d = self.fresh("D")
+        p = self.record(MPICH_RUN, d, build("mpich"), n=3)
+        self.check_job(d, p.stderr, n=3, launcher="hydra", funcs=("main",))
+        out = os.path.join(TMP, "missing.pftrace")
+        self.assertNotIn("of 3 not in the trace", run([WEFT, "info", d]).stdout + p.stderr)
+        self.assertNotIn("of 3 not in the trace", run([WEFT, "convert", d, "-o", out]).stderr)
+        for f in glob.glob(os.path.join(d, "*-r1-*")):
+            os.unlink(f)
+        said = re.compile(r"job \S+: rank 1 of 3 not in the trace \(no readable file of it: deleted, damaged, "
+                          r"or run without weft\)")
+        info = run([WEFT, "info", d]).stdout
+        self.assertRegex(info, r"\nwarnings:\n  " + said.pattern, info)
+        for cmd in (["convert", d, "-o", out], ["report", "--mpi", d],
+                    ["export", "--otf2", d, "-o", os.path.join(TMP, "missing.otf2")]):
+            r = run([WEFT] + cmd, check=cmd[0] != "export")
+            err = r.stderr
+            if cmd[0] == "export" and "OTF2 unavailable" in err:
+                continue  # (a build without libotf2)
+            self.assertEqual(r.returncode, 0, err)
+            self.assertEqual(len(re.findall(rf"^weft: {cmd[0]}: warning: " + said.pattern + "$", err, re.M)), 1,
+                             (cmd, err))
+        err = run([WEFT, "convert", d, "--ranks", "0,2", "-o", out]).stderr
+        self.assertNotIn("of 3 not in the trace", err)
+
     def test_through_a_shell(self):
         """hydra names no job: the proxy every rank descends from does, also through a shell"""
         d = self.fresh("D")
