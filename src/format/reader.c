@@ -196,32 +196,43 @@ static void mark_rank_carriers(struct weft_trace *t)
 
 int weft_trace_rank_subset;
 
+static const char *job_of(const struct weft_proc *p)
+{
+	return p->job_id ? p->job_id : "";
+}
+
 /* The ranks of a job that left no process in the trace (their files deleted, damaged past
- * reading who wrote them, or never written: a rank run without weft) are said in one warning per job, unless the reader asked for some
- * ranks only (weft_trace_rank_subset). A job is told by its id; its size is MPI's, else the
- * launcher's. */
+ * reading who wrote them, or never written: a rank run without weft) are said in one warning
+ * per job, unless the reader asked for some ranks only (weft_trace_rank_subset). A job is told
+ * by its id; its size is MPI's, else the launcher's. */
 static void warn_missing_ranks(struct weft_trace *t)
 {
 	if (weft_trace_rank_subset)
 		return;
+	const char **said = NULL; /* the jobs already looked at (a trace holds one job, or a few) */
+	size_t nsaid = 0;
 	for (size_t i = 0; i < t->nprocs; i++) {
 		const struct weft_proc *p = &t->procs[i];
 		uint32_t size = p->has_mpi && p->mpi_size ? p->mpi_size : p->has_job ? p->job_size : 0;
 		if (weft_proc_rank(p) == WEFT_RANK_NONE || !size || size > (1u << 24))
 			continue;
 		int first = 1; /* the first process of its job says it */
-		for (size_t j = 0; j < i && first; j++)
-			if (weft_proc_rank(&t->procs[j]) != WEFT_RANK_NONE &&
-			    !strcmp(t->procs[j].job_id ? t->procs[j].job_id : "", p->job_id ? p->job_id : ""))
-				first = 0;
+		for (size_t k = 0; k < nsaid && first; k++)
+			first = strcmp(said[k], job_of(p)) != 0;
 		if (!first)
 			continue;
+		const char **grown = realloc(said, (nsaid + 1) * sizeof(*said));
 		unsigned char *seen = calloc(size, 1);
-		if (!seen)
+		if (!grown || !seen) {
+			free(grown ? grown : said);
+			free(seen);
 			return;
+		}
+		said = grown;
+		said[nsaid++] = job_of(p);
 		for (size_t j = i; j < t->nprocs; j++) {
 			uint32_t r = weft_proc_rank(&t->procs[j]);
-			if (r < size && !strcmp(t->procs[j].job_id ? t->procs[j].job_id : "", p->job_id ? p->job_id : ""))
+			if (r < size && !strcmp(job_of(&t->procs[j]), job_of(p)))
 				seen[r] = 1;
 		}
 		char list[256] = "";
@@ -248,6 +259,7 @@ static void warn_missing_ranks(struct weft_trace *t)
 				    p->job_id && *p->job_id ? p->job_id : "(no id)", missing > 1 ? "ranks" : "rank", list,
 				    size, missing > 1 ? "them" : "it");
 	}
+	free(said);
 }
 
 static int finish(struct weft_trace *t, const struct weft_window_req *win, char *err, size_t errlen)
