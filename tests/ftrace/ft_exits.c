@@ -13,11 +13,16 @@
  *                       LOG; prints the number of step() calls
  *   closeloop LOG N     N rounds of: calls, close every descriptor above 2, open LOG, write a
  *                       line, close it: weft's writers lose their descriptor N times while they
- *                       write; prints the number of step() calls */
+ *                       write; prints the number of step() calls
+ *   mainexit            the main thread makes 20 calls, starts a thread and ends with
+ *                       pthread_exit; that thread starts another and ends with pthread_exit
+ *                       too; the last makes 20 calls, prints "last" and returns: the process
+ *                       then ends with status 0, as glibc ends it when its last thread ends */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
 #include <fcntl.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -38,6 +43,20 @@ static void steps(int n)
 {
 	for (int i = 0; i < n; i++)
 		step(i);
+}
+static void *last_thread(void *arg)
+{
+	steps(20);
+	printf("last\n");
+	fflush(stdout);
+	return arg;
+}
+static void *middle_thread(void *arg)
+{
+	pthread_t t;
+	pthread_create(&t, NULL, last_thread, NULL);
+	pthread_detach(t);
+	pthread_exit(arg);
 }
 
 int main(int argc, char **argv)
@@ -95,6 +114,12 @@ int main(int argc, char **argv)
 		}
 		printf("%d\n", n);
 		return 0;
+	} else if (!strcmp(mode, "mainexit")) {
+		pthread_t t;
+		steps(20);
+		pthread_create(&t, NULL, middle_thread, NULL);
+		pthread_detach(t);
+		pthread_exit(NULL);
 	} else if (!strcmp(mode, "closeloop") && argc > 3) {
 		int rounds = atoi(argv[3]), n = 0;
 		for (int k = 0; k < rounds; k++) {

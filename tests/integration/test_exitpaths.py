@@ -43,6 +43,23 @@ class ExitPaths(TraceTest):
             # then the chunks already handed off are what is there)
             self.assertGreater(self.calls(data).get("step", 0), 0)
 
+    def test_main_thread_pthread_exit_ends_with_the_last_thread(self):
+        # glibc ends the process with exit(0) when its last thread ends; weft's own threads
+        # (writers, control) must not keep it alive: it hung before, main a zombie, forever
+        data = os.path.join(self.tmp, "e.data")
+        p = subprocess.Popen([WEFT, "record", "-o", data, "--", PROG, "mainexit"], cwd=self.tmp,
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+        try:
+            out, err = p.communicate(timeout=60)
+        except subprocess.TimeoutExpired:
+            os.killpg(p.pid, signal.SIGKILL)
+            p.communicate()
+            self.fail("weft record did not end: the process outlived its last thread")
+        self.assertEqual(p.returncode, 0, err)
+        self.assertEqual(out, "last\n")
+        self.assertEqual(self.calls(data).get("step"), 40)
+        self.assertNotIn("not finished", run([WEFT, "info", data]).stdout)
+
     def test_shell_exit(self):
         data, p = self.rec("sh", "-c", "exit 7")
         self.assertEqual(p.returncode, 7)
