@@ -36,7 +36,6 @@
 #include "collect/access-internal.h"
 #include "collect/clockgap.h"
 #include "collect/source.h"
-#include <dirent.h>
 #include <dlfcn.h>
 #include <errno.h>
 #include <stdio.h>
@@ -206,40 +205,9 @@ static _Atomic long live_threads = 1;
 static pthread_key_t live_key;
 static pthread_once_t live_once = PTHREAD_ONCE_INIT;
 
-/* Whether a thread other than the calling one and weft's own (named "weft-...") is alive:
- * one the count never saw (created by clone, thrd_create or glibc's own helpers, which do not
- * come through the pthread_create below) keeps the process alive, as it would untraced. */
-static int uncounted_alive(void)
-{
-	weft_in_runtime++; /* opendir allocates: weft's, not the program's */
-	DIR *d = opendir("/proc/self/task");
-	int alive = 0;
-	long self = syscall(SYS_gettid);
-	for (struct dirent *e; d && !alive && (e = readdir(d));) {
-		long tid = strtol(e->d_name, NULL, 10);
-		if (tid <= 0 || tid == self)
-			continue;
-		char path[64], buf[512];
-		snprintf(path, sizeof(path), "/proc/self/task/%ld/stat", tid);
-		FILE *f = fopen(path, "re");
-		size_t n = f ? fread(buf, 1, sizeof(buf) - 1, f) : 0;
-		if (f)
-			fclose(f);
-		buf[n] = 0;
-		const char *close = strrchr(buf, ')'), *open = strchr(buf, '(');
-		if (!close || !open || close[1] != ' ' || close[2] == 'Z' || close[2] == 'X')
-			continue; /* gone, or ended (the main thread after its pthread_exit) */
-		alive = strncmp(open + 1, "weft-", 5) != 0;
-	}
-	if (d)
-		closedir(d);
-	weft_in_runtime--;
-	return alive;
-}
-
 static void last_thread_check(void)
 {
-	if (atomic_fetch_sub(&live_threads, 1) == 1 && !uncounted_alive())
+	if (atomic_fetch_sub(&live_threads, 1) == 1)
 		exit(0); /* what glibc does when the last thread ends */
 }
 
