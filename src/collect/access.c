@@ -28,8 +28,7 @@
  * forking thread holds rings_lock across it (session.c's fork order); the child closes the
  * parent's rings, opens its own thread's (sources and watchpoints) and starts its sampler.
  *
- * This file: the sampler and its drain, the threads the program creates (and the count of
- * those alive, so that the last one ends the process as it would untraced), start, stop, fork
+ * This file: the sampler and its drain, the threads the program creates, start, stop, fork
  * and the mem_access source; the rings are access-ring.c's, the watch source watch.c's
  * (access-internal.h lists what they share).
  */
@@ -193,44 +192,6 @@ static void start_sampler(void)
 
 /* ---- threads the program creates ---- */
 
-/* The program's threads alive in this process, the main thread included: glibc ends the
- * process with exit(0) when its last thread ends (start_thread, or the main thread's
- * pthread_exit), counting every thread it made, weft's writers and control thread too; with
- * those still running, a program whose main thread called pthread_exit would never end once
- * its other threads had. So weft keeps the count of the program's own threads and calls exit(0)
- * itself when the last of them ends: incremented here before each pthread_create of the
- * program, decremented by the live_key destructor when one ends (returned or pthread_exit)
- * and by the main thread's pthread_exit. Reset to 1 in a fork child (one thread there). */
-static _Atomic long live_threads = 1;
-static pthread_key_t live_key;
-static pthread_once_t live_once = PTHREAD_ONCE_INIT;
-
-static void last_thread_check(void)
-{
-	if (atomic_fetch_sub(&live_threads, 1) == 1)
-		exit(0); /* what glibc does when the last thread ends */
-}
-
-static void live_ended(void *v)
-{
-	(void)v;
-	last_thread_check();
-}
-
-static void live_fork_child(void)
-{
-	atomic_store(&live_threads, 1);
-}
-
-static void live_init(void)
-{
-	weft_acc__find_own_extent(); /* weft_acc__own_thread needs it */
-	if (pthread_key_create(&live_key, live_ended) == 0)
-		pthread_atfork(NULL, NULL, live_fork_child);
-	else
-		atomic_store(&live_threads, -1000000); /* no key: never counts down to 0 */
-}
-
 struct tramp { void *(*fn)(void *); void *arg; };
 
 static void *thread_start(void *p)
@@ -239,7 +200,6 @@ static void *thread_start(void *p)
 	weft_in_runtime++;
 	free(p);
 	weft_in_runtime--;
-	pthread_setspecific(live_key, &live_threads);
 	if (atomic_load(&on))
 		weft_acc__watch_this_thread();
 	weft_counters_thread(); /* counters= (collect/counters.c) */
@@ -253,43 +213,25 @@ EXPORT int pthread_create(pthread_t *th, const pthread_attr_t *attr, void *(*fn)
 		real = (int (*)(pthread_t *, const pthread_attr_t *, void *(*)(void *), void *))dlsym(RTLD_NEXT,
 												     "pthread_create");
 	/* weft's own threads (writers, samplers, readers: created inside the runtime) are not
-	 * the program's: no rings, no counters, not counted alive. The fork child's writers are
-	 * started before this file's fork handler has reinitialised rings_lock (session.c orders
-	 * them so). */
-	if (weft_in_runtime || weft_acc__own_thread(__builtin_return_address(0)))
+	 * the program's: no rings, no counters. The fork child's writers are started before this
+	 * file's fork handler has reinitialised rings_lock (session.c orders them so). */
+	if (weft_in_runtime || (!atomic_load(&on) && !weft_counters_on()) ||
+	    weft_acc__own_thread(__builtin_return_address(0)))
 		return real(th, attr, fn, arg);
-	pthread_once(&live_once, live_init);
 	weft_in_runtime++;
 	struct tramp *t = malloc(sizeof(*t));
 	weft_in_runtime--;
 	if (!t)
-		return EAGAIN; /* as pthread_create without the memory for a thread */
+		return real(th, attr, fn, arg);
 	t->fn = fn;
 	t->arg = arg;
-	atomic_fetch_add(&live_threads, 1);
 	int rc = real(th, attr, thread_start, t);
 	if (rc) {
-		atomic_fetch_sub(&live_threads, 1);
 		weft_in_runtime++;
 		free(t);
 		weft_in_runtime--;
 	}
 	return rc;
-}
-
-/* The main thread's pthread_exit: one thread fewer; the last one ends the process. Other
- * threads are counted down by live_key's destructor. */
-EXPORT void pthread_exit(void *ret)
-{
-	static void (*real)(void *);
-	if (!real)
-		real = (void (*)(void *))dlsym(RTLD_NEXT, "pthread_exit");
-	if (syscall(SYS_gettid) == getpid()) {
-		pthread_once(&live_once, live_init);
-		last_thread_check();
-	}
-	real(ret);
-	__builtin_unreachable();
 }
 
 /* ---- start, stop, fork ---- */
