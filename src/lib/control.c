@@ -231,6 +231,7 @@ static void *control_main(void *arg)
 {
 	int fd = (int)(intptr_t)arg;
 	weft_in_runtime++; /* for the whole thread: nothing it does is the program's */
+	weft_endwatch_own_thread();
 	atomic_store(&thread_starting, 0);
 	pthread_setname_np(pthread_self(), "weft-control");
 	if (stop_pending) {

@@ -49,6 +49,11 @@ static int move_high(int fd, int from)
 	return hi;
 }
 
+int weft_fd_move_high(int fd)
+{
+	return move_high(fd, 0);
+}
+
 int weft_file_own(struct weft_file *f, int fd, const char *path)
 {
 	struct stat st;

@@ -56,6 +56,7 @@ static void *switch_main(void *arg)
 	(void)arg;
 	weft_in_runtime = 1;
 	pthread_setname_np(pthread_self(), "weft-switch");
+	weft_endwatch_own_thread();
 	uint64_t period = weft_cfg.switch_ns ? weft_cfg.switch_ns : 1000000000ull;
 	struct timespec next;
 	clock_gettime(CLOCK_MONOTONIC, &next);

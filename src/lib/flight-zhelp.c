@@ -37,6 +37,7 @@ static void *zh_main(void *arg)
 	(void)arg;
 	weft_in_runtime = 1;
 	pthread_setname_np(pthread_self(), "weft-snapzip");
+	weft_endwatch_own_thread();
 	pthread_mutex_lock(&zh_lock);
 	for (;;) {
 		while (zh_state != 1 && !zh_quit)

@@ -130,6 +130,7 @@ struct weft_file {
 };
 WEFT_HIDDEN int weft_file_own(struct weft_file *f, int fd, const char *path);
 WEFT_HIDDEN int weft_file_fd(struct weft_file *f); /* checked (or reopened) fd, or -errno */
+WEFT_HIDDEN int weft_fd_move_high(int fd); /* fd moved high, close-on-exec (the original closed) */
 WEFT_HIDDEN void weft_file_close(struct weft_file *f);
 /* Appends iov[0..n) (n <= 8) whole, or nothing: 0 or -errno. A descriptor closed by the
  * program on the way is found again and the record written again (fdfile.c). */
@@ -217,6 +218,13 @@ WEFT_HIDDEN void weft_writers_stop(void);
 WEFT_HIDDEN void weft_writers_atfork_prepare(void);
 WEFT_HIDDEN void weft_writers_atfork_parent(void);
 WEFT_HIDDEN void weft_writers_atfork_child(void);
+/* endwatch.c: the process ends (exit(0), as glibc would) once only weft's threads are left.
+ * Each runtime thread calls weft_endwatch_own_thread first; weft_endwatch_start (child: in a
+ * fork child) opens what the check reads, before the writers start; writer 0 calls
+ * weft_endwatch_check every 100 ms. */
+WEFT_HIDDEN void weft_endwatch_own_thread(void);
+WEFT_HIDDEN void weft_endwatch_start(int child);
+WEFT_HIDDEN void weft_endwatch_check(void);
 
 /* ---- session.c: global state ---- */
 enum weft_run_state { WEFT_RUN_NEW = 0, WEFT_RUN_ON = 1, WEFT_RUN_FAILED = 2, WEFT_RUN_STOPPED = 3 };

@@ -165,6 +165,7 @@ static void start_locked(void)
 		snprintf(weft_g.dir, sizeof(weft_g.dir), "%s", dir);
 		weft_g.pid = pid;
 		weft_meta_process();
+		weft_endwatch_start(0);
 		rc = weft_writers_start(dir, weft_g.stem, pid);
 	}
 	if (rc) {
@@ -328,6 +329,7 @@ static void fork_child_locked(void)
 		weft_meta_process();
 		weft_registry_write_all();
 		weft_threads_after_fork();
+		weft_endwatch_start(1);
 		if (weft_writers_start(weft_g.dir, weft_g.stem, pid) == 0)
 			return;
 	}

@@ -261,6 +261,7 @@ static void *snapshot_thread(void *arg)
 	(void)arg;
 	weft_in_runtime++;
 	pthread_setname_np(pthread_self(), "weft-snapshot");
+	weft_endwatch_own_thread();
 	for (;;) {
 		while (sem_wait(&wake) && errno == EINTR)
 			;

@@ -372,6 +372,7 @@ static void write_thread_name(const struct weft_thread *t, const char *name)
 void weft_thread_own(const char *name)
 {
 	pthread_setname_np(pthread_self(), name);
+	weft_endwatch_own_thread();
 	own_thread = 1;
 	if (self)
 		write_thread_name(self, name);

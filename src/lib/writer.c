@@ -297,6 +297,7 @@ static void *writer_main(void *arg)
 {
 	struct writer *w = arg;
 	weft_in_runtime = 1; /* for its whole life: nothing it does is the program's */
+	weft_endwatch_own_thread();
 	atomic_store(&w->running, 1);
 	char name[16];
 	snprintf(name, sizeof(name), "weft-writer-%d", w->idx);
@@ -327,6 +328,7 @@ static void *writer_main(void *arg)
 			weft_meta_clock();
 			last_clock = now;
 			clocks++;
+			weft_endwatch_check(); /* every thread but weft's ended: exit (endwatch.c) */
 		}
 		pthread_mutex_unlock(&w->work);
 		if (done)

@@ -17,7 +17,10 @@
  *   mainexit            the main thread makes 20 calls, starts a thread and ends with
  *                       pthread_exit; that thread starts another and ends with pthread_exit
  *                       too; the last makes 20 calls, prints "last" and returns: the process
- *                       then ends with status 0, as glibc ends it when its last thread ends */
+ *                       then ends with status 0, as glibc ends it when its last thread ends
+ *   lastthread          main starts a thread and ends with pthread_exit; the thread makes 20
+ *                       calls, prints "done" (no newline: stdout is flushed by the exit glibc
+ *                       makes when the last thread ends) and returns: the process ends, status 0 */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
@@ -50,6 +53,14 @@ static void *last_thread(void *arg)
 	printf("last\n");
 	fflush(stdout);
 	return arg;
+}
+static void *lone_thread(void *arg)
+{
+	(void)arg;
+	usleep(200000); /* main's pthread_exit first */
+	steps(20);
+	printf("done");
+	return NULL;
 }
 static void *middle_thread(void *arg)
 {
@@ -119,6 +130,11 @@ int main(int argc, char **argv)
 		steps(20);
 		pthread_create(&t, NULL, middle_thread, NULL);
 		pthread_detach(t);
+		pthread_exit(NULL);
+	} else if (!strcmp(mode, "lastthread")) {
+		pthread_t th;
+		if (pthread_create(&th, NULL, lone_thread, NULL))
+			return 1;
 		pthread_exit(NULL);
 	} else if (!strcmp(mode, "closeloop") && argc > 3) {
 		int rounds = atoi(argv[3]), n = 0;

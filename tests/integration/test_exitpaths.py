@@ -35,6 +35,20 @@ class ExitPaths(TraceTest):
                 self.assertNotIn("not finished", info)
                 self.assertRegex(info, r"recorded: \d+ events, 0 dropped")
 
+    def test_last_thread_ending_ends_the_process(self):
+        """main ends with pthread_exit, its thread later returns: untraced the process then
+        ends (glibc's exit(0): stdout flushed, status 0); weft's own threads, still running,
+        must not keep it alive (before: a zombie main thread, the writers waiting for ever)"""
+        plain = run([PROG, "lastthread"], check=False, timeout=20)
+        self.assertEqual((plain.returncode, plain.stdout), (0, "done"))
+        data = os.path.join(self.tmp, "e.data")
+        p = run([WEFT, "record", "-o", data, "--", PROG, "lastthread"], check=False, cwd=self.tmp, timeout=20)
+        self.assertEqual((p.returncode, p.stdout), (0, "done"), p.stderr)
+        self.assertEqual(self.calls(data).get("step"), 20)
+        info = run([WEFT, "info", data]).stdout
+        self.assertNotIn("not finished", info)
+        self.assertNotIn("warnings:", info)
+
     def test_exit_from_a_signal_handler(self):
         for _ in range(5):  # the signal lands at a different place each time
             data, p = self.rec(PROG, "sigexit")

@@ -292,6 +292,35 @@ class PythonCallsTest(TraceTest):
         self.assertEqual((plain.returncode, plain.stdout), (p.returncode, p.stdout))
         self.assertEqual(self.counts(pf, ["say"]), {"say": 1})
 
+    def test_fork_from_a_thread(self):
+        """A thread other than main forks: the child's only thread is that one, and when it
+        returns (here through SystemExit, which ends a thread) the child ends, status 0, as
+        untraced; weft's threads in the child must not keep it alive (before: the parent
+        waited for ever on children whose main thread was a zombie)"""
+        script = os.path.join(self.tmp, "thread_fork.py")
+        with open(script, "w") as f:
+            f.write("import os, sys, threading\n"
+                    "def in_child():\n    return 1\n"
+                    "def forker(out):\n"
+                    "    pids = []\n"
+                    "    for i in range(3):\n"
+                    "        pid = os.fork()\n"
+                    "        if pid == 0:\n"
+                    "            in_child()\n"
+                    "            sys.exit(5)\n"
+                    "        pids.append(pid)\n"
+                    "    out.extend(os.waitstatus_to_exitcode(os.waitpid(p, 0)[1]) for p in pids)\n"
+                    "out = []\n"
+                    "t = threading.Thread(target=forker, args=(out,))\nt.start()\nt.join()\nprint(out)\n")
+        plain = run([PY, script], timeout=60)
+        self.assertEqual(plain.stdout, "[0, 0, 0]\n")
+        out = os.path.join(self.tmp, "tf.data")
+        p = run([WEFT, "record", "-q", "-o", out, "--python", "--", PY, script], cwd=self.tmp, timeout=60)
+        self.assertEqual(p.stdout, plain.stdout)
+        pf = os.path.join(out, "trace.pftrace")
+        self.assertEqual(self.counts(pf, ["in_child", "forker"]), {"in_child": 3, "forker": 1})
+        self.assertNotIn("warnings:", run([WEFT, "info", out]).stdout)
+
     def test_filters(self):
         pf, _ = self.record("calls_prog.py", opts=["--python", "-F", "fib", "-F", "/^Klass\\./"])
         names, = self.tp(pf, "select name, count(*) c from slice group by name")
