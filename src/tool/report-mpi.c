@@ -445,8 +445,22 @@ int weft_report_mpi(const struct weft_trace *t, int fmt, long limit, struct weft
 	}
 	if (!m->calls) {
 		weft_mpi_free(m);
-		weft_cli_error("report", "--mpi: this trace has no MPI calls (record an MPI program with weft record; "
-			       "libweft-mpi.so writes them)");
+		/* the MPI wrappers ran and counted calls, but no call's events were written (ranks
+		 * killed with SIGKILL, events files lost): not a program without MPI */
+		size_t ranks = 0;
+		unsigned long long counted = 0;
+		for (size_t i = 0; i < t->nprocs; i++)
+			if (t->procs[i].has_mpi && t->procs[i].mpi_calls) {
+				ranks++;
+				counted += t->procs[i].mpi_calls;
+			}
+		if (ranks)
+			weft_cli_error("report", "--mpi: none of the %llu MPI calls that %zu %s recorded is in the trace "
+				       "(their events were never written, or their files are gone: killed with SIGKILL?)",
+				       counted, ranks, ranks > 1 ? "ranks" : "rank");
+		else
+			weft_cli_error("report", "--mpi: this trace has no MPI calls (record an MPI program with weft "
+				       "record; libweft-mpi.so writes them)");
 		return WEFT_EXIT_FAIL;
 	}
 	if (fmt == 1)

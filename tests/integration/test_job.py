@@ -226,6 +226,21 @@ class MPICH(JobCase):
         err = run([WEFT, "convert", d, "--ranks", "0,2", "-o", out]).stderr
         self.assertNotIn("of 3 not in the trace", err)
 
+    def test_mpi_events_lost_said(self):
+        """ranks whose MPI wrappers counted calls but whose events are not in the trace (never
+        written: killed with SIGKILL; here the events files deleted): report --mpi says so,
+        not that the program made no MPI calls"""
+        d = self.fresh("D")
+        p = self.record(MPICH_RUN, d, build("mpich"), n=2)
+        self.check_job(d, p.stderr, n=2, launcher="hydra", funcs=("main",))
+        for f in glob.glob(os.path.join(d, "*.wevents")):
+            os.unlink(f)
+        r = run([WEFT, "report", "--mpi", d], check=False)
+        self.assertEqual((r.returncode, r.stdout), (1, ""), r.stderr)
+        self.assertRegex(r.stderr, r"(?m)^weft: report: --mpi: none of the \d+ MPI calls that 2 ranks recorded is in "
+                                   r"the trace \(their events were never written, or their files are gone: killed "
+                                   r"with SIGKILL\?\)$")
+
     def test_through_a_shell(self):
         """hydra names no job: the proxy every rank descends from does, also through a shell"""
         d = self.fresh("D")
