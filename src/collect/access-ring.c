@@ -65,7 +65,7 @@ static int open_one(int src, int watch, uint32_t tid)
 		note_failure(watch, errno);
 		return -1;
 	}
-	int fd = (int)syscall(SYS_perf_event_open, &a, (pid_t)tid, -1, aux_fd, PERF_FLAG_FD_CLOEXEC);
+	int fd = weft_fd_high((int)syscall(SYS_perf_event_open, &a, (pid_t)tid, -1, aux_fd, PERF_FLAG_FD_CLOEXEC));
 	if (fd < 0) {
 		note_failure(watch, errno);
 		if (aux_fd >= 0)

@@ -84,6 +84,7 @@ static int open_group(void)
 		struct perf_event_attr a;
 		weft_ctr_attr(defs[i], hw && i == 0, exclude_kernel, &a);
 		int fd = (int)syscall(SYS_perf_event_open, &a, 0, -1, hw && i ? t.fd[0] : -1, PERF_FLAG_FD_CLOEXEC);
+		fd = weft_fd_high(fd); /* read at every slice: never one of the program's files */
 		if (fd < 0) {
 			int e = errno;
 			for (int k = 0; k < t.n; k++) {

@@ -55,7 +55,7 @@ static int open_cpufreq(char *desc, size_t n)
 	for (int i = 0; i < k && ncpus < budget; i++) {
 		weft_sys_path(path, sizeof(path), weft_cfg.sysfs_root, "/devices/system/cpu/cpu%u/cpufreq/scaling_cur_freq",
 			      nums[i]);
-		int fd = open(path, O_RDONLY | O_CLOEXEC);
+		int fd = weft_fd_high(open(path, O_RDONLY | O_CLOEXEC));
 		uint64_t v;
 		if (fd >= 0 && weft_sys_read_u64(fd, &v)) {
 			first_err = first_err ? first_err : EINVAL;

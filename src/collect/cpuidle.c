@@ -74,7 +74,7 @@ static int open_states(const char *dir, unsigned cpu)
 		return -EMFILE;
 	for (int i = 0; i < k; i++) {
 		snprintf(path, sizeof(path), "%s/state%u/time", sdir, st[i]);
-		int fd = open(path, O_RDONLY | O_CLOEXEC);
+		int fd = weft_fd_high(open(path, O_RDONLY | O_CLOEXEC));
 		uint64_t v;
 		if (fd < 0 || weft_sys_read_u64(fd, &v)) {
 			err = fd < 0 ? errno : EINVAL;

@@ -26,6 +26,7 @@ static int open_procstat(char *desc, size_t n)
 	weft_sys_path(path, sizeof(path), weft_cfg.procfs_root, "/self/statm");
 	statm_fd = open(path, O_RDONLY | O_CLOEXEC);
 	int e = errno;
+	statm_fd = weft_fd_high(statm_fd);
 	page_size = (uint64_t)sysconf(_SC_PAGESIZE);
 	ch_user = weft_sys_channel(WEFT_SYSK_CPU_USER_NS, 0, 0, "cpu.user", WEFT_SYSCH_HOLD);
 	ch_sys = weft_sys_channel(WEFT_SYSK_CPU_SYS_NS, 0, 0, "cpu.sys", WEFT_SYSCH_HOLD);

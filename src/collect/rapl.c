@@ -77,7 +77,7 @@ static int open_rapl(char *desc, size_t n)
 		if (!weft_sys_read_line(path, line, sizeof(line)))
 			max = strtoull(line, NULL, 10);
 		weft_sys_path(path, sizeof(path), dir, "/%s/energy_uj", sorted[i]);
-		int fd = open(path, O_RDONLY | O_CLOEXEC);
+		int fd = weft_fd_high(open(path, O_RDONLY | O_CLOEXEC));
 		uint64_t v;
 		int e = fd < 0 ? errno : -weft_sys_read_u64(fd, &v);
 		if (e) {

@@ -193,7 +193,7 @@ static int open_tracepoints(char *why, size_t n)
 			a.type = PERF_TYPE_TRACEPOINT;
 			a.config = tp.fmt[k].id;
 			a.sample_type |= PERF_SAMPLE_RAW;
-			int fd = (int)syscall(SYS_perf_event_open, &a, -1, r->cpu, -1, PERF_FLAG_FD_CLOEXEC);
+			int fd = weft_fd_high((int)syscall(SYS_perf_event_open, &a, -1, r->cpu, -1, PERF_FLAG_FD_CLOEXEC));
 			if (fd < 0) {
 				rc = -errno;
 				snprintf(why, n, "perf_event_open of %s on CPU %d: %s", tp.fmt[k].name, r->cpu, strerror(errno));
@@ -243,6 +243,7 @@ static int open_own(char *why, size_t n)
 			a.inherit_thread = 0;
 			fd = (int)syscall(SYS_perf_event_open, &a, getpid(), r->cpu, -1, PERF_FLAG_FD_CLOEXEC);
 		}
+		fd = weft_fd_high(fd);
 		if (fd < 0) {
 			int e = errno;
 			snprintf(why, n, "perf_event_open of context switches on CPU %d: %s", r->cpu, strerror(e));
@@ -583,7 +584,7 @@ static int first_in_session(void)
 	const char *dir = getenv("WEFT_SESSION");
 	if (!dir || !*dir)
 		return 1;
-	lock_fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	lock_fd = weft_fd_high(open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC));
 	if (lock_fd < 0)
 		return 1;
 	if (flock(lock_fd, LOCK_EX | LOCK_NB) == 0)

@@ -84,7 +84,7 @@ void weft_endwatch_start(int child)
 		close(fd);
 		return;
 	}
-	stat_fd = weft_fd_move_high(fd);
+	stat_fd = weft_fd_high(fd);
 	stat_dev = st.st_dev;
 	stat_ino = st.st_ino;
 }

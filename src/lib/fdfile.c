@@ -49,9 +49,16 @@ static int move_high(int fd, int from)
 	return hi;
 }
 
-int weft_fd_move_high(int fd)
+int weft_fd_high(int fd)
 {
-	return move_high(fd, 0);
+	struct rlimit rl;
+	long lim = 1024;
+	if (fd < 0)
+		return fd;
+	if (!getrlimit(RLIMIT_NOFILE, &rl) && rl.rlim_cur != RLIM_INFINITY && rl.rlim_cur < (1u << 20))
+		lim = (long)rl.rlim_cur;
+	/* below the files' slots (the top 128), which a reopen asks for again by number */
+	return move_high(fd, lim > 512 ? (int)(lim - 384) : (int)(lim / 4));
 }
 
 int weft_file_own(struct weft_file *f, int fd, const char *path)

@@ -130,8 +130,12 @@ struct weft_file {
 };
 WEFT_HIDDEN int weft_file_own(struct weft_file *f, int fd, const char *path);
 WEFT_HIDDEN int weft_file_fd(struct weft_file *f); /* checked (or reopened) fd, or -errno */
-WEFT_HIDDEN int weft_fd_move_high(int fd); /* fd moved high, close-on-exec (the original closed) */
 WEFT_HIDDEN void weft_file_close(struct weft_file *f);
+/* The descriptors weft keeps open for reading (perf events, /proc and /sys files) moved out
+ * of the program's way: fd itself, or a close-on-exec copy at a high number (fd closed). A
+ * program that closes every descriptor and opens its own files must not find its files under
+ * weft's old numbers (weft would read, and so consume, their data). Never fails. */
+WEFT_HIDDEN int weft_fd_high(int fd);
 /* Appends iov[0..n) (n <= 8) whole, or nothing: 0 or -errno. A descriptor closed by the
  * program on the way is found again and the record written again (fdfile.c). */
 struct iovec;
