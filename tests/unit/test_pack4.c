@@ -464,6 +464,7 @@ static void build(int fmt)
 	meta.n = ev.n = 0;
 	tb_header(&meta, WEFT_META_MAGIC, 1, 77);
 	tb_site(&meta, 1, 0, "work");
+	tb_clock_kind(&meta, 0); /* (as every writer writes: the times are ns) */
 	tb_clock(&meta, 1000, 5000000);
 	tb_clock(&meta, 3000, 5001000);
 	tb_header(&ev, WEFT_EVENTS_MAGIC, 1, 77);
@@ -569,6 +570,7 @@ static void leaf_reader(void **s)
 		tb_site(&meta, 5, 0, "outer");
 		tb_site(&meta, 6, 0, "leaf");
 		tb_site(&meta, 7, 0, "empty");
+		tb_clock_kind(&meta, 0);
 		tb_clock(&meta, 1000, 5000000);
 		tb_clock(&meta, 81000, 5080000); /* 1 tick = 1 ns */
 		tb_header(&ev, WEFT_EVENTS_MAGIC, 1, 77);
