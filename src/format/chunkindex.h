@@ -20,6 +20,7 @@
 #define WEFT_IX_ASYNC 0x4u    /* ... async slices */
 #define WEFT_IX_LEAF 0x8u     /* ... LEAF records (1.12; the writer flags the chunk WEFT_CHUNK_LEAF) */
 #define WEFT_IX_FUNCS 0x10u   /* (1.13) the record's tail lists the chunk's function addresses (funcset.h) */
+#define WEFT_IX_JUMPS 0x20u   /* (1.15) ... longjmp records: its depths count the exits they skip as open */
 
 /* The CHUNK_INDEX record's payload (72 bytes; with WEFT_IX_FUNCS the chunk's function addresses
  * follow it, funcset.h). Depth counts the slices open on the thread's own track: a BEGIN on
@@ -60,7 +61,8 @@ static const int8_t weft__ix_depth[WEFT__IX_TYPES] = {
 	[WEFT_R_BEGIN] = 1, [WEFT_R_END] = -1, [WEFT_R_FUNC_ENTER] = 1, [WEFT_R_FUNC_EXIT] = -1};
 static const uint8_t weft__ix_flag[WEFT__IX_TYPES] = {
 	[WEFT_R_COUNTER_I64] = WEFT_IX_COUNTERS, [WEFT_R_COUNTER_F64] = WEFT_IX_COUNTERS,
-	[WEFT_R_ASYNC_BEGIN] = WEFT_IX_ASYNC, [WEFT_R_ASYNC_END] = WEFT_IX_ASYNC, [WEFT_R_LEAF] = WEFT_IX_LEAF};
+	[WEFT_R_ASYNC_BEGIN] = WEFT_IX_ASYNC, [WEFT_R_ASYNC_END] = WEFT_IX_ASYNC, [WEFT_R_LEAF] = WEFT_IX_LEAF,
+	[WEFT_R_LONGJMP] = WEFT_IX_JUMPS};
 static const uint8_t weft__ix_time[WEFT__IX_TYPES] = {
 	[WEFT_R_BEGIN] = 1, [WEFT_R_END] = 1, [WEFT_R_INSTANT] = 1, [WEFT_R_COUNTER_I64] = 1,
 	[WEFT_R_COUNTER_F64] = 1, [WEFT_R_ASYNC_BEGIN] = 1, [WEFT_R_ASYNC_END] = 1, [WEFT_R_COMPLETE] = 2,

@@ -16,7 +16,7 @@
 #include "weft_fastpath.h" /* record types and site kinds */
 
 #define WEFT_FMT_MAJOR 1
-#define WEFT_FMT_MINOR 14 /* 1: packing version 2; 2: thread serials (chunk seq, THREAD records);
+#define WEFT_FMT_MINOR 15 /* 1: packing version 2; 2: thread serials (chunk seq, THREAD records);
                           * 3: memory records (ALLOC..STACK), RUSAGE; 4: SOURCE records, END flags;
                           * 5: SCHED records and metadata; the system sampler (SAMPLE records,
                           *    SYS_SOURCE, SYS_CHANNEL, SYS_OVERHEAD); the COUNTERS record
@@ -39,7 +39,8 @@
                           *    (index flag WEFT_IX_FUNCS, funcset.h);
                           * 14: packing version 5 (pack4.h: the deltas of long-form timestamp
                           *    records but function entries and exits, and flow ids, in the
-                          *    columns; chunk flag WEFT_CHUNK_PACKED5) */
+                          *    columns; chunk flag WEFT_CHUNK_PACKED5);
+                          * 15: index flag WEFT_IX_JUMPS (a chunk with LONGJMP records) */
 #define WEFT_META_MAGIC "WEFTMETA"
 #define WEFT_EVENTS_MAGIC "WEFTEVTS"
 #define WEFT_CHUNK_MAGIC 0x4b4e4843u /* "CHNK" */

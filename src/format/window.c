@@ -80,7 +80,9 @@ struct ctx {
 	size_t nopen, capopen;
 	struct ctx_ent *ctr; /* counters: the last value per site */
 	size_t nctr, capctr;
-	unsigned cur; /* the depth by the index's count */
+	struct ctx_ent *jmps; /* setjmps: the last per jmp_buf (key), level = the depth it noted */
+	size_t njmps, capjmps;
+	unsigned cur; /* the depth by the index's count (the replay's own, replaying from the start) */
 };
 
 static uint64_t rec_ns(const struct weft_proc *p, const uint64_t *r)
@@ -204,6 +206,25 @@ static void ctx_group(struct ctx *x, const uint64_t *w, size_t start, size_t ev,
 		if (!track && x->cur)
 			x->cur--;
 		return;
+	case WEFT_R_SETJMP: /* the depth a longjmp to this jmp_buf goes back to (the walker's rule) */
+		e.key = weft_rec_addr(h);
+		e.level = x->cur;
+		words_put(&x->store, w + start, end - start);
+		for (size_t i = 0; i < x->njmps; i++)
+			if (x->jmps[i].key == e.key) {
+				x->jmps[i] = e;
+				return;
+			}
+		ent_add(&x->jmps, &x->njmps, &x->capjmps, &e);
+		return;
+	case WEFT_R_LONGJMP: /* closes every level of the thread's own track above its setjmp's */
+		for (size_t i = 0; i < x->njmps; i++)
+			if (x->jmps[i].key == weft_rec_addr(h)) {
+				ctx_cut(x, x->jmps[i].level, 0);
+				x->cur = x->jmps[i].level;
+				return;
+			}
+		return;
 	case WEFT_R_COUNTER_I64:
 	case WEFT_R_COUNTER_F64:
 		e.key = weft_rec_id(h);
@@ -223,6 +244,25 @@ static void ctx_group(struct ctx *x, const uint64_t *w, size_t start, size_t ev,
 	}
 	words_put(&x->store, w + start, end - start);
 	ent_add(&x->open, &x->nopen, &x->capopen, &e);
+}
+
+/* Whether setjmp j still holds in the head: the levels of the thread's own track up to the
+ * depth it noted are open, all opened before it (none closed and opened again since), so the
+ * walker, meeting it among them, notes the same depth. */
+static int jmp_holds(const struct ctx *x, const struct ctx_ent *j)
+{
+	if (j->level > x->cur)
+		return 0;
+	unsigned held = 0;
+	for (size_t i = 0; i < x->nopen; i++) {
+		const struct ctx_ent *e = &x->open[i];
+		if (e->track || e->level > j->level)
+			continue;
+		if (e->order > j->order)
+			return 0;
+		held++;
+	}
+	return held == j->level;
 }
 
 static int cmp_order(const void *a, const void *b)
@@ -395,9 +435,32 @@ static void window_thread(struct weft_trace *t, struct weft_proc *p, struct weft
 			chosen[nchosen++] = j;
 			T = dmin[j];
 		}
+	/* a longjmp before k: the index's depths count the exits it skipped as still open, so the
+	 * chunks to replay cannot be found from them; every chunk before k is replayed instead, and
+	 * the depths are the replay's own (format 1.15 flags such chunks; an earlier trace's are not
+	 * known and are read as without) */
+	int replay_all = 0;
+	for (size_t j = 0; j < k && !replay_all; j++)
+		replay_all = (th->chunks[j].ix.flags & WEFT_IX_JUMPS) != 0;
+	if (replay_all) {
+		nchosen = 0;
+		for (size_t j = 0; j < k; j++)
+			chosen[nchosen++] = k - 1 - j; /* (latest first, as the walk back lists them) */
+	}
 	struct ctx x = {.p = p};
 	size_t prev = (size_t)-1; /* the last chunk replayed */
-	for (size_t a = nchosen; a-- > 0;) {
+	for (size_t a = nchosen; a-- > 0 && replay_all;) {
+		size_t j = chosen[a];
+		if (decode_chunk(t, p, &th->chunks[j], s))
+			continue;
+		for (size_t i = 0; i < s->n;) {
+			uint64_t ns;
+			size_t ev, end = group_end(s->buf, s->n, i, p, &ns, &ev);
+			ctx_group(&x, s->buf, i, ev, end, (uint64_t)j << 32 | i);
+			i = end;
+		}
+	}
+	for (size_t a = nchosen; a-- > 0 && !replay_all;) {
 		size_t j = chosen[a];
 		unsigned m = d[j];
 		for (size_t i = prev + 1; i < j; i++)
@@ -415,7 +478,7 @@ static void window_thread(struct weft_trace *t, struct weft_proc *p, struct weft
 			i = end;
 		}
 	}
-	{ /* down to what is open at k's start */
+	if (!replay_all) { /* down to what is open at k's start */
 		unsigned m = d[k];
 		for (size_t i = prev + 1; i < k; i++)
 			if (dmin[i] < m)
@@ -438,7 +501,7 @@ static void window_thread(struct weft_trace *t, struct weft_proc *p, struct weft
 	}
 	/* counters: their last values before FROM, from the nearest chunks that hold some (walking
 	 * back until every counter of the process has a value from chunk j or later) */
-	for (size_t j = k, a = 0; j-- > 0 && counter_sites;) {
+	for (size_t j = k, a = 0; j-- > 0 && counter_sites && !replay_all;) {
 		while (a < nchosen && chosen[a] > j)
 			a++;
 		int replayed = a < nchosen && chosen[a] == j;
@@ -463,11 +526,14 @@ static void window_thread(struct weft_trace *t, struct weft_proc *p, struct weft
 	struct weft_chunk_view *out = xrealloc(NULL, (e > k ? e - k : 0) * sizeof(*out) + 2 * sizeof(*out));
 	size_t nout = 0;
 	size_t nctx = x.nopen + x.nctr;
-	struct ctx_ent *all = xrealloc(NULL, (nctx + 1) * sizeof(*all));
+	struct ctx_ent *all = xrealloc(NULL, (nctx + x.njmps + 1) * sizeof(*all));
 	if (x.nopen)
 		memcpy(all, x.open, x.nopen * sizeof(*all));
 	if (x.nctr)
 		memcpy(all + x.nopen, x.ctr, x.nctr * sizeof(*all));
+	for (size_t i = 0; i < x.njmps; i++) /* the setjmps whose levels are all still open */
+		if (jmp_holds(&x, &x.jmps[i]))
+			all[nctx++] = x.jmps[i];
 	qsort(all, nctx, sizeof(*all), cmp_order);
 	for (size_t i = 0; i < nctx; i++)
 		words_put(&head, x.store.w + all[i].off, all[i].n);
@@ -502,6 +568,7 @@ static void window_thread(struct weft_trace *t, struct weft_proc *p, struct weft
 	free(x.store.w);
 	free(x.open);
 	free(x.ctr);
+	free(x.jmps);
 	free(chosen);
 	free(lo);
 	free(hi);

@@ -313,6 +313,27 @@ class TimeWindow(TraceTest):
         self.assertEqual(self.open_at(trace, picks, "re"), 3 * 10)
 
     @unittest.skipIf(os.environ.get("WEFT_TEST_NO_PRELOAD"), "preloading is not testable in this build (TSan)")
+    def test_longjmp_levels_open_at_from(self):
+        # each round: outer() sets a jmp_buf, middle() and inner() are left by a longjmp (their
+        # exits never come), then after(); the index's depths count the skipped exits as open
+        # (2 more levels a round), so the chunks before FROM are replayed from the thread's
+        # start (format 1.15 flags a chunk with a longjmp): the stack at X is the full one's,
+        # with no level a longjmp closed before X still open in the window
+        trace = os.path.join(self.tmp, "lj.data")
+        run([WEFT, "record", "-o", trace, "--no-convert", "--", os.path.join(os.path.dirname(WEFT), "ft_longjmp_O2"),
+             "20000"], env={"WEFT_OPTIONS": "chunk_size=4K:overflow=block"})
+
+        def picks(rows):
+            names = {"after": [], "inner": []}
+            for r in rows:
+                if r[0] in names:
+                    names[r[0]].append(r[1])
+            self.assertEqual([len(v) for v in names.values()], [20000, 20000])
+            a, i = sorted(names["after"]), sorted(names["inner"])
+            return [a[5000] + 1, i[10000] + 1, a[15000] + 1]  # in after(), in inner(), in after()
+        self.assertEqual(self.open_at(trace, picks, "lj"), 4 + 5 + 4)
+
+    @unittest.skipIf(os.environ.get("WEFT_TEST_NO_PRELOAD"), "preloading is not testable in this build (TSan)")
     def test_lua_levels_open_at_from(self):
         # the same in Lua 5.4 built with -finstrument-functions (bench/e2e/build.sh): table.sort
         # with a Lua comparator, string.gsub with a Lua function, recursion; no pcall or error
