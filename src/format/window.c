@@ -381,6 +381,20 @@ static void chunk_span(const struct weft_proc *p, const struct weft_chunk_view *
 	}
 }
 
+/* Every record group of chunk j (c) replayed into the context. */
+static void replay_chunk(struct weft_trace *t, const struct weft_proc *p, const struct weft_chunk_view *c, size_t j,
+			 struct scratch *s, struct ctx *x)
+{
+	if (decode_chunk(t, p, c, s))
+		return;
+	for (size_t i = 0; i < s->n;) {
+		uint64_t ns;
+		size_t ev, end = group_end(s->buf, s->n, i, p, &ns, &ev);
+		ctx_group(x, s->buf, i, ev, end, (uint64_t)j << 32 | i);
+		i = end;
+	}
+}
+
 static void window_thread(struct weft_trace *t, struct weft_proc *p, struct weft_thread_data *th,
 			  struct scratch *s, unsigned counter_sites)
 {
@@ -449,17 +463,8 @@ static void window_thread(struct weft_trace *t, struct weft_proc *p, struct weft
 	}
 	struct ctx x = {.p = p};
 	size_t prev = (size_t)-1; /* the last chunk replayed */
-	for (size_t a = nchosen; a-- > 0 && replay_all;) {
-		size_t j = chosen[a];
-		if (decode_chunk(t, p, &th->chunks[j], s))
-			continue;
-		for (size_t i = 0; i < s->n;) {
-			uint64_t ns;
-			size_t ev, end = group_end(s->buf, s->n, i, p, &ns, &ev);
-			ctx_group(&x, s->buf, i, ev, end, (uint64_t)j << 32 | i);
-			i = end;
-		}
-	}
+	for (size_t a = nchosen; a-- > 0 && replay_all;)
+		replay_chunk(t, p, &th->chunks[chosen[a]], chosen[a], s, &x);
 	for (size_t a = nchosen; a-- > 0 && !replay_all;) {
 		size_t j = chosen[a];
 		unsigned m = d[j];
@@ -469,14 +474,7 @@ static void window_thread(struct weft_trace *t, struct weft_proc *p, struct weft
 		ctx_cut(&x, m, j != prev + 1);
 		x.cur = d[j];
 		prev = j;
-		if (decode_chunk(t, p, &th->chunks[j], s))
-			continue;
-		for (size_t i = 0; i < s->n;) {
-			uint64_t ns;
-			size_t ev, end = group_end(s->buf, s->n, i, p, &ns, &ev);
-			ctx_group(&x, s->buf, i, ev, end, (uint64_t)j << 32 | i);
-			i = end;
-		}
+		replay_chunk(t, p, &th->chunks[j], j, s, &x);
 	}
 	if (!replay_all) { /* down to what is open at k's start */
 		unsigned m = d[k];
