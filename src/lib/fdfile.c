@@ -26,6 +26,15 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
+/* The descriptor table's size (RLIMIT_NOFILE; 1024 where it is unlimited or unknown). */
+static long fd_limit(void)
+{
+	struct rlimit rl;
+	if (!getrlimit(RLIMIT_NOFILE, &rl) && rl.rlim_cur != RLIM_INFINITY && rl.rlim_cur < (1u << 20))
+		return (long)rl.rlim_cur;
+	return 1024;
+}
+
 /* fd moved to a high number (close-on-exec), from `from` up (0: the top of the descriptor
  * table's range); the original is closed. Returns the new fd, or fd itself when no high slot is
  * free. Each file keeps the number it got first (its slot) and a reopen asks for that one: a
@@ -35,11 +44,11 @@
  * ft_exits closeloop under load). The program's own files take the lowest free numbers. */
 static int move_high(int fd, int from)
 {
-	struct rlimit rl;
-	long lim = 1024;
-	if (!getrlimit(RLIMIT_NOFILE, &rl) && rl.rlim_cur != RLIM_INFINITY && rl.rlim_cur < (1u << 20))
-		lim = (long)rl.rlim_cur;
-	long min = from > 0 ? from : lim > 256 ? lim - 128 : lim / 2;
+	long min = from;
+	if (min <= 0) { /* the files' slots: the top 128 */
+		long lim = fd_limit();
+		min = lim > 256 ? lim - 128 : lim / 2;
+	}
 	if (min <= fd)
 		return fd;
 	int hi = fcntl(fd, F_DUPFD_CLOEXEC, (int)min);
@@ -51,12 +60,9 @@ static int move_high(int fd, int from)
 
 int weft_fd_high(int fd)
 {
-	struct rlimit rl;
-	long lim = 1024;
 	if (fd < 0)
 		return fd;
-	if (!getrlimit(RLIMIT_NOFILE, &rl) && rl.rlim_cur != RLIM_INFINITY && rl.rlim_cur < (1u << 20))
-		lim = (long)rl.rlim_cur;
+	long lim = fd_limit();
 	/* below the files' slots (the top 128), which a reopen asks for again by number */
 	return move_high(fd, lim > 512 ? (int)(lim - 384) : (int)(lim / 4));
 }
