@@ -178,6 +178,10 @@ void weft_pfe_big_alloc(struct seq_enc *e, const struct weft_ev *ev);
 /* A TrackDescriptor packet on sequence seq (no_merge: a lane kept apart from its siblings). */
 void weft_pfe_describe(struct pb *b, uint32_t seq, uint64_t uuid, uint64_t parent, const char *name,
 		       int no_merge);
+/* A counter track's TrackDescriptor packet on sequence seq, with its unit (ns, count, bytes,
+ * another name, or NULL: none). */
+void weft_pfe_describe_counter(struct pb *b, uint32_t seq, uint64_t uuid, uint64_t parent, const char *name,
+			       const char *unit);
 /* counters=: the thread's counter tracks, under its own. */
 void weft_pfe_describe_slice_counters(struct seq_enc *e);
 

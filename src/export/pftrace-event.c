@@ -45,7 +45,8 @@ void weft_pfe_describe(struct pb *b, uint32_t seq, uint64_t uuid, uint64_t paren
 	pb_end(b, pk);
 }
 
-static void describe_counter(struct pb *b, uint32_t seq, uint64_t uuid, uint64_t parent, const char *name)
+void weft_pfe_describe_counter(struct pb *b, uint32_t seq, uint64_t uuid, uint64_t parent, const char *name,
+			       const char *unit)
 {
 	size_t pk = pb_begin(b, TRACE_PACKET);
 	pb_varint(b, TP_SEQ_ID, seq);
@@ -54,6 +55,15 @@ static void describe_counter(struct pb *b, uint32_t seq, uint64_t uuid, uint64_t
 	pb_varint(b, TD_PARENT, parent);
 	pb_string(b, TD_NAME, name);
 	size_t cd = pb_begin(b, TD_COUNTER);
+	const char *u = unit ? unit : "";
+	if (!strcmp(u, "ns"))
+		pb_varint(b, CD_UNIT, 1);
+	else if (!strcmp(u, "count"))
+		pb_varint(b, CD_UNIT, 2);
+	else if (!strcmp(u, "bytes"))
+		pb_varint(b, CD_UNIT, 3);
+	else if (*u)
+		pb_string(b, CD_UNIT_NAME, u);
 	pb_end(b, cd);
 	pb_end(b, td);
 	pb_end(b, pk);
@@ -79,7 +89,8 @@ uint64_t weft_pfe_track_for(struct seq_enc *e, const struct weft_ev *ev)
 		 * is described here, before its first value, as site#N */
 		int known = ev->id < p->nsites && p->sites[ev->id].defined && p->sites[ev->id].kind == WEFT_KIND_COUNTER;
 		if (!known && !seen(e, u))
-			describe_counter(&e->out, e->seq, u, proc_uuid(p->pid), name_or(p, ev->id, buf, sizeof(buf)));
+			weft_pfe_describe_counter(&e->out, e->seq, u, proc_uuid(p->pid), name_or(p, ev->id, buf, sizeof(buf)),
+						  NULL);
 		return u;
 	}
 	case WEFT_EV_ASYNC_BEGIN: case WEFT_EV_ASYNC_END: case WEFT_EV_ASYNC_INSTANT: {

@@ -537,25 +537,8 @@ static void header(const struct weft_trace *t, const struct proc_images *im, con
 			const struct weft_site_def *s = &p->sites[id];
 			if (!s->defined || s->kind != WEFT_KIND_COUNTER)
 				continue;
-			pk = pb_begin(b, TRACE_PACKET);
-			pb_varint(b, TP_SEQ_ID, 1);
-			size_t td = pb_begin(b, TP_TRACK_DESCRIPTOR);
-			pb_varint(b, TD_UUID, counter_uuid(p->pid, (uint32_t)id));
-			pb_varint(b, TD_PARENT, proc_uuid(p->pid));
-			pb_string(b, TD_NAME, s->name);
-			size_t cd = pb_begin(b, TD_COUNTER);
-			const char *u = s->unit ? s->unit : "";
-			if (!strcmp(u, "ns"))
-				pb_varint(b, CD_UNIT, 1);
-			else if (!strcmp(u, "count"))
-				pb_varint(b, CD_UNIT, 2);
-			else if (!strcmp(u, "bytes"))
-				pb_varint(b, CD_UNIT, 3);
-			else if (*u)
-				pb_string(b, CD_UNIT_NAME, u);
-			pb_end(b, cd);
-			pb_end(b, td);
-			pb_end(b, pk);
+			weft_pfe_describe_counter(b, 1, counter_uuid(p->pid, (uint32_t)id), proc_uuid(p->pid), s->name,
+						  s->unit);
 		}
 		const struct weft_mem_proc *mp = weft_mem_for(mem, p);
 		if (mp)
