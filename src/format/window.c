@@ -439,16 +439,6 @@ static void window_thread(struct weft_trace *t, struct weft_proc *p, struct weft
 	size_t e = n; /* one past the last chunk that starts by TO */
 	while (e > k && lo[e - 1] > to)
 		e--;
-	/* the chunks holding the begins of the slices open at k's start */
-	size_t *chosen = xrealloc(NULL, (k + 1) * sizeof(*chosen)); /* at most one per chunk (a damaged
-									* index may claim any depth) */
-	size_t nchosen = 0;
-	unsigned T = d[k];
-	for (size_t j = k; j-- > 0 && T > 0;)
-		if (dmin[j] < T) {
-			chosen[nchosen++] = j;
-			T = dmin[j];
-		}
 	/* a longjmp before k: the index's depths count the exits it skipped as still open, so the
 	 * chunks to replay cannot be found from them; every chunk before k is replayed instead, and
 	 * the depths are the replay's own (format 1.15 flags such chunks; an earlier trace's are not
@@ -456,16 +446,21 @@ static void window_thread(struct weft_trace *t, struct weft_proc *p, struct weft
 	int replay_all = 0;
 	for (size_t j = 0; j < k && !replay_all; j++)
 		replay_all = (th->chunks[j].ix.flags & WEFT_IX_JUMPS) != 0;
-	if (replay_all) {
-		nchosen = 0;
-		for (size_t j = 0; j < k; j++)
-			chosen[nchosen++] = k - 1 - j; /* (latest first, as the walk back lists them) */
-	}
+	/* else the chunks holding the begins of the slices open at k's start */
+	size_t *chosen = xrealloc(NULL, (k + 1) * sizeof(*chosen)); /* at most one per chunk (a damaged
+									* index may claim any depth) */
+	size_t nchosen = 0;
+	unsigned T = replay_all ? 0 : d[k];
+	for (size_t j = k; j-- > 0 && T > 0;)
+		if (dmin[j] < T) {
+			chosen[nchosen++] = j;
+			T = dmin[j];
+		}
 	struct ctx x = {.p = p};
+	for (size_t j = 0; replay_all && j < k; j++)
+		replay_chunk(t, p, &th->chunks[j], j, s, &x);
 	size_t prev = (size_t)-1; /* the last chunk replayed */
-	for (size_t a = nchosen; a-- > 0 && replay_all;)
-		replay_chunk(t, p, &th->chunks[chosen[a]], chosen[a], s, &x);
-	for (size_t a = nchosen; a-- > 0 && !replay_all;) {
+	for (size_t a = nchosen; a-- > 0;) {
 		size_t j = chosen[a];
 		unsigned m = d[j];
 		for (size_t i = prev + 1; i < j; i++)
