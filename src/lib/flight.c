@@ -138,14 +138,23 @@ static void remove_level(struct stack *s, size_t i)
 	s->nlvl--;
 }
 
-void fl_stack_pop(struct stack *s, unsigned track)
+/* A slice's close, matched as the converter's walker matches it (model.c on_end): the
+ * innermost open level on its stack (track; functions are on the thread's own, 0) with its id
+ * (a function's address's low 32 bits, a slice's site), the levels on that stack above it closed
+ * with it (their ends never came: an exception, events dropped); 0, nothing done, when no such
+ * level is open (its begin was dropped). */
+int fl_stack_pop(struct stack *s, unsigned track, uint32_t id)
 {
 	for (size_t i = s->nlvl; i-- > 0;) {
-		if (s->track[i] == track) {
+		if (s->track[i] == track && (uint32_t)s->w[s->lvl[i] + 1] == id) {
+			for (size_t k = s->nlvl; --k > i;)
+				if (s->track[k] == track)
+					remove_level(s, k);
 			remove_level(s, i);
-			return;
+			return 1;
 		}
 	}
+	return 0;
 }
 
 /* setjmp and longjmp (the preload runtime records both, docs/format.md): a SETJMP record is
@@ -153,7 +162,7 @@ void fl_stack_pop(struct stack *s, unsigned track)
  * that level closes, as the jmp_buf's frame does - and a context chunk re-emits it there, so
  * a converter (model.c) learns the depth to unwind to. One per jmp_buf address in a level:
  * a later setjmp on the same buffer replaces the earlier (Lua: one per pcall). */
-static int is_fn_track(unsigned tr) { return tr == 0 || tr == 0xffff; } /* the stack a longjmp unwinds */
+static int is_fn_track(unsigned tr) { return tr == 0; } /* the stack a longjmp unwinds (functions, track 0) */
 
 int fl_stack_setjmp(struct stack *s, const uint64_t *rec)
 {
@@ -226,7 +235,7 @@ void fl_stack_apply(struct stack *s, const uint64_t *w, size_t n, int *attach)
 			*attach = 0;
 			if (stack_room(s, len, 1)) {
 				s->lvl[s->nlvl] = (uint32_t)s->n;
-				s->track[s->nlvl] = (uint16_t)(type == WEFT_R_FUNC_ENTER ? 0xffff : weft_rec_track(w[i + 1]));
+				s->track[s->nlvl] = (uint16_t)fl_rec_stack(type, w[i + 1]);
 				s->nlvl++;
 				memcpy(s->w + s->n, w + i, len * 8);
 				s->n += len;
@@ -235,7 +244,7 @@ void fl_stack_apply(struct stack *s, const uint64_t *w, size_t n, int *attach)
 				s->truncated++;
 			}
 		} else if (is_close(type)) {
-			fl_stack_pop(s, type == WEFT_R_FUNC_EXIT ? 0xffff : weft_rec_track(w[i + 1]));
+			fl_stack_pop(s, fl_rec_stack(type, w[i + 1]), weft_rec_id(w[i + 1]));
 			*attach = 0;
 		} else if (type == WEFT_R_SETJMP) {
 			fl_stack_setjmp(s, w + i);
@@ -297,7 +306,8 @@ void fl_counter_keep(uint64_t **ctr, size_t *n, size_t *cap, const uint64_t *r, 
 
 /* ---- the summary of a chunk ---- */
 /* Words: nops (words), nopen (words), nctr (records), then the ops - what the chunk does to
- * the slices open before it, in order, two words each: (SUM_POP, track) an END closing one,
+ * the slices open before it, in order, two words each: (SUM_POP, track << 32 | id) an END or
+ * function exit closing one (fl_stack_pop),
  * (SUM_LONGJMP, jmp_buf) a longjmp to a setjmp made before it -, the records it leaves open
  * (BEGIN or function entry with their attachments, and the SETJMP records made inside them,
  * as a stack applies them), and nctr counter records of 3 words. NULL when the chunk changes
@@ -339,6 +349,26 @@ static void sum_jmp(struct sum_scratch *x, size_t *nw, size_t *nl, size_t *nops,
 	*nl = st.nlvl;
 }
 
+/* A close the fast path did not take: matched in the chunk's own levels (those above it on its
+ * stack close with it), or an op on the levels open before the chunk - where the walker finds
+ * it there, it closes the chunk's levels on that stack too (an exception thrown through them),
+ * so they go here. */
+static void sum_close(struct sum_scratch *x, size_t *nw, size_t *nl, size_t *nops, unsigned tr, uint32_t id)
+{
+	struct stack st = {x->w, *nw, x->cap, x->lvl, x->trk, *nl, SUM_LEVELS, 1, 0};
+	if (!fl_stack_pop(&st, tr, id)) {
+		for (size_t i = st.nlvl; i-- > 0;)
+			if (st.track[i] == tr)
+				remove_level(&st, i);
+		if (*nops + 2 <= SUM_OPS) {
+			x->ops[(*nops)++] = SUM_POP;
+			x->ops[(*nops)++] = (uint64_t)tr << 32 | id;
+		}
+	}
+	*nw = st.n;
+	*nl = st.nlvl;
+}
+
 static uint64_t *summarize(struct sum_scratch **scr, const uint64_t *w, size_t n, size_t *nsum, uint64_t *first,
 			   uint64_t *last)
 {
@@ -368,16 +398,17 @@ static uint64_t *summarize(struct sum_scratch **scr, const uint64_t *w, size_t n
 			uint64_t h = w[i + 1], t = w[i];
 			unsigned te = (unsigned)(h >> 32) & 0xffff; /* type, extra words */
 			int fn = te == WEFT_R_FUNC_ENTER || te == WEFT_R_FUNC_EXIT;
-			unsigned tr = fn ? 0xffff : (unsigned)(h >> 48); /* (a function's: its address's bits) */
+			unsigned tr = fn ? 0 : (unsigned)(h >> 48); /* (a function's: its address's bits) */
 			size_t len = 2;
-			if ((te == WEFT_R_FUNC_ENTER || (te == WEFT_R_BEGIN && !tr)) && nl < SUM_LEVELS && nw + 2 <= x->cap) {
+			if ((te == WEFT_R_FUNC_ENTER || te == WEFT_R_BEGIN) && !tr && nl < SUM_LEVELS && nw + 2 <= x->cap) {
 				x->lvl[nl] = (uint32_t)nw;
 				x->trk[nl++] = (uint16_t)tr;
 				xw[nw] = t;
 				xw[nw + 1] = h;
 				nw += 2;
 				attach = 1;
-			} else if ((te == WEFT_R_FUNC_EXIT || (te == WEFT_R_END && !tr)) && nl && x->trk[nl - 1] == tr) {
+			} else if ((te == WEFT_R_FUNC_EXIT || te == WEFT_R_END) && !tr && nl && !x->trk[nl - 1] &&
+				   (uint32_t)xw[x->lvl[nl - 1] + 1] == (uint32_t)h) { /* the innermost's close */
 				nw = x->lvl[--nl];
 				attach = 0;
 			} else if (te == (WEFT_R_LEAF | 1u << 8) && !tr && i + 3 <= n) {
@@ -423,36 +454,15 @@ static uint64_t *summarize(struct sum_scratch **scr, const uint64_t *w, size_t n
 			attach = 0;
 			if (nl < SUM_LEVELS && nw + len <= x->cap) {
 				x->lvl[nl] = (uint32_t)nw;
-				x->trk[nl++] = (uint16_t)(type == WEFT_R_FUNC_ENTER ? 0xffff : weft_rec_track(h));
+				x->trk[nl++] = (uint16_t)fl_rec_stack(type, h);
 				for (size_t k = 0; k < len; k++) /* mostly 2 words: no call */
 					x->w[nw + k] = w[i + k];
 				nw += len;
 				attach = 1;
 			}
 		} else if (type == WEFT_R_END || type == WEFT_R_FUNC_EXIT) {
-			unsigned tr = type == WEFT_R_FUNC_EXIT ? 0xffff : weft_rec_track(h);
 			attach = 0;
-			if (nl && x->trk[nl - 1] == tr) {
-				nw = x->lvl[--nl];
-			} else {
-				size_t k = nl;
-				while (k > 0 && x->trk[k - 1] != tr)
-					k--;
-				if (k) { /* an inner slice on another track stays open */
-					k--;
-					size_t from = x->lvl[k], to = k + 1 < nl ? x->lvl[k + 1] : nw;
-					memmove(x->w + from, x->w + to, (nw - to) * 8);
-					nw -= to - from;
-					for (size_t q = k + 1; q < nl; q++) {
-						x->lvl[q - 1] = x->lvl[q] - (uint32_t)(to - from);
-						x->trk[q - 1] = x->trk[q];
-					}
-					nl--;
-				} else if (nops + 2 <= SUM_OPS) {
-					x->ops[nops++] = SUM_POP;
-					x->ops[nops++] = tr;
-				}
-			}
+			sum_close(x, &nw, &nl, &nops, fl_rec_stack(type, h), weft_rec_id(h));
 		} else if (type == WEFT_R_SETJMP || type == WEFT_R_LONGJMP) {
 			attach = 0;
 			if (nw + 2 <= x->cap)
@@ -492,13 +502,21 @@ static uint64_t *summarize(struct sum_scratch **scr, const uint64_t *w, size_t n
 	return out;
 }
 
+/* A chunk's records' summary (malloc'd; NULL when it changes nothing), made with the calling
+ * thread's scratch: what the writers do, for the unit tests (tests/unit/test_flight.c). */
+uint64_t *fl_chunk_summary(const uint64_t *w, size_t n, size_t *nsum)
+{
+	uint64_t first, last;
+	return summarize(&scratch, w, n, nsum, &first, &last);
+}
+
 /* A summary's effect on a stack (a thread's, or a snapshot's scratch copy) and its counters. */
 void fl_sum_apply_to(struct stack *s, const uint64_t *sum, uint64_t **ctr, size_t *nctr, size_t *capctr, int fixed)
 {
 	size_t nops = sum[0], nopen = sum[1], nc = sum[2];
 	for (size_t k = 0; k + 1 < nops; k += 2) {
 		if (sum[3 + k] == SUM_POP)
-			fl_stack_pop(s, (unsigned)sum[4 + k]);
+			fl_stack_pop(s, (unsigned)(sum[4 + k] >> 32), (uint32_t)sum[4 + k]);
 		else
 			fl_stack_longjmp(s, sum[4 + k]);
 	}
