@@ -16,7 +16,7 @@
 #include "weft_fastpath.h" /* record types and site kinds */
 
 #define WEFT_FMT_MAJOR 1
-#define WEFT_FMT_MINOR 15 /* 1: packing version 2; 2: thread serials (chunk seq, THREAD records);
+#define WEFT_FMT_MINOR 16 /* 1: packing version 2; 2: thread serials (chunk seq, THREAD records);
                           * 3: memory records (ALLOC..STACK), RUSAGE; 4: SOURCE records, END flags;
                           * 5: SCHED records and metadata; the system sampler (SAMPLE records,
                           *    SYS_SOURCE, SYS_CHANNEL, SYS_OVERHEAD); the COUNTERS record
@@ -40,7 +40,9 @@
                           * 14: packing version 5 (pack4.h: the deltas of long-form timestamp
                           *    records but function entries and exits, and flow ids, in the
                           *    columns; chunk flag WEFT_CHUNK_PACKED5);
-                          * 15: index flag WEFT_IX_JUMPS (a chunk with LONGJMP records) */
+                          * 15: index flag WEFT_IX_JUMPS (a chunk with LONGJMP records);
+                          * 16: a DROPPED record is at the drop's start, and the begins and ends
+                          *    that still matter after it follow it (src/lib/dropkeep.h) */
 #define WEFT_META_MAGIC "WEFTMETA"
 #define WEFT_EVENTS_MAGIC "WEFTEVTS"
 #define WEFT_CHUNK_MAGIC 0x4b4e4843u /* "CHNK" */

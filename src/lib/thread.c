@@ -7,13 +7,16 @@
  * demand; when none is free the event is dropped and counted (overflow=drop), or the thread
  * waits for a writer to release one (overflow=block). The first chunk a thread gets after
  * dropping begins with a DROPPED record carrying the count, so a converter shows where and how
- * many events were lost; the per-thread total also goes into the THREAD_END metadata.
+ * many events were lost, then the begins and ends of slices the drop left open or closed
+ * (dropkeep.h: the nesting after a drop stays the program's); the per-thread total also goes
+ * into the THREAD_END metadata.
  *
  * Locks: pool_lock guards the free list, the writer queue and the allocation count; each
  * thread's `lock` orders its own hand-offs against weft_stop's flush of every thread;
  * threads_lock guards the list of threads. None is taken on the hot path.
  */
 #include "internal.h"
+#include "dropkeep.h"
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -36,6 +39,7 @@ struct weft_thread {
 	uint32_t serial;          /* this thread's number in the process (tids are reused) */
 	uint64_t dropped;         /* total dropped, written by owner under lock */
 	uint64_t drops_pending;   /* dropped since the last DROPPED record */
+	struct weft_dropkeep keep; /* the begins and ends of those, kept (owner, under lock) */
 	_Atomic uint64_t unwritten; /* events of its chunks a writer could not write (disk full) */
 	int alive;
 	/* At stop, another thread's chunk is handed off up to stop_pos while its owner may still
@@ -319,11 +323,13 @@ static void handoff(struct weft_thread *t, char *end, int recycle)
 }
 
 static void count_late(struct weft_thread *t, char *pos);
+static void bucket_take(struct weft_thread *t);
 
 static void thread_exit(void *arg)
 {
 	struct weft_thread *t = arg;
 	weft_lock(&t->lock, WEFT_HOLD_SELF);
+	bucket_take(t); /* (its drops counted) */
 	count_late(t, t->tls->pos);
 	t->stop_chunk = NULL;
 	if (t->chunk)
@@ -462,6 +468,35 @@ void weft_chunk_unwritten(struct weft_chunk *c, uint32_t events)
 		atomic_fetch_add(&c->owner->unwritten, events);
 }
 
+/* The events dropped into the bucket since its owner's last slow path (drop mode): each begin
+ * or end is looked at (dropkeep.h). The first was counted as dropped when the bucket was handed
+ * out; any after it (a record committed shorter than it reserved leaves room for another one,
+ * written without a slow path) are counted now. The owner, under its lock. */
+static void bucket_take(struct weft_thread *t)
+{
+	if (!t->keep.in_bucket)
+		return;
+	t->keep.in_bucket = 0;
+	const uint64_t *w = t->keep.bucket;
+	char *e = t->tls->pos;
+	if (e < (char *)w || e > (char *)w + sizeof(t->keep.bucket))
+		return;
+	size_t n = (size_t)(e - (char *)w) / 8, i = 0, recs = 0;
+	while (i + 2 <= n) {
+		size_t len = 2 + weft_rec_extra(w[i + 1]);
+		if (i + len > n)
+			break;
+		weft_dropkeep_note(&t->keep, w + i, len);
+		recs++;
+		i += len;
+	}
+	if (recs > 1) {
+		t->dropped += recs - 1;
+		t->drops_pending += recs - 1;
+		atomic_fetch_add_explicit(&weft_g.dropped, recs - 1, memory_order_relaxed);
+	}
+}
+
 void *weft__reserve_slow(size_t bytes)
 {
 	int saved = errno;
@@ -495,6 +530,7 @@ void *weft__reserve_slow(size_t bytes)
 		goto out;
 	}
 	weft_lock(&t->lock, WEFT_HOLD_SELF);
+	bucket_take(t);
 	if (atomic_load(&weft_g.run) != WEFT_RUN_ON) {
 		count_lost();
 		count_late(t, t->tls->pos);
@@ -512,10 +548,19 @@ void *weft__reserve_slow(size_t bytes)
 		handoff(t, t->tls->pos, 1);
 	struct weft_chunk *c = bytes + 24 <= chunk_bytes ? pool_get() : NULL;
 	if (!c) {
+		if (!t->drops_pending++)
+			t->keep.since = weft__ticks();
 		t->dropped++;
-		t->drops_pending++;
 		atomic_fetch_add_explicit(&weft_g.dropped, 1, memory_order_relaxed);
 		t->tls->pos = t->tls->end = NULL;
+		if (bytes <= sizeof(t->keep.bucket)) {
+			/* written into the bucket, looked at on the next slow path (the window ends
+			 * where it does: the next event comes here; nothing can take it back) */
+			p = (char *)t->keep.bucket;
+			t->keep.in_bucket = 1;
+			t->tls->start = t->tls->end = p + bytes;
+			t->tls->pos = p;
+		}
 		goto unlock;
 	}
 	c->owner = t;
@@ -523,13 +568,14 @@ void *weft__reserve_slow(size_t bytes)
 	c->seq = t->seq++;
 	t->chunk = c;
 	p = c->data;
-	if (t->drops_pending) {
-		uint64_t *w = (uint64_t *)p;
-		w[0] = weft__ticks();
-		w[1] = weft__hdr(0, WEFT_R_DROPPED, 1, 0);
-		w[2] = t->drops_pending;
+	if (t->drops_pending) { /* (a chunk has room for the kept records: 4 KiB at least) */
+		uint64_t kept = weft_dropkeep_events(&t->keep);
+		if (kept > t->drops_pending)
+			kept = t->drops_pending;
+		t->dropped -= kept;
+		atomic_fetch_sub_explicit(&weft_g.dropped, kept, memory_order_relaxed);
+		p += 8 * weft_dropkeep_write(&t->keep, (uint64_t *)p, t->drops_pending - kept);
 		t->drops_pending = 0;
-		p += 24;
 	}
 	t->tls->end = c->data + chunk_bytes;
 	t->tls->start = p;
@@ -555,6 +601,7 @@ void weft_flush(void)
 	if (!t)
 		return;
 	weft_lock(&t->lock, WEFT_HOLD_SELF);
+	bucket_take(t);
 	if (t->chunk)
 		handoff(t, t->tls->pos, 1);
 	t->tls->pos = t->tls->end = NULL;
@@ -678,6 +725,8 @@ void weft_threads_atfork_child(void)
 	atomic_store(&next_serial, 1);
 	t->seq = 0;
 	t->dropped = t->drops_pending = 0;
+	t->keep.in_bucket = 0;
+	t->keep.nkeep = 0;
 	t->next = NULL;
 	threads = t;
 	if (t->chunk) {

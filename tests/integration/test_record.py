@@ -308,6 +308,35 @@ class Record(TraceTest):
         self.assertRegex(p.stderr, r"weft: record: 3060004 events, 0 dropped, ")
         self.assertNotIn("drops:", run([WEFT, "info", data]).stdout)
 
+    def test_nesting_kept_across_drops(self):
+        """Three threads calling work() -> leaf() 200,000 times through 8 KiB of buffers: most
+        events are dropped, but the begins and ends a drop leaves open or closes are kept
+        (written after its DROPPED record), so every leaf is under work, every work directly
+        under its thread's worker, and each worker whole. (Before: a lost exit left a work open
+        around thousands of others, a lost entry's exit closed the wrong level: 800,000 works
+        nested in work, two of the three workers gone.)"""
+        for o in OPTS:
+            with self.subTest(opt=o):
+                data = os.path.join(self.tmp, f"drops_{o}.data")
+                p = run([WEFT, "record", "-o", data, "--options", "buffer_size=8K:chunk_size=4K", "--",
+                         os.path.join(BUILD, f"ft_threads_{o}"), "200000"], cwd=BUILD)
+                dropped = int(re.search(r"(\d+) dropped", p.stderr).group(1))
+                if not dropped:
+                    self.skipTest("the writer kept up through 8 KiB of buffers: nothing dropped")
+                pf = self.check_trace(data)
+                (row,), = self.tp(
+                    pf,
+                    "select (select count(*) from slice s join slice p on s.parent_id = p.id "
+                    "        where s.name = 'leaf' and p.name != 'work') as leaf_elsewhere, "
+                    "(select count(*) from slice s left join slice p on s.parent_id = p.id "
+                    "        where s.name = 'work' and (p.name is null or p.name != 'worker')) as work_elsewhere, "
+                    "(select count(*) from slice where name = 'work' and depth != 1) as work_deep, "
+                    "(select count(*) from slice where name = 'worker' and depth = 0 and dur > 0) as workers, "
+                    "(select count(*) from slice where name = 'work') as works")
+                self.assertEqual((row["leaf_elsewhere"], row["work_elsewhere"], row["work_deep"], row["workers"]),
+                                 (0, 0, 0, 3), row)
+                self.assertGreater(row["works"], 100)
+
     def test_filters(self):
         data = self.rec("ft_recurse_O2", flags=("-D", "3"))
         c = self.counts(data)
