@@ -12,6 +12,7 @@
 
 struct weft_export_summary {
 	uint64_t events, dropped, unmatched_end, unterminated, unwound, bytes;
+	uint64_t deep;        /* tracks nesting more than WEFT_UI_LEVELS slices (model.h) */
 	uint64_t bad_chunks;  /* chunks that did not decode, left out (warn: see bad_why) */
 	const char *bad_why;  /* the first one's reason */
 	uint64_t oom;         /* chunks or events left out for want of memory (then the export fails) */

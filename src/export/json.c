@@ -527,6 +527,7 @@ int weft_export_json(const struct weft_trace *t, FILE *out, int style, int jobs,
 		struct jthread *j = &js[i];
 		sum->unmatched_end += j->st.unmatched_end;
 		sum->unterminated += j->st.unterminated;
+		sum->deep += j->st.deep;
 		sum->unwound += j->st.unwound;
 		sum->oom += j->st.oom;
 		events += j->st.events;

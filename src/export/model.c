@@ -53,7 +53,9 @@ static struct weft_walk_stack *room_on(struct weft_walker *w, unsigned track)
 {
 	struct weft_walk_stack *s = stack_for(w, track);
 	if (s && s->n == s->cap) {
-		size_t cap = s->cap ? s->cap * 2 : 64;
+		size_t cap = s->cap ? s->cap * 2 : 64; /* (64 << k: passes WEFT_UI_LEVELS from it) */
+		if (s->cap == WEFT_UI_LEVELS) /* level 513 opens: counted once a stack, off the hot path */
+			w->st->deep++;
 		uint32_t *ids = realloc(s->ids, cap * sizeof(*ids));
 		if (ids)
 			s->ids = ids;
@@ -73,6 +75,7 @@ void weft_export_summary_add(struct weft_export_summary *sum, const struct weft_
 	sum->events += st->events;
 	sum->unmatched_end += st->unmatched_end;
 	sum->unterminated += st->unterminated;
+	sum->deep += st->deep;
 	sum->unwound += st->unwound;
 	sum->bad_chunks += st->bad_chunks;
 	if (!sum->bad_why)

@@ -82,7 +82,12 @@ struct weft_walk_stats {
 	uint64_t bad_chunks;  /* chunks whose stored bytes did not decode: left out */
 	const char *bad_why;  /* the first one's reason (a static string) */
 	uint64_t oom;         /* chunks or events left out for want of memory: the result is incomplete */
+	uint64_t deep;        /* stacks (a thread's own track, a named track) that went past
+			       * WEFT_UI_LEVELS open slices */
 };
+/* The most levels trace_processor (the Perfetto UI) nests on one track: the slices deeper are
+ * left unfinished, at depth 0. */
+#define WEFT_UI_LEVELS 512
 /* Counts a chunk that weft_chunk_decode refused (its return code and reason). */
 void weft_walk_stats_refused(struct weft_walk_stats *st, int rc, const char *why);
 

@@ -5,6 +5,7 @@
  */
 #include "tool/cmd.h"
 #include "format/reader.h"
+#include "export/model.h" /* WEFT_UI_LEVELS */
 #include <errno.h>
 #include <limits.h>
 #include <signal.h>
@@ -74,6 +75,15 @@ unsigned long long weft_cli_ui_events(void)
 		return WEFT_UI_EVENTS;
 	unsigned long long n = strtoull(e, &end, 10);
 	return *end ? WEFT_UI_EVENTS : n;
+}
+
+void weft_cli_warn_deep(const char *cmd, unsigned long long tracks)
+{
+	if (tracks)
+		weft_cli_error(cmd, "warning: slices nested more than %d deep on %llu track%s: the Perfetto UI "
+			       "nests %d levels and leaves the deeper slices unfinished, at depth 0; weft report "
+			       "and weft export --sqlite have every level", WEFT_UI_LEVELS, tracks,
+			       tracks == 1 ? "" : "s", WEFT_UI_LEVELS);
 }
 
 void weft_cli_warn_undecoded(const char *cmd, unsigned long long n, const char *why, const char *of)

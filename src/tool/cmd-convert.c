@@ -370,6 +370,8 @@ int cmd_convert(int argc, char **argv)
 			fprintf(stderr, "; window %s", window);
 		fprintf(stderr, "\n");
 	}
+	if (!quiet && strcmp(fmt, "json"))
+		weft_cli_warn_deep("convert", s.deep);
 	unsigned long long ui = weft_cli_ui_events();
 	if (!quiet && strcmp(fmt, "json") && ui && s.events > ui)
 		weft_cli_error("convert", "warning: %llu events: more than the Perfetto UI in a browser loads "

@@ -439,6 +439,8 @@ int cmd_record(int argc, char **argv)
 		}
 		if (s.bad_chunks)
 			weft_cli_warn_undecoded("record", s.bad_chunks, s.bad_why, out);
+		if (!quiet)
+			weft_cli_warn_deep("record", s.deep);
 		size_t funcs = 0; /* the conversion named every function address it met */
 		uint64_t disabled = 0; /* emitted while recording was disabled (--delay, disable) */
 		for (size_t i = 0; i < t->nprocs; i++) {

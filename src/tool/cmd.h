@@ -60,6 +60,8 @@ const char *weft_cli_find_preload(char *out, size_t n);
 /* Warns that n chunks could not be decoded (why: the first reason) and their events are left
  * out (of `of`, when given). Printed even in quiet mode: nothing is left out silently. */
 void weft_cli_warn_undecoded(const char *cmd, unsigned long long n, const char *why, const char *of);
+/* The .pftrace nests deeper than the Perfetto UI shows (WEFT_UI_LEVELS): one warning line. */
+void weft_cli_warn_deep(const char *cmd, unsigned long long tracks);
 /* record-flight.c: --flight-recorder[=SIZE[,AGE][,noexit]] appended to extra as flight= (0,
  * or a usage error printed and WEFT_EXIT_USAGE); at the end, the snapshots converted (convert)
  * and said (returns code). */

@@ -1,6 +1,7 @@
-/* Recursion: fib(12) = 465 calls, mutual recursion is_even(10) = 6 + is_odd 5, and slow()
- * (20 ms) making 10 quick() calls, for the time filter. */
+/* Recursion: fib(12) = 465 calls, mutual recursion is_even(10) = 6 + is_odd 5 (or
+ * is_even(argv[1])), and slow() (20 ms) making 10 quick() calls, for the time filter. */
 #include <stdio.h>
+#include <stdlib.h>
 #include <unistd.h>
 #define NI __attribute__((noinline))
 NI int fib(int n) { return n < 2 ? n : fib(n - 1) + fib(n - 2); }
@@ -15,9 +16,9 @@ NI void slow(void)
 		quick(i);
 	usleep(20000);
 }
-int main(void)
+int main(int argc, char **argv)
 {
-	printf("%d %d\n", fib(12), is_even(10));
+	printf("%d %d\n", fib(12), is_even(argc > 1 ? atoi(argv[1]) : 10));
 	slow();
 	return 0;
 }

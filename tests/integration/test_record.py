@@ -60,6 +60,23 @@ class Record(TraceTest):
                 self.assertEqual(neg, [{"n": 0}])
                 self.assertEqual(parents, [{"parent": "slow", "n": 10}])
 
+    def test_deeper_than_the_ui_warned(self):
+        """is_even(600) nests 602 levels (main, then is_even and is_odd by turns): the Perfetto
+        UI nests 512, so weft record and weft convert say so in one line, and weft report still
+        counts every call. fib(12)'s 13 levels (test_recursion) draw no warning."""
+        warn = ("warning: slices nested more than 512 deep on 1 track: the Perfetto UI nests 512 levels "
+                "and leaves the deeper slices unfinished, at depth 0; weft report and weft export --sqlite "
+                "have every level\n")
+        data = os.path.join(self.tmp, "deep.data")
+        p = run([WEFT, "record", "-o", data, "--", os.path.join(BUILD, "ft_recurse_O0"), "600"], cwd=BUILD)
+        self.assertIn("weft: record: " + warn, p.stderr)
+        c = self.counts(data)
+        self.assertEqual((c["is_even"], c["is_odd"]), (301, 300))
+        p = run([WEFT, "convert", data, "-o", os.path.join(self.tmp, "deep.pftrace")])
+        self.assertIn("weft: convert: " + warn, p.stderr)
+        p = run([WEFT, "record", "-o", data, "--", os.path.join(BUILD, "ft_recurse_O0")], cwd=BUILD)
+        self.assertNotIn("nested more than", p.stderr)
+
     def test_tree(self):
         data = self.rec("ft_recurse_O2")
         tree = self.report(data, "--tree")
