@@ -271,6 +271,16 @@ static inline unsigned weft_rec_type(uint64_t h) { return (unsigned)(h >> 32) & 
 static inline unsigned weft_rec_extra(uint64_t h) { return (unsigned)(h >> 40) & 0xff; }
 static inline unsigned weft_rec_track(uint64_t h) { return (unsigned)(h >> 48); }
 static inline uint64_t weft_rec_addr(uint64_t h) { return (h & 0xffffffffu) | ((h >> 48) << 32); }
+/* A slice's begin (BEGIN, FUNC_ENTER) or end (END, FUNC_EXIT), and the stack it is on as the
+ * converter's walker (export/model.c) has it: a function's is the thread's own track's, 0 (its
+ * track field holds address bits). An end closes the innermost open slice on its stack with its
+ * id (weft_rec_id). */
+static inline int weft_rec_opens(unsigned type) { return type == WEFT_R_BEGIN || type == WEFT_R_FUNC_ENTER; }
+static inline int weft_rec_closes(unsigned type) { return type == WEFT_R_END || type == WEFT_R_FUNC_EXIT; }
+static inline unsigned weft_rec_stack(unsigned type, uint64_t h)
+{
+	return type == WEFT_R_FUNC_ENTER || type == WEFT_R_FUNC_EXIT ? 0 : weft_rec_track(h);
+}
 
 /* The header of the BEGIN (or END: type) a LEAF record's header h stands for: same site and track. */
 static inline uint64_t weft_leaf_hdr(uint64_t h, unsigned type)

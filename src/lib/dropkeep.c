@@ -3,14 +3,6 @@
 #include "format/format.h"
 #include <string.h>
 
-static int is_open(unsigned type) { return type == WEFT_R_BEGIN || type == WEFT_R_FUNC_ENTER; }
-static int is_close(unsigned type) { return type == WEFT_R_END || type == WEFT_R_FUNC_EXIT; }
-/* the stack a record is on, as the walker has it: functions on the thread's own track */
-static unsigned stack_of(unsigned type, uint64_t h)
-{
-	return type == WEFT_R_FUNC_ENTER || type == WEFT_R_FUNC_EXIT ? 0 : weft_rec_track(h);
-}
-
 /* From word `from` on, the opens on stack `key` go (closed by an end after them). */
 static void cut_opens(struct weft_dropkeep *k, size_t from, unsigned key)
 {
@@ -19,7 +11,7 @@ static void cut_opens(struct weft_dropkeep *k, size_t from, unsigned key)
 		uint64_t h = k->keep[i + 1];
 		unsigned type = weft_rec_type(h);
 		size_t len = 2 + weft_rec_extra(h);
-		if (!is_open(type) || stack_of(type, h) != key) {
+		if (!weft_rec_opens(type) || weft_rec_stack(type, h) != key) {
 			memmove(k->keep + o, k->keep + i, len * 8);
 			o += len;
 		}
@@ -35,14 +27,14 @@ void weft_dropkeep_note(struct weft_dropkeep *k, const uint64_t *w, size_t n)
 	uint64_t h = w[1];
 	unsigned type = weft_rec_type(h);
 	size_t len = 2 + weft_rec_extra(h);
-	if (len > n || (!is_open(type) && !is_close(type)))
+	if (len > n || (!weft_rec_opens(type) && !weft_rec_closes(type)))
 		return;
-	unsigned key = stack_of(type, h);
-	if (is_close(type)) {
+	unsigned key = weft_rec_stack(type, h);
+	if (weft_rec_closes(type)) {
 		size_t at = SIZE_MAX; /* the innermost kept open it closes */
 		for (size_t i = 0; i < k->nkeep; i += 2 + weft_rec_extra(k->keep[i + 1])) {
 			uint64_t o = k->keep[i + 1];
-			if (is_open(weft_rec_type(o)) && stack_of(weft_rec_type(o), o) == key &&
+			if (weft_rec_opens(weft_rec_type(o)) && weft_rec_stack(weft_rec_type(o), o) == key &&
 			    weft_rec_id(o) == weft_rec_id(h))
 				at = i;
 		}

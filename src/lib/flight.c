@@ -100,10 +100,6 @@ uint64_t fl_rec_ticks(unsigned type, uint64_t w0)
 	return 0;
 }
 
-static int is_open(unsigned type) { return type == WEFT_R_BEGIN || type == WEFT_R_FUNC_ENTER; }
-static int is_close(unsigned type) { return type == WEFT_R_END || type == WEFT_R_FUNC_EXIT; }
-/* Records that belong to the event before them. */
-
 static int grow(void **p, size_t *cap, size_t need, size_t elem)
 {
 	if (need <= *cap)
@@ -231,11 +227,11 @@ void fl_stack_apply(struct stack *s, const uint64_t *w, size_t n, int *attach)
 		size_t len = 2 + extra;
 		if (i + len > n)
 			break;
-		if (is_open(type)) {
+		if (weft_rec_opens(type)) {
 			*attach = 0;
 			if (stack_room(s, len, 1)) {
 				s->lvl[s->nlvl] = (uint32_t)s->n;
-				s->track[s->nlvl] = (uint16_t)fl_rec_stack(type, w[i + 1]);
+				s->track[s->nlvl] = (uint16_t)weft_rec_stack(type, w[i + 1]);
 				s->nlvl++;
 				memcpy(s->w + s->n, w + i, len * 8);
 				s->n += len;
@@ -243,8 +239,8 @@ void fl_stack_apply(struct stack *s, const uint64_t *w, size_t n, int *attach)
 			} else {
 				s->truncated++;
 			}
-		} else if (is_close(type)) {
-			fl_stack_pop(s, fl_rec_stack(type, w[i + 1]), weft_rec_id(w[i + 1]));
+		} else if (weft_rec_closes(type)) {
+			fl_stack_pop(s, weft_rec_stack(type, w[i + 1]), weft_rec_id(w[i + 1]));
 			*attach = 0;
 		} else if (type == WEFT_R_SETJMP) {
 			fl_stack_setjmp(s, w + i);
@@ -454,7 +450,7 @@ static uint64_t *summarize(struct sum_scratch **scr, const uint64_t *w, size_t n
 			attach = 0;
 			if (nl < SUM_LEVELS && nw + len <= x->cap) {
 				x->lvl[nl] = (uint32_t)nw;
-				x->trk[nl++] = (uint16_t)fl_rec_stack(type, h);
+				x->trk[nl++] = (uint16_t)weft_rec_stack(type, h);
 				for (size_t k = 0; k < len; k++) /* mostly 2 words: no call */
 					x->w[nw + k] = w[i + k];
 				nw += len;
@@ -462,7 +458,7 @@ static uint64_t *summarize(struct sum_scratch **scr, const uint64_t *w, size_t n
 			}
 		} else if (type == WEFT_R_END || type == WEFT_R_FUNC_EXIT) {
 			attach = 0;
-			sum_close(x, &nw, &nl, &nops, fl_rec_stack(type, h), weft_rec_id(h));
+			sum_close(x, &nw, &nl, &nops, weft_rec_stack(type, h), weft_rec_id(h));
 		} else if (type == WEFT_R_SETJMP || type == WEFT_R_LONGJMP) {
 			attach = 0;
 			if (nw + 2 <= x->cap)

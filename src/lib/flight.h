@@ -147,12 +147,6 @@ static inline int fl_is_attached(unsigned type) /* belongs to the event before i
 	return (type >= WEFT_R_ARG_I64 && type <= WEFT_R_FLOW_IN) || type == WEFT_R_STACK || type == WEFT_R_CPUMEM;
 }
 static inline int fl_is_counter(unsigned type) { return type == WEFT_R_COUNTER_I64 || type == WEFT_R_COUNTER_F64; }
-/* The stack an opening or closing record is on, as the converter's walker has it: a function's
- * is the thread's own track's (0). */
-static inline unsigned fl_rec_stack(unsigned type, uint64_t h)
-{
-	return type == WEFT_R_FUNC_ENTER || type == WEFT_R_FUNC_EXIT ? 0 : weft_rec_track(h);
-}
 WEFT_HIDDEN int fl_stack_pop(struct stack *s, unsigned track, uint32_t id);
 WEFT_HIDDEN void fl_stack_apply(struct stack *s, const uint64_t *w, size_t n, int *attach);
 WEFT_HIDDEN void fl_counter_keep(uint64_t **ctr, size_t *n, size_t *cap, const uint64_t *r, int fixed);
